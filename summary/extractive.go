@@ -1,0 +1,761 @@
+package summary
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// MaxExtractiveNarrative caps the extractive summarizer's narrative, in
+// runes.
+const MaxExtractiveNarrative = 600
+
+type extractiveService struct{}
+
+// NewExtractiveService returns the offline Service: deterministic, no LLM,
+// the embedded default when no summarizer model is configured.
+//
+// Facts come from ExtractFacts over the messages (the existing summary's
+// facts keep their keys). The narrative is an outline of the turns, one
+// sentence per message: "User: <first informative sentence>" for user
+// messages and "Assistant: <first informative sentence>" (or "Assistant
+// called <tool>." for a tool-call-only reply) for assistant messages;
+// system and tool messages are left out. When req.Incremental is set the
+// outline extends req.Existing's narrative. The narrative is capped at
+// MaxExtractiveNarrative runes by dropping the oldest sentences first.
+//
+// Empty req.Messages give an empty Result and no error; messages that yield
+// neither facts nor narrative give an error wrapping ErrEmptyReply. Like the
+// LLM service, the facts returned are this run's findings, to be folded
+// into the ledger with MergeFacts.
+func NewExtractiveService() Service { return extractiveService{} }
+
+// Summarize implements Service.
+func (extractiveService) Summarize(ctx context.Context, req Request) (Result, error) {
+	if len(req.Messages) == 0 {
+		return Result{}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	var known []Fact
+	var items []string
+	if req.Existing != nil {
+		known = req.Existing.Facts
+		if req.Incremental {
+			items = splitSentences(req.Existing.Narrative)
+		}
+	}
+	items = append(items, outline(req.Messages)...)
+	res := Result{
+		Narrative: joinCapped(items, MaxExtractiveNarrative),
+		Facts:     ExtractFacts(req.Messages, known),
+	}
+	if res.IsEmpty() {
+		return Result{}, fmt.Errorf("summary: extractive summarizer found nothing: %w", ErrEmptyReply)
+	}
+	return res, nil
+}
+
+// ----------------------------------------------------------------------------
+// Narrative
+
+// outline returns one sentence per user message and per assistant reply.
+func outline(msgs []llms.ChatMessage) []string {
+	var items []string
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		switch m.GetType() {
+		case llms.ChatMessageTypeHuman:
+			if s := firstSentence(m.GetContent(), 100); s != "" {
+				items = append(items, "User: "+s)
+			}
+		case llms.ChatMessageTypeAI:
+			if s := firstSentence(m.GetContent(), 100); s != "" {
+				items = append(items, "Assistant: "+s)
+			} else if calls := toolCalls(m); len(calls) > 0 {
+				names := make([]string, len(calls))
+				for i, c := range calls {
+					names[i] = c.Name
+				}
+				items = append(items, "Assistant called "+strings.Join(names, ", ")+".")
+			}
+		}
+	}
+	return items
+}
+
+// joinCapped joins sentences with spaces, dropping the oldest until the
+// result fits max runes; a single sentence that is still too long is cut.
+func joinCapped(items []string, max int) string {
+	total := -1
+	for _, it := range items {
+		total += utf8.RuneCountInString(it) + 1
+	}
+	for len(items) > 1 && total > max {
+		total -= utf8.RuneCountInString(items[0]) + 1
+		items = items[1:]
+	}
+	return truncateRunes(strings.Join(items, " "), max, "…")
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?…]+(\s+|$)`)
+
+// splitSentences splits prose after ".", "!", "?" or "…" followed by space.
+func splitSentences(s string) []string {
+	s = collapseSpace(s)
+	var out []string
+	for s != "" {
+		loc := sentenceEnd.FindStringIndex(s)
+		if loc == nil {
+			out = append(out, s)
+			break
+		}
+		if sent := strings.TrimSpace(s[:loc[1]]); sent != "" {
+			out = append(out, sent)
+		}
+		s = s[loc[1]:]
+	}
+	return out
+}
+
+var greeting = regexp.MustCompile(`^(?i:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|dear\s+\S+)(?:\s+there)?)(?:[\s,!.:;-]+|$)`)
+
+var selfIntro = regexp.MustCompile(`^(?i:this\s+is|my\s+name\s+is|i['’]m|i\s+am)\s+\p{Lu}[\p{L}'’-]*(?:\s+\p{Lu}[\p{L}'’-]*){0,2}[.!]*$`)
+
+// firstSentence returns the first informative sentence of s, capitalised,
+// ending in punctuation and cut to max runes ("" for blank s). A leading
+// greeting is removed; sentences that are only a greeting or a
+// self-introduction, or have fewer than four words, are passed over
+// unless no sentence qualifies, in which case the first non-empty one is
+// used.
+func firstSentence(s string, max int) string {
+	fallback := ""
+	for _, sent := range splitSentences(s) {
+		rest := strings.TrimSpace(greeting.ReplaceAllString(sent, ""))
+		if rest == "" || isOnlyPunct(rest) {
+			continue
+		}
+		rest = capitalize(rest)
+		if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
+			rest += "."
+		}
+		if len(strings.Fields(rest)) >= 4 && !selfIntro.MatchString(rest) {
+			return truncateRunes(rest, max, "…")
+		}
+		if fallback == "" {
+			fallback = rest
+		}
+	}
+	if fallback == "" {
+		if sentences := splitSentences(s); len(sentences) > 0 {
+			fallback = sentences[0]
+		}
+	}
+	return truncateRunes(fallback, max, "…")
+}
+
+func isOnlyPunct(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Title returns a short (at most 60 runes), deterministic title for a
+// conversation: the first sentence of the first user message that has one
+// (greetings skipped, trailing punctuation removed, cut at a word boundary
+// with "…"); failing that, the first sentence of the summary's narrative;
+// failing that, its first fact as "Key: value"; otherwise "".
+func Title(s *Summary, firstUserMessages []string) string {
+	const max = 60
+	for _, m := range firstUserMessages {
+		if t := firstSentence(m, 1000); t != "" {
+			return shortTitle(t, max)
+		}
+	}
+	if s == nil {
+		return ""
+	}
+	for _, sent := range splitSentences(s.Narrative) {
+		sent = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(sent, "User: "), "Assistant: "))
+		if sent != "" {
+			return shortTitle(capitalize(sent), max)
+		}
+	}
+	for _, f := range s.Facts {
+		if k := strings.TrimSpace(f.Key); k != "" && strings.TrimSpace(f.Value) != "" {
+			name := capitalize(strings.ReplaceAll(NormalizeKey(k), "_", " "))
+			return shortTitle(name+": "+strings.TrimSpace(f.Value), max)
+		}
+	}
+	return ""
+}
+
+// shortTitle removes trailing sentence punctuation and cuts at a word
+// boundary so that the result, "…" included, has at most max runes.
+func shortTitle(t string, max int) string {
+	t = strings.TrimRight(collapseSpace(t), ".!?… ")
+	if utf8.RuneCountInString(t) <= max {
+		return t
+	}
+	cut := []rune(t)[:max-1]
+	if i := strings.LastIndexByte(string(cut), ' '); i > max/2 {
+		return strings.TrimRight(string(cut)[:i], " ,;:-") + "…"
+	}
+	return strings.TrimRightFunc(string(cut), unicode.IsSpace) + "…"
+}
+
+// ----------------------------------------------------------------------------
+// Facts
+
+// ExtractFacts finds facts in the text of user, assistant and tool messages
+// (system messages are skipped), in order of appearance:
+//
+//   - e-mail addresses → ENTITY email; phone numbers → ENTITY phone;
+//   - identifiers next to order, booking, reservation, ticket, confirmation,
+//     case, invoice, tracking or reference ("order #1234", "reservation code
+//     ZFA04Y", "booking ref ABC123") → ENTITY order_id, reservation_id,
+//     booking_id, …;
+//   - amounts with a currency ("$1,240.50", "50,000 KRW", "€12.50",
+//     "30 dollars", "USD 100") → NUMERIC, keyed by a nearby word
+//     (refund_amount, price, fee, total, …) or else amount;
+//   - dates ("2024-05-20", "May 1", "1 May 2024", "05/01/2024",
+//     "next Friday") → CONDITION date; times ("3pm", "15:30") → CONDITION
+//     time;
+//   - flight numbers ("flight UA 123", or "HAT170" in a message that
+//     mentions a flight) → ENTITY flight_number;
+//   - quantities ("2 bags", "three passengers") → NUMERIC bags,
+//     passengers, … with the count as value (the last mention wins);
+//   - self-introductions ("my name is X", "I'm X", "this is X") → ENTITY
+//     user_name in user messages, agent_name in assistant messages (the
+//     first one wins); "passenger name is X" → passenger_name.
+//
+// Values are kept exactly as written (a flight number's inner space too).
+// The same value is reported once per kind. When a kind has several
+// values, keys are numbered: order_id, order_id_2, … Keys and values of
+// known (the existing ledger) are respected: a value already in the ledger
+// keeps its key, and a new value never takes a key the ledger uses for
+// another value, so the result can be folded in with MergeFacts.
+func ExtractFacts(msgs []llms.ChatMessage, known []Fact) []Fact {
+	k := newKeyer(known)
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		role := m.GetType()
+		switch role {
+		case llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI, llms.ChatMessageTypeTool,
+			llms.ChatMessageTypeFunction, llms.ChatMessageTypeGeneric:
+		default:
+			continue
+		}
+		for _, mt := range scan(m.GetContent(), role) {
+			k.add(mt)
+		}
+	}
+	return k.facts
+}
+
+// keyMode says how repeated findings of one kind are keyed.
+type keyMode int
+
+const (
+	numbered  keyMode = iota // distinct values get base, base_2, base_3, …
+	lastWins                 // one key; later values replace earlier ones
+	firstWins                // one key; later values are ignored
+)
+
+type finding struct {
+	start, end int
+	kind       string // dedupe scope, e.g. "id", "amount"
+	base       string // key, or key stem when numbered
+	value      string
+	cat        Category
+	mode       keyMode
+}
+
+// canon is the form under which values of a kind are compared.
+func canon(kind, v string) string {
+	switch kind {
+	case "id", "flight", "phone", "amount":
+		var b strings.Builder
+		for _, r := range strings.ToUpper(v) {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || (kind == "amount" && !unicode.IsSpace(r)) {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	default:
+		return strings.ToLower(collapseSpace(v))
+	}
+}
+
+// keyer assigns keys to findings and collects the facts.
+type keyer struct {
+	facts    []Fact
+	pos      map[string]int    // normalised key -> index in facts
+	known    map[string]string // normalised key -> value in the existing ledger
+	seen     map[string]bool   // kind + "\x00" + canonical value found in this run
+	spelling map[string]string // normalised key -> key as spelled in the ledger
+}
+
+func newKeyer(known []Fact) *keyer {
+	k := &keyer{pos: map[string]int{}, known: map[string]string{}, seen: map[string]bool{}, spelling: map[string]string{}}
+	for _, f := range known {
+		if n := NormalizeKey(f.Key); n != "" && strings.TrimSpace(f.Value) != "" {
+			k.known[n] = f.Value
+			k.spelling[n] = f.Key
+		}
+	}
+	return k
+}
+
+func (k *keyer) add(f finding) {
+	switch f.mode {
+	case lastWins, firstWins:
+		if i, ok := k.pos[f.base]; ok {
+			if f.mode == lastWins {
+				k.facts[i].Value = f.value
+			}
+			return
+		}
+		k.emit(f.base, f)
+		return
+	}
+	id := f.kind + "\x00" + canon(f.kind, f.value)
+	if k.seen[id] {
+		return
+	}
+	k.seen[id] = true
+	// A value the ledger already holds keeps its key.
+	for n := 1; n <= len(k.known); n++ {
+		key := numberedKey(f.base, n)
+		if v, ok := k.known[key]; ok && canon(f.kind, v) == canon(f.kind, f.value) {
+			k.emit(key, f)
+			return
+		}
+	}
+	for n := 1; ; n++ {
+		key := numberedKey(f.base, n)
+		if _, taken := k.known[key]; taken {
+			continue
+		}
+		if _, taken := k.pos[key]; taken {
+			continue
+		}
+		k.emit(key, f)
+		return
+	}
+}
+
+func (k *keyer) emit(key string, f finding) {
+	spelled := key
+	if s, ok := k.spelling[key]; ok {
+		spelled = s
+	}
+	k.pos[key] = len(k.facts)
+	k.facts = append(k.facts, Fact{Key: spelled, Value: f.value, Category: f.cat})
+}
+
+func numberedKey(base string, n int) string {
+	if n == 1 {
+		return base
+	}
+	return base + "_" + strconv.Itoa(n)
+}
+
+// An extractor finds candidates in one message; accept may reject a match
+// (its span then stays free for later extractors).
+type extractor struct {
+	re    *regexp.Regexp
+	roles []llms.ChatMessageType // nil: every role
+	only  func(text string) bool // nil: always
+	build func(text string, m []int, role llms.ChatMessageType) (finding, bool)
+}
+
+// scan runs the extractors in priority order; a match may not overlap an
+// earlier accepted one. Findings are returned in text order.
+func scan(text string, role llms.ChatMessageType) []finding {
+	var found []finding
+	overlaps := func(s, e int) bool {
+		for _, f := range found {
+			if s < f.end && f.start < e {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ex := range extractors {
+		if ex.roles != nil && !hasRole(ex.roles, role) {
+			continue
+		}
+		if ex.only != nil && !ex.only(text) {
+			continue
+		}
+		for _, m := range ex.re.FindAllStringSubmatchIndex(text, -1) {
+			f, ok := ex.build(text, m, role)
+			if !ok || overlaps(f.start, f.end) {
+				continue
+			}
+			found = append(found, f)
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].start < found[j].start })
+	return found
+}
+
+func hasRole(roles []llms.ChatMessageType, r llms.ChatMessageType) bool {
+	for _, x := range roles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// group returns submatch i of m, with its span.
+func group(text string, m []int, i int) (string, int, int) {
+	if 2*i+1 >= len(m) || m[2*i] < 0 {
+		return "", -1, -1
+	}
+	return text[m[2*i]:m[2*i+1]], m[2*i], m[2*i+1]
+}
+
+// standalone reports whether text[s:e] is not glued to a neighbouring
+// letter or digit.
+func standalone(text string, s, e int) bool {
+	if s > 0 {
+		r, _ := utf8.DecodeLastRuneInString(text[:s])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	if e < len(text) {
+		r, _ := utf8.DecodeRuneInString(text[e:])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+const (
+	numberPattern   = `\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`
+	currencyCodes   = `USD|EUR|GBP|KRW|JPY|CNY|CAD|AUD|CHF|INR|SGD|HKD`
+	currencyWords   = `dollars?|euros?|pounds?|won|yen|bucks`
+	monthPattern    = `(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)`
+	namePattern     = `\p{Lu}\p{Ll}[\p{L}'’-]*(?:\s+\p{Lu}\p{Ll}[\p{L}'’-]*){0,2}`
+	quantityNumbers = `\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten`
+)
+
+var extractors = []extractor{
+	{ // e-mail
+		re: regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			return finding{start: m[0], end: m[1], kind: "email", base: "email", value: text[m[0]:m[1]], cat: Entity}, true
+		},
+	},
+	{ // phone
+		re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			v := text[m[0]:m[1]]
+			digits := 0
+			for _, r := range v {
+				if r >= '0' && r <= '9' {
+					digits++
+				}
+			}
+			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) {
+				return finding{}, false
+			}
+			return finding{start: m[0], end: m[1], kind: "phone", base: "phone", value: v, cat: Entity}, true
+		},
+	},
+	{ // identifiers next to a context word
+		re: regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref)\b(\s+(?:number|no\.?|num|id|code|ref(?:erence)?|locator))?(\s+(?:is|was))?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			word, _, _ := group(text, m, 1)
+			qual, _, _ := group(text, m, 2)
+			verb, _, _ := group(text, m, 3)
+			colon, _, _ := group(text, m, 4)
+			v, s, e := group(text, m, 5)
+			if !validID(v, qual != "" || verb != "" || colon != "") || !standalone(text, s, e) {
+				return finding{}, false
+			}
+			return finding{start: s, end: e, kind: "id", base: idKey(word), value: v, cat: Entity}, true
+		},
+	},
+	{ // amounts with a currency
+		re: regexp.MustCompile(`(?:US\$|[$€£¥₩])\s?(?:` + numberPattern + `)|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			if !standalone(text, m[0], m[1]) {
+				return finding{}, false
+			}
+			return finding{start: m[0], end: m[1], kind: "amount", base: amountKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Numeric}, true
+		},
+	},
+	{ // dates
+		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b|(?i:\bnext\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			return finding{start: m[0], end: m[1], kind: "date", base: "date", value: text[m[0]:m[1]], cat: Condition}, true
+		},
+	},
+	{ // times
+		re: regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[AaPp](?:\.[Mm]\.|[Mm]\b))?|\b(?:1[0-2]|0?[1-9])\s?[AaPp](?:\.[Mm]\.|[Mm]\b)`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			v := strings.TrimSpace(text[m[0]:m[1]])
+			if !standalone(text, m[0], m[1]) {
+				return finding{}, false
+			}
+			return finding{start: m[0], end: m[0] + len(v), kind: "time", base: "time", value: v, cat: Condition}, true
+		},
+	},
+	{ // flight numbers after "flight"
+		re: regexp.MustCompile(`(?i:\bflights?(?:\s+(?:number|no\.?))?(?:\s+is)?)\s*[:#]?\s*((?:[A-Z]{2,3}|[A-Z]\d|\d[A-Z])\s?\d{1,4})\b`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			v, s, e := group(text, m, 1)
+			return finding{start: s, end: e, kind: "flight", base: "flight_number", value: v, cat: Entity}, true
+		},
+	},
+	{ // other flight-number-shaped codes in a message about flights
+		re:   regexp.MustCompile(`\b[A-Z]{2,3}\d{2,4}\b`),
+		only: func(text string) bool { return strings.Contains(strings.ToLower(text), "flight") },
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			return finding{start: m[0], end: m[1], kind: "flight", base: "flight_number", value: text[m[0]:m[1]], cat: Entity}, true
+		},
+	},
+	{ // quantities
+		re: regexp.MustCompile(`(?i)\b(` + quantityNumbers + `)\s+(?:(?:more|extra|checked|additional|carry-on)\s+)?(bags?|suitcases?|passengers?|adults?|child|children|kids?|infants?|tickets?|seats?|items?|nights?|rooms?|units?|pieces?|boxes|box|people|persons?|guests?|pairs?)\b`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			n, s, _ := group(text, m, 1)
+			noun, _, _ := group(text, m, 2)
+			return finding{start: s, end: m[1], kind: "quantity", base: quantityKey(noun), value: quantityValue(n), cat: Numeric, mode: lastWins}, true
+		},
+	},
+	{ // named roles ("passenger name is Jane Doe")
+		re: regexp.MustCompile(`(?i:\b(passenger|customer|guest|traveller|traveler|account holder)'?s?\s+name\s*(?:is\s+|:\s*))(` + namePattern + `)`),
+		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+			who, _, _ := group(text, m, 1)
+			v, s, e := nameGroup(text, m, 2)
+			if v == "" {
+				return finding{}, false
+			}
+			return finding{start: s, end: e, kind: "name", base: NormalizeKey(who) + "_name", value: v, cat: Entity, mode: firstWins}, true
+		},
+	},
+	{ // self-introductions
+		re:    regexp.MustCompile(`(?i:\b(?:my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
+		roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI},
+		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
+			v, s, e := nameGroup(text, m, 1)
+			if v == "" {
+				return finding{}, false
+			}
+			base := "user_name"
+			if role == llms.ChatMessageTypeAI {
+				base = "agent_name"
+			}
+			return finding{start: s, end: e, kind: "name", base: base, value: v, cat: Entity, mode: firstWins}, true
+		},
+	},
+}
+
+// validID accepts an identifier: it contains a digit, its letters are
+// upper-case, and it has 3 to 20 characters after an optional "#". A bare
+// number needs a "#", a qualifier ("number", "is", ":") or 4 digits.
+func validID(v string, qualified bool) bool {
+	core := strings.TrimPrefix(v, "#")
+	if len(core) < 1 || len(core) > 20 {
+		return false
+	}
+	hasDigit, hasLetter := false, false
+	for _, r := range core {
+		switch {
+		case r >= '0' && r <= '9':
+			hasDigit = true
+		case r >= 'A' && r <= 'Z':
+			hasLetter = true
+		case r == '-':
+		default:
+			return false
+		}
+	}
+	switch {
+	case !hasDigit:
+		return false
+	case hasLetter:
+		return len(core) >= 3
+	default:
+		return strings.HasPrefix(v, "#") || (qualified && len(core) >= 2) || len(core) >= 4
+	}
+}
+
+func idKey(word string) string {
+	switch w := strings.ToLower(word); w {
+	case "ref", "reference":
+		return "reference_id"
+	case "tracking":
+		return "tracking_number"
+	case "confirmation":
+		return "confirmation_code"
+	default:
+		return w + "_id"
+	}
+}
+
+// amountKeys maps a word stem near an amount to the amount's key, in order
+// of preference when several are equally near.
+var amountKeys = []struct{ stem, key string }{
+	{"refund", "refund_amount"},
+	{"price", "price"},
+	{"cost", "price"},
+	{"fare", "fare"},
+	{"fee", "fee"},
+	{"surcharge", "fee"},
+	{"penalty", "fee"},
+	{"charge", "charge"},
+	{"total", "total"},
+	{"balance", "balance"},
+	{"deposit", "deposit"},
+	{"credit", "credit"},
+	{"voucher", "voucher"},
+	{"compensation", "compensation"},
+	{"budget", "budget"},
+	{"payment", "payment"},
+	{"paid", "payment"},
+	{"pay", "payment"},
+}
+
+var wordRE = regexp.MustCompile(`[A-Za-z]+`)
+
+// amountKey names an amount after the nearest known word in its clause
+// (up to three words after it, or any before it; a word before wins a tie),
+// or "amount".
+func amountKey(text string, s, e int) string {
+	before := text[:s]
+	if i := strings.LastIndexAny(before, ".!?;\n"); i >= 0 {
+		before = before[i+1:]
+	}
+	after := text[e:]
+	if i := strings.IndexAny(after, ".!?;,\n"); i >= 0 {
+		after = after[:i]
+	}
+	key, dist := "amount", -1
+	words := wordRE.FindAllString(before, -1)
+	for i := len(words) - 1; i >= 0; i-- {
+		if k := amountWordKey(words[i]); k != "" {
+			key, dist = k, len(words)-i
+			break
+		}
+	}
+	for i, w := range wordRE.FindAllString(after, 3) {
+		if dist >= 0 && i+1 >= dist {
+			break
+		}
+		if k := amountWordKey(w); k != "" {
+			return k
+		}
+	}
+	return key
+}
+
+func amountWordKey(word string) string {
+	w := strings.ToLower(word)
+	for _, ak := range amountKeys {
+		if !strings.HasPrefix(w, ak.stem) {
+			continue
+		}
+		switch w[len(ak.stem):] {
+		case "", "s", "es", "ed", "d", "ing", "able":
+			return ak.key
+		}
+	}
+	return ""
+}
+
+var numberWords = map[string]string{
+	"one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+	"six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10",
+}
+
+func quantityValue(n string) string {
+	if d, ok := numberWords[strings.ToLower(n)]; ok {
+		return d
+	}
+	return n
+}
+
+func quantityKey(noun string) string {
+	switch n := strings.ToLower(noun); n {
+	case "child", "children", "kid", "kids":
+		return "children"
+	case "people", "person", "persons":
+		return "people"
+	case "box", "boxes":
+		return "boxes"
+	default:
+		return strings.TrimSuffix(n, "s") + "s"
+	}
+}
+
+// notNames are capitalised words that follow "I'm" or "this is" without
+// being names; a name stops before the first of them.
+var notNames = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`Sorry Not So Just Still Really Very Here There Calling Looking Trying
+		Writing Also Afraid Glad Happy Fine Okay Ok Good Great Sure Interested Travelling Traveling Flying
+		Going Having Getting Waiting Hoping Wondering Done Back Ready New Unable Able The An In On At From
+		With About For To Your My Our Their His Her Order Flight Booking Reservation Ticket Support Customer
+		Service Team Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April
+		May June July August September October November December Today Tomorrow Yesterday Thanks Thank
+		Please Yes No Hi Hello Hey Mr Mrs Ms Dr Miss`) {
+		notNames[w] = true
+	}
+}
+
+// nameGroup returns the name in submatch i, cut before the first word that
+// is not a name, and requires the name not to run into letters or digits.
+func nameGroup(text string, m []int, i int) (string, int, int) {
+	v, s, e := group(text, m, i)
+	if v == "" || !standalone(text, s, e) {
+		return "", -1, -1
+	}
+	words := strings.Fields(v)
+	n := 0
+	for n < len(words) && !notNames[strings.TrimRight(words[n], "'’-")] {
+		n++
+	}
+	if n == 0 {
+		return "", -1, -1
+	}
+	name := strings.Join(words[:n], " ")
+	// The name is a prefix of v up to white-space differences: find its end.
+	end := s
+	for _, w := range words[:n] {
+		end = strings.Index(text[end:], w) + end + len(w)
+	}
+	return name, s, end
+}

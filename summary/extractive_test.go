@@ -1,0 +1,350 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+func extract(t *testing.T, req Request) Result {
+	t.Helper()
+	res, err := NewExtractiveService().Summarize(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Summarize: %v", err)
+	}
+	return res
+}
+
+var refundDialogue = []llms.ChatMessage{
+	llms.SystemChatMessage{Content: "You are a support agent for Acme. Example: order #9999, call 800-555-0000."},
+	llms.HumanChatMessage{Content: "Hello! My name is Sarah Connor. I ordered a blender, order #1234, on May 1 and it arrived broken."},
+	llms.AIChatMessage{Content: "I'm sorry to hear that, Sarah. I can see order #1234 was paid on 05/01/2024 with a total of $89.99 plus a $5.00 shipping fee."},
+	llms.HumanChatMessage{Content: "I want a refund of $94.99 to my card. My email is sarah.connor@example.com and my phone is (415) 555-0132."},
+	llms.AIChatMessage{Content: "Done: a refund of $94.99 has been issued under case number CS-77812. It takes 5-7 business days. Anything else?"},
+	llms.HumanChatMessage{Content: "Also my other order 88231 is missing 2 items. Can someone call me tomorrow at 3pm?"},
+}
+
+func TestExtractiveRefundDialogue(t *testing.T) {
+	res := extract(t, Request{SessionID: "s1", Messages: refundDialogue})
+	checkFacts(t, res.Facts, []Fact{
+		{Key: "user_name", Value: "Sarah Connor", Category: Entity},
+		{Key: "order_id", Value: "#1234", Category: Entity},
+		{Key: "date", Value: "May 1", Category: Condition},
+		{Key: "date_2", Value: "05/01/2024", Category: Condition},
+		{Key: "total", Value: "$89.99", Category: Numeric},
+		{Key: "fee", Value: "$5.00", Category: Numeric},
+		{Key: "refund_amount", Value: "$94.99", Category: Numeric},
+		{Key: "email", Value: "sarah.connor@example.com", Category: Entity},
+		{Key: "phone", Value: "(415) 555-0132", Category: Entity},
+		{Key: "case_id", Value: "CS-77812", Category: Entity},
+		{Key: "order_id_2", Value: "88231", Category: Entity},
+		{Key: "items", Value: "2", Category: Numeric},
+		{Key: "time", Value: "3pm", Category: Condition},
+	})
+	wantNarrative := "User: I ordered a blender, order #1234, on May 1 and it arrived broken. " +
+		"Assistant: I'm sorry to hear that, Sarah. " +
+		"User: I want a refund of $94.99 to my card. " +
+		"Assistant: Done: a refund of $94.99 has been issued under case number CS-77812. " +
+		"User: Also my other order 88231 is missing 2 items."
+	if res.Narrative != wantNarrative {
+		t.Fatalf("narrative:\n%s\nwant:\n%s", res.Narrative, wantNarrative)
+	}
+}
+
+var airlineDialogue = []llms.ChatMessage{
+	llms.SystemChatMessage{Content: "You are an airline agent."},
+	llms.HumanChatMessage{Content: "Hi, this is Minjun Kim. My reservation code is ZFA04Y and I'm on flight HAT170 on 2024-05-20 at 15:30."},
+	llms.AIChatMessage{
+		Content:   "Thanks, Minjun! I'm Anna from support. Let me look that up.",
+		ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup_reservation", Arguments: `{"code":"ZFA04Y"}`}}},
+	},
+	llms.ToolChatMessage{ID: "c1", Content: `{"reservation":"ZFA04Y","flights":["HAT170","HAT171"],"passengers":2,"fare":"$1,240.50","contact":"minjun.kim@example.com"}`},
+	llms.AIChatMessage{Content: "I found your booking: flights HAT170 and HAT171 for 2 passengers, total fare $1,240.50."},
+	llms.HumanChatMessage{Content: "I need to change it to May 22 and add 2 checked bags. You can reach me at +1 415-555-0132 or minjun.kim@example.com."},
+	llms.AIChatMessage{Content: "Done. The change fee is $75 and each bag costs 30 dollars. Your new departure is 3pm on 22 May 2024, booking ref ABC123."},
+}
+
+var airlineFacts = []Fact{
+	{Key: "user_name", Value: "Minjun Kim", Category: Entity},
+	{Key: "reservation_id", Value: "ZFA04Y", Category: Entity},
+	{Key: "flight_number", Value: "HAT170", Category: Entity},
+	{Key: "date", Value: "2024-05-20", Category: Condition},
+	{Key: "time", Value: "15:30", Category: Condition},
+	{Key: "agent_name", Value: "Anna", Category: Entity},
+	{Key: "flight_number_2", Value: "HAT171", Category: Entity},
+	{Key: "fare", Value: "$1,240.50", Category: Numeric},
+	{Key: "email", Value: "minjun.kim@example.com", Category: Entity},
+	{Key: "passengers", Value: "2", Category: Numeric},
+	{Key: "date_2", Value: "May 22", Category: Condition},
+	{Key: "bags", Value: "2", Category: Numeric},
+	{Key: "phone", Value: "+1 415-555-0132", Category: Entity},
+	{Key: "fee", Value: "$75", Category: Numeric},
+	{Key: "price", Value: "30 dollars", Category: Numeric},
+	{Key: "time_2", Value: "3pm", Category: Condition},
+	{Key: "date_3", Value: "22 May 2024", Category: Condition},
+	{Key: "booking_id", Value: "ABC123", Category: Entity},
+}
+
+func TestExtractiveAirlineDialogue(t *testing.T) {
+	res := extract(t, Request{SessionID: "s2", Messages: airlineDialogue})
+	checkFacts(t, res.Facts, airlineFacts)
+	wantNarrative := "User: My reservation code is ZFA04Y and I'm on flight HAT170 on 2024-05-20 at 15:30. " +
+		"Assistant: I'm Anna from support. " +
+		"Assistant: I found your booking: flights HAT170 and HAT171 for 2 passengers, total fare $1,240.50. " +
+		"User: I need to change it to May 22 and add 2 checked bags. " +
+		"Assistant: The change fee is $75 and each bag costs 30 dollars."
+	if res.Narrative != wantNarrative {
+		t.Fatalf("narrative:\n%s\nwant:\n%s", res.Narrative, wantNarrative)
+	}
+}
+
+func TestExtractiveDeterministic(t *testing.T) {
+	first := extract(t, Request{Messages: airlineDialogue})
+	for i := 0; i < 20; i++ {
+		if got := extract(t, Request{Messages: airlineDialogue}); !reflect.DeepEqual(got, first) {
+			t.Fatalf("run %d differs", i)
+		}
+	}
+}
+
+func TestExtractiveSkipsSystemMessages(t *testing.T) {
+	_, err := NewExtractiveService().Summarize(context.Background(), Request{Messages: []llms.ChatMessage{
+		llms.SystemChatMessage{Content: "Order #9999 costs $5. Call 800-555-0000. My name is Bot."},
+	}})
+	if !errors.Is(err, ErrEmptyReply) {
+		t.Fatalf("err = %v, want ErrEmptyReply", err)
+	}
+}
+
+func TestExtractiveEmptyInput(t *testing.T) {
+	res, err := NewExtractiveService().Summarize(context.Background(), Request{Existing: &Summary{Narrative: "x"}})
+	if err != nil || !reflect.DeepEqual(res, Result{}) {
+		t.Fatalf("got %#v, %v", res, err)
+	}
+}
+
+func TestExtractiveCancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewExtractiveService().Summarize(ctx, Request{Messages: refundDialogue}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestExtractiveToolCallOnlyTurn(t *testing.T) {
+	res := extract(t, Request{Messages: []llms.ChatMessage{
+		llms.HumanChatMessage{Content: "Where is my parcel?"},
+		llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "1", FunctionCall: &llms.FunctionCall{Name: "track_parcel", Arguments: "{}"}}}},
+		llms.ToolChatMessage{ID: "1", Content: "tracking number 1Z999AA10123456784, delivery on 2024-06-03"},
+	}})
+	if res.Narrative != "User: Where is my parcel? Assistant called track_parcel." {
+		t.Errorf("narrative %q", res.Narrative)
+	}
+	checkFacts(t, res.Facts, []Fact{
+		{Key: "tracking_number", Value: "1Z999AA10123456784", Category: Entity},
+		{Key: "date", Value: "2024-06-03", Category: Condition},
+	})
+}
+
+// In incremental mode the ledger's keys are respected: a known value keeps
+// its key and a new value never takes a key that holds another value.
+func TestExtractiveIncrementalKeys(t *testing.T) {
+	existing := &Summary{
+		Narrative: "User: My order #1234 arrived broken. Assistant: A refund was issued.",
+		Facts: []Fact{
+			{Key: "order_id", Value: "#1234", Category: Entity},
+			{Key: "Refund_Amount", Value: "$94.99", Category: Numeric},
+			{Key: "bags", Value: "1", Category: Numeric},
+		},
+	}
+	res := extract(t, Request{
+		Existing:    existing,
+		Incremental: true,
+		Messages: []llms.ChatMessage{
+			llms.HumanChatMessage{Content: "Order 1234 is fine now, but order #5678 needs a refund of $94.99 too. I have 3 bags."},
+		},
+	})
+	checkFacts(t, res.Facts, []Fact{
+		{Key: "order_id", Value: "1234", Category: Entity},
+		{Key: "order_id_2", Value: "#5678", Category: Entity},
+		{Key: "Refund_Amount", Value: "$94.99", Category: Numeric},
+		{Key: "bags", Value: "3", Category: Numeric},
+	})
+	want := "User: My order #1234 arrived broken. Assistant: A refund was issued. User: Order 1234 is fine now, but order #5678 needs a refund of $94.99 too."
+	if res.Narrative != want {
+		t.Errorf("narrative %q\nwant      %q", res.Narrative, want)
+	}
+
+	// The folded ledger.
+	merged := MergeFacts(existing.Facts, res.Facts, MergeOptions{Now: t1})
+	var keys []string
+	for _, f := range merged {
+		keys = append(keys, f.Key+"="+f.Value)
+	}
+	if got := strings.Join(keys, " "); got != "order_id=1234 Refund_Amount=$94.99 bags=3 order_id_2=#5678" {
+		t.Errorf("merged ledger %s", got)
+	}
+
+	// Not incremental: the stored narrative is not carried forward.
+	res = extract(t, Request{Existing: existing, Messages: []llms.ChatMessage{llms.HumanChatMessage{Content: "Order #5678 needs a refund."}}})
+	if res.Narrative != "User: Order #5678 needs a refund." {
+		t.Errorf("non-incremental narrative %q", res.Narrative)
+	}
+	checkFacts(t, res.Facts, []Fact{{Key: "order_id_2", Value: "#5678", Category: Entity}})
+}
+
+func TestExtractiveNarrativeCap(t *testing.T) {
+	var msgs []llms.ChatMessage
+	for i := 0; i < 30; i++ {
+		msgs = append(msgs, llms.HumanChatMessage{Content: "Question number " + string(rune('A'+i%26)) + " is about something rather long and detailed, more than a few words."})
+	}
+	res := extract(t, Request{Messages: msgs})
+	if n := utf8.RuneCountInString(res.Narrative); n > MaxExtractiveNarrative {
+		t.Fatalf("narrative has %d runes", n)
+	}
+	// The newest sentences are kept.
+	if !strings.HasSuffix(res.Narrative, "User: Question number D is about something rather long and detailed, more than a few words.") {
+		t.Fatalf("narrative does not end with the newest turn: %q", res.Narrative)
+	}
+
+	// Incremental: the oldest sentences of the existing narrative go first.
+	old := strings.Repeat("An old point that was made earlier in the chat. ", 14)
+	res = extract(t, Request{Existing: &Summary{Narrative: "The very first point. " + old}, Incremental: true,
+		Messages: []llms.ChatMessage{llms.HumanChatMessage{Content: "A brand new question about the refund."}}})
+	if utf8.RuneCountInString(res.Narrative) > MaxExtractiveNarrative || strings.Contains(res.Narrative, "The very first point.") ||
+		!strings.HasSuffix(res.Narrative, "User: A brand new question about the refund.") {
+		t.Fatalf("incremental narrative %q", res.Narrative)
+	}
+}
+
+func TestExtractFactsPatterns(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want []Fact
+	}{
+		{"amount formats", "It was $50, then €12.50, 50,000 KRW, 30 dollars, USD 100 and £7.", []Fact{
+			{Key: "amount", Value: "$50", Category: Numeric},
+			{Key: "amount_2", Value: "€12.50", Category: Numeric},
+			{Key: "amount_3", Value: "50,000 KRW", Category: Numeric},
+			{Key: "amount_4", Value: "30 dollars", Category: Numeric},
+			{Key: "amount_5", Value: "USD 100", Category: Numeric},
+			{Key: "amount_6", Value: "£7", Category: Numeric},
+		}},
+		{"amount keyed by a following word", "I want the $25 refund and a 10 euro voucher.", []Fact{
+			{Key: "refund_amount", Value: "$25", Category: Numeric},
+			{Key: "voucher", Value: "10 euro", Category: Numeric},
+		}},
+		{"repeated amount reported once", "The refund is $20. Yes, $20 exactly.", []Fact{
+			{Key: "refund_amount", Value: "$20", Category: Numeric},
+		}},
+		{"date formats", "Options: 2024-05-01, May 1, 1 May 2024, 05/01/2024, March 3rd, 2025 or next Friday.", []Fact{
+			{Key: "date", Value: "2024-05-01", Category: Condition},
+			{Key: "date_2", Value: "May 1", Category: Condition},
+			{Key: "date_3", Value: "1 May 2024", Category: Condition},
+			{Key: "date_4", Value: "05/01/2024", Category: Condition},
+			{Key: "date_5", Value: "March 3rd, 2025", Category: Condition},
+			{Key: "date_6", Value: "next Friday", Category: Condition},
+		}},
+		{"times", "Pick-up at 10:45 AM or 3 p.m. or 21:00.", []Fact{
+			{Key: "time", Value: "10:45 AM", Category: Condition},
+			{Key: "time_2", Value: "3 p.m.", Category: Condition},
+			{Key: "time_3", Value: "21:00", Category: Condition},
+		}},
+		{"phones", "Call +82 10-1234-5678 or 010-9876-5432, not 555-0132.", []Fact{
+			{Key: "phone", Value: "+82 10-1234-5678", Category: Entity},
+			{Key: "phone_2", Value: "010-9876-5432", Category: Entity},
+		}},
+		{"identifiers", "Order number is 77 and ticket ID T-5521; reservation: QX7P2; confirmation code K3L9P2; invoice INV-2024-001.", []Fact{
+			{Key: "order_id", Value: "77", Category: Entity},
+			{Key: "ticket_id", Value: "T-5521", Category: Entity},
+			{Key: "reservation_id", Value: "QX7P2", Category: Entity},
+			{Key: "confirmation_code", Value: "K3L9P2", Category: Entity},
+			{Key: "invoice_id", Value: "INV-2024-001", Category: Entity},
+		}},
+		{"not identifiers", "I want to order 2 bags; the order was late; booking for 3 people; reference ABCDEF.", []Fact{
+			{Key: "bags", Value: "2", Category: Numeric},
+			{Key: "people", Value: "3", Category: Numeric},
+		}},
+		{"flights", "Flight UA 123 connects to KE017; my flight no. 7C1101 is later.", []Fact{
+			{Key: "flight_number", Value: "UA 123", Category: Entity},
+			{Key: "flight_number_2", Value: "KE017", Category: Entity},
+			{Key: "flight_number_3", Value: "7C1101", Category: Entity},
+		}},
+		{"no flights without the word", "Model RTX4090 is in stock.", nil},
+		{"quantities", "Two adults, one child and 3 checked bags; actually 4 bags.", []Fact{
+			{Key: "adults", Value: "2", Category: Numeric},
+			{Key: "children", Value: "1", Category: Numeric},
+			{Key: "bags", Value: "4", Category: Numeric},
+		}},
+		{"names", "I'm Looking for help. My name is José Álvarez. The passenger name is Mary Ann Lee.", []Fact{
+			{Key: "user_name", Value: "José Álvarez", Category: Entity},
+			{Key: "passenger_name", Value: "Mary Ann Lee", Category: Entity},
+		}},
+		{"first self-introduction wins", "I'm Jane. Call me Janie.", []Fact{
+			{Key: "user_name", Value: "Jane", Category: Entity},
+		}},
+		{"e-mails", "Write to A.B+tag@Example.co.uk or a.b+tag@example.co.uk.", []Fact{
+			{Key: "email", Value: "A.B+tag@Example.co.uk", Category: Entity},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ExtractFacts([]llms.ChatMessage{llms.HumanChatMessage{Content: tc.text}}, nil)
+			checkFacts(t, got, tc.want)
+		})
+	}
+}
+
+func TestExtractFactsRoles(t *testing.T) {
+	got := ExtractFacts([]llms.ChatMessage{
+		llms.HumanChatMessage{Content: "This is Tom Baker."},
+		llms.AIChatMessage{Content: "Hello Tom, this is Dana from support."},
+		llms.ToolChatMessage{Content: "I'm Robot. Customer name: Tom Baker"},
+		llms.SystemChatMessage{Content: "My name is System and the order #4242."},
+	}, nil)
+	checkFacts(t, got, []Fact{
+		{Key: "user_name", Value: "Tom Baker", Category: Entity},
+		{Key: "agent_name", Value: "Dana", Category: Entity},
+		{Key: "customer_name", Value: "Tom Baker", Category: Entity},
+	})
+}
+
+func TestTitle(t *testing.T) {
+	cases := []struct {
+		name  string
+		s     *Summary
+		first []string
+		want  string
+	}{
+		{"first user sentence", nil, []string{"Hi! I need a refund for order #1234. It arrived broken."}, "I need a refund for order #1234"},
+		{"greeting stripped", nil, []string{"hello, where is my parcel?"}, "Where is my parcel"},
+		{"skips blank messages", nil, []string{"", "  ", "Change my seat please"}, "Change my seat please"},
+		{"long cut at a word", nil, []string{"My flight HAT170 on 2024-05-20 was cancelled and I want to rebook on a later flight."},
+			"My flight HAT170 on 2024-05-20 was cancelled and I want to…"},
+		{"from narrative", &Summary{Narrative: "User: Asked about baggage allowance. Assistant: Explained."}, nil, "Asked about baggage allowance"},
+		{"from facts", &Summary{Facts: []Fact{{Key: "order_id", Value: "#1234"}}}, nil, "Order id: #1234"},
+		{"nothing", &Summary{}, nil, ""},
+		{"nil", nil, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Title(tc.s, tc.first)
+			if got != tc.want {
+				t.Fatalf("Title = %q, want %q", got, tc.want)
+			}
+			if utf8.RuneCountInString(got) > 60 {
+				t.Fatalf("title has %d runes", utf8.RuneCountInString(got))
+			}
+		})
+	}
+	long := strings.Repeat("가나다라마바사아자차", 10)
+	if got := Title(nil, []string{long}); utf8.RuneCountInString(got) != 60 || !strings.HasSuffix(got, "…") {
+		t.Fatalf("unbroken long title %q", got)
+	}
+}

@@ -1,0 +1,365 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Defaults of the LLM summarizer.
+const (
+	DefaultMaxNarrativeTokens = 500
+	DefaultTimeout            = 60 * time.Second
+)
+
+// LLMOption configures NewLLMService.
+type LLMOption func(*llmService)
+
+// WithMaxNarrativeTokens sets the narrative length the prompt asks for
+// (default 500). It is a request to the model, not enforced. n <= 0 keeps
+// the default.
+func WithMaxNarrativeTokens(n int) LLMOption {
+	return func(s *llmService) {
+		if n > 0 {
+			s.maxNarrativeTokens = n
+		}
+	}
+}
+
+// WithTimeout bounds one summarization call (default 60s). A call that
+// runs out of time returns an error wrapping ErrTimeout. d <= 0 keeps the
+// default.
+func WithTimeout(d time.Duration) LLMOption {
+	return func(s *llmService) {
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+}
+
+// WithLogger sets the logger for per-call debug records (default: none).
+func WithLogger(l *slog.Logger) LLMOption {
+	return func(s *llmService) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// WithoutJSONMode stops the service from passing llms.WithJSONMode(), for
+// servers that reject JSON mode. The prompt still asks for JSON and the
+// reply parser is tolerant.
+func WithoutJSONMode() LLMOption {
+	return func(s *llmService) { s.jsonMode = false }
+}
+
+// WithCallOptions adds call options (model name, temperature, max tokens, …)
+// to every summarization call. They are applied after JSON mode.
+func WithCallOptions(opts ...llms.CallOption) LLMOption {
+	return func(s *llmService) { s.callOpts = append(s.callOpts, opts...) }
+}
+
+type llmService struct {
+	model              llms.Model
+	maxNarrativeTokens int
+	timeout            time.Duration
+	jsonMode           bool
+	callOpts           []llms.CallOption
+	log                *slog.Logger
+}
+
+// NewLLMService returns a Service that makes one model.GenerateContent call
+// per summarization: a system message with the instructions of BuildPrompt
+// and a human message with the transcript, in JSON mode unless
+// WithoutJSONMode is given. The reply is read with ParseReply.
+//
+// Summarize returns an empty Result and no error, without calling the
+// model, when Request.Messages is empty. Otherwise it never returns an empty
+// Result with a nil error: a timeout wraps ErrTimeout, a reply with neither
+// facts nor narrative wraps ErrEmptyReply, a JSON-looking reply that cannot
+// be decoded wraps ErrUnparseable, and model errors are wrapped with %w.
+// Result.Usage is filled from the first choice's GenerationInfo when the
+// provider reports token counts.
+//
+// The returned facts are what the model said, including facts with an
+// empty value that ask for removal; fold them into the stored ledger with
+// MergeFacts.
+func NewLLMService(model llms.Model, opts ...LLMOption) Service {
+	s := &llmService{
+		model:              model,
+		maxNarrativeTokens: DefaultMaxNarrativeTokens,
+		timeout:            DefaultTimeout,
+		jsonMode:           true,
+		log:                slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Summarize implements Service.
+func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error) {
+	if len(req.Messages) == 0 {
+		return Result{}, nil
+	}
+	if s.model == nil {
+		return Result{}, errors.New("summary: NewLLMService: nil model")
+	}
+	system, user := BuildPrompt(req, s.maxNarrativeTokens)
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, system),
+		llms.TextParts(llms.ChatMessageTypeHuman, user),
+	}
+	var callOpts []llms.CallOption
+	if s.jsonMode {
+		callOpts = append(callOpts, llms.WithJSONMode())
+	}
+	callOpts = append(callOpts, s.callOpts...)
+
+	start := time.Now()
+	resp, err := s.generate(ctx, msgs, callOpts)
+	elapsed := time.Since(start)
+	if err != nil {
+		s.log.DebugContext(ctx, "summarization failed", "session", req.SessionID,
+			"messages", len(req.Messages), "duration", elapsed, "error", err)
+		return Result{}, err
+	}
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+		return Result{}, fmt.Errorf("summary: model returned no choices: %w", ErrEmptyReply)
+	}
+	choice := resp.Choices[0]
+	usage := usageFrom(choice.GenerationInfo)
+
+	res, err := ParseReply(choice.Content)
+	res.Usage = usage
+	if err == nil && res.IsEmpty() {
+		err = fmt.Errorf("summary: parse reply: %w", ErrEmptyReply)
+	}
+	s.log.DebugContext(ctx, "summarization done", "session", req.SessionID,
+		"messages", len(req.Messages), "incremental", req.Incremental,
+		"facts", len(res.Facts), "narrative_chars", len(res.Narrative),
+		"input_tokens", usage.InputTokens, "output_tokens", usage.OutputTokens,
+		"duration", elapsed, "error", err)
+	if err != nil {
+		return Result{Usage: usage}, err
+	}
+	return res, nil
+}
+
+// generate calls the model under the service's timeout. The call runs in
+// its own goroutine so that a model that ignores its context still cannot
+// hold the caller past the timeout (the goroutine then ends when the model
+// returns); a panic in the model becomes an error.
+func (s *llmService) generate(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption) (*llms.ContentResponse, error) {
+	callCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+
+	type outcome struct {
+		resp *llms.ContentResponse
+		err  error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: fmt.Errorf("summary: model panicked: %v", p)}
+			}
+		}()
+		resp, err := s.model.GenerateContent(callCtx, msgs, opts...)
+		done <- outcome{resp, err}
+	}()
+
+	var out outcome
+	select {
+	case out = <-done:
+	case <-callCtx.Done():
+		out.err = callCtx.Err()
+	}
+	if out.err == nil {
+		return out.resp, nil
+	}
+	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w after %s: %w", ErrTimeout, s.timeout, out.err)
+	}
+	return nil, fmt.Errorf("summary: model call: %w", out.err)
+}
+
+// usageFrom reads token counts from a choice's GenerationInfo: the keys
+// "PromptTokens"/"CompletionTokens" (openai, googleai), "input_tokens"/
+// "output_tokens" (googleai, bedrock) or "InputTokens"/"OutputTokens"
+// (anthropic), with int, int32, int64 or float64 values.
+func usageFrom(info map[string]any) Usage {
+	return Usage{
+		InputTokens:  firstCount(info, "PromptTokens", "input_tokens", "InputTokens"),
+		OutputTokens: firstCount(info, "CompletionTokens", "output_tokens", "OutputTokens"),
+	}
+}
+
+func firstCount(info map[string]any, keys ...string) int {
+	for _, k := range keys {
+		if n, ok := toInt(info[k]); ok && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int32:
+		return int(n), true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), true
+	case float32:
+		return int(n), true
+	case uint:
+		return int(n), true
+	case uint32:
+		return int(n), true
+	case uint64:
+		return int(n), true
+	}
+	return 0, false
+}
+
+// BuildPrompt returns the system and user prompts of one summarization, so
+// that other summarizers (for example a schema-constrained Gemini or OpenAI
+// one) can reuse them. maxNarrativeTokens <= 0 means 500.
+//
+// The user prompt is the transcript, one "[ROLE]: text" line per message
+// (USER, ASSISTANT, SYSTEM, TOOL; an assistant's tool calls are rendered as
+// "(calls name {args})"), followed, when req.Existing has facts, by a blank
+// line, "Previously extracted facts (merge and update as needed):" and one
+// "- key: value [CATEGORY]" line per fact, and, when req.Incremental and
+// req.Existing has a narrative, by a blank line, "Summary so far (extend it
+// with the new messages; do not drop earlier points):" and the narrative.
+func BuildPrompt(req Request, maxNarrativeTokens int) (system, user string) {
+	if maxNarrativeTokens <= 0 {
+		maxNarrativeTokens = DefaultMaxNarrativeTokens
+	}
+	return systemPrompt(maxNarrativeTokens), userPrompt(req)
+}
+
+func systemPrompt(maxNarrativeTokens int) string {
+	cats := make([]string, len(Categories))
+	for i, c := range Categories {
+		cats[i] = string(c)
+	}
+	return fmt.Sprintf(`You are a conversation summarizer. Read the conversation and respond with a JSON object with two fields:
+
+"narrative": a concise summary of the conversation flow, tone and key points. Maximum ~%d tokens. Focus on what was discussed, the decisions made, the emotional tone and any unresolved items.
+"facts": an array of objects, each with:
+  "key": a short identifier (e.g. order_number, customer_name, agreed_price)
+  "value": the exact value
+  "category": one of %s
+
+Rules:
+- Extract all numbers, dates, names and specific conditions as facts.
+- Preserve exact values: amounts, codes, identifiers, dates and spellings exactly as written.
+- If previously extracted facts are provided, merge them: update facts whose value changed, keep unchanged facts, add new ones.
+- To remove a fact that no longer holds, return it with an empty value ("").
+- Respond ONLY with valid JSON, no markdown code fences.
+
+Example:
+{"narrative": "The customer asked for a refund of order #1234. The agent confirmed a refund of 50,000 KRW and said it is being processed.", "facts": [{"key": "order_number", "value": "#1234", "category": "ENTITY"}, {"key": "refund_amount", "value": "50,000 KRW", "category": "NUMERIC"}, {"key": "refund_status", "value": "processing", "category": "STATE"}]}`,
+		maxNarrativeTokens, strings.Join(cats, ", "))
+}
+
+// Headers of the optional sections of the user prompt.
+const (
+	existingFactsHeader  = "Previously extracted facts (merge and update as needed):"
+	summarySoFarHeader   = "Summary so far (extend it with the new messages; do not drop earlier points):"
+	transcriptLineFormat = "[%s]: %s"
+)
+
+func userPrompt(req Request) string {
+	lines := make([]string, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		if m == nil {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf(transcriptLineFormat, roleLabel(m), messageText(m)))
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(lines, "\n"))
+	if ex := req.Existing; ex != nil {
+		if len(ex.Facts) > 0 {
+			b.WriteString("\n\n" + existingFactsHeader)
+			for _, f := range ex.Facts {
+				fmt.Fprintf(&b, "\n- %s: %s [%s]", f.Key, f.Value, ParseCategory(string(f.Category)))
+			}
+		}
+		if req.Incremental && !isBlank(ex.Narrative) {
+			b.WriteString("\n\n" + summarySoFarHeader + "\n" + strings.TrimSpace(ex.Narrative))
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// roleLabel is the upper-case role of a transcript line.
+func roleLabel(m llms.ChatMessage) string {
+	switch m.GetType() {
+	case llms.ChatMessageTypeHuman:
+		return "USER"
+	case llms.ChatMessageTypeAI:
+		return "ASSISTANT"
+	case llms.ChatMessageTypeSystem:
+		return "SYSTEM"
+	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
+		return "TOOL"
+	case llms.ChatMessageTypeGeneric:
+		if g, ok := m.(llms.GenericChatMessage); ok && strings.TrimSpace(g.Role) != "" {
+			return strings.ToUpper(strings.TrimSpace(g.Role))
+		}
+	}
+	return strings.ToUpper(string(m.GetType()))
+}
+
+// messageText is a message's content plus, for an assistant message, its
+// tool calls as "(calls name {args})".
+func messageText(m llms.ChatMessage) string {
+	parts := []string{}
+	if c := strings.TrimSpace(m.GetContent()); c != "" {
+		parts = append(parts, c)
+	}
+	for _, call := range toolCalls(m) {
+		parts = append(parts, "(calls "+strings.TrimSpace(call.Name+" "+call.Arguments)+")")
+	}
+	return strings.Join(parts, " ")
+}
+
+// toolCalls lists the function calls an assistant message makes.
+func toolCalls(m llms.ChatMessage) []llms.FunctionCall {
+	var ai llms.AIChatMessage
+	switch v := m.(type) {
+	case llms.AIChatMessage:
+		ai = v
+	case *llms.AIChatMessage:
+		if v == nil {
+			return nil
+		}
+		ai = *v
+	default:
+		return nil
+	}
+	var calls []llms.FunctionCall
+	if ai.FunctionCall != nil {
+		calls = append(calls, *ai.FunctionCall)
+	}
+	for _, tc := range ai.ToolCalls {
+		if tc.FunctionCall != nil {
+			calls = append(calls, *tc.FunctionCall)
+		}
+	}
+	return calls
+}

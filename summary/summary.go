@@ -1,0 +1,148 @@
+package summary
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Category classifies a fact. The six values and their order match the
+// reference implementation; anything else is normalised to General.
+type Category string
+
+// The fact categories, in the reference's declaration order.
+const (
+	Entity    Category = "ENTITY"    // people, orders, products, identifiers
+	Decision  Category = "DECISION"  // something agreed or chosen
+	Condition Category = "CONDITION" // a constraint or requirement
+	State     Category = "STATE"     // the current status of something
+	Numeric   Category = "NUMERIC"   // amounts, quantities, prices
+	General   Category = "GENERAL"   // everything else
+)
+
+// Categories lists every valid category in declaration order.
+var Categories = []Category{Entity, Decision, Condition, State, Numeric, General}
+
+// ParseCategory maps a category name, case-insensitively and ignoring
+// surrounding white space, to a Category; unknown names yield General.
+func ParseCategory(s string) Category {
+	for _, c := range Categories {
+		if equalFoldTrim(s, string(c)) {
+			return c
+		}
+	}
+	return General
+}
+
+// Valid reports whether c is one of the six known categories.
+func (c Category) Valid() bool {
+	for _, k := range Categories {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Fact is one structured piece of durable conversation state, such as
+// order_id = #1234.
+type Fact struct {
+	Key      string   `json:"key"`
+	Value    string   `json:"value"`
+	Category Category `json:"category"`
+	// ExtractedAt is when the fact was first extracted or last changed
+	// value. Zero when unknown.
+	ExtractedAt time.Time `json:"extractedAt,omitzero"`
+}
+
+// Summary is the folded part of a conversation: a fact ledger plus a
+// narrative, and the cursor saying which messages it covers.
+type Summary struct {
+	SessionID string
+	Narrative string
+	Facts     []Fact
+	// UpToSeq is the sequence number of the last stored message the summary
+	// covers: every message of the session with Seq <= UpToSeq is folded
+	// into it. A cursor, not a count, so retention or re-creation of a
+	// session never makes a stale summary look fresh.
+	UpToSeq int64
+	// Version counts the saves of this session's summary; stores set it.
+	Version int64
+	// Title is a short, human-readable name for the conversation (may be
+	// empty).
+	Title     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// IsEmpty reports whether the summary carries no facts and a blank
+// narrative. Empty summaries are never stored or shown.
+func (s *Summary) IsEmpty() bool {
+	return s == nil || (len(s.Facts) == 0 && isBlank(s.Narrative))
+}
+
+// Request is the input of one summarization.
+type Request struct {
+	SessionID string
+	// Messages are the messages to fold, oldest first.
+	Messages []llms.ChatMessage
+	// Existing is the summary stored so far (nil when there is none). Its
+	// facts are offered to the summarizer for merging.
+	Existing *Summary
+	// Incremental is true when Messages continue Existing (they are only the
+	// messages after Existing.UpToSeq): the summarizer must carry Existing's
+	// narrative and facts forward. False means Messages are everything to
+	// summarize from the originals (the reference's way); Existing's facts
+	// are then offered for merging only.
+	Incremental bool
+}
+
+// Usage is the token accounting of one summarization, when the provider
+// reports it.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+}
+
+// Result is the output of one summarization.
+type Result struct {
+	Narrative string
+	Facts     []Fact
+	// Usage is filled when the provider reports token counts.
+	Usage Usage
+}
+
+// IsEmpty reports whether the result has no facts and a blank narrative.
+func (r Result) IsEmpty() bool { return len(r.Facts) == 0 && isBlank(r.Narrative) }
+
+// Service folds messages into facts and a narrative.
+type Service interface {
+	Summarize(ctx context.Context, req Request) (Result, error)
+}
+
+// ServiceFunc adapts a function to the Service interface.
+type ServiceFunc func(ctx context.Context, req Request) (Result, error)
+
+// Summarize calls f.
+func (f ServiceFunc) Summarize(ctx context.Context, req Request) (Result, error) { return f(ctx, req) }
+
+// Store persists one summary per session.
+//
+// Save is an upsert keyed by SessionID that never lowers the cursor: a save
+// whose UpToSeq is below the stored one is ignored (nil error), so a slow,
+// older summarization can never overwrite a newer summary. Stores keep
+// CreatedAt from the first save, refresh UpdatedAt and increment Version.
+type Store interface {
+	Get(ctx context.Context, sessionID string) (*Summary, error) // nil, nil when absent
+	Save(ctx context.Context, s Summary) error
+	Delete(ctx context.Context, sessionID string) error
+}
+
+// ErrTimeout reports that the summarizer did not answer within its time
+// limit. A timeout is an error, never an empty summary.
+var ErrTimeout = errors.New("summary: summarizer timed out")
+
+// ErrEmptyReply reports a summarizer reply with neither facts nor narrative.
+var ErrEmptyReply = errors.New("summary: summarizer returned an empty summary")
