@@ -30,10 +30,14 @@ func ExampleManager() {
 	_ = mgr.Flush(ctx) // wait for the background fold (only needed in examples and tests)
 
 	history, _ := mgr.LoadHistory(ctx, "chat-1", "alice")
+	fmt.Println(history[0].GetContent()) // the facts block
 	for _, m := range history[len(history)-2:] {
 		fmt.Printf("%s: %s\n", m.GetType(), m.GetContent())
 	}
 	// Output:
+	// Conversation Facts:
+	// - order_id: #1234
+	// - amount: $50
 	// human: Can I get a refund?
 	// ai: Yes, the refund is approved.
 }

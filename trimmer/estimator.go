@@ -1,0 +1,225 @@
+package trimmer
+
+import (
+	"crypto/sha256"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unsafe"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Estimator turns a text into a token count. Implementations must be pure
+// (the same text always gives the same count), must not return negative
+// numbers, and must be safe for concurrent use when the Trimmer that holds
+// them is shared.
+type Estimator interface {
+	Estimate(text string) int
+}
+
+// EstimatorFunc adapts a plain function to the Estimator interface, e.g.
+// EstimatorFunc(func(s string) int { return len(s) / 4 }).
+type EstimatorFunc func(string) int
+
+// Estimate calls f(text).
+func (f EstimatorFunc) Estimate(text string) int { return f(text) }
+
+// Cache limits of the memoising estimator (behaviour §2.17).
+const (
+	// EstimatorCacheSize is the number of texts a cached estimator remembers.
+	EstimatorCacheSize = 50_000
+	// EstimatorCacheTTL is how long an entry survives without being read.
+	EstimatorCacheTTL = 5 * time.Minute
+	// maxInlineKeyBytes: longer texts are keyed by their SHA-256 so the
+	// cache does not pin large strings in memory.
+	maxInlineKeyBytes = 2_000
+)
+
+// cjkClass holds the scripts that tokenizers split at about 2/3 token per
+// character. It extends the reference's four blocks (unified ideographs,
+// Hangul syllables, Hiragana, Katakana) with the neighbouring CJK blocks that
+// it counted at 1/3 (behaviour §5.2 item 13).
+var cjkClass = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x1100, Hi: 0x11FF, Stride: 1}, // Hangul Jamo
+		{Lo: 0x3000, Hi: 0x303F, Stride: 1}, // CJK symbols and punctuation
+		{Lo: 0x3040, Hi: 0x309F, Stride: 1}, // Hiragana
+		{Lo: 0x30A0, Hi: 0x30FF, Stride: 1}, // Katakana
+		{Lo: 0x3130, Hi: 0x318F, Stride: 1}, // Hangul compatibility Jamo
+		{Lo: 0x3400, Hi: 0x4DBF, Stride: 1}, // CJK unified ideographs extension A
+		{Lo: 0x4E00, Hi: 0x9FFF, Stride: 1}, // CJK unified ideographs
+		{Lo: 0xA960, Hi: 0xA97F, Stride: 1}, // Hangul Jamo extended-A
+		{Lo: 0xAC00, Hi: 0xD7AF, Stride: 1}, // Hangul syllables
+		{Lo: 0xD7B0, Hi: 0xD7FF, Stride: 1}, // Hangul Jamo extended-B
+		{Lo: 0xF900, Hi: 0xFAFF, Stride: 1}, // CJK compatibility ideographs
+		{Lo: 0xFF00, Hi: 0xFFEF, Stride: 1}, // half-width and full-width forms
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x20000, Hi: 0x2FA1F, Stride: 1}, // extensions B and later, compatibility supplement
+	},
+}
+
+// emojiClass holds code points counted as one token each.
+var emojiClass = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x2600, Hi: 0x27BF, Stride: 1}, // miscellaneous symbols, dingbats
+		{Lo: 0xFE00, Hi: 0xFE0F, Stride: 1}, // variation selectors
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x1F300, Hi: 0x1FAFF, Stride: 1}, // pictographs, emoticons, transport, supplemental symbols
+	},
+}
+
+// EstimateScript is the uncached script-aware estimate behind NewEstimator:
+// ⌊latin/4⌋ + ⌊(2·cjk+1)/3⌋ + emoji + ⌊other/3⌋, at least 1 for a non-empty
+// text and 0 for "", counting code points. Latin is U+0000–U+007F. CJK is
+// Han (unified, extensions A and B+, compatibility), Hiragana, Katakana,
+// Hangul (syllables and all Jamo blocks), CJK symbols and punctuation, and
+// half/full-width forms. Emoji is U+1F300–U+1FAFF, U+2600–U+27BF and
+// U+FE00–U+FE0F. Everything else, invalid UTF-8 included, is "other".
+func EstimateScript(text string) int {
+	if text == "" {
+		return 0
+	}
+	var latin, cjk, emoji, other int
+	for _, r := range text {
+		switch {
+		case r <= 0x7F:
+			latin++
+		case unicode.Is(emojiClass, r):
+			emoji++
+		case unicode.Is(cjkClass, r):
+			cjk++
+		default:
+			other++
+		}
+	}
+	return max(1, latin/4+(2*cjk+1)/3+emoji+other/3)
+}
+
+// NewEstimator returns the default estimator: EstimateScript memoised in a
+// bounded cache (EstimatorCacheSize entries, each dropped after
+// EstimatorCacheTTL without a read). It is safe for concurrent use; share
+// one instance to share its cache.
+func NewEstimator() Estimator {
+	return NewCachedEstimator(EstimatorFunc(EstimateScript))
+}
+
+// NewCachedEstimator memoises est in a bounded, goroutine-safe cache with the
+// same limits as NewEstimator. est must be pure. The empty text is passed
+// straight to est and never cached. An estimator that is already cached is
+// returned as is.
+func NewCachedEstimator(est Estimator) Estimator {
+	if c, ok := est.(*cachedEstimator); ok {
+		return c
+	}
+	return newCachedEstimator(est, EstimatorCacheSize, EstimatorCacheTTL, time.Now)
+}
+
+// cachedEstimator is an LRU with an idle timeout. It does not use
+// golang-lru's expirable cache on purpose: that one starts a goroutine per
+// cache that can never be stopped, which leaks every cache ever built and
+// trips goroutine-leak checks in callers' tests. Expiry is applied lazily
+// instead: a stale entry is a miss, and each insert first drops stale entries
+// from the cold end (entries sit in last-access order, so the stale ones are
+// all there).
+type cachedEstimator struct {
+	est Estimator
+	ttl time.Duration
+	now func() time.Time
+
+	mu  sync.Mutex
+	lru *simplelru.LRU[cacheKey, *cacheEntry]
+}
+
+// cacheKey holds either a short text or the SHA-256 of a long one (text
+// empty), so a short text can never collide with a digest.
+type cacheKey struct {
+	text string
+	sum  [sha256.Size]byte
+}
+
+type cacheEntry struct {
+	tokens   int
+	deadline time.Time
+}
+
+func newCachedEstimator(est Estimator, size int, ttl time.Duration, now func() time.Time) *cachedEstimator {
+	lru, err := simplelru.NewLRU[cacheKey, *cacheEntry](size, nil)
+	if err != nil {
+		panic("trimmer: invalid estimator cache size") // unreachable: sizes are constants > 0
+	}
+	return &cachedEstimator{est: est, ttl: ttl, now: now, lru: lru}
+}
+
+// Estimate returns the memoised count, computing it outside the lock on a
+// miss (two goroutines may both compute the same text; both get the same
+// answer because est is pure).
+func (c *cachedEstimator) Estimate(text string) int {
+	if text == "" {
+		return c.est.Estimate(text)
+	}
+	key := keyFor(text)
+	if n, ok := c.lookup(key); ok {
+		return n
+	}
+	n := c.est.Estimate(text)
+	c.store(key, n)
+	return n
+}
+
+func keyFor(text string) cacheKey {
+	if len(text) <= maxInlineKeyBytes {
+		return cacheKey{text: text}
+	}
+	// Hash a read-only view of the string: copying a long text on every
+	// lookup would cost more than the lookup saves. Sum256 neither keeps
+	// nor modifies its argument.
+	return cacheKey{sum: sha256.Sum256(unsafe.Slice(unsafe.StringData(text), len(text)))}
+}
+
+func (c *cachedEstimator) lookup(key cacheKey) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.lru.Get(key)
+	if !ok {
+		return 0, false
+	}
+	now := c.now()
+	if now.After(e.deadline) {
+		c.lru.Remove(key)
+		return 0, false
+	}
+	e.deadline = now.Add(c.ttl)
+	return e.tokens, true
+}
+
+func (c *cachedEstimator) store(key cacheKey, tokens int) {
+	// The caller's string may be a slice of a much larger one.
+	key.text = strings.Clone(key.text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.dropExpired(now)
+	c.lru.Add(key, &cacheEntry{tokens: tokens, deadline: now.Add(c.ttl)})
+}
+
+// dropExpired removes stale entries from the least recently used end.
+func (c *cachedEstimator) dropExpired(now time.Time) {
+	for {
+		_, e, ok := c.lru.GetOldest()
+		if !ok || !now.After(e.deadline) {
+			return
+		}
+		c.lru.RemoveOldest()
+	}
+}
+
+// len reports the number of cached entries (tests only).
+func (c *cachedEstimator) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
