@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -178,12 +177,10 @@ func TestTiktokenEstimatorLongRun(t *testing.T) {
 	if got := est.Estimate(run); got < want || got > want+want/50 {
 		t.Errorf("Estimate = %d, whole-run count %d", got, want)
 	}
-	start := time.Now()
+	// Slicing keeps this linear (unsliced it takes minutes); the cost is
+	// measured in BenchmarkEstimator, not asserted here.
 	if n := est.Estimate(strings.Repeat("\xff", 50_000)); n <= 0 {
 		t.Errorf("Estimate = %d", n)
-	}
-	if d := time.Since(start); d > 5*time.Second { // unsliced: minutes
-		t.Errorf("50 000 invalid bytes took %v", d)
 	}
 }
 
