@@ -161,9 +161,9 @@ type SessionInfo struct {
 	Preview string
 }
 
-// Sessions lists a user's sessions, newest activity first, with the total
-// count before pagination. limit <= 0 means no limit; offset is clamped to
-// 0.
+var _ SessionLister = (*InMemoryStore)(nil)
+
+// Sessions implements SessionLister.
 func (s *InMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err

@@ -54,6 +54,22 @@ func WithFoldLockTTL(d time.Duration) Option {
 	}
 }
 
+// FoldObserver is told about every summary a fold saved. It runs in a
+// background goroutine — never on a caller's load or save path — with a
+// context that Close cancels; Close waits for it.
+type FoldObserver func(ctx context.Context, s summary.Summary)
+
+// WithFoldObserver registers fn to be called after every successful fold
+// (e.g. to refresh titles and search embeddings). Failures inside fn never
+// affect the conversation.
+func WithFoldObserver(fn FoldObserver) Option {
+	return func(m *Manager) {
+		if fn != nil {
+			m.observers = append(m.observers, fn)
+		}
+	}
+}
+
 // WithEstimator sets the token estimator used by the chunked policy's
 // token trigger, input cap and prompt-memory budget (default
 // trimmer.NewEstimator()).
@@ -82,6 +98,8 @@ type Manager struct {
 	est     trimmer.Estimator
 	cost    *trimmer.Trimmer // prices messages with est
 	otel    instruments
+
+	observers []FoldObserver
 
 	bg       context.Context // parent of background jobs; cancelled by Close
 	cancelBG context.CancelFunc
@@ -480,7 +498,59 @@ func (m *Manager) fold(ctx context.Context, sessionID string, cut int64, wait bo
 	m.cool.succeed(sessionID)
 	m.stats.folds.Add(1)
 	rec.finish(m, ctx, sessionID, began, cur, nil)
+	m.notifyFold(*cur)
 	return cur, nil
+}
+
+// notifyFold hands a saved summary to the fold observers in the background.
+func (m *Manager) notifyFold(s summary.Summary) {
+	if len(m.observers) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	m.beginBackgroundLocked()
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			m.endBackgroundLocked()
+			m.mu.Unlock()
+		}()
+		for _, fn := range m.observers {
+			m.safeObserve(fn, s)
+		}
+	}()
+}
+
+// beginBackgroundLocked counts a background task (a fold job or fold
+// observers) for Flush and Close; m.mu must be held.
+func (m *Manager) beginBackgroundLocked() {
+	if m.pending == 0 {
+		m.idle = make(chan struct{})
+	}
+	m.pending++
+	m.wg.Add(1)
+}
+
+// endBackgroundLocked is the counterpart of beginBackgroundLocked.
+func (m *Manager) endBackgroundLocked() {
+	m.pending--
+	if m.pending == 0 {
+		close(m.idle)
+	}
+	m.wg.Done()
+}
+
+func (m *Manager) safeObserve(fn FoldObserver, s summary.Summary) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("strata: fold observer panicked", "session_id", s.SessionID, "panic", r)
+		}
+	}()
+	fn(m.bg, s)
 }
 
 // merge builds the next summary: the fact ledger merged by key (facts the
@@ -583,11 +653,7 @@ func (m *Manager) trigger(sessionID string, total int) {
 	ctx, cancel := context.WithCancel(m.bg)
 	j := &job{cancel: cancel, done: make(chan struct{})}
 	st.job = j
-	if m.pending == 0 {
-		m.idle = make(chan struct{})
-	}
-	m.pending++
-	m.wg.Add(1)
+	m.beginBackgroundLocked()
 	m.mu.Unlock()
 	if prev != nil {
 		prev.cancel()
@@ -602,14 +668,10 @@ func (m *Manager) runJob(ctx context.Context, sessionID string, st *sessionState
 		if st.job == j { // compare-and-delete: never evict a newer job
 			st.job = nil
 		}
-		m.pending--
-		if m.pending == 0 {
-			close(m.idle)
-		}
 		m.releaseLocked(sessionID, st)
+		m.endBackgroundLocked()
 		m.mu.Unlock()
 		close(j.done)
-		m.wg.Done()
 	}()
 	if prev != nil {
 		select {
@@ -708,8 +770,8 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	return nil
 }
 
-// Flush returns when no background fold is queued or running, or when ctx
-// is done.
+// Flush returns when no background fold (nor fold observer) is queued or
+// running, or when ctx is done.
 func (m *Manager) Flush(ctx context.Context) error {
 	for {
 		m.mu.Lock()

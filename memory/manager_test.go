@@ -732,3 +732,20 @@ func TestCursorNeverRegressesUnderRaces(t *testing.T) { // E31, E32, differs #5
 		t.Fatalf("final summary = %+v, want cursor 150", s)
 	}
 }
+
+func TestFoldObserverRunsInBackground(t *testing.T) {
+	got := make(chan summary.Summary, 4)
+	block := make(chan struct{})
+	f := newFixture(t, hierConfig(), memory.WithFoldObserver(func(ctx context.Context, s summary.Summary) {
+		<-block // a slow observer must not hold up the load that folded
+		got <- s
+	}), memory.WithFoldObserver(func(context.Context, summary.Summary) { panic("observer bug") }))
+	seed(t, f.store, "s", "alice", 16)
+	if _, err := f.mgr.LoadHistory(context.Background(), "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	close(block)
+	if s := <-got; s.SessionID != "s" || s.UpToSeq != 22 {
+		t.Fatalf("observer got %+v", s)
+	}
+}

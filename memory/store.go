@@ -136,3 +136,11 @@ type FoldLocker interface {
 	// is false when another holder has it. release must be called when ok.
 	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error)
 }
+
+// SessionLister is implemented by message stores that can list a user's
+// sessions, newest activity first (both built-in stores do). total is the
+// number of the user's sessions before pagination; limit <= 0 means no
+// limit; a negative offset counts as 0.
+type SessionLister interface {
+	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
+}
