@@ -749,3 +749,27 @@ func TestFoldObserverRunsInBackground(t *testing.T) {
 		t.Fatalf("observer got %+v", s)
 	}
 }
+
+type failingAppendStore struct{ memory.MessageStore }
+
+func (failingAppendStore) Append(context.Context, string, string, ...memory.Message) (memory.AppendResult, error) {
+	return memory.AppendResult{}, errors.New("disk full")
+}
+
+func TestSaveFailureIsReturnedAndStartsNoFold(t *testing.T) { // E15 (differs: Go returns the error)
+	svc := &fakeSummarizer{}
+	mgr, err := memory.NewManager(failingAppendStore{memory.NewInMemoryStore()}, hierConfig(),
+		memory.WithSummaries(summary.NewInMemoryStore(0), svc), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	err = mgr.SaveTurn(context.Background(), "s", "alice", "q", "a")
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	_ = mgr.Flush(context.Background())
+	if svc.calls.Load() != 0 || mgr.Stats().SaveErrors != 1 {
+		t.Fatalf("calls %d, stats %+v", svc.calls.Load(), mgr.Stats())
+	}
+}
