@@ -1,0 +1,436 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/trimmer"
+)
+
+// ErrMaxToolRounds is wrapped by the error Run returns when the model still
+// asks for tools after the last allowed round (WithMaxToolRounds).
+var ErrMaxToolRounds = errors.New("agent: too many tool-call rounds")
+
+// ErrEmptyResponse is wrapped by the error Run returns when the model
+// answers with no choices.
+var ErrEmptyResponse = errors.New("agent: model returned no choices")
+
+// failedSaveTimeout bounds the save of a failed turn's user message when the
+// caller's context is already done.
+const failedSaveTimeout = 5 * time.Second
+
+// Agent runs a langchaingo model over a memory.Manager: every turn loads the
+// session's history, sends [system prompt][facts][narrative][recent…][input]
+// trimmed to the context window, runs the tool calls the model asks for,
+// and saves the whole turn. An Agent is immutable and safe for concurrent
+// use; concurrent turns of one session each see the history saved before
+// they started.
+type Agent struct {
+	model     llms.Model
+	mgr       *memory.Manager
+	tools     toolSet
+	trim      *trimmer.Trimmer
+	system    string
+	maxRounds int
+	provider  Provider
+	callOpts  []llms.CallOption
+	variant   string
+	log       *slog.Logger
+}
+
+// New returns an Agent that answers with model and remembers with mgr.
+// It fails on a nil model or manager, an unknown provider, a non-positive
+// tool-round bound or context window, and tools without a name or with
+// duplicate names.
+func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) {
+	if model == nil {
+		return nil, errors.New("agent: nil model")
+	}
+	if mgr == nil {
+		return nil, errors.New("agent: nil memory manager")
+	}
+	cfg := config{window: DefaultContextWindow, reserve: DefaultOutputReserve, maxRounds: DefaultMaxToolRounds}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.maxRounds < 1 {
+		return nil, fmt.Errorf("agent: max tool rounds must be at least 1, got %d", cfg.maxRounds)
+	}
+	if !cfg.provider.valid() {
+		return nil, fmt.Errorf("agent: unknown provider %q", cfg.provider)
+	}
+	if cfg.provider == ProviderAuto {
+		cfg.provider = DetectProvider(model)
+	}
+	if cfg.trim == nil {
+		if cfg.window <= 0 || cfg.reserve < 0 {
+			return nil, fmt.Errorf("agent: invalid context window %d / output reserve %d", cfg.window, cfg.reserve)
+		}
+		cfg.trim = trimmer.New(cfg.window, cfg.reserve, nil)
+	}
+	ts, err := newToolSet(cfg.tools)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
+	return &Agent{
+		model: model, mgr: mgr, tools: ts, trim: cfg.trim, system: cfg.systemPrompt,
+		maxRounds: cfg.maxRounds, provider: cfg.provider, callOpts: cfg.callOptions,
+		variant: cfg.modelVariant, log: cfg.log,
+	}, nil
+}
+
+// Provider returns the request rules the agent follows.
+func (a *Agent) Provider() Provider { return a.provider }
+
+// Result describes one completed turn.
+type Result struct {
+	// Text is the model's final answer.
+	Text string
+	// Messages is the turn as saved, in order: the user message, each
+	// assistant message with tool calls followed by its tool results, and
+	// the final answer.
+	Messages []llms.ChatMessage
+	// ToolRounds is the number of rounds of tool calls that were run.
+	ToolRounds int
+	// ModelCalls is the number of model calls (ToolRounds + 1 on success).
+	ModelCalls int
+	// Prompt is what the last model call was sent, after trimming and
+	// provider adaptation, system prompt included.
+	Prompt []llms.ChatMessage
+	// Trim reports the last call's trim (budget, tokens before and after,
+	// messages dropped).
+	Trim trimmer.Report
+	// Usage sums the token counts the provider reported over all calls.
+	Usage Usage
+}
+
+// Usage counts the tokens a provider reported.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+	TotalTokens      int
+}
+
+// Run answers input in the session as userID, in this order: load the
+// history (an ownership error, memory.ErrNotOwner, aborts before any model
+// call); assemble [system prompt][facts][narrative][recent…][input]; trim it
+// to the budget (context window − system prompt − output reserve − active
+// tools × trimmer.ToolDefinitionTokens); call the model; while the model asks
+// for tools, run them (a tool error becomes the result text "error: …"),
+// append the results and call again, trimming before every call; then save
+// the whole turn — user message, tool-call messages, tool results, final
+// answer — in one atomic append, which starts the manager's background fold.
+//
+// When a model call fails (or ctx is done), only the user message is saved,
+// as the reference does, and the model's error is returned wrapped. When the
+// model still asks for tools after WithMaxToolRounds rounds, the user
+// message and the completed rounds (whose tools did run) are saved without an
+// answer, and the error wraps ErrMaxToolRounds. When saving a completed turn
+// fails, Run returns the Result and the save error. With an empty
+// sessionID nothing is loaded or saved.
+func (a *Agent) Run(ctx context.Context, sessionID, userID, input string) (*Result, error) {
+	return a.run(ctx, sessionID, userID, input, nil)
+}
+
+// RunStream is Run with the model's text streamed to onChunk as it arrives
+// (through llms.WithStreamingFunc). Text the model writes before asking for
+// tools is streamed too; tool-call deltas and empty chunks are not. An error
+// from onChunk stops the turn like a failed model call.
+func (a *Agent) RunStream(ctx context.Context, sessionID, userID, input string, onChunk func(ctx context.Context, chunk []byte) error) (*Result, error) {
+	if onChunk == nil {
+		return nil, errors.New("agent: RunStream needs a chunk callback")
+	}
+	return a.run(ctx, sessionID, userID, input, onChunk)
+}
+
+func (a *Agent) run(ctx context.Context, sessionID, userID, input string, onChunk func(context.Context, []byte) error) (*Result, error) {
+	// 1. Load.
+	history, err := a.mgr.LoadHistory(ctx, sessionID, userID)
+	if err != nil {
+		return nil, fmt.Errorf("agent: load history: %w", err)
+	}
+	turn := []llms.ChatMessage{llms.HumanChatMessage{Content: input}}
+	res := &Result{}
+	for round := 0; ; round++ {
+		// 2. Assemble and trim, before every call.
+		prompt, report := a.prepare(history, turn)
+		res.Prompt, res.Trim = prompt, report
+		a.log.DebugContext(ctx, "strata agent: model call", "session_id", sessionID, "round", round,
+			"messages", len(prompt), "budget", report.Budget, "tokens_before", report.TokensBefore,
+			"tokens_after", report.TokensAfter, "removed", report.Removed, "over_budget", report.OverBudget)
+
+		// 3. Call.
+		choice, err := a.call(ctx, prompt, onChunk, &res.Usage)
+		res.ModelCalls++
+		if err != nil {
+			a.saveFailed(ctx, sessionID, userID, input)
+			return nil, err
+		}
+		if len(choice.ToolCalls) == 0 {
+			turn = append(turn, llms.AIChatMessage{Content: choice.Content})
+			res.Text = choice.Content
+			break
+		}
+		if round == a.maxRounds {
+			saveErr := a.save(ctx, sessionID, userID, turn)
+			return nil, errors.Join(fmt.Errorf("%w: the model asked for tools after %d rounds", ErrMaxToolRounds, a.maxRounds), saveErr)
+		}
+
+		// 4. Tools.
+		calls := normalizeCalls(choice.ToolCalls)
+		turn = append(turn, llms.AIChatMessage{Content: choice.Content, ToolCalls: calls})
+		results, err := a.runTools(ctx, calls)
+		if err != nil {
+			a.saveFailed(ctx, sessionID, userID, input)
+			return nil, fmt.Errorf("agent: tool call: %w", err)
+		}
+		turn = append(turn, results...)
+		res.ToolRounds++
+	}
+
+	// 5. Save.
+	res.Messages = turn
+	if err := a.save(ctx, sessionID, userID, turn); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// prepare builds the request of one model call: history and the turn so far,
+// adapted to the provider, trimmed to the budget, with the system prompt
+// first.
+func (a *Agent) prepare(history, turn []llms.ChatMessage) ([]llms.ChatMessage, trimmer.Report) {
+	msgs := make([]llms.ChatMessage, 0, len(history)+len(turn))
+	for _, m := range history {
+		if m = plain(m); m != nil {
+			msgs = append(msgs, m)
+		}
+	}
+	msgs = append(msgs, turn...)
+	msgs = systemNotes(msgs, a.provider)
+	reserve := len(a.tools.specs) * trimmer.ToolDefinitionTokens
+	trimmed, report := a.trim.TrimReport(msgs, a.system, reserve)
+	if a.provider.singleSystem() && !userFirst(trimmed) {
+		// Gemini and Anthropic want the conversation to open with a user
+		// turn: trim again with room for a placeholder, then add it.
+		trimmed, report = a.trim.TrimReport(msgs, a.system, reserve+a.trim.Cost([]llms.ChatMessage{omittedNote}))
+		if !userFirst(trimmed) {
+			trimmed = insertUserFirst(trimmed)
+		}
+	}
+	prompt := withSystemPrompt(a.system, trimmed, a.provider)
+	if err := trimmer.Validate(prompt); err != nil && !(a.provider == ProviderOpenAI && errors.Is(err, trimmer.ErrMisplacedSystem)) {
+		a.log.Warn("strata agent: request breaks provider ordering rules", "provider", a.provider, "error", err)
+	}
+	return prompt, report
+}
+
+// call makes one model call and returns its first choice.
+func (a *Agent) call(ctx context.Context, prompt []llms.ChatMessage, onChunk func(context.Context, []byte) error, usage *Usage) (*llms.ContentChoice, error) {
+	opts := append([]llms.CallOption(nil), a.callOpts...)
+	if t := a.tools.llmTools(); t != nil {
+		opts = append(opts, llms.WithTools(t))
+	}
+	var chunkErr error
+	if onChunk != nil {
+		opts = append(opts, llms.WithStreamingFunc(func(ctx context.Context, chunk []byte) error {
+			if chunkErr != nil || len(chunk) == 0 || isToolCallDelta(chunk) {
+				return chunkErr
+			}
+			chunkErr = onChunk(ctx, chunk)
+			return chunkErr
+		}))
+	}
+	resp, err := a.model.GenerateContent(ctx, contents(prompt, a.provider), opts...)
+	switch {
+	case chunkErr != nil: // some providers stop streaming silently
+		return nil, fmt.Errorf("agent: stream callback: %w", chunkErr)
+	case err != nil:
+		return nil, fmt.Errorf("agent: model call: %w", err)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("agent: model call: %w", ctx.Err())
+	case resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil:
+		return nil, ErrEmptyResponse
+	}
+	choice := resp.Choices[0]
+	if a.provider == ProviderAnthropic {
+		choice = mergeChoices(resp.Choices)
+	}
+	usage.add(choice.GenerationInfo)
+	return choice, nil
+}
+
+// mergeChoices joins the choices of an Anthropic response: langchaingo's
+// anthropic client returns one choice per content block (text, each
+// tool_use), not alternatives.
+func mergeChoices(choices []*llms.ContentChoice) *llms.ContentChoice {
+	merged := &llms.ContentChoice{}
+	var texts []string
+	for _, c := range choices {
+		if c == nil {
+			continue
+		}
+		if merged.GenerationInfo == nil {
+			merged.GenerationInfo, merged.StopReason = c.GenerationInfo, c.StopReason
+		}
+		if c.Content != "" {
+			texts = append(texts, c.Content)
+		}
+		merged.ToolCalls = append(merged.ToolCalls, c.ToolCalls...)
+	}
+	merged.Content = strings.Join(texts, "\n\n")
+	return merged
+}
+
+// runTools runs one round of tool calls, in order, and returns one tool
+// message per call.
+func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]llms.ChatMessage, error) {
+	out := make([]llms.ChatMessage, 0, len(calls))
+	for _, c := range calls {
+		text, failed, err := a.tools.run(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if failed {
+			a.log.InfoContext(ctx, "strata agent: tool failed", "tool", c.FunctionCall.Name, "result", text)
+		}
+		out = append(out, llms.ToolChatMessage{ID: c.ID, Content: text})
+	}
+	return out, nil
+}
+
+// save appends the turn in one atomic call, with the model variant on the
+// assistant messages and the function name on the tool results.
+func (a *Agent) save(ctx context.Context, sessionID, userID string, turn []llms.ChatMessage) error {
+	var names callNames
+	stored := make([]memory.Message, 0, len(turn))
+	for i, cm := range turn {
+		m, err := memory.FromChatMessage(cm)
+		if err != nil {
+			return fmt.Errorf("agent: save turn: message %d: %w", i, err)
+		}
+		names.track(cm)
+		switch m.Role {
+		case memory.RoleAssistant:
+			if a.variant != "" {
+				m.Metadata = map[string]string{memory.MetadataModelVariant: a.variant}
+			}
+		case memory.RoleTool:
+			m.Name = names.of(m.ToolCallID)
+		}
+		stored = append(stored, m)
+	}
+	if err := a.mgr.AppendMessages(ctx, sessionID, userID, stored...); err != nil {
+		return fmt.Errorf("agent: save turn: %w", err)
+	}
+	return nil
+}
+
+// saveFailed records a failed turn: the user message only. It still saves
+// when ctx is done, within failedSaveTimeout.
+func (a *Agent) saveFailed(ctx context.Context, sessionID, userID, input string) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedSaveTimeout)
+	defer cancel()
+	if err := a.mgr.SaveTurn(sctx, sessionID, userID, input, ""); err != nil {
+		a.log.Warn("strata agent: could not save the failed turn's user message", "session_id", sessionID, "error", err)
+	}
+}
+
+// normalizeCalls gives every call an id (Gemini returns none), the type
+// "function" and JSON-object arguments ("{}" when empty or null).
+func normalizeCalls(in []llms.ToolCall) []llms.ToolCall {
+	out := make([]llms.ToolCall, 0, len(in))
+	for _, tc := range in {
+		fc := llms.FunctionCall{}
+		if tc.FunctionCall != nil {
+			fc = *tc.FunctionCall
+		}
+		if a := strings.TrimSpace(fc.Arguments); a == "" || a == "null" {
+			fc.Arguments = "{}"
+		}
+		if tc.ID == "" {
+			tc.ID = newCallID()
+		}
+		if tc.Type == "" {
+			tc.Type = "function"
+		}
+		tc.FunctionCall = &fc
+		out = append(out, tc)
+	}
+	return out
+}
+
+func newCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// isToolCallDelta reports whether a streamed chunk is the JSON of tool-call
+// deltas that langchaingo's openai client passes to the streaming function
+// (e.g. [{"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]).
+func isToolCallDelta(chunk []byte) bool {
+	if len(chunk) < 2 || chunk[0] != '[' || chunk[1] != '{' {
+		return false
+	}
+	var deltas []map[string]json.RawMessage
+	if json.Unmarshal(chunk, &deltas) != nil || len(deltas) == 0 {
+		return false
+	}
+	for _, d := range deltas {
+		if _, ok := d["function"]; !ok {
+			return false
+		}
+		for k := range d {
+			if k != "id" && k != "type" && k != "function" && k != "index" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// add counts one call's usage from a choice's GenerationInfo: the
+// PromptTokens / CompletionTokens / TotalTokens keys of openai and googleai,
+// or anthropic's InputTokens / OutputTokens.
+func (u *Usage) add(info map[string]any) {
+	in, out, total := intOf(info["PromptTokens"]), intOf(info["CompletionTokens"]), intOf(info["TotalTokens"])
+	if in == 0 && out == 0 {
+		in, out = intOf(info["InputTokens"]), intOf(info["OutputTokens"])
+	}
+	if total == 0 {
+		total = in + out
+	}
+	u.PromptTokens += in
+	u.CompletionTokens += out
+	u.TotalTokens += total
+}
+
+func intOf(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case int32:
+		return int(n)
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
