@@ -1,0 +1,438 @@
+package autoconfig
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
+)
+
+// Summarizer providers (arc.reactor.memory.summarizer.provider).
+const (
+	// ProviderExtractive is the offline, deterministic summarizer
+	// (summary.NewExtractiveService); the default.
+	ProviderExtractive = "extractive"
+	// ProviderGemini is Google's Gemini API with a response schema.
+	ProviderGemini = "gemini"
+	// ProviderOpenAI is OpenAI or any OpenAI-compatible server (Ollama,
+	// vLLM, llama.cpp, …) selected with summarizer.base-url.
+	ProviderOpenAI = "openai"
+)
+
+// Providers lists the summarizer providers Strata knows.
+var Providers = []string{ProviderExtractive, ProviderGemini, ProviderOpenAI}
+
+// Defaults of Strata's own settings (the memory ones come from
+// memory.DefaultConfig).
+const (
+	// DefaultMaxContextWindowTokens is arc.reactor.llm.max-context-window-tokens.
+	DefaultMaxContextWindowTokens = 128_000
+	// DefaultMaxOutputTokens is arc.reactor.llm.max-output-tokens.
+	DefaultMaxOutputTokens = 4096
+	// DefaultGeminiModel is the model used by the gemini provider when
+	// summarizer.model is empty.
+	DefaultGeminiModel = "gemini-2.5-flash"
+	// DefaultOpenAIModel is the model used by the openai provider when
+	// summarizer.model is empty.
+	DefaultOpenAIModel = "gpt-4o-mini"
+	// DefaultGeminiAPIKeyEnv names the variable holding the Gemini API key
+	// when summarizer.api-key-env is empty (GEMINI_API_KEY is tried when it
+	// is unset).
+	DefaultGeminiAPIKeyEnv = "GOOGLE_API_KEY"
+	// DefaultOpenAIAPIKeyEnv names the variable holding the OpenAI API key
+	// when summarizer.api-key-env is empty.
+	DefaultOpenAIAPIKeyEnv = "OPENAI_API_KEY"
+)
+
+// Config is Strata's whole configuration. Start from Default or Load; the
+// zero value is not usable.
+type Config struct {
+	// Memory is the manager's configuration. Its fields are set from
+	// arc.reactor.memory.summary.* (Enabled, TriggerMessageCount,
+	// RecentMessageCount), arc.reactor.llm.max-conversation-turns,
+	// arc.reactor.llm.max-context-window-tokens (ContextWindowTokens, also
+	// the replay trimmer's window), arc.reactor.memory.store.* and
+	// arc.reactor.memory.policy.*.
+	Memory memory.Config
+	// Summary holds the reference's other summary.* properties.
+	Summary SummaryConfig
+	// Summarizer chooses and configures the summarizer.
+	Summarizer SummarizerConfig
+	// LLM holds arc.reactor.llm.* settings that are not in Memory.
+	LLM LLMConfig
+	// Datasource is Strata's own datasource (arc.reactor.memory.datasource).
+	Datasource DatasourceConfig
+	// Spring is the reference's datasource switch (spring.datasource.*).
+	Spring SpringConfig
+	// Store holds store limits that are not in Memory.
+	Store StoreConfig
+
+	// set records, for keys set by a file, the environment or an override,
+	// where the value came from.
+	set map[string]string
+	// lookupEnv reads environment variables (API keys, placeholders);
+	// nil means os.LookupEnv.
+	lookupEnv func(string) (string, bool)
+}
+
+// SummaryConfig holds arc.reactor.memory.summary.* settings other than
+// those in memory.Config.
+type SummaryConfig struct {
+	// LLMModel is the reference's llm-model: a provider name (not a model
+	// name). When it names a Strata provider and summarizer.provider is not
+	// set, it selects that provider. Empty means "the default provider",
+	// which for Strata is the offline extractive summarizer.
+	LLMModel string
+	// MaxNarrativeTokens is the narrative length asked of LLM summarizers
+	// (default 500).
+	MaxNarrativeTokens int
+}
+
+// SummarizerConfig configures the summarizer
+// (arc.reactor.memory.summarizer.*).
+type SummarizerConfig struct {
+	// Provider is extractive (default), gemini or openai.
+	Provider string
+	// Model is the provider's model name; empty means DefaultGeminiModel or
+	// DefaultOpenAIModel.
+	Model string
+	// BaseURL points the provider at another server: an OpenAI-compatible
+	// one (http://localhost:11434/v1 for Ollama) or a Gemini endpoint.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key
+	// (default GOOGLE_API_KEY for gemini, OPENAI_API_KEY for openai). The
+	// key itself never appears in configuration files.
+	APIKeyEnv string
+	// Timeout bounds one summarization call (default 60s).
+	Timeout time.Duration
+	// JSONMode asks OpenAI-compatible servers for a JSON object
+	// (response_format json_object; default true). Turn it off for servers
+	// that reject it.
+	JSONMode bool
+	// JSONSchema sends a strict JSON schema (response_format json_schema)
+	// to OpenAI-compatible servers that support it (default false).
+	JSONSchema bool
+}
+
+// LLMConfig holds arc.reactor.llm.* settings other than those in
+// memory.Config.
+type LLMConfig struct {
+	// MaxOutputTokens is the output reserve of the trimmer (default 4096).
+	MaxOutputTokens int
+}
+
+// DatasourceConfig is arc.reactor.memory.datasource.*.
+type DatasourceConfig struct {
+	// URL is a PostgreSQL URL (postgres://…) or key=value connection string;
+	// it wins over spring.datasource.url. Empty: in-memory stores unless
+	// spring.datasource.url is set.
+	URL string
+	// MigrateOnStart applies the schema migrations when the stores are built
+	// (default true).
+	MigrateOnStart bool
+}
+
+// SpringConfig is the reference's datasource switch (spring.datasource.*).
+type SpringConfig struct {
+	// DatasourceURL is spring.datasource.url: a JDBC URL
+	// (jdbc:postgresql://host:5432/db) or a PostgreSQL URL.
+	DatasourceURL string
+	// DatasourceUsername and DatasourcePassword are added to a JDBC URL
+	// that carries no credentials.
+	DatasourceUsername string
+	DatasourcePassword string
+}
+
+// StoreConfig holds store limits other than those in memory.Config.
+type StoreConfig struct {
+	// MaxSummaries bounds the in-memory summary store (default 10000; 0
+	// means the default).
+	MaxSummaries int
+}
+
+// Default returns the default configuration: the reference's defaults
+// (summaries off, trigger 20, recent 10, 10 turns, a 128000-token window
+// with a 4096-token output reserve), in-memory stores and the extractive
+// summarizer.
+func Default() *Config {
+	mc := memory.DefaultConfig()
+	mc.ContextWindowTokens = DefaultMaxContextWindowTokens
+	return &Config{
+		Memory: mc,
+		Summary: SummaryConfig{
+			MaxNarrativeTokens: summary.DefaultMaxNarrativeTokens,
+		},
+		Summarizer: SummarizerConfig{
+			Provider: ProviderExtractive,
+			Timeout:  summary.DefaultTimeout,
+			JSONMode: true,
+		},
+		LLM:        LLMConfig{MaxOutputTokens: DefaultMaxOutputTokens},
+		Datasource: DatasourceConfig{MigrateOnStart: true},
+		Store:      StoreConfig{MaxSummaries: summary.DefaultMaxSummaries},
+	}
+}
+
+// IsSet reports whether key was set by a file, the environment or an
+// override (as opposed to keeping its default).
+func (c *Config) IsSet(key string) bool {
+	_, ok := c.set[key]
+	return ok
+}
+
+// Source returns where key's value came from: a file name, an environment
+// variable, "override", or "default".
+func (c *Config) Source(key string) string {
+	if s, ok := c.set[key]; ok {
+		return s
+	}
+	return "default"
+}
+
+// SetKeys lists the keys set by a file, the environment or an override,
+// in the order of Keys.
+func (c *Config) SetKeys() []string {
+	var out []string
+	for _, k := range keyTable {
+		if c.IsSet(k.name) {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
+
+// Value returns key's current value as text (YAML scalar syntax), and false
+// when key is not a known key. Secrets are returned masked.
+func (c *Config) Value(key string) (string, bool) {
+	k, ok := keyIndex[key]
+	if !ok {
+		return "", false
+	}
+	v := k.format(c)
+	if k.secret && v != `""` {
+		v = `"*****"`
+	}
+	return v, true
+}
+
+// LookupEnv reads an environment variable from the environment the
+// configuration was loaded with (LoadWithEnv), or from the process
+// environment.
+func (c *Config) LookupEnv(name string) (string, bool) {
+	if c.lookupEnv != nil {
+		return c.lookupEnv(name)
+	}
+	return os.LookupEnv(name)
+}
+
+// EffectiveProvider is the summarizer provider in use: summarizer.provider,
+// or, when that key was not set and summary.llm-model names a provider, that
+// provider.
+func (c *Config) EffectiveProvider() string {
+	p := normalizeProvider(c.Summarizer.Provider)
+	if c.IsSet(keySummarizerProvider) {
+		return p
+	}
+	if lm := normalizeProvider(c.Summary.LLMModel); isProvider(lm) {
+		return lm
+	}
+	if p == "" {
+		return ProviderExtractive
+	}
+	return p
+}
+
+// Model is the summarizer model in use: summarizer.model, or the provider's
+// default model ("" for the extractive summarizer).
+func (c *Config) Model() string {
+	if c.Summarizer.Model != "" {
+		return c.Summarizer.Model
+	}
+	switch c.EffectiveProvider() {
+	case ProviderGemini:
+		return DefaultGeminiModel
+	case ProviderOpenAI:
+		return DefaultOpenAIModel
+	}
+	return ""
+}
+
+// APIKeyEnv is the name of the environment variable the summarizer's API
+// key is read from: summarizer.api-key-env, or the provider's default.
+func (c *Config) APIKeyEnv() string {
+	if c.Summarizer.APIKeyEnv != "" {
+		return c.Summarizer.APIKeyEnv
+	}
+	switch c.EffectiveProvider() {
+	case ProviderGemini:
+		return DefaultGeminiAPIKeyEnv
+	case ProviderOpenAI:
+		return DefaultOpenAIAPIKeyEnv
+	}
+	return ""
+}
+
+// DatabaseURL returns the PostgreSQL connection string in use, "" for
+// in-memory stores: arc.reactor.memory.datasource.url when set, else
+// spring.datasource.url translated from JDBC (jdbc:postgresql://… becomes
+// postgres://…, with spring.datasource.username and password added when
+// the URL carries no credentials, ssl=true becoming sslmode=require and
+// currentSchema becoming search_path).
+func (c *Config) DatabaseURL() (string, error) {
+	if u := strings.TrimSpace(c.Datasource.URL); u != "" {
+		if err := checkPostgresURL(u); err != nil {
+			return "", newError(keyDatasourceURL, redact(u), c.Source(keyDatasourceURL), err.Error())
+		}
+		return u, nil
+	}
+	u := strings.TrimSpace(c.Spring.DatasourceURL)
+	if u == "" {
+		return "", nil
+	}
+	out, err := jdbcToPostgres(u, c.Spring.DatasourceUsername, c.Spring.DatasourcePassword)
+	if err != nil {
+		return "", newError(keySpringURL, redact(u), c.Source(keySpringURL), err.Error())
+	}
+	return out, nil
+}
+
+// Trimmer returns a trimmer for the configured model: a window of
+// Memory.ContextWindowTokens (arc.reactor.llm.max-context-window-tokens)
+// with an output reserve of LLM.MaxOutputTokens. est nil means
+// trimmer.NewEstimator().
+func (c *Config) Trimmer(est trimmer.Estimator) *trimmer.Trimmer {
+	return trimmer.New(c.Memory.ContextWindowTokens, c.LLM.MaxOutputTokens, est)
+}
+
+// Clone returns a deep copy of c.
+func (c *Config) Clone() *Config {
+	out := *c
+	if c.set != nil {
+		out.set = make(map[string]string, len(c.set))
+		for k, v := range c.set {
+			out.set[k] = v
+		}
+	}
+	return &out
+}
+
+func normalizeProvider(p string) string { return strings.ToLower(strings.TrimSpace(p)) }
+
+func isProvider(p string) bool {
+	for _, q := range Providers {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPostgresURL accepts postgres:// and postgresql:// URLs and key=value
+// connection strings.
+func checkPostgresURL(u string) error {
+	if !strings.Contains(u, "://") {
+		if strings.HasPrefix(strings.ToLower(u), "jdbc:") {
+			_, err := jdbcToPostgres(u, "", "")
+			if err != nil {
+				return err
+			}
+			return errors.New("a JDBC URL belongs in spring.datasource.url; use postgres://host:5432/db here")
+		}
+		if !strings.Contains(u, "=") {
+			return errors.New("want a PostgreSQL URL (postgres://user:pass@host:5432/db) or a key=value connection string")
+		}
+		return nil
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("cannot parse URL: %v", unwrapURLError(err))
+	}
+	switch strings.ToLower(p.Scheme) {
+	case "postgres", "postgresql":
+		return nil
+	}
+	return fmt.Errorf("scheme %q is not PostgreSQL (want postgres://…)", p.Scheme)
+}
+
+// jdbcToPostgres translates a JDBC PostgreSQL URL into a lib/pq URL.
+// PostgreSQL URLs and key=value strings are returned unchanged.
+func jdbcToPostgres(raw, user, pass string) (string, error) {
+	lower := strings.ToLower(raw)
+	if !strings.HasPrefix(lower, "jdbc:") {
+		if err := checkPostgresURL(raw); err != nil {
+			return "", err
+		}
+		return raw, nil
+	}
+	if !strings.HasPrefix(lower, "jdbc:postgresql:") {
+		driver, _, _ := strings.Cut(raw[len("jdbc:"):], ":")
+		return "", fmt.Errorf("Strata stores support PostgreSQL only, not %q (want jdbc:postgresql://… or postgres://…)", driver)
+	}
+	rest := raw[len("jdbc:postgresql:"):]
+	if !strings.HasPrefix(rest, "//") { // jdbc:postgresql:database
+		rest = "//localhost/" + rest
+	}
+	p, err := url.Parse("postgres:" + rest)
+	if err != nil {
+		return "", fmt.Errorf("cannot parse JDBC URL: %v", unwrapURLError(err))
+	}
+	if strings.Contains(p.Host, ",") {
+		return "", errors.New("JDBC URLs with several hosts are not supported")
+	}
+	if p.Host == "" {
+		p.Host = "localhost"
+	}
+	q := p.Query()
+	// JDBC parameters lib/pq does not know.
+	if v := q.Get("user"); v != "" && user == "" {
+		user = v
+	}
+	if v := q.Get("password"); v != "" && pass == "" {
+		pass = v
+	}
+	q.Del("user")
+	q.Del("password")
+	if v := q.Get("currentSchema"); v != "" {
+		q.Del("currentSchema")
+		q.Set("search_path", v)
+	}
+	if v := q.Get("ssl"); v != "" {
+		q.Del("ssl")
+		if q.Get("sslmode") == "" {
+			if strings.EqualFold(v, "true") {
+				q.Set("sslmode", "require")
+			} else {
+				q.Set("sslmode", "disable")
+			}
+		}
+	}
+	for _, k := range []string{"ApplicationName"} {
+		if v := q.Get(k); v != "" {
+			q.Del(k)
+			q.Set("application_name", v)
+		}
+	}
+	if p.User == nil && user != "" {
+		if pass != "" {
+			p.User = url.UserPassword(user, pass)
+		} else {
+			p.User = url.User(user)
+		}
+	}
+	p.RawQuery = q.Encode()
+	return p.String(), nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

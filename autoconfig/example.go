@@ -1,0 +1,88 @@
+package autoconfig
+
+import (
+	"bufio"
+	"io"
+	"strings"
+)
+
+// exampleHeader opens config.example.yaml.
+const exampleHeader = `# Strata configuration: every key with its default value and meaning.
+#
+# Load order: these defaults < YAML files (--config, autoconfig.Load) < the
+# environment. Every key has an environment variable: the key upper-cased,
+# "." and "-" replaced by "_" (shown as "env:" below).
+#
+# Keys marked (arc-reactor) are the reference's own properties, so the memory
+# section of an arc-reactor application.yaml works unchanged. A key under
+# arc.reactor.memory that Strata does not know is an error; anything outside
+# arc.reactor.memory, arc.reactor.llm and spring.datasource is ignored.
+#
+# Switch the summarizer with two lines, e.g.
+#   arc.reactor.memory.summary.enabled: true
+#   arc.reactor.memory.summarizer.provider: gemini     # key in GOOGLE_API_KEY
+# or, for Ollama / vLLM / llama.cpp:
+#   arc.reactor.memory.summarizer.provider: openai
+#   arc.reactor.memory.summarizer.base-url: http://localhost:11434/v1
+#   (and summarizer.model: the model the server serves)
+`
+
+// WriteExampleYAML writes a YAML document that sets every key to its
+// default value, each preceded by a comment with its meaning and environment
+// variable (config.example.yaml is its output).
+func WriteExampleYAML(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(exampleHeader)
+	def := Default()
+	var open []string // path of the maps written so far
+	for _, k := range keyTable {
+		parts := strings.Split(k.name, ".")
+		parents, leaf := parts[:len(parts)-1], parts[len(parts)-1]
+		common := 0
+		for common < len(open) && common < len(parents) && open[common] == parents[common] {
+			common++
+		}
+		if common < len(parents) && common == 0 {
+			bw.WriteString("\n")
+		}
+		for i := common; i < len(parents); i++ {
+			if i == common && i >= 2 {
+				bw.WriteString("\n")
+			}
+			bw.WriteString(strings.Repeat("  ", i) + parents[i] + ":\n")
+		}
+		open = parents
+		indent := strings.Repeat("  ", len(parents))
+		doc := k.doc
+		if k.reference {
+			doc = "(arc-reactor) " + doc
+		}
+		for _, line := range wrap(doc, 78-len(indent)) {
+			bw.WriteString(indent + "# " + line + "\n")
+		}
+		bw.WriteString(indent + "# env: " + envName(k.name) + "\n")
+		bw.WriteString(indent + leaf + ": " + k.format(def) + "\n")
+	}
+	return bw.Flush()
+}
+
+// wrap splits text into lines of at most width characters at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}

@@ -1,0 +1,456 @@
+package autoconfig
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-go/strata/memory"
+)
+
+// Key prefixes. Keys under memoryPrefix are checked strictly; unknown keys
+// under the other two are ignored.
+const (
+	memoryPrefix = "arc.reactor.memory"
+	llmPrefix    = "arc.reactor.llm"
+	springPrefix = "spring.datasource"
+)
+
+// Keys referred to by code.
+const (
+	keyEnabled             = "arc.reactor.memory.summary.enabled"
+	keyTrigger             = "arc.reactor.memory.summary.trigger-message-count"
+	keyRecent              = "arc.reactor.memory.summary.recent-message-count"
+	keyLLMModel            = "arc.reactor.memory.summary.llm-model"
+	keyMaxNarrative        = "arc.reactor.memory.summary.max-narrative-tokens"
+	keySummarizerProvider  = "arc.reactor.memory.summarizer.provider"
+	keySummarizerModel     = "arc.reactor.memory.summarizer.model"
+	keySummarizerBaseURL   = "arc.reactor.memory.summarizer.base-url"
+	keySummarizerAPIKeyEnv = "arc.reactor.memory.summarizer.api-key-env"
+	keySummarizerTimeout   = "arc.reactor.memory.summarizer.timeout"
+	keySummarizerJSONMode  = "arc.reactor.memory.summarizer.json-mode"
+	keySummarizerSchema    = "arc.reactor.memory.summarizer.json-schema"
+	keyDatasourceURL       = "arc.reactor.memory.datasource.url"
+	keyMigrateOnStart      = "arc.reactor.memory.datasource.migrate-on-start"
+	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
+	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
+	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
+	keyMaxFailureCooldown  = "arc.reactor.memory.store.max-failure-cooldown"
+	keyMaxFacts            = "arc.reactor.memory.store.max-facts"
+	keyMaxFactValueLen     = "arc.reactor.memory.store.max-fact-value-length"
+	keyPolicy              = "arc.reactor.memory.policy.name"
+	keyBuffer              = "arc.reactor.memory.policy.buffer-message-count"
+	keyFoldTokenThreshold  = "arc.reactor.memory.policy.fold-token-threshold"
+	keyFoldTokenFraction   = "arc.reactor.memory.policy.fold-token-fraction"
+	keySafetyTurns         = "arc.reactor.memory.policy.safety-turns"
+	keyFoldMode            = "arc.reactor.memory.policy.fold-mode"
+	keyMaxFoldInput        = "arc.reactor.memory.policy.max-fold-input-tokens"
+	keyPromptBudget        = "arc.reactor.memory.policy.prompt-memory-budget"
+	keyMinTail             = "arc.reactor.memory.policy.min-tail-messages"
+	keyMaxTurns            = "arc.reactor.llm.max-conversation-turns"
+	keyWindow              = "arc.reactor.llm.max-context-window-tokens"
+	keyMaxOutput           = "arc.reactor.llm.max-output-tokens"
+	keySpringURL           = "spring.datasource.url"
+	keySpringUser          = "spring.datasource.username"
+	keySpringPassword      = "spring.datasource.password"
+)
+
+// KeyInfo describes one configuration key.
+type KeyInfo struct {
+	// Key is the property name, e.g.
+	// "arc.reactor.memory.summary.trigger-message-count".
+	Key string
+	// Env is the environment variable that sets it, e.g.
+	// "ARC_REACTOR_MEMORY_SUMMARY_TRIGGER_MESSAGE_COUNT".
+	Env string
+	// Type is "bool", "int", "float", "duration" or "string".
+	Type string
+	// Default is the default value in YAML syntax.
+	Default string
+	// Doc is a one-line description with the allowed range.
+	Doc string
+	// Reference is true for arc-reactor's own properties.
+	Reference bool
+}
+
+// Keys lists every configuration key Strata reads, in documentation order.
+func Keys() []KeyInfo {
+	def := Default()
+	out := make([]KeyInfo, len(keyTable))
+	for i, k := range keyTable {
+		out[i] = KeyInfo{Key: k.name, Env: envName(k.name), Type: k.typ, Default: k.format(def), Doc: k.doc, Reference: k.reference}
+	}
+	return out
+}
+
+// keySpec is one entry of the key table: how to parse a raw value into the
+// Config and how to render the current value.
+type keySpec struct {
+	name      string
+	typ       string
+	doc       string
+	reference bool
+	secret    bool
+	// parse sets the value; raw is a YAML scalar or an environment string.
+	// It returns a message (no key) when the value has the wrong type.
+	parse  func(c *Config, raw any) error
+	format func(c *Config) string
+}
+
+func intKey(name, doc string, p func(*Config) *int) keySpec {
+	return keySpec{name: name, typ: "int", doc: doc,
+		parse: func(c *Config, raw any) error {
+			v, err := toInt(raw)
+			if err != nil {
+				return err
+			}
+			*p(c) = v
+			return nil
+		},
+		format: func(c *Config) string { return strconv.Itoa(*p(c)) },
+	}
+}
+
+func boolKey(name, doc string, p func(*Config) *bool) keySpec {
+	return keySpec{name: name, typ: "bool", doc: doc,
+		parse: func(c *Config, raw any) error {
+			v, err := toBool(raw)
+			if err != nil {
+				return err
+			}
+			*p(c) = v
+			return nil
+		},
+		format: func(c *Config) string { return strconv.FormatBool(*p(c)) },
+	}
+}
+
+func floatKey(name, doc string, p func(*Config) *float64) keySpec {
+	return keySpec{name: name, typ: "float", doc: doc,
+		parse: func(c *Config, raw any) error {
+			v, err := toFloat(raw)
+			if err != nil {
+				return err
+			}
+			*p(c) = v
+			return nil
+		},
+		format: func(c *Config) string { return strconv.FormatFloat(*p(c), 'g', -1, 64) },
+	}
+}
+
+func durationKey(name, doc string, p func(*Config) *time.Duration) keySpec {
+	return keySpec{name: name, typ: "duration", doc: doc,
+		parse: func(c *Config, raw any) error {
+			v, err := toDuration(raw)
+			if err != nil {
+				return err
+			}
+			*p(c) = v
+			return nil
+		},
+		format: func(c *Config) string { return formatDuration(*p(c)) },
+	}
+}
+
+func stringKey[T ~string](name, doc string, p func(*Config) *T) keySpec {
+	return keySpec{name: name, typ: "string", doc: doc,
+		parse: func(c *Config, raw any) error {
+			v, err := toString(raw)
+			if err != nil {
+				return err
+			}
+			*p(c) = T(v)
+			return nil
+		},
+		format: func(c *Config) string { return strconv.Quote(string(*p(c))) },
+	}
+}
+
+func ref(k keySpec) keySpec    { k.reference = true; return k }
+func secret(k keySpec) keySpec { k.secret = true; return k }
+
+// keyTable is the list of every key, in documentation order.
+var keyTable = []keySpec{
+	// arc-reactor's memory.summary properties.
+	ref(boolKey(keyEnabled,
+		"Turn hierarchical memory on: facts + narrative + a verbatim window once a session passes the trigger. Off: the last 2 × max-conversation-turns messages (takeLast).",
+		func(c *Config) *bool { return &c.Memory.Enabled })),
+	ref(intKey(keyTrigger,
+		"Hierarchical mode applies only when a session stores strictly more messages than this. Must be >= recent-message-count.",
+		func(c *Config) *int { return &c.Memory.TriggerMessageCount })),
+	ref(intKey(keyRecent,
+		"Number of newest messages kept verbatim in hierarchical mode. Must be >= 1.",
+		func(c *Config) *int { return &c.Memory.RecentMessageCount })),
+	ref(stringKey(keyLLMModel,
+		"The reference's summarizer provider name (not a model name): gemini or openai select that provider when summarizer.provider is not set; empty = the default provider (for Strata: extractive).",
+		func(c *Config) *string { return &c.Summary.LLMModel })),
+	ref(intKey(keyMaxNarrative,
+		"Narrative length, in tokens, that LLM summarizers are asked for. Must be >= 1.",
+		func(c *Config) *int { return &c.Summary.MaxNarrativeTokens })),
+
+	// Strata: summarizer.
+	stringKey(keySummarizerProvider,
+		"Summarizer: extractive (offline, deterministic, no LLM), gemini (Gemini API with a response schema) or openai (OpenAI or any OpenAI-compatible server).",
+		func(c *Config) *string { return &c.Summarizer.Provider }),
+	stringKey(keySummarizerModel,
+		"Model name; empty = "+DefaultGeminiModel+" for gemini, "+DefaultOpenAIModel+" for openai. For Ollama, vLLM or llama.cpp, the model the server serves.",
+		func(c *Config) *string { return &c.Summarizer.Model }),
+	stringKey(keySummarizerBaseURL,
+		"Server URL; empty = the provider's public API. For OpenAI-compatible servers e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM).",
+		func(c *Config) *string { return &c.Summarizer.BaseURL }),
+	stringKey(keySummarizerAPIKeyEnv,
+		"Name of the environment variable holding the API key (never the key itself); empty = GOOGLE_API_KEY (then GEMINI_API_KEY) for gemini, OPENAI_API_KEY for openai. Not needed for a local OpenAI-compatible server.",
+		func(c *Config) *string { return &c.Summarizer.APIKeyEnv }),
+	durationKey(keySummarizerTimeout,
+		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds). A timeout is a failed fold, never an empty summary. Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Summarizer.Timeout }),
+	boolKey(keySummarizerJSONMode,
+		"openai: ask for a JSON object (response_format json_object). Turn off for servers that reject it; the reply parser is tolerant either way.",
+		func(c *Config) *bool { return &c.Summarizer.JSONMode }),
+	boolKey(keySummarizerSchema,
+		"openai: send a strict JSON schema (response_format json_schema) for narrative + facts; for OpenAI and servers that support structured outputs.",
+		func(c *Config) *bool { return &c.Summarizer.JSONSchema }),
+
+	// Strata: datasource.
+	secret(stringKey(keyDatasourceURL,
+		"PostgreSQL URL (postgres://user:pass@host:5432/db?sslmode=disable) or key=value string; wins over spring.datasource.url. Empty (and no spring.datasource.url) = in-memory stores.",
+		func(c *Config) *string { return &c.Datasource.URL })),
+	boolKey(keyMigrateOnStart,
+		"Apply Strata's schema migrations when the stores are built (idempotent; safe with several replicas).",
+		func(c *Config) *bool { return &c.Datasource.MigrateOnStart }),
+
+	// Strata: store limits.
+	intKey(keyMaxMessageBytes,
+		"Reject messages larger than this many bytes. Must be >= 0 (0 = no limit).",
+		func(c *Config) *int { return &c.Memory.MaxMessageBytes }),
+	intKey(keyMaxSummaries,
+		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
+		func(c *Config) *int { return &c.Store.MaxSummaries }),
+	durationKey(keyFailureCooldown,
+		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
+		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),
+	durationKey(keyMaxFailureCooldown,
+		"Upper bound of the doubling failure cool-down. Must be >= failure-cooldown.",
+		func(c *Config) *time.Duration { return &c.Memory.MaxFailureCooldown }),
+	intKey(keyMaxFacts,
+		"Most facts a session's ledger keeps (oldest dropped first). Must be >= 1.",
+		func(c *Config) *int { return &c.Memory.MaxFacts }),
+	intKey(keyMaxFactValueLen,
+		"Longest fact value kept, in characters (longer values are cut). Must be >= 1.",
+		func(c *Config) *int { return &c.Memory.MaxFactValueLen }),
+
+	// Strata: folding policy.
+	stringKey(keyPolicy,
+		"When to fold: parity (everything before the verbatim window after every save above the trigger, like arc-reactor) or chunked (the knobs below).",
+		func(c *Config) *memory.Policy { return &c.Memory.Policy }),
+	intKey(keyBuffer,
+		"chunked: the verbatim window may grow from recent-message-count to recent + this before a fold. Must be >= 0.",
+		func(c *Config) *int { return &c.Memory.BufferMessageCount }),
+	intKey(keyFoldTokenThreshold,
+		"chunked: fold when summary + unfolded messages exceed this many tokens. Must be >= 0 (0 = off).",
+		func(c *Config) *int { return &c.Memory.FoldTokenThreshold }),
+	floatKey(keyFoldTokenFraction,
+		"chunked: fold when summary + unfolded messages exceed this fraction of max-context-window-tokens. Between 0 and 1 (0 = off).",
+		func(c *Config) *float64 { return &c.Memory.FoldTokenFraction }),
+	intKey(keySafetyTurns,
+		"chunked: fold at least every this many user turns. Must be >= 0 (0 = off).",
+		func(c *Config) *int { return &c.Memory.SafetyTurns }),
+	stringKey(keyFoldMode,
+		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",
+		func(c *Config) *memory.FoldMode { return &c.Memory.FoldMode }),
+	intKey(keyMaxFoldInput,
+		"chunked: cap on one summarizer call's input tokens; larger ranges are folded in several calls. Must be >= 0 (0 = no cap).",
+		func(c *Config) *int { return &c.Memory.MaxFoldInputTokens }),
+	intKey(keyPromptBudget,
+		"chunked: cap on the tokens of summary + verbatim window in the prompt (oldest verbatim turns dropped first, the narrative cut last). Must be >= 0 (0 = off).",
+		func(c *Config) *int { return &c.Memory.PromptMemoryBudget }),
+	intKey(keyMinTail,
+		"chunked: verbatim messages always kept under prompt-memory-budget. Must be >= 0.",
+		func(c *Config) *int { return &c.Memory.MinTailMessages }),
+
+	// arc-reactor's llm properties.
+	ref(intKey(keyMaxTurns,
+		"takeLast window: 2 × this many messages. Must be >= 1.",
+		func(c *Config) *int { return &c.Memory.MaxConversationTurns })),
+	ref(intKey(keyWindow,
+		"The model's context window in tokens: the trimmer's window and the base of policy.fold-token-fraction. Must be > max-output-tokens.",
+		func(c *Config) *int { return &c.Memory.ContextWindowTokens })),
+	ref(intKey(keyMaxOutput,
+		"Tokens kept free for the model's answer (the trimmer's output reserve). Must be >= 0.",
+		func(c *Config) *int { return &c.LLM.MaxOutputTokens })),
+
+	// Spring's datasource.
+	ref(secret(stringKey(keySpringURL,
+		"The reference's datasource switch: a JDBC (jdbc:postgresql://host:5432/db) or PostgreSQL URL; non-empty = PostgreSQL stores.",
+		func(c *Config) *string { return &c.Spring.DatasourceURL }))),
+	ref(stringKey(keySpringUser,
+		"User added to a spring.datasource.url that carries none.",
+		func(c *Config) *string { return &c.Spring.DatasourceUsername })),
+	ref(secret(stringKey(keySpringPassword,
+		"Password added to a spring.datasource.url that carries none (prefer ${ENV_VAR} placeholders).",
+		func(c *Config) *string { return &c.Spring.DatasourcePassword }))),
+}
+
+// Lookup tables built from keyTable.
+var (
+	keyIndex  = map[string]*keySpec{} // exact key
+	keyCanon  = map[string]*keySpec{} // relaxed (canonical) form
+	keyEnv    = map[string]*keySpec{} // environment variable name
+	sectionOK = map[string]bool{}     // canonical prefixes of known keys
+)
+
+func init() {
+	for i := range keyTable {
+		k := &keyTable[i]
+		keyIndex[k.name] = k
+		keyCanon[canonical(k.name)] = k
+		keyEnv[envName(k.name)] = k
+		keyEnv[springEnvName(k.name)] = k
+		parts := strings.Split(canonical(k.name), ".")
+		for j := 1; j < len(parts); j++ {
+			sectionOK[strings.Join(parts[:j], ".")] = true
+		}
+	}
+}
+
+// envName is a key's environment variable: upper case, "." and "-" → "_".
+func envName(key string) string {
+	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+}
+
+// springEnvName is Spring Boot's canonical form: "." → "_", "-" removed.
+func springEnvName(key string) string {
+	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "").Replace(key))
+}
+
+// canonical is the relaxed form of a key: lower case, "-" and "_" removed
+// within each segment (Spring's relaxed binding).
+func canonical(key string) string {
+	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(strings.TrimSpace(key)))
+}
+
+// Value conversions. Values come from YAML (bool, int, float64, string,
+// nil, maps, lists) or from the environment (strings).
+
+func toInt(raw any) (int, error) {
+	switch v := raw.(type) {
+	case int:
+		return v, nil
+	case int64:
+		return int(v), nil
+	case uint64:
+		if v <= math.MaxInt64 {
+			return int(v), nil
+		}
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return int(v), nil
+		}
+	case string:
+		s := strings.TrimSpace(v)
+		if n, err := strconv.Atoi(s); err == nil {
+			return n, nil
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int(f), nil
+		}
+	}
+	return 0, fmt.Errorf("want an integer, got %s", describe(raw))
+}
+
+func toBool(raw any) (bool, error) {
+	switch v := raw.(type) {
+	case bool:
+		return v, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "yes", "on", "1":
+			return true, nil
+		case "false", "no", "off", "0":
+			return false, nil
+		}
+	case int:
+		if v == 0 || v == 1 {
+			return v == 1, nil
+		}
+	}
+	return false, fmt.Errorf("want true or false, got %s", describe(raw))
+}
+
+func toFloat(raw any) (float64, error) {
+	switch v := raw.(type) {
+	case float64:
+		return v, nil
+	case int:
+		return float64(v), nil
+	case int64:
+		return float64(v), nil
+	case uint64:
+		return float64(v), nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("want a number, got %s", describe(raw))
+}
+
+func toDuration(raw any) (time.Duration, error) {
+	switch v := raw.(type) {
+	case int, int64, uint64, float64:
+		ms, err := toInt(v)
+		if err == nil {
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+	case string:
+		s := strings.TrimSpace(v)
+		if d, err := time.ParseDuration(s); err == nil {
+			return d, nil
+		}
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+	}
+	return 0, fmt.Errorf("want a duration such as 60s, 500ms or 2m (a bare number is milliseconds), got %s", describe(raw))
+}
+
+func toString(raw any) (string, error) {
+	switch v := raw.(type) {
+	case string:
+		return strings.TrimSpace(v), nil
+	case bool, int, int64, uint64, float64:
+		return fmt.Sprint(v), nil
+	}
+	return "", fmt.Errorf("want a string, got %s", describe(raw))
+}
+
+func describe(raw any) string {
+	switch v := raw.(type) {
+	case string:
+		return strconv.Quote(v)
+	case map[string]any:
+		return "a map"
+	case []any:
+		return "a list"
+	case nil:
+		return "null"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// formatDuration renders a duration the way Go parses it back, without
+// trailing zero units ("2s", "5m", "1m30s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+const migrateUsage = `Usage: strata migrate [flags] up|down|version|force VERSION
+
+Manages Strata's PostgreSQL schema in the configured database
+(arc.reactor.memory.datasource.url, else spring.datasource.url):
+
+  up        apply every pending migration (idempotent)
+  down      remove every Strata table and its data (needs --yes)
+  version   print the applied schema version
+  force N   record version N as applied and clear the dirty flag, without
+            running anything (recovery after a failed migration; -1 = none)
+
+Flags:
+`
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	var cf commonFlags
+	cf.register(fs)
+	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
+	pos, err := parseFlags(fs, args, migrateUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("migrate: want up, down, version or force VERSION (see strata migrate --help)")
+	}
+	action := pos[0]
+	want := 1
+	if action == "force" {
+		want = 2
+	}
+	switch action {
+	case "up", "down", "version", "force":
+	default:
+		return usagef("migrate: unknown action %q (want up, down, version or force VERSION)", action)
+	}
+	if len(pos) != want {
+		return usagef("migrate %s: want %d argument(s), got %d", action, want-1, len(pos)-1)
+	}
+	force := 0
+	if action == "force" {
+		if force, err = strconv.Atoi(pos[1]); err != nil || force < -1 {
+			return usagef("migrate force: VERSION must be an integer >= -1, got %q", pos[1])
+		}
+	}
+	if action == "down" && !*yes {
+		return usagef("migrate down deletes every Strata table and its data; pass --yes to confirm")
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	d, err := openDatabase(ctx, cfg, "migrate")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	switch action {
+	case "up":
+		if err := db.Migrate(ctx, d); err != nil {
+			return fmt.Errorf("migrate up: %w", err)
+		}
+	case "down":
+		if err := db.MigrateDown(ctx, d); err != nil {
+			return fmt.Errorf("migrate down: %w", err)
+		}
+	case "force":
+		if err := db.MigrateForce(ctx, d, force); err != nil {
+			return fmt.Errorf("migrate force: %w", err)
+		}
+	}
+	v, dirty, err := db.MigrationVersion(ctx, d)
+	if err != nil {
+		return fmt.Errorf("migrate %s: version: %w", action, err)
+	}
+	switch {
+	case v == 0 && !dirty:
+		fmt.Fprintln(stdout, "schema version: none (no migration applied)")
+	case dirty:
+		fmt.Fprintf(stdout, "schema version: %d (dirty: a migration failed half-way; fix it, then strata migrate force VERSION)\n", v)
+	default:
+		fmt.Fprintf(stdout, "schema version: %d\n", v)
+	}
+	return nil
+}
+
+// openDatabase loads the configuration and opens its datasource; without
+// one it is an error.
+func openDatabase(ctx context.Context, cfg *autoconfig.Config, cmd string) (*sqlx.DB, error) {
+	dsn, err := cfg.DatabaseURL()
+	if err != nil {
+		return nil, err
+	}
+	if dsn == "" {
+		return nil, fmt.Errorf("%s: no datasource configured (set arc.reactor.memory.datasource.url or spring.datasource.url, or ARC_REACTOR_MEMORY_DATASOURCE_URL)", cmd)
+	}
+	d, err := db.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return d, nil
+}
+
+const inspectUsage = `Usage: strata inspect [flags] SESSION
+
+Prints a session stored in the configured PostgreSQL database: its owner and
+message count, its summary (facts, narrative, cursor = the last message folded
+into it) and the window (the newest messages the model sees verbatim: the
+last recent-message-count messages once the session is past the trigger with
+summaries on, else the takeLast window). Nothing is summarized or changed.
+
+Flags:
+`
+
+// inspectReport is inspect's --json output.
+type inspectReport struct {
+	Session   string          `json:"session"`
+	Owner     string          `json:"owner"`
+	Messages  int             `json:"stored_messages"`
+	Summary   *inspectSummary `json:"summary"`
+	Window    []inspectMsg    `json:"window"`
+	WindowFor string          `json:"window_mode"`
+}
+
+type inspectSummary struct {
+	Cursor    int64          `json:"cursor"`
+	Version   int64          `json:"version"`
+	Title     string         `json:"title,omitempty"`
+	Facts     []summary.Fact `json:"facts"`
+	Narrative string         `json:"narrative"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+type inspectMsg struct {
+	Seq    int64  `json:"seq"`
+	Role   string `json:"role"`
+	Text   string `json:"content"`
+	Folded bool   `json:"folded"`
+}
+
+func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	var cf commonFlags
+	cf.register(fs)
+	user := fs.String("user", "", "check that the session belongs to `USER` (default: its owner)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parseFlags(fs, args, inspectUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		return usagef("inspect: want exactly one SESSION (see strata inspect --help)")
+	}
+	session := pos[0]
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	d, err := openDatabase(ctx, cfg, "inspect")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	msgs := db.NewMessageStore(d)
+	sums := db.NewSummaryStore(d)
+
+	owner, err := msgs.Owner(ctx, session)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	if owner == "" {
+		return fmt.Errorf("inspect: session %q not found", session)
+	}
+	if *user != "" && *user != owner {
+		return fmt.Errorf("inspect: session %q: %w", session, memory.ErrNotOwner)
+	}
+	s, err := sums.Get(ctx, session)
+	if err != nil {
+		return fmt.Errorf("inspect: summary: %w", err)
+	}
+	mc := cfg.Memory
+	n, mode := 2*mc.MaxConversationTurns, "take-last"
+	tail, err := msgs.Tail(ctx, session, 0)
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	if mc.Enabled && tail.Total > mc.TriggerMessageCount {
+		n, mode = mc.RecentMessageCount, "hierarchical"
+	}
+	if tail, err = msgs.Tail(ctx, session, n); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	rep := inspectReport{Session: session, Owner: owner, Messages: tail.Total, WindowFor: mode}
+	var cursor int64
+	if s != nil {
+		cursor = s.UpToSeq
+		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Version: s.Version, Title: s.Title,
+			Facts: s.Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		if rep.Summary.Facts == nil {
+			rep.Summary.Facts = []summary.Fact{}
+		}
+	}
+	rep.Window = []inspectMsg{}
+	for _, m := range tail.Messages {
+		rep.Window = append(rep.Window, inspectMsg{Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()), Folded: m.Seq <= cursor})
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	printInspect(stdout, rep)
+	return nil
+}
+
+func printInspect(w io.Writer, r inspectReport) {
+	fmt.Fprintf(w, "session:  %s\nowner:    %s\nmessages: %d\n", r.Session, r.Owner, r.Messages)
+	if r.Summary == nil {
+		fmt.Fprintln(w, "summary:  none")
+	} else {
+		s := r.Summary
+		fmt.Fprintf(w, "cursor:   message #%d (summary version %d, updated %s)\n", s.Cursor, s.Version, s.UpdatedAt.Format(time.RFC3339))
+		if s.Title != "" {
+			fmt.Fprintf(w, "title:    %s\n", s.Title)
+		}
+		fmt.Fprintf(w, "facts (%d):\n", len(s.Facts))
+		for _, f := range s.Facts {
+			fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
+		}
+		fmt.Fprintln(w, "narrative:")
+		for _, l := range strings.Split(strings.TrimSpace(s.Narrative), "\n") {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
+	for _, m := range r.Window {
+		mark := " "
+		if m.Folded {
+			mark = "f"
+		}
+		fmt.Fprintf(w, "  %s #%-5d %-9s %s\n", mark, m.Seq, m.Role, oneLine(m.Text))
+	}
+	if len(r.Window) > 0 && r.Summary != nil {
+		fmt.Fprintln(w, "  (f = already folded into the summary)")
+	}
+}
+
+const configUsage = `Usage: strata config [flags]
+
+Prints the effective configuration — every key, its value and where the value
+comes from (default, a --config file, an environment variable, --set) — after
+validating it. With --example, prints every key with its default and meaning
+(the content of config.example.yaml).
+
+Flags:
+`
+
+func cmdConfig(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("config", flag.ContinueOnError)
+	var cf commonFlags
+	cf.register(fs)
+	example := fs.Bool("example", false, "print every key with its default and meaning (YAML)")
+	pos, err := parseFlags(fs, args, configUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("config: unexpected argument %q", pos[0])
+	}
+	if *example {
+		return autoconfig.WriteExampleYAML(stdout)
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	width := 0
+	for _, k := range autoconfig.Keys() {
+		width = max(width, len(k.Key))
+	}
+	for _, k := range autoconfig.Keys() {
+		v, _ := cfg.Value(k.Key)
+		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, cfg.Source(k.Key))
+	}
+	fmt.Fprintf(stdout, "\nsummarizer in use: %s", cfg.EffectiveProvider())
+	if m := cfg.Model(); m != "" {
+		fmt.Fprintf(stdout, " (model %s, API key from $%s)", m, cfg.APIKeyEnv())
+	}
+	fmt.Fprintln(stdout)
+	dsn, err := cfg.DatabaseURL()
+	if err != nil {
+		return err
+	}
+	if dsn == "" {
+		fmt.Fprintln(stdout, "stores: in-memory")
+	} else {
+		fmt.Fprintf(stdout, "stores: PostgreSQL %s\n", db.RedactDSN(dsn))
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/trimmer"
+)
+
+// The shared third-party data lives next to the repository, never in it.
+const (
+	tauBenchFile = "../../../shared/data/taubench_airline/gpt-4o-airline.json"
+	locomoFile   = "../../../shared/data/locomo/locomo10.json"
+)
+
+func requireData(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s not available (the shared data directory ../shared/data is absent): %v", path, err)
+	}
+}
+
+func TestReplayTauBench(t *testing.T) {
+	t.Parallel()
+	requireData(t, tauBenchFile)
+	code, out, errOut := cli(t, "replay", "--json", "--sample", "task:5/trial:1", tauBenchFile)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	lines := parseJSONLines(t, out)
+	if len(lines) < 3 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	sawTool := false
+	for _, l := range lines[:len(lines)-1] {
+		if l.Context[0].Role != "system" || !strings.Contains(l.Context[0].Content, "airline") {
+			t.Fatalf("turn %d: the τ-bench system prompt is not first", *l.Turn)
+		}
+		for _, m := range l.Context {
+			if m.Role == "tool" {
+				sawTool = true
+			}
+		}
+		if err := trimmer.Validate(toChat(l.Context)); err != nil {
+			t.Fatalf("turn %d: %v", *l.Turn, err)
+		}
+	}
+	if !sawTool {
+		t.Fatal("no tool result reached the context")
+	}
+	s := lines[len(lines)-1].Summary
+	if s == nil || s.Session != "replay:task-5-trial-1" {
+		t.Fatalf("summary = %+v", s)
+	}
+
+	// The readable report names the sample.
+	code, out, errOut = cli(t, "replay", "--sample", "7", tauBenchFile)
+	if code != 0 || !strings.Contains(out, "(taubench: task-") || !strings.Contains(out, "══ final:") {
+		t.Fatalf("report: exit %d %s\n%.300s", code, errOut, out)
+	}
+}
+
+func TestReplayTauBenchAll(t *testing.T) {
+	t.Parallel()
+	requireData(t, tauBenchFile)
+	if testing.Short() {
+		t.Skip("replays all 200 trajectories")
+	}
+	// The chunked policy keeps this fast under the race detector; parity
+	// on τ-bench is exercised by TestReplayTauBench.
+	code, out, errOut := cli(t, "replay", "--json", "--sample", "all", "--set", "arc.reactor.memory.policy.name=chunked", tauBenchFile)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	summaries, folds := 0, 0
+	for _, l := range parseJSONLines(t, out) {
+		if l.Summary != nil {
+			summaries++
+			folds += int(l.Summary.Folds)
+			if l.Summary.Sample == "" {
+				t.Fatal("summary line without its sample")
+			}
+		}
+	}
+	if summaries != 200 || folds == 0 {
+		t.Fatalf("%d summaries, %d folds", summaries, folds)
+	}
+}
+
+func TestReplayLoCoMo(t *testing.T) {
+	t.Parallel()
+	requireData(t, locomoFile)
+	// The chunked policy keeps this fast under the race detector; parity
+	// is exercised on the sample and τ-bench.
+	code, out, errOut := cli(t, "replay", "--json", "--sample", "conv-30",
+		"--set", "arc.reactor.memory.policy.name=chunked", locomoFile)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	lines := parseJSONLines(t, out)
+	s := lines[len(lines)-1].Summary
+	if s == nil || s.Session != "replay:conv-30" || s.StoredMessages != 369 || s.Folds == 0 || len(s.Facts) == 0 {
+		t.Fatalf("summary = %+v", s)
+	}
+	// conv-30 opens with speaker_b (the assistant side), whose message is
+	// stored before the first user turn, prefixed with the session's date.
+	first := lines[0].Context
+	if len(first) != 2 || first[0].Role != "assistant" || !strings.HasPrefix(first[0].Content, "[") || first[1].Role != "user" {
+		t.Fatalf("first turn: %+v", first)
+	}
+	hier := false
+	for _, l := range lines[:len(lines)-1] {
+		if l.Mode == "hierarchical" {
+			hier = true
+			break
+		}
+	}
+	if !hier {
+		t.Fatal("never hierarchical")
+	}
+	// Samples by index; a bad index is one clear line.
+	code, _, errOut = cli(t, "replay", "--json", "--sample", "10", locomoFile)
+	wantError(t, code, errOut, 1, "--sample 10 out of range (0–9)")
+}
+
+func TestMigrateAndInspect(t *testing.T) {
+	t.Parallel()
+	schema := dbtest.NewEmptySchema(t)
+	set := "arc.reactor.memory.datasource.url=" + schema.URL
+
+	code, out, errOut := cli(t, "migrate", "version", "--set", set)
+	if code != 0 || !strings.Contains(out, "schema version: none") {
+		t.Fatalf("version: exit %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "migrate", "up", "--set", set)
+	if code != 0 || !strings.Contains(out, "schema version: 1") {
+		t.Fatalf("up: exit %d %q %q", code, out, errOut)
+	}
+	code, out, _ = cli(t, "migrate", "up", "--set", set) // idempotent
+	if code != 0 || !strings.Contains(out, "schema version: 1") {
+		t.Fatalf("second up: exit %d %q", code, out)
+	}
+
+	// Replay into PostgreSQL, then inspect the stored session.
+	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--session", "support-1", "--user", "priya", sample)
+	if code != 0 {
+		t.Fatalf("replay: exit %d %s", code, errOut)
+	}
+	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--session", "support-1", sample)
+	wantError(t, code, errOut, 1, `session "support-1" already holds 62 messages`)
+	code, _, errOut = cli(t, "replay", "--json", "--reset", "--set", set, "--session", "support-1", "--user", "priya", sample)
+	if code != 0 {
+		t.Fatalf("replay --reset: exit %d %s", code, errOut)
+	}
+
+	code, out, errOut = cli(t, "inspect", "--set", set, "support-1")
+	if code != 0 {
+		t.Fatalf("inspect: exit %d %s", code, errOut)
+	}
+	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   message #", "- order_id: #BL-58213 [ENTITY]", "narrative:", "window (take-last,"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, out)
+		}
+	}
+	// With summaries on, the window is the verbatim window.
+	code, out, errOut = cli(t, "inspect", "--json", "--set", set, "--set", "arc.reactor.memory.summary.enabled=true", "--user", "priya", "support-1")
+	if code != 0 {
+		t.Fatalf("inspect --json: exit %d %s", code, errOut)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.WindowFor != "hierarchical" || len(rep.Window) != 10 || rep.Summary == nil || rep.Summary.Cursor == 0 || rep.Window[9].Seq <= rep.Summary.Cursor {
+		t.Fatalf("inspect --json = %+v", rep)
+	}
+	code, _, errOut = cli(t, "inspect", "--set", set, "--user", "mallory", "support-1")
+	wantError(t, code, errOut, 1, "owned by another user")
+	code, _, errOut = cli(t, "inspect", "--set", set, "nope")
+	wantError(t, code, errOut, 1, `session "nope" not found`)
+
+	code, out, errOut = cli(t, "migrate", "down", "--yes", "--set", set)
+	if code != 0 || !strings.Contains(out, "schema version: none") {
+		t.Fatalf("down: exit %d %q %q", code, out, errOut)
+	}
+}

@@ -1,0 +1,468 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
+)
+
+const replayUsage = `Usage: strata replay [flags] FILE
+
+Feeds a transcript through a memory manager built from the configuration
+(default: in-memory stores and the offline extractive summarizer) and shows,
+before each user message, what the model would receive: the system prompt,
+the memory (facts, narrative, verbatim window or takeLast) and the user
+message, trimmed to the context window, with token counts, the number of
+stored messages and folds. A final summary shows the facts and narrative.
+
+Replay waits for each background fold to finish before the next turn
+(Manager.Flush), so reports are deterministic; a live application never
+waits.
+
+Summaries are ON in replay unless the configuration sets
+arc.reactor.memory.summary.enabled (the library default is off): replay is
+for seeing folds. Use --set arc.reactor.memory.summary.enabled=false to
+replay takeLast only.
+
+Formats (--format, auto-detected from the extension and first bytes):
+  jsonl     one {"role","content"} object per line; roles system, user,
+            assistant (with "tool_calls") and tool (with "tool_call_id")
+  json      a JSON array of such messages
+  locomo    LoCoMo (locomo10.json): speaker_a is the user, speaker_b the
+            assistant; --sample conv-26 | INDEX | all (default: the first)
+  taubench  τ-bench trajectories (gpt-4o-airline.json); the system message is
+            the system prompt; --sample INDEX | task:N | task:N/trial:T | all
+
+Leading system messages become the system prompt (not stored).
+
+Output: a readable report on stdout, or with --json one JSON object per turn
+  {"turn":N,"context":[{"role":…,"content":…}],"context_tokens":N,"stored_messages":N,"folds":N,"mode":…}
+followed by {"summary":{…}} with the facts and narrative. A progress bar is
+drawn on stderr for long replays when stderr is a terminal.
+
+Flags:
+`
+
+type replayOptions struct {
+	format    string
+	sample    string
+	json      bool
+	full      bool
+	session   string
+	user      string
+	encoding  string
+	progress  bool
+	reset     bool
+	verbose   bool
+	width     int
+	configSrc commonFlags
+}
+
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var o replayOptions
+	o.configSrc.register(fs)
+	fs.StringVar(&o.format, "format", "auto", "transcript `FORMAT`: auto, jsonl, json, locomo or taubench")
+	fs.StringVar(&o.sample, "sample", "", "LoCoMo/τ-bench sample: an `ID`, an index, task:N[/trial:T] or all (default: the first)")
+	fs.BoolVar(&o.json, "json", false, "write one JSON object per turn instead of the report")
+	fs.BoolVar(&o.full, "full", false, "report: print messages in full instead of one shortened line each")
+	fs.StringVar(&o.session, "session", "", "session `ID` to replay into (default replay:<sample name>)")
+	fs.StringVar(&o.user, "user", "replay", "user `ID` owning the replayed session")
+	fs.StringVar(&o.encoding, "encoding", "", "token counting `ENCODING`: empty for Strata's estimator, or cl100k_base / o200k_base (exact, offline)")
+	fs.BoolVar(&o.progress, "progress", true, "draw a progress bar on stderr when it is a terminal")
+	fs.BoolVar(&o.reset, "reset", false, "delete the session first if the configured store already holds it")
+	fs.BoolVar(&o.verbose, "verbose", false, "log summarizer calls and folds on stderr")
+	fs.IntVar(&o.width, "width", 160, "report: shorten messages to this many characters")
+	pos, err := parseFlags(fs, args, replayUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("replay: want exactly one FILE, got %d arguments (see strata replay --help)", len(pos))
+	}
+	format, ok := normalizeFormat(o.format)
+	if !ok {
+		return usagef("replay: unknown format %q (want %s)", o.format, strings.Join(formatNames, ", "))
+	}
+	if o.session != "" && strings.EqualFold(o.sample, "all") {
+		return usagef("replay: --session cannot be used with --sample all")
+	}
+
+	cfg, err := o.configSrc.load()
+	if err != nil {
+		return err
+	}
+	summariesDefault := false
+	if !cfg.IsSet("arc.reactor.memory.summary.enabled") {
+		cfg.Memory.Enabled = true
+		summariesDefault = true
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
+
+	ts, format, err := loadTranscripts(pos[0], format, o.sample, cfg.Memory.MaxMessageBytes)
+	if err != nil {
+		return err
+	}
+
+	var est trimmer.Estimator
+	if o.encoding != "" {
+		if est, err = trimmer.NewTiktokenEstimator(o.encoding); err != nil {
+			return usagef("replay: --encoding %q: want cl100k_base or o200k_base", o.encoding)
+		}
+	}
+
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	rt, err := autoconfig.BuildRuntime(ctx, cfg, autoconfig.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	r := &replayer{
+		ctx:   ctx,
+		rt:    rt,
+		cfg:   cfg,
+		trim:  cfg.Trimmer(est),
+		opts:  o,
+		out:   stdout,
+		multi: len(ts) > 1,
+	}
+	total := 0
+	for _, t := range ts {
+		total += t.userTurns()
+	}
+	r.progress = newProgress(stderr, stdout, total, o.progress && total >= progressMinTurns)
+	defer r.progress.finish()
+
+	if !o.json {
+		r.header(pos[0], format, ts, summariesDefault)
+	}
+	start := time.Now()
+	for _, t := range ts {
+		if err := r.replay(t); err != nil {
+			return err
+		}
+	}
+	r.progress.finish()
+	if !o.json && r.multi {
+		fmt.Fprintf(stdout, "\nreplayed %d conversations, %d user turns in %s\n", len(ts), total, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+type replayer struct {
+	ctx      context.Context
+	rt       *autoconfig.Runtime
+	cfg      *autoconfig.Config
+	trim     *trimmer.Trimmer
+	opts     replayOptions
+	out      io.Writer
+	multi    bool
+	progress *progress
+	turnsAll int
+}
+
+// turnRecord is one --json line.
+type turnRecord struct {
+	Sample         string        `json:"sample,omitempty"`
+	Turn           int           `json:"turn"`
+	Context        []jsonMessage `json:"context"`
+	ContextTokens  int           `json:"context_tokens"`
+	StoredMessages int           `json:"stored_messages"`
+	Folds          int64         `json:"folds"`
+	Mode           memory.Mode   `json:"mode"`
+}
+
+// summaryRecord is the final --json line.
+type summaryRecord struct {
+	Summary summaryBody `json:"summary"`
+}
+
+type summaryBody struct {
+	Sample         string         `json:"sample,omitempty"`
+	Session        string         `json:"session"`
+	Turns          int            `json:"turns"`
+	StoredMessages int            `json:"stored_messages"`
+	Folds          int64          `json:"folds"`
+	Cursor         int64          `json:"cursor"`
+	Facts          []summary.Fact `json:"facts"`
+	Narrative      string         `json:"narrative"`
+}
+
+type jsonMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	ToolCalls  []jsonToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type jsonToolCall struct {
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func (r *replayer) header(path, format string, ts []transcript, summariesDefault bool) {
+	c := r.cfg
+	msgs := 0
+	for _, t := range ts {
+		msgs += len(t.Msgs)
+	}
+	turns := 0
+	for _, t := range ts {
+		turns += t.userTurns()
+	}
+	what := fmt.Sprintf("%d user turns, %d messages", turns, msgs)
+	if len(ts) > 1 {
+		what = fmt.Sprintf("%d conversations, ", len(ts)) + what
+	} else if ts[0].Name != "" && format != formatJSONL && format != formatJSON {
+		what = ts[0].Name + ", " + what
+	}
+	fmt.Fprintf(r.out, "strata replay %s (%s: %s)\n", path, format, what)
+	sum := "off (takeLast: last " + fmt.Sprint(2*c.Memory.MaxConversationTurns) + " messages)"
+	if c.Memory.Enabled {
+		sum = fmt.Sprintf("on — trigger > %d messages, verbatim window %d, policy %s, summarizer %s",
+			c.Memory.TriggerMessageCount, c.Memory.RecentMessageCount, c.Memory.Policy, c.EffectiveProvider())
+		if m := c.Model(); m != "" {
+			sum += " (" + m + ")"
+		}
+		if summariesDefault {
+			sum += " [replay default; set arc.reactor.memory.summary.enabled to choose]"
+		}
+	}
+	store := "in-memory"
+	if r.rt.DB != nil {
+		store = "PostgreSQL"
+	}
+	fmt.Fprintf(r.out, "summaries: %s\n", sum)
+	fmt.Fprintf(r.out, "store: %s · window %d tokens − %d output reserve\n", store, c.Memory.ContextWindowTokens, c.LLM.MaxOutputTokens)
+}
+
+// replay feeds one transcript through the manager.
+func (r *replayer) replay(t transcript) error {
+	ctx := r.ctx
+	mgr := r.rt.Manager
+	session := r.opts.session
+	if session == "" {
+		session = "replay:" + t.Name
+	}
+	user := r.opts.user
+	if err := r.prepareSession(session); err != nil {
+		return err
+	}
+	foldsBefore := mgr.Stats().Folds
+	sample := ""
+	if r.multi {
+		sample = t.Name
+		if !r.opts.json {
+			fmt.Fprintf(r.out, "\n══════ %s ══════\n", t.Name)
+		}
+	}
+	var sys []llms.ChatMessage
+	if t.System != "" {
+		sys = []llms.ChatMessage{llms.SystemChatMessage{Content: t.System}}
+	}
+
+	// Messages before the first user message (a greeting) are stored first.
+	i := 0
+	for i < len(t.Msgs) && t.Msgs[i].Role != memory.RoleUser {
+		i++
+	}
+	if err := r.save(session, user, t.Msgs[:i]); err != nil {
+		return err
+	}
+	turn := 0
+	var lastFolds int64
+	var cursor int64
+	for i < len(t.Msgs) {
+		j := i + 1
+		for j < len(t.Msgs) && t.Msgs[j].Role != memory.RoleUser {
+			j++
+		}
+		turn++
+		h, err := mgr.Load(ctx, session, user)
+		if err != nil {
+			return fmt.Errorf("replay: %s: turn %d: %w", t.Name, turn, err)
+		}
+		userMsg := t.Msgs[i].ChatMessage()
+		msgs := r.trim.Trim(append(h.Messages, userMsg), t.System, 0)
+		full := append(append([]llms.ChatMessage{}, sys...), msgs...)
+		folds := mgr.Stats().Folds - foldsBefore
+		rec := turnRecord{
+			Sample:         sample,
+			Turn:           turn,
+			Context:        toJSONMessages(full),
+			ContextTokens:  r.trim.Cost(full),
+			StoredMessages: h.Total,
+			Folds:          folds,
+			Mode:           h.Mode,
+		}
+		r.progress.clear()
+		if r.opts.json {
+			if err := r.writeJSON(rec); err != nil {
+				return err
+			}
+		} else {
+			if folds > lastFolds && h.Summary != nil {
+				r.foldLine(folds-lastFolds, h.Summary, cursor)
+				cursor = h.Summary.UpToSeq
+			} else if folds > lastFolds {
+				fmt.Fprintf(r.out, "  ↳ %d fold(s) since the last turn\n", folds-lastFolds)
+			}
+			r.turnReport(rec, h, len(full)-len(msgs), len(h.Messages)+1-len(msgs))
+		}
+		lastFolds = folds
+		if err := r.save(session, user, t.Msgs[i:j]); err != nil {
+			return fmt.Errorf("replay: %s: turn %d: %w", t.Name, turn, err)
+		}
+		r.turnsAll++
+		r.progress.update(r.turnsAll, t.Name)
+		i = j
+	}
+	return r.final(t, session, user, turn, foldsBefore, sample)
+}
+
+// prepareSession makes sure the session is new (a PostgreSQL store may
+// already hold it).
+func (r *replayer) prepareSession(session string) error {
+	tail, err := r.rt.Messages.Tail(r.ctx, session, 0)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if tail.Total == 0 {
+		return nil
+	}
+	if !r.opts.reset {
+		return fmt.Errorf("replay: session %q already holds %d messages in the configured store; pass --reset to delete it first, or --session NAME", session, tail.Total)
+	}
+	owner, err := r.rt.Messages.Owner(r.ctx, session)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	return r.rt.Manager.DeleteSession(r.ctx, session, owner)
+}
+
+// save stores msgs and waits for the background fold they trigger.
+func (r *replayer) save(session, user string, msgs []memory.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := r.rt.Manager.AppendMessages(r.ctx, session, user, msgs...); err != nil {
+		return err
+	}
+	return r.rt.Manager.Flush(r.ctx)
+}
+
+func (r *replayer) final(t transcript, session, user string, turns int, foldsBefore int64, sample string) error {
+	mgr := r.rt.Manager
+	// A last load applies the final state (and any lazy fold), as the next
+	// turn of a live conversation would.
+	h, err := mgr.Load(r.ctx, session, user)
+	if err != nil {
+		return fmt.Errorf("replay: %s: %w", t.Name, err)
+	}
+	if err := mgr.Flush(r.ctx); err != nil {
+		return err
+	}
+	var s *summary.Summary
+	if r.rt.Summaries != nil {
+		if s, err = r.rt.Summaries.Get(r.ctx, session); err != nil {
+			return fmt.Errorf("replay: %s: summary: %w", t.Name, err)
+		}
+	}
+	body := summaryBody{
+		Sample:         sample,
+		Session:        session,
+		Turns:          turns,
+		StoredMessages: h.Total,
+		Folds:          mgr.Stats().Folds - foldsBefore,
+		Facts:          []summary.Fact{},
+	}
+	if s != nil {
+		body.Cursor = s.UpToSeq
+		body.Narrative = s.Narrative
+		for _, f := range s.Facts {
+			f.ExtractedAt = time.Time{}
+			body.Facts = append(body.Facts, f)
+		}
+	}
+	r.progress.clear()
+	if r.opts.json {
+		return r.writeJSON(summaryRecord{Summary: body})
+	}
+	r.finalReport(body, s)
+	return nil
+}
+
+func (r *replayer) writeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = r.out.Write(b)
+	return err
+}
+
+// toJSONMessages converts what the model receives to the --json shape.
+func toJSONMessages(msgs []llms.ChatMessage) []jsonMessage {
+	out := make([]jsonMessage, 0, len(msgs))
+	for _, m := range msgs {
+		jm := jsonMessage{Role: roleName(m), Content: m.GetContent()}
+		switch v := m.(type) {
+		case llms.AIChatMessage:
+			jm.ToolCalls = jsonToolCalls(v.ToolCalls)
+		case *llms.AIChatMessage:
+			jm.ToolCalls = jsonToolCalls(v.ToolCalls)
+		case llms.ToolChatMessage:
+			jm.ToolCallID = v.ID
+		case *llms.ToolChatMessage:
+			jm.ToolCallID = v.ID
+		}
+		out = append(out, jm)
+	}
+	return out
+}
+
+func jsonToolCalls(tcs []llms.ToolCall) []jsonToolCall {
+	var out []jsonToolCall
+	for _, tc := range tcs {
+		c := jsonToolCall{ID: tc.ID}
+		if tc.FunctionCall != nil {
+			c.Name, c.Arguments = tc.FunctionCall.Name, tc.FunctionCall.Arguments
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func roleName(m llms.ChatMessage) string {
+	switch m.GetType() {
+	case llms.ChatMessageTypeSystem:
+		return "system"
+	case llms.ChatMessageTypeAI:
+		return "assistant"
+	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
+		return "tool"
+	default:
+		return "user"
+	}
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+// maxFactsShown caps the fact lines of a shortened report.
+const maxFactsShown = 12
+
+// turnReport prints one turn of the readable report: a header line, then
+// every message the model receives, the current user message last (▶).
+func (r *replayer) turnReport(rec turnRecord, h memory.History, sysMsgs, dropped int) {
+	w := r.out
+	fmt.Fprintf(w, "\n── turn %d · %s · stored %d · folds %d · context %d messages, %d tokens ──\n",
+		rec.Turn, rec.Mode, rec.StoredMessages, rec.Folds, len(rec.Context), rec.ContextTokens)
+	for i, m := range rec.Context {
+		marker := "  "
+		if i == len(rec.Context)-1 {
+			marker = "▶ "
+		}
+		label, text := r.describe(m, i < sysMsgs)
+		lines := strings.Split(text, "\n")
+		fmt.Fprintf(w, "%s%-10s %s\n", marker, label, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "  %-10s %s\n", "", l)
+		}
+	}
+	if dropped > 0 {
+		fmt.Fprintf(w, "  (the trimmer dropped %d message(s) to fit the context window)\n", dropped)
+	}
+}
+
+// describe returns a message's label and the text to print.
+func (r *replayer) describe(m jsonMessage, systemPrompt bool) (string, string) {
+	switch {
+	case systemPrompt:
+		return "system", r.short(m.Content)
+	case m.Role == "system" && strings.HasPrefix(m.Content, memory.FactsHeader):
+		lines := strings.Split(strings.TrimPrefix(m.Content, memory.FactsHeader), "\n")
+		var facts []string
+		for _, l := range lines {
+			if l = strings.TrimSpace(l); l != "" {
+				facts = append(facts, r.shortLine(l))
+			}
+		}
+		if !r.opts.full && len(facts) > maxFactsShown {
+			n := len(facts) - maxFactsShown
+			facts = append(facts[:maxFactsShown], fmt.Sprintf("… %d more (--full shows all)", n))
+		}
+		return "facts", strings.Join(facts, "\n")
+	case m.Role == "system" && strings.HasPrefix(m.Content, memory.NarrativeHeader):
+		return "narrative", r.short(strings.TrimSpace(strings.TrimPrefix(m.Content, memory.NarrativeHeader)))
+	case m.Role == "assistant" && len(m.ToolCalls) > 0:
+		var parts []string
+		if strings.TrimSpace(m.Content) != "" {
+			parts = append(parts, r.short(m.Content))
+		}
+		for _, tc := range m.ToolCalls {
+			parts = append(parts, r.short("→ "+tc.Name+"("+tc.Arguments+")"))
+		}
+		return "assistant", strings.Join(parts, "\n")
+	case m.Role == "tool":
+		return "tool", r.short("← " + m.Content)
+	}
+	return m.Role, r.short(m.Content)
+}
+
+// short shortens a message to one line of at most --width characters,
+// unless --full.
+func (r *replayer) short(s string) string {
+	if r.opts.full {
+		return s
+	}
+	return r.shortLine(s)
+}
+
+func (r *replayer) shortLine(s string) string {
+	if r.opts.full {
+		return s
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if width := max(r.opts.width, 20); utf8.RuneCountInString(s) > width {
+		rs := []rune(s)
+		s = string(rs[:width-1]) + "…"
+	}
+	return s
+}
+
+// foldLine reports folds that happened since the previous turn.
+func (r *replayer) foldLine(n int64, s *summary.Summary, prevCursor int64) {
+	what := "fold"
+	if n > 1 {
+		what = fmt.Sprintf("%d folds", n)
+	}
+	covered := fmt.Sprintf("messages up to #%d", s.UpToSeq)
+	if prevCursor > 0 {
+		covered = fmt.Sprintf("messages up to #%d (was #%d)", s.UpToSeq, prevCursor)
+	}
+	fmt.Fprintf(r.out, "\n  ↳ %s: the summary now covers %s — %d facts, %d-character narrative\n",
+		what, covered, len(s.Facts), utf8.RuneCountInString(s.Narrative))
+}
+
+// finalReport prints the facts and narrative at the end of a replay.
+func (r *replayer) finalReport(b summaryBody, s *summary.Summary) {
+	w := r.out
+	fmt.Fprintf(w, "\n══ final: %d turns · %d stored messages · %d folds", b.Turns, b.StoredMessages, b.Folds)
+	if s == nil {
+		if r.rt.Summaries == nil {
+			fmt.Fprintln(w, " · summaries off: no facts or narrative ══")
+		} else {
+			fmt.Fprintln(w, " · no summary yet (the conversation never passed the trigger) ══")
+		}
+		return
+	}
+	fmt.Fprintf(w, " · summary covers messages up to #%d ══\n", s.UpToSeq)
+	fmt.Fprintf(w, "facts (%d):\n", len(s.Facts))
+	for _, f := range s.Facts {
+		fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
+	}
+	fmt.Fprintln(w, "narrative:")
+	for _, l := range strings.Split(strings.TrimSpace(s.Narrative), "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// chatText is a chat message's content plus its tool calls, for inspect.
+func chatText(m llms.ChatMessage) string {
+	jm := toJSONMessages([]llms.ChatMessage{m})[0]
+	parts := []string{}
+	if strings.TrimSpace(jm.Content) != "" {
+		parts = append(parts, jm.Content)
+	}
+	for _, tc := range jm.ToolCalls {
+		parts = append(parts, "→ "+tc.Name+"("+tc.Arguments+")")
+	}
+	return strings.Join(parts, " ")
+}

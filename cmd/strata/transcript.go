@@ -1,0 +1,553 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+)
+
+// Transcript formats.
+const (
+	formatAuto     = "auto"
+	formatJSONL    = "jsonl"
+	formatJSON     = "json" // a JSON array of {"role","content"} messages
+	formatLoCoMo   = "locomo"
+	formatTauBench = "taubench"
+)
+
+var formatNames = []string{formatAuto, formatJSONL, formatJSON, formatLoCoMo, formatTauBench}
+
+// normalizeFormat maps a --format value (with a few aliases) to a format.
+func normalizeFormat(f string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(f)) {
+	case "", "auto":
+		return formatAuto, true
+	case "jsonl", "ndjson":
+		return formatJSONL, true
+	case "json", "messages":
+		return formatJSON, true
+	case "locomo":
+		return formatLoCoMo, true
+	case "taubench", "tau-bench", "tau", "τ-bench":
+		return formatTauBench, true
+	}
+	return "", false
+}
+
+// transcript is one conversation to replay.
+type transcript struct {
+	// Name identifies the conversation (sample id, file name); the replay
+	// session id is derived from it.
+	Name string
+	// System is the system prompt: the leading system messages, joined.
+	System string
+	// Msgs are the conversation's messages after the system prompt.
+	Msgs []memory.Message
+}
+
+// userTurns counts the user messages.
+func (t transcript) userTurns() int {
+	n := 0
+	for _, m := range t.Msgs {
+		if m.Role == memory.RoleUser {
+			n++
+		}
+	}
+	return n
+}
+
+// inputError is a problem with the input file; its message starts with the
+// file name (and line).
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &inputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// loadTranscripts reads path in format (auto-detected when formatAuto) and
+// returns the selected samples.
+func loadTranscripts(path, format, sample string, maxBytes int) ([]transcript, string, error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", inputErrorf("%s: no such file", path)
+	case err != nil:
+		return nil, "", inputErrorf("%s: %v", path, unwrapPathError(err))
+	}
+	if format == formatAuto {
+		format, err = detectFormat(path, data)
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	var ts []transcript
+	switch format {
+	case formatJSONL:
+		var t transcript
+		t, err = parseJSONL(path, data, maxBytes)
+		ts = []transcript{t}
+	case formatJSON:
+		var t transcript
+		t, err = parseJSONMessages(path, data, maxBytes)
+		ts = []transcript{t}
+	case formatLoCoMo:
+		ts, err = parseLoCoMo(path, data, sample)
+	case formatTauBench:
+		ts, err = parseTauBench(path, data, sample, maxBytes)
+	default:
+		err = inputErrorf("%s: unknown format %q", path, format)
+	}
+	if err != nil {
+		return nil, format, err
+	}
+	if (format == formatJSONL || format == formatJSON) && sample != "" {
+		return nil, format, usagef("replay: --sample applies to LoCoMo and τ-bench files, not %s", format)
+	}
+	for _, t := range ts {
+		if t.userTurns() == 0 {
+			return nil, format, inputErrorf("%s: %s has no user message to replay", path, t.Name)
+		}
+	}
+	return ts, format, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// detectFormat guesses the format from the extension and the first bytes.
+func detectFormat(path string, data []byte) (string, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return formatJSONL, nil
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(trimmed) == 0 {
+		return "", inputErrorf("%s: empty file", path)
+	}
+	switch trimmed[0] {
+	case '{':
+		return formatJSONL, nil
+	case '[':
+		var first []map[string]json.RawMessage
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		// Decode only the first element's keys.
+		if tok, err := dec.Token(); err == nil && tok == json.Delim('[') && dec.More() {
+			var el map[string]json.RawMessage
+			if err := dec.Decode(&el); err == nil {
+				first = append(first, el)
+			}
+		}
+		if len(first) == 1 {
+			el := first[0]
+			_, conv := el["conversation"]
+			_, traj := el["traj"]
+			_, role := el["role"]
+			switch {
+			case conv:
+				return formatLoCoMo, nil
+			case traj:
+				return formatTauBench, nil
+			case role:
+				return formatJSON, nil
+			}
+		}
+	}
+	return "", inputErrorf("%s: cannot detect the format; pass --format (%s)", path, strings.Join(formatNames[1:], ", "))
+}
+
+// wireMessage is an OpenAI-style chat message, the shape of JSONL lines and
+// of τ-bench trajectories.
+type wireMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []wireToolCall  `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+}
+
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	// Flat form: {"id","name","arguments"}.
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// contentText reads content given as a string, null, or an array of parts
+// ({"type":"text","text":…}).
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err == nil {
+		var b []string
+		for _, p := range parts {
+			if p.Text != "" {
+				b = append(b, p.Text)
+			}
+		}
+		return strings.Join(b, "\n"), nil
+	}
+	return "", errors.New(`"content" must be a string, null or an array of text parts`)
+}
+
+// argumentsText reads tool-call arguments given as a JSON string or as a
+// JSON value (kept as compact JSON).
+func argumentsText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// toMessage converts a wire message; the error has no location prefix.
+func (w wireMessage) toMessage(maxBytes int) (memory.Message, error) {
+	content, err := contentText(w.Content)
+	if err != nil {
+		return memory.Message{}, err
+	}
+	var m memory.Message
+	switch strings.ToLower(strings.TrimSpace(w.Role)) {
+	case "user", "human":
+		m = memory.Message{Role: memory.RoleUser, Content: content}
+	case "assistant", "ai", "model":
+		m = memory.Message{Role: memory.RoleAssistant, Content: content}
+		for i, tc := range w.ToolCalls {
+			name, args := tc.Name, tc.Arguments
+			if tc.Function != nil {
+				name, args = tc.Function.Name, tc.Function.Arguments
+			}
+			if name == "" {
+				return memory.Message{}, fmt.Errorf("tool call %d has no function name", i+1)
+			}
+			a, err := argumentsText(args)
+			if err != nil {
+				return memory.Message{}, fmt.Errorf("tool call %d: malformed arguments: %v", i+1, err)
+			}
+			typ := tc.Type
+			if typ == "" {
+				typ = "function"
+			}
+			m.ToolCalls = append(m.ToolCalls, llms.ToolCall{ID: tc.ID, Type: typ,
+				FunctionCall: &llms.FunctionCall{Name: name, Arguments: a}})
+		}
+	case "system", "developer":
+		m = memory.Message{Role: memory.RoleSystem, Content: content}
+	case "tool", "function":
+		if w.ToolCallID == "" {
+			return memory.Message{}, errors.New(`tool message without "tool_call_id"`)
+		}
+		m = memory.Message{Role: memory.RoleTool, Content: content, ToolCallID: w.ToolCallID, Name: w.Name}
+	case "":
+		return memory.Message{}, errors.New(`missing "role"`)
+	default:
+		return memory.Message{}, fmt.Errorf("unknown role %q (want system, user, assistant or tool)", w.Role)
+	}
+	if m.Role != memory.RoleAssistant && len(w.ToolCalls) > 0 {
+		return memory.Message{}, fmt.Errorf(`"tool_calls" on a %s message`, m.Role)
+	}
+	if err := m.Validate(maxBytes); err != nil {
+		return memory.Message{}, errors.New(strings.TrimPrefix(err.Error(), "memory: "))
+	}
+	return m, nil
+}
+
+// parseJSONL reads one {"role","content"} object per line.
+func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
+	var msgs []memory.Message
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			text = bytes.TrimPrefix(text, []byte("\ufeff"))
+		}
+		if len(text) == 0 {
+			continue
+		}
+		var w wireMessage
+		if err := json.Unmarshal(text, &w); err != nil {
+			return transcript{}, inputErrorf("%s:%d: malformed JSON: %s", path, line, jsonErrorText(err))
+		}
+		m, err := w.toMessage(maxBytes)
+		if err != nil {
+			return transcript{}, inputErrorf("%s:%d: %v", path, line, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := sc.Err(); err != nil {
+		return transcript{}, inputErrorf("%s: %v", path, err)
+	}
+	if len(msgs) == 0 {
+		return transcript{}, inputErrorf("%s: no messages", path)
+	}
+	return newTranscript(baseName(path), msgs), nil
+}
+
+// parseJSONMessages reads a JSON array of messages.
+func parseJSONMessages(path string, data []byte, maxBytes int) (transcript, error) {
+	var ws []wireMessage
+	if err := json.Unmarshal(data, &ws); err != nil {
+		return transcript{}, inputErrorf("%s: malformed JSON: %s", path, jsonErrorAt(data, err))
+	}
+	msgs := make([]memory.Message, 0, len(ws))
+	for i, w := range ws {
+		m, err := w.toMessage(maxBytes)
+		if err != nil {
+			return transcript{}, inputErrorf("%s: message %d: %v", path, i+1, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return transcript{}, inputErrorf("%s: no messages", path)
+	}
+	return newTranscript(baseName(path), msgs), nil
+}
+
+// newTranscript moves the leading system messages into the system prompt.
+func newTranscript(name string, msgs []memory.Message) transcript {
+	var sys []string
+	i := 0
+	for ; i < len(msgs) && msgs[i].Role == memory.RoleSystem; i++ {
+		sys = append(sys, msgs[i].Content)
+	}
+	return transcript{Name: name, System: strings.Join(sys, "\n\n"), Msgs: msgs[i:]}
+}
+
+func baseName(path string) string {
+	b := filepath.Base(path)
+	return strings.TrimSuffix(b, filepath.Ext(b))
+}
+
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Error()
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q: want %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Sprintf("want %s, got %s", te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+// jsonErrorAt adds the line of a syntax error in a whole-file document.
+func jsonErrorAt(data []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		return fmt.Sprintf("line %d: %s", line, se.Error())
+	}
+	return jsonErrorText(err)
+}
+
+// LoCoMo (locomo10.json): an array of samples with a "conversation" object
+// holding speaker_a, speaker_b, session_<N> turn arrays and
+// session_<N>_date_time strings.
+
+type locomoSample struct {
+	SampleID     string                     `json:"sample_id"`
+	Conversation map[string]json.RawMessage `json:"conversation"`
+}
+
+type locomoTurn struct {
+	Speaker     string `json:"speaker"`
+	DiaID       string `json:"dia_id"`
+	Text        string `json:"text"`
+	BlipCaption string `json:"blip_caption"`
+}
+
+// parseLoCoMo maps speaker_a to the user and speaker_b to the assistant,
+// reads the sessions in numeric order and prefixes each session's first
+// turn with its date ("[1:56 pm on 8 May, 2023] …"). Image captions are
+// appended as "[shares a photo: …]".
+func parseLoCoMo(path string, data []byte, sample string) ([]transcript, error) {
+	var samples []locomoSample
+	if err := json.Unmarshal(data, &samples); err != nil {
+		return nil, inputErrorf("%s: malformed LoCoMo JSON: %s", path, jsonErrorAt(data, err))
+	}
+	if len(samples) == 0 {
+		return nil, inputErrorf("%s: no LoCoMo samples", path)
+	}
+	ids := make([]string, len(samples))
+	for i, s := range samples {
+		ids[i] = s.SampleID
+	}
+	idx, err := selectSample(path, sample, len(samples), func(i int) bool { return samples[i].SampleID == sample }, "sample ids: "+strings.Join(ids, ", "))
+	if err != nil {
+		return nil, err
+	}
+	var out []transcript
+	for _, i := range idx {
+		t, err := locomoTranscript(samples[i])
+		if err != nil {
+			return nil, inputErrorf("%s: %s: %v", path, samples[i].SampleID, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func locomoTranscript(s locomoSample) (transcript, error) {
+	var speakerA string
+	if raw, ok := s.Conversation["speaker_a"]; !ok || json.Unmarshal(raw, &speakerA) != nil || speakerA == "" {
+		return transcript{}, errors.New(`conversation has no "speaker_a"`)
+	}
+	var msgs []memory.Message
+	for n := 1; ; n++ {
+		raw, ok := s.Conversation["session_"+strconv.Itoa(n)]
+		if !ok {
+			break
+		}
+		var turns []locomoTurn
+		if err := json.Unmarshal(raw, &turns); err != nil {
+			return transcript{}, fmt.Errorf("session_%d: %s", n, jsonErrorText(err))
+		}
+		var date string
+		if raw, ok := s.Conversation[fmt.Sprintf("session_%d_date_time", n)]; ok {
+			_ = json.Unmarshal(raw, &date)
+		}
+		for j, t := range turns {
+			text := strings.TrimSpace(t.Text)
+			if c := strings.TrimSpace(t.BlipCaption); c != "" {
+				text = strings.TrimSpace(text + " [shares a photo: " + c + "]")
+			}
+			if j == 0 && date != "" {
+				text = "[" + date + "] " + text
+			}
+			role := memory.RoleAssistant
+			if t.Speaker == speakerA {
+				role = memory.RoleUser
+			}
+			msgs = append(msgs, memory.Message{Role: role, Content: text})
+		}
+	}
+	if len(msgs) == 0 {
+		return transcript{}, errors.New("no sessions")
+	}
+	return transcript{Name: s.SampleID, Msgs: msgs}, nil
+}
+
+// τ-bench (gpt-4o-airline.json): an array of trajectories with task_id,
+// trial and traj (OpenAI-style messages, the system prompt first).
+
+type tauTrajectory struct {
+	TaskID int           `json:"task_id"`
+	Trial  int           `json:"trial"`
+	Traj   []wireMessage `json:"traj"`
+}
+
+var taskSampleRE = regexp.MustCompile(`^task[:=_-]?(\d+)(?:[/,:_-]trial[:=_-]?(\d+))?$`)
+
+func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]transcript, error) {
+	var trajs []tauTrajectory
+	if err := json.Unmarshal(data, &trajs); err != nil {
+		return nil, inputErrorf("%s: malformed τ-bench JSON: %s", path, jsonErrorAt(data, err))
+	}
+	if len(trajs) == 0 {
+		return nil, inputErrorf("%s: no τ-bench trajectories", path)
+	}
+	match := func(i int) bool { return false }
+	if m := taskSampleRE.FindStringSubmatch(strings.ToLower(sample)); m != nil {
+		task, _ := strconv.Atoi(m[1])
+		trial := -1
+		if m[2] != "" {
+			trial, _ = strconv.Atoi(m[2])
+		}
+		match = func(i int) bool {
+			return trajs[i].TaskID == task && (trial < 0 || trajs[i].Trial == trial)
+		}
+	}
+	idx, err := selectSample(path, sample, len(trajs), match, "use an index, task:N or task:N/trial:T")
+	if err != nil {
+		return nil, err
+	}
+	var out []transcript
+	for _, i := range idx {
+		tr := trajs[i]
+		msgs := make([]memory.Message, 0, len(tr.Traj))
+		for j, w := range tr.Traj {
+			m, err := w.toMessage(maxBytes)
+			if err != nil {
+				return nil, inputErrorf("%s: trajectory %d message %d: %v", path, i, j+1, err)
+			}
+			msgs = append(msgs, m)
+		}
+		out = append(out, newTranscript(fmt.Sprintf("task-%d-trial-%d", tr.TaskID, tr.Trial), msgs))
+	}
+	return out, nil
+}
+
+// selectSample picks samples: "" the first, "all" every one, a number the
+// index, otherwise the first for which match is true.
+func selectSample(path, sample string, n int, match func(int) bool, hint string) ([]int, error) {
+	switch s := strings.TrimSpace(sample); {
+	case s == "":
+		return []int{0}, nil
+	case strings.EqualFold(s, "all"):
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx, nil
+	default:
+		if i, err := strconv.Atoi(s); err == nil {
+			if i < 0 || i >= n {
+				return nil, inputErrorf("%s: --sample %d out of range (0–%d)", path, i, n-1)
+			}
+			return []int{i}, nil
+		}
+		for i := 0; i < n; i++ {
+			if match(i) {
+				return []int{i}, nil
+			}
+		}
+		return nil, inputErrorf("%s: no sample %q (%s)", path, s, hint)
+	}
+}
