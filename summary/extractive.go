@@ -17,7 +17,10 @@ import (
 // runes.
 const MaxExtractiveNarrative = 600
 
-type extractiveService struct{}
+// extractiveService memoises per-message scans: a fold re-reads messages an
+// earlier fold already scanned (always so under the parity policy, which
+// re-summarizes from the originals), and scanning is the expensive part.
+type extractiveService struct{ memo *scanMemo }
 
 // NewExtractiveService returns the offline Service: deterministic, no LLM,
 // the embedded default when no summarizer model is configured.
@@ -35,10 +38,10 @@ type extractiveService struct{}
 // neither facts nor narrative give an error wrapping ErrEmptyReply. Like the
 // LLM service, the facts returned are this run's findings, to be folded
 // into the ledger with MergeFacts.
-func NewExtractiveService() Service { return extractiveService{} }
+func NewExtractiveService() Service { return &extractiveService{memo: newScanMemo(scanMemoSize)} }
 
 // Summarize implements Service.
-func (extractiveService) Summarize(ctx context.Context, req Request) (Result, error) {
+func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result, error) {
 	if len(req.Messages) == 0 {
 		return Result{}, nil
 	}
@@ -56,7 +59,7 @@ func (extractiveService) Summarize(ctx context.Context, req Request) (Result, er
 	items = append(items, outline(req.Messages)...)
 	res := Result{
 		Narrative: joinCapped(items, MaxExtractiveNarrative),
-		Facts:     ExtractFacts(req.Messages, known),
+		Facts:     extractFacts(req.Messages, known, e.memo.scan),
 	}
 	if res.IsEmpty() {
 		return Result{}, fmt.Errorf("summary: extractive summarizer found nothing: %w", ErrEmptyReply)
@@ -259,6 +262,10 @@ func shortTitle(t string, max int) string {
 // keeps its key, and a new value never takes a key the ledger uses for
 // another value, so the result can be folded in with MergeFacts.
 func ExtractFacts(msgs []llms.ChatMessage, known []Fact) []Fact {
+	return extractFacts(msgs, known, scan)
+}
+
+func extractFacts(msgs []llms.ChatMessage, known []Fact, scan func(string, llms.ChatMessageType) []finding) []Fact {
 	k := newKeyer(known)
 	for _, m := range msgs {
 		if m == nil {
