@@ -81,23 +81,36 @@ func WithEstimator(est trimmer.Estimator) Option {
 	}
 }
 
+// WithFoldWait bounds how long a load waits for another process's fold of
+// the same session before it degrades (parity: takeLast; chunked: the whole
+// unfolded tail) instead of stalling on a slow summarizer elsewhere (default
+// 10 seconds).
+func WithFoldWait(d time.Duration) Option {
+	return func(m *Manager) {
+		if d > 0 {
+			m.foldWait = d
+		}
+	}
+}
+
 // Manager is Strata's conversation memory: it saves messages, assembles
 // what the model sees (takeLast, or facts + narrative + a verbatim window),
 // and folds old messages into summaries in the background.
 //
 // A Manager is safe for concurrent use. Close it to stop background work.
 type Manager struct {
-	store   MessageStore
-	cfg     Config
-	sums    summary.Store
-	svc     summary.Service
-	log     *slog.Logger
-	now     func() time.Time
-	locker  FoldLocker
-	foldTTL time.Duration
-	est     trimmer.Estimator
-	cost    *trimmer.Trimmer // prices messages with est
-	otel    instruments
+	store    MessageStore
+	cfg      Config
+	sums     summary.Store
+	svc      summary.Service
+	log      *slog.Logger
+	now      func() time.Time
+	locker   FoldLocker
+	foldTTL  time.Duration
+	foldWait time.Duration
+	est      trimmer.Estimator
+	cost     *trimmer.Trimmer // prices messages with est
+	otel     instruments
 
 	observers []FoldObserver
 
@@ -146,6 +159,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 		log:      slog.Default(),
 		now:      time.Now,
 		foldTTL:  2 * time.Minute,
+		foldWait: 10 * time.Second,
 		sessions: map[string]*sessionState{},
 	}
 	for _, o := range opts {
@@ -602,6 +616,8 @@ func (m *Manager) lockFold(ctx context.Context, sessionID string, st *sessionSta
 	if m.locker == nil {
 		return unlock, nil
 	}
+	deadline := time.NewTimer(m.foldWait)
+	defer deadline.Stop()
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		release, ok, err := m.locker.TryLockFold(ctx, sessionID, m.foldTTL)
 		if err != nil {
@@ -617,6 +633,9 @@ func (m *Manager) lockFold(ctx context.Context, sessionID string, st *sessionSta
 		}
 		select {
 		case <-time.After(delay):
+		case <-deadline.C:
+			unlock()
+			return nil, errFoldBusy
 		case <-ctx.Done():
 			unlock()
 			return nil, ctx.Err()

@@ -773,3 +773,29 @@ func TestSaveFailureIsReturnedAndStartsNoFold(t *testing.T) { // E15 (differs: G
 		t.Fatalf("calls %d, stats %+v", svc.calls.Load(), mgr.Stats())
 	}
 }
+
+// busyLocker is a FoldLocker whose lock is always held by "another process".
+type busyLocker struct{ memory.MessageStore }
+
+func (busyLocker) TryLockFold(context.Context, string, time.Duration) (func(), bool, error) {
+	return nil, false, nil
+}
+
+func TestLoadDoesNotWaitForeverForAnotherProcessFold(t *testing.T) {
+	svc := &fakeSummarizer{}
+	store := busyLocker{memory.NewInMemoryStore()}
+	mgr, err := memory.NewManager(store, hierConfig(), memory.WithSummaries(summary.NewInMemoryStore(0), svc),
+		memory.WithLogger(quiet), memory.WithFoldWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	seed(t, store, "s", "alice", 16)
+	h, err := mgr.Load(context.Background(), "s", "alice")
+	if err != nil || h.Mode != memory.ModeFallback || len(h.Messages) != 20 {
+		t.Fatalf("load while another process folds: mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
+	}
+	if svc.calls.Load() != 0 {
+		t.Fatal("summarized without the lock")
+	}
+}

@@ -1,0 +1,102 @@
+package db_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+)
+
+// testTimeout bounds every store call of a test.
+const testTimeout = 2 * time.Minute
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type fixture struct {
+	d        *sqlx.DB
+	schema   dbtest.Schema
+	messages *db.MessageStore
+	sums     *db.SummaryStore
+	logs     *syncBuffer
+}
+
+// newFixture gives the test a fresh migrated schema and both stores, with
+// a logger that records what the stores log.
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	s := dbtest.NewSchema(t)
+	d := dbtest.Open(t, s.URL)
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return &fixture{
+		d:        d,
+		schema:   s,
+		messages: db.NewMessageStore(d, db.WithLogger(logger)).(*db.MessageStore),
+		sums:     db.NewSummaryStore(d, db.WithLogger(logger)).(*db.SummaryStore),
+		logs:     logs,
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func user(s string) memory.Message { return memory.Message{Role: memory.RoleUser, Content: s} }
+func assistant(s string) memory.Message {
+	return memory.Message{Role: memory.RoleAssistant, Content: s}
+}
+
+// mustAppend appends and fails the test on error.
+func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string, msgs ...memory.Message) memory.AppendResult {
+	t.Helper()
+	res, err := s.Append(ctx, session, userID, msgs...)
+	if err != nil {
+		t.Fatalf("Append(%q, %q): %v", session, userID, err)
+	}
+	return res
+}
+
+// allMessages reads a session's whole history through Range.
+func allMessages(t testing.TB, ctx context.Context, s memory.MessageStore, session string) []memory.Message {
+	t.Helper()
+	msgs, err := s.Range(ctx, session, 0, 1<<62, 0)
+	if err != nil {
+		t.Fatalf("Range(%q): %v", session, err)
+	}
+	return msgs
+}
+
+// countRows counts rows of table matching session_id.
+func countRows(t testing.TB, ctx context.Context, d *sqlx.DB, table, session string) int {
+	t.Helper()
+	var n int
+	if err := d.GetContext(ctx, &n, "SELECT count(*) FROM "+table+" WHERE session_id = $1", session); err != nil {
+		t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}

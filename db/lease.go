@@ -1,0 +1,174 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// DefaultFoldLeaseTTL is the lease length TryLockFold uses when asked for a
+// non-positive ttl.
+const DefaultFoldLeaseTTL = 5 * time.Minute
+
+// DefaultFoldLeaseSlice is how long a fold lease lives without renewal
+// (see WithFoldLeaseSlice). A lease asked for longer is taken for one slice
+// and renewed by its holder every third of a slice, up to the asked ttl, so
+// the lease of a holder that crashed, or whose release could not reach the
+// database, frees itself within one slice instead of after the whole ttl.
+const DefaultFoldLeaseSlice = 15 * time.Second
+
+// releaseTimeout bounds the release of a fold lease, which runs without a
+// caller context and retries while the database is unreachable. A lease
+// whose release fails expires on its own.
+const releaseTimeout = 5 * time.Second
+
+// takeLeaseSQL takes the session's fold lease for $2 microseconds with the
+// holder token $3: it inserts the lease, or takes over one that has
+// expired. The server's clock decides expiry, so replicas' clocks need not
+// agree. No row comes back while another holder's lease is live.
+const takeLeaseSQL = `
+INSERT INTO strata_fold_leases AS l (session_id, holder, expires_at)
+VALUES ($1, $3, clock_timestamp() + $2::bigint * interval '1 microsecond')
+ON CONFLICT (session_id) DO UPDATE
+   SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+ WHERE l.expires_at <= clock_timestamp()
+RETURNING holder`
+
+// renewLeaseSQL extends the lease by $3 microseconds from now, if it is
+// still ours.
+const renewLeaseSQL = `
+UPDATE strata_fold_leases
+   SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+ WHERE session_id = $1 AND holder = $2`
+
+// releaseLeaseSQL drops the lease only if it is still ours: after an
+// expiry another holder may have taken it over.
+const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AND holder = $2`
+
+// lease is one fold lease held by this process.
+type lease struct {
+	d       *sqlx.DB
+	slice   time.Duration
+	session string
+	token   string
+	stop    chan struct{} // closed by release; nil when not renewed
+	done    chan struct{} // closed when the renewer has stopped
+	once    sync.Once
+}
+
+// tryLockFold implements memory.FoldLocker for both stores over the
+// strata_fold_leases table. A lease row, rather than an advisory lock,
+// keeps no connection pinned while the summarizer runs, survives a
+// connection reset, and expires by itself if its holder dies.
+func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
+	if !validID(sessionID) {
+		return nil, false, fmt.Errorf("db: fold lease: session id is not valid UTF-8 or contains a NUL byte")
+	}
+	if ttl <= 0 {
+		ttl = DefaultFoldLeaseTTL
+	}
+	deadline := time.Now().Add(ttl)
+	token, err := newToken()
+	if err != nil {
+		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
+	}
+	l := &lease{d: d, slice: slice, session: sessionID, token: token}
+	var holder string
+	err = d.QueryRowxContext(ctx, takeLeaseSQL, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		// The server may have taken the lease before the failure reached us
+		// (typically: ctx cancelled while the INSERT committed). The token
+		// is ours alone, so dropping it is always safe, and it keeps a
+		// lease that nobody would release from blocking the session.
+		l.release()
+		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
+	}
+	if ttl > slice {
+		l.stop, l.done = make(chan struct{}), make(chan struct{})
+		go l.renew(deadline)
+	}
+	return l.release, true, nil
+}
+
+// renew keeps the lease alive, one slice at a time, until release, the
+// deadline, or the lease is found taken over.
+func (l *lease) renew(deadline time.Time) {
+	defer close(l.done)
+	tick := time.NewTicker(l.slice / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.slice/3)
+		res, err := l.d.ExecContext(ctx, renewLeaseSQL, l.session, l.token, min(remaining, l.slice).Microseconds())
+		cancel()
+		if err != nil {
+			continue // the database is unreachable: try again next tick
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return // expired and taken over
+		}
+	}
+}
+
+// release stops the renewal and deletes the lease if it is still ours,
+// retrying while the database is unreachable, for at most releaseTimeout.
+// It is safe to call more than once.
+func (l *lease) release() {
+	l.once.Do(func() {
+		if l.stop != nil {
+			close(l.stop)
+			<-l.done
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		for delay := 25 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+			if _, err := l.d.ExecContext(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
+				return
+			}
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return // the lease expires by itself
+			}
+		}
+	})
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// TryLockFold implements memory.FoldLocker with a lease row in
+// strata_fold_leases: ok is true when this call took the session's lease,
+// false while another holder (in this or another process) has a live one.
+// The lease lasts at most ttl (DefaultFoldLeaseTTL when ttl <= 0); beyond
+// one lease slice (WithFoldLeaseSlice) it is renewed in the background
+// while held, so a holder that dies frees it within one slice. release
+// deletes it if it is still this caller's, and is safe to call more than
+// once. The message store and the summary store share the lease table, so
+// either may be used.
+func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
+	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
+}

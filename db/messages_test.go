@@ -1,0 +1,539 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+)
+
+func sampleMessages() []memory.Message {
+	long := strings.Repeat("x", 4990) + "🚀é" + strings.Repeat("y", 8)
+	return []memory.Message{
+		{Role: memory.RoleSystem, Content: "You are helpful."},
+		{Role: memory.RoleUser, Content: `Order "#1234" — naïve café ☕ 🚀🇰🇷 한국어 日本語 'quoted' \backslash`},
+		{Role: memory.RoleAssistant, Content: "", ToolCalls: []llms.ToolCall{
+			{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup_order", Arguments: `{"id":"#1234","nested":{"a":[1,2,3]},"html":"<b>&</b>"}`}},
+			{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"서울"}`}},
+			{ID: "call_3", Type: "custom"}, // no function: stays nil
+		}},
+		{Role: memory.RoleTool, Content: `{"status":"shipped","eta":"2024-05-01"}`, ToolCallID: "call_1", Name: "lookup_order"},
+		{Role: memory.RoleTool, Content: "sunny, 23°C", ToolCallID: "call_2"},
+		{Role: memory.RoleAssistant, Content: "Your order ships soon. 📦", Metadata: map[string]string{memory.MetadataModelVariant: "gpt-x-mini", "trace": `{"json":"inside"}`}},
+		{Role: memory.RoleUser, Content: long, Name: "custom-role"},
+		{Role: memory.RoleAssistant, Content: "  leading and trailing spaces \n\t"},
+	}
+}
+
+func TestMessageRoundTrip(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	want := sampleMessages()
+
+	before := time.Now()
+	res := mustAppend(t, ctx, f.messages, "s1", "alice", want...)
+	after := time.Now()
+	if res.Total != len(want) {
+		t.Fatalf("Total = %d, want %d", res.Total, len(want))
+	}
+
+	got := allMessages(t, ctx, f.messages, "s1")
+	if len(got) != len(want) {
+		t.Fatalf("read %d messages, want %d", len(got), len(want))
+	}
+	var prev int64
+	for i, g := range got {
+		if g.Seq <= prev {
+			t.Errorf("message %d: seq %d not above %d", i, g.Seq, prev)
+		}
+		prev = g.Seq
+		if g.UserID != "alice" {
+			t.Errorf("message %d: UserID = %q", i, g.UserID)
+		}
+		if g.CreatedAt.Before(before.Add(-time.Minute)) || g.CreatedAt.After(after.Add(time.Minute)) {
+			t.Errorf("message %d: CreatedAt %v not near %v", i, g.CreatedAt, before)
+		}
+		g.Seq, g.UserID, g.CreatedAt = 0, "", time.Time{}
+		if !reflect.DeepEqual(g, want[i]) {
+			t.Errorf("message %d:\n got %#v\nwant %#v", i, g, want[i])
+		}
+	}
+	if res.LastSeq != got[len(got)-1].Seq {
+		t.Errorf("LastSeq = %d, want %d", res.LastSeq, got[len(got)-1].Seq)
+	}
+
+	tail, err := f.messages.Tail(ctx, "s1", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.Total != len(want) || len(tail.Messages) != 3 || !reflect.DeepEqual(tail.Messages, got[len(got)-3:]) {
+		t.Errorf("Tail(3) = %d, %+v; want the last 3 of %d", tail.Total, tail.Messages, len(want))
+	}
+}
+
+func TestChatMessagesRoundTrip(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	chat := []llms.ChatMessage{
+		llms.SystemChatMessage{Content: "sys"},
+		llms.HumanChatMessage{Content: "what's the weather in 東京? 🌧"},
+		llms.AIChatMessage{Content: "checking", ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Tokyo"}`}}}},
+		llms.ToolChatMessage{ID: "c1", Content: `{"temp": 18}`},
+		llms.AIChatMessage{Content: "18 degrees"},
+	}
+	var msgs []memory.Message
+	for _, cm := range chat {
+		m, err := memory.FromChatMessage(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	mustAppend(t, ctx, f.messages, "chat", "u", msgs...)
+	got := memory.ChatMessages(allMessages(t, ctx, f.messages, "chat"))
+	if !reflect.DeepEqual(got, chat) {
+		t.Errorf("round trip:\n got %#v\nwant %#v", got, chat)
+	}
+}
+
+func TestAppendRejectsInvalidMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	cases := map[string]memory.Message{
+		"nul byte":         {Role: memory.RoleUser, Content: "a\x00b"},
+		"invalid utf-8":    {Role: memory.RoleUser, Content: "a\xffb"},
+		"unknown role":     {Role: "wizard", Content: "x"},
+		"tool without id":  {Role: memory.RoleTool, Content: "x"},
+		"nul in metadata":  {Role: memory.RoleAssistant, Content: "x", Metadata: map[string]string{"k": "\x00"}},
+		"nul in arguments": {Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "c", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: "\x00"}}}},
+	}
+	for name, bad := range cases {
+		_, err := f.messages.Append(ctx, "s-"+name, "alice", user("fine"), bad)
+		if !errors.Is(err, memory.ErrInvalidMessage) {
+			t.Errorf("%s: err = %v, want ErrInvalidMessage", name, err)
+		}
+		if owner, err := f.messages.Owner(ctx, "s-"+name); err != nil || owner != "" {
+			t.Errorf("%s: Owner = %q, %v; want no session", name, owner, err)
+		}
+	}
+	if _, err := f.messages.Append(ctx, "bad\x00id", "alice", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
+		t.Errorf("NUL in session id: err = %v, want ErrInvalidMessage", err)
+	}
+	if _, err := f.messages.Append(ctx, "s", "bad\xff", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
+		t.Errorf("invalid user id: err = %v, want ErrInvalidMessage", err)
+	}
+	// Reads of ids that cannot exist answer "nothing", not an error.
+	if tail, err := f.messages.Tail(ctx, "bad\x00id", 5); err != nil || tail.Total != 0 {
+		t.Errorf("Tail(NUL id) = %+v, %v", tail, err)
+	}
+	var n int
+	if err := f.d.GetContext(ctx, &n, `SELECT count(*) FROM strata_messages`); err != nil || n != 0 {
+		t.Errorf("stored %d messages (%v), want 0", n, err)
+	}
+}
+
+// installFailingTrigger makes PostgreSQL reject, mid-statement, any message
+// whose content is "boom" — a database-side failure in the middle of a
+// batch.
+func installFailingTrigger(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx := testCtx(t)
+	for _, q := range []string{
+		`CREATE FUNCTION strata_test_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		   IF NEW.content = 'boom' THEN RAISE EXCEPTION 'boom rejected'; END IF;
+		   RETURN NEW;
+		 END $$`,
+		`CREATE TRIGGER strata_test_boom BEFORE INSERT ON strata_messages
+		 FOR EACH ROW EXECUTE FUNCTION strata_test_boom()`,
+	} {
+		if _, err := f.d.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAppendBatchIsAtomic(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	installFailingTrigger(t, f)
+
+	// A new session: neither the messages nor the ownership survive.
+	_, err := f.messages.Append(ctx, "new", "alice", user("q1"), assistant("a1"), user("q2"), assistant("boom"), user("q3"))
+	if err == nil || !strings.Contains(err.Error(), "boom rejected") || !strings.HasPrefix(err.Error(), "db: append") {
+		t.Fatalf("err = %v, want the wrapped trigger error", err)
+	}
+	if owner, _ := f.messages.Owner(ctx, "new"); owner != "" {
+		t.Errorf("Owner = %q after a failed first append, want none", owner)
+	}
+	if n := countRows(t, ctx, f.d, "strata_messages", "new"); n != 0 {
+		t.Errorf("%d messages stored, want 0", n)
+	}
+	// The failed append claimed nothing: another user may still start it.
+	mustAppend(t, ctx, f.messages, "new", "bob", user("hi"))
+
+	// An existing session: the count and the history are unchanged.
+	mustAppend(t, ctx, f.messages, "old", "alice", user("q1"), assistant("a1"))
+	if _, err := f.messages.Append(ctx, "old", "alice", user("q2"), assistant("boom")); err == nil {
+		t.Fatal("append with a rejected message succeeded")
+	}
+	tail, err := f.messages.Tail(ctx, "old", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.Total != 2 || len(tail.Messages) != 2 || tail.Messages[1].Content != "a1" {
+		t.Errorf("after failed append: %+v, want the original 2 messages", tail)
+	}
+	res := mustAppend(t, ctx, f.messages, "old", "alice", user("q2"), assistant("a2"))
+	if res.Total != 4 {
+		t.Errorf("Total = %d, want 4", res.Total)
+	}
+}
+
+func TestOwnershipEnforced(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	if owner, err := f.messages.Owner(ctx, "s"); err != nil || owner != "" {
+		t.Fatalf("Owner(unknown) = %q, %v", owner, err)
+	}
+	mustAppend(t, ctx, f.messages, "s", "alice", user("mine"))
+	_, err := f.messages.Append(ctx, "s", "bob", user("intrusion"), assistant("x"))
+	if !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("foreign append: err = %v, want ErrNotOwner", err)
+	}
+	if _, err := f.messages.Append(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("empty foreign append: err = %v, want ErrNotOwner", err)
+	}
+	if res, err := f.messages.Append(ctx, "s", "alice"); err != nil || res.Total != 1 {
+		t.Errorf("empty append by owner = %+v, %v; want Total 1", res, err)
+	}
+	if owner, _ := f.messages.Owner(ctx, "s"); owner != "alice" {
+		t.Errorf("Owner = %q, want alice", owner)
+	}
+	msgs := allMessages(t, ctx, f.messages, "s")
+	if len(msgs) != 1 || msgs[0].Content != "mine" {
+		t.Errorf("history = %+v, want only alice's message", msgs)
+	}
+	var count int
+	if err := f.d.GetContext(ctx, &count, `SELECT message_count FROM strata_sessions WHERE session_id = 's'`); err != nil || count != 1 {
+		t.Errorf("message_count = %d (%v), want 1", count, err)
+	}
+}
+
+func TestConcurrentFirstWritersOneOwner(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	const writers = 12
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = f.messages.Append(ctx, "contested", fmt.Sprintf("user-%d", i), user(fmt.Sprintf("from %d", i)), assistant("ok"))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("users %d and %d both appended", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, memory.ErrNotOwner):
+			t.Errorf("user %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("nobody could append")
+	}
+	owner, _ := f.messages.Owner(ctx, "contested")
+	if want := fmt.Sprintf("user-%d", winner); owner != want {
+		t.Errorf("Owner = %q, want %q", owner, want)
+	}
+	for _, m := range allMessages(t, ctx, f.messages, "contested") {
+		if m.UserID != owner {
+			t.Errorf("message by %q in %q's session", m.UserID, owner)
+		}
+	}
+}
+
+func TestSeqMonotonicAndNeverReused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	var last int64
+	for i := range 5 {
+		res := mustAppend(t, ctx, f.messages, "s", "alice", user(fmt.Sprint("q", i)), assistant(fmt.Sprint("a", i)))
+		if res.LastSeq <= last {
+			t.Fatalf("LastSeq %d not above %d", res.LastSeq, last)
+		}
+		last = res.LastSeq
+		// Another session's appends interleave; they must not disturb s.
+		mustAppend(t, ctx, f.messages, "other", "alice", user("x"))
+	}
+	old := allMessages(t, ctx, f.messages, "s")
+	if err := f.messages.Delete(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	res := mustAppend(t, ctx, f.messages, "s", "bob", user("new life"))
+	if res.Total != 1 || res.LastSeq <= last {
+		t.Fatalf("after re-creation: %+v, want Total 1 and a seq above %d", res, last)
+	}
+	for _, m := range old {
+		if got, _ := f.messages.Range(ctx, "s", m.Seq-1, m.Seq, 0); len(got) != 0 {
+			t.Errorf("old seq %d answers in the new incarnation: %+v", m.Seq, got)
+		}
+	}
+}
+
+func TestTailAndRange(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	for i := range 25 {
+		mustAppend(t, ctx, f.messages, "s", "u", user(fmt.Sprint(i)))
+	}
+	all := allMessages(t, ctx, f.messages, "s")
+	if len(all) != 25 {
+		t.Fatalf("%d messages, want 25", len(all))
+	}
+	for i, m := range all {
+		if m.Content != fmt.Sprint(i) {
+			t.Fatalf("message %d = %q", i, m.Content)
+		}
+	}
+	for _, n := range []int{-1, 0, 1, 10, 25, 100} {
+		tail, err := f.messages.Tail(ctx, "s", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all[max(0, 25-max(n, 0)):]
+		if n <= 0 {
+			want = nil
+		}
+		if tail.Total != 25 || !reflect.DeepEqual(tail.Messages, want) {
+			t.Errorf("Tail(%d) = total %d, %d messages; want 25, %d", n, tail.Total, len(tail.Messages), len(want))
+		}
+	}
+	if tail, err := f.messages.Tail(ctx, "unknown", 5); err != nil || tail.Total != 0 || len(tail.Messages) != 0 {
+		t.Errorf("Tail(unknown) = %+v, %v", tail, err)
+	}
+
+	check := func(after, through int64, limit int, want []memory.Message) {
+		t.Helper()
+		got, err := f.messages.Range(ctx, "s", after, through, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Errorf("Range(%d, %d, %d) = %d messages, want %d", after, through, limit, len(got), len(want))
+		}
+	}
+	check(all[4].Seq, all[14].Seq, 0, all[5:15])
+	check(all[4].Seq, all[14].Seq, 3, all[5:8])
+	check(0, all[24].Seq, 0, all)
+	check(all[24].Seq, all[24].Seq+1000, 0, nil)
+	check(all[10].Seq, all[10].Seq, 0, nil)
+	check(all[10].Seq, all[5].Seq, 0, nil)
+	if got, err := f.messages.Range(ctx, "unknown", 0, 1<<62, 0); err != nil || len(got) != 0 {
+		t.Errorf("Range(unknown) = %v, %v", got, err)
+	}
+}
+
+func TestDeleteRemovesEverything(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
+	mustAppend(t, ctx, f.messages, "keep", "alice", user("q"), assistant("a"))
+	saveSummary(t, ctx, f, "s", res.LastSeq, 3)
+	if _, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute); err != nil || !ok {
+		t.Fatalf("TryLockFold = %v, %v", ok, err)
+	}
+
+	if err := f.messages.Delete(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"strata_messages", "strata_sessions", "conversation_summaries", "strata_fold_leases"} {
+		if n := countRows(t, ctx, f.d, table, "s"); n != 0 {
+			t.Errorf("%s still has %d rows of the deleted session", table, n)
+		}
+	}
+	if sm, err := f.sums.Get(ctx, "s"); err != nil || sm != nil {
+		t.Errorf("summary after delete = %+v, %v", sm, err)
+	}
+	if n := countRows(t, ctx, f.d, "strata_messages", "keep"); n != 2 {
+		t.Errorf("other session lost messages: %d left", n)
+	}
+	if err := f.messages.Delete(ctx, "never-existed"); err != nil {
+		t.Errorf("Delete(unknown) = %v", err)
+	}
+	// The deleted id is free again, for anyone.
+	mustAppend(t, ctx, f.messages, "s", "bob", user("fresh"))
+}
+
+// TestDeleteRacesWithAppends deletes a session over and over while pairs
+// are appended to it: whatever interleaving happens, the stored state stays
+// consistent (count matches rows, pairs whole).
+func TestDeleteRacesWithAppends(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := f.messages.Append(ctx, "s", "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i))); err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for range 30 {
+		if err := f.messages.Delete(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	assertConsistent(t, ctx, f, "s")
+}
+
+func TestConcurrentAppendsKeepPairsAdjacent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	const n = 20
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	totals := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := f.messages.Append(ctx, "s", "alice", user(fmt.Sprint("q", i)), assistant(fmt.Sprint("a", i)))
+			if err != nil {
+				t.Error(err)
+			}
+			totals[i] = res.Total
+		}()
+	}
+	close(start)
+	wg.Wait()
+	seen := map[int]bool{}
+	for _, tot := range totals {
+		if tot%2 != 0 || tot < 2 || tot > 2*n || seen[tot] {
+			t.Errorf("totals %v: each append must see its own even count", totals)
+			break
+		}
+		seen[tot] = true
+	}
+	msgs := allMessages(t, ctx, f.messages, "s")
+	if len(msgs) != 2*n {
+		t.Fatalf("%d messages, want %d", len(msgs), 2*n)
+	}
+	assertConsistent(t, ctx, f, "s")
+}
+
+// assertConsistent checks a session's stored invariants: message_count
+// equals the stored rows, every user message qN-M is immediately followed
+// by its answer aN-M, and seqs strictly increase.
+func assertConsistent(t *testing.T, ctx context.Context, f *fixture, session string) {
+	t.Helper()
+	msgs := allMessages(t, ctx, f.messages, session)
+	tail, err := f.messages.Tail(ctx, session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.Total != len(msgs) {
+		t.Errorf("message_count %d, rows %d", tail.Total, len(msgs))
+	}
+	if len(msgs)%2 != 0 {
+		t.Errorf("odd number of messages (%d): a partial pair", len(msgs))
+	}
+	var prev int64
+	for i := 0; i < len(msgs); i++ {
+		if msgs[i].Seq <= prev {
+			t.Errorf("seq %d after %d", msgs[i].Seq, prev)
+		}
+		prev = msgs[i].Seq
+		if i%2 == 1 {
+			continue
+		}
+		if i+1 >= len(msgs) {
+			break
+		}
+		q, a := msgs[i], msgs[i+1]
+		if q.Role != memory.RoleUser || a.Role != memory.RoleAssistant || "a"+strings.TrimPrefix(q.Content, "q") != a.Content {
+			t.Errorf("messages %d,%d = %q/%q, %q/%q: not a pair", i, i+1, q.Role, q.Content, a.Role, a.Content)
+			return
+		}
+	}
+}
+
+func TestSessionsOfUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	long := strings.Repeat("ß", 600)
+	mustAppend(t, ctx, f.messages, "a1", "alice", memory.Message{Role: memory.RoleSystem, Content: "sys"}, user(long))
+	time.Sleep(2 * time.Millisecond)
+	mustAppend(t, ctx, f.messages, "b1", "bob", user("bob's"))
+	time.Sleep(2 * time.Millisecond)
+	mustAppend(t, ctx, f.messages, "a2", "alice", assistant("no user message"))
+	time.Sleep(2 * time.Millisecond)
+	mustAppend(t, ctx, f.messages, "a1", "alice", user("later"))
+
+	page, total, err := f.messages.Sessions(ctx, "alice", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 2 || len(page) != 2 || page[0].SessionID != "a1" || page[1].SessionID != "a2" {
+		t.Fatalf("Sessions = %+v, total %d", page, total)
+	}
+	if page[0].MessageCount != 3 || page[0].Preview != strings.Repeat("ß", 50)+"..." || page[1].Preview != "Empty conversation" {
+		t.Errorf("session info = %+v", page)
+	}
+	if !page[0].LastActivity.After(page[0].CreatedAt) {
+		t.Errorf("LastActivity %v not after CreatedAt %v", page[0].LastActivity, page[0].CreatedAt)
+	}
+	page, total, err = f.messages.Sessions(ctx, "alice", 1, 1)
+	if err != nil || total != 2 || len(page) != 1 || page[0].SessionID != "a2" {
+		t.Errorf("page 2 = %+v, %d, %v", page, total, err)
+	}
+	page, total, err = f.messages.Sessions(ctx, "alice", 10, 5)
+	if err != nil || total != 2 || len(page) != 0 {
+		t.Errorf("past the end = %+v, %d, %v", page, total, err)
+	}
+}
