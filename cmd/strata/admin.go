@@ -153,10 +153,11 @@ type inspectSummary struct {
 }
 
 type inspectMsg struct {
-	Seq    int64  `json:"seq"`
-	Role   string `json:"role"`
-	Text   string `json:"content"`
-	Folded bool   `json:"folded"`
+	Seq      int64             `json:"seq"`
+	Role     string            `json:"role"`
+	Text     string            `json:"content"`
+	Folded   bool              `json:"folded"`
+	Metadata map[string]string `json:"metadata,omitempty"` // e.g. model_variant
 }
 
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -205,7 +206,10 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	if mc.Enabled && tail.Total > mc.TriggerMessageCount {
+	switch {
+	case mc.Enabled && mc.Policy == memory.PolicyChunked:
+		n, mode = mc.RecentMessageCount+mc.BufferMessageCount, "chunked"
+	case mc.Enabled && tail.Total > mc.TriggerMessageCount:
 		n, mode = mc.RecentMessageCount, "hierarchical"
 	}
 	if tail, err = msgs.Tail(ctx, session, n); err != nil {
@@ -223,7 +227,8 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	rep.Window = []inspectMsg{}
 	for _, m := range tail.Messages {
-		rep.Window = append(rep.Window, inspectMsg{Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()), Folded: m.Seq <= cursor})
+		rep.Window = append(rep.Window, inspectMsg{Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
+			Folded: m.Seq <= cursor, Metadata: m.Metadata})
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -262,7 +267,11 @@ func printInspect(w io.Writer, r inspectReport) {
 		if m.Folded {
 			mark = "f"
 		}
-		fmt.Fprintf(w, "  %s #%-5d %-9s %s\n", mark, m.Seq, m.Role, oneLine(m.Text))
+		variant := ""
+		if v := m.Metadata[memory.MetadataModelVariant]; v != "" {
+			variant = " [" + memory.MetadataModelVariant + "=" + v + "]"
+		}
+		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Seq, m.Role, oneLine(m.Text), variant)
 	}
 	if len(r.Window) > 0 && r.Summary != nil {
 		fmt.Fprintln(w, "  (f = already folded into the summary)")

@@ -182,6 +182,8 @@ type wireMessage struct {
 	ToolCalls  []wireToolCall  `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
 	Name       string          `json:"name"`
+	// Metadata is stored with the message, e.g. {"model_variant": "deep-dive"}.
+	Metadata map[string]string `json:"metadata"`
 }
 
 type wireToolCall struct {
@@ -287,6 +289,7 @@ func (w wireMessage) toMessage(maxBytes int) (memory.Message, error) {
 	if m.Role != memory.RoleAssistant && len(w.ToolCalls) > 0 {
 		return memory.Message{}, fmt.Errorf(`"tool_calls" on a %s message`, m.Role)
 	}
+	m.Metadata = w.Metadata
 	if err := m.Validate(maxBytes); err != nil {
 		return memory.Message{}, errors.New(strings.TrimPrefix(err.Error(), "memory: "))
 	}
