@@ -1,0 +1,314 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+// TitleFunc names a conversation. s is its summary (the zero Summary while
+// it has none) and firstUserMessages are its first user messages, oldest
+// first. A TitleFunc should return a short title (a few words); an error or
+// an empty title keeps the previous title, or falls back to DefaultTitle.
+type TitleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []string) (string, error)
+
+// DefaultTitle is the offline TitleFunc: deterministic, no model. With a
+// summary it titles the summary alone, so that the title follows the
+// conversation's focus when it is regenerated after a topic change: the
+// first informative sentence the user said in the narrative (the
+// extractive summarizer's "User: …" outline), else summary.Title of the
+// summary (the narrative's first sentence, else its first fact). Without a
+// summary it is summary.Title of the first user message with four words or
+// more (greetings alone are passed over).
+func DefaultTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
+	if !s.IsEmpty() {
+		if said := userSentences(s.Narrative); said != "" {
+			if t := summary.Title(nil, []string{said}); t != "" {
+				return t, nil
+			}
+		}
+		if t := summary.Title(&s, nil); t != "" {
+			return t, nil
+		}
+	}
+	return titleFromTurns(firstUserMessages), nil
+}
+
+// titleFromTurns is summary.Title of the first user message that makes an
+// informative title (four words or more: "Hi!" does not), else of the first
+// one that makes any.
+func titleFromTurns(msgs []string) string {
+	fallback := ""
+	for _, m := range msgs {
+		t := summary.Title(nil, []string{m})
+		if len(strings.Fields(t)) >= 4 {
+			return t
+		}
+		if fallback == "" {
+			fallback = t
+		}
+	}
+	return fallback
+}
+
+var speakerLabel = regexp.MustCompile(`(?:^|\s)(User|Assistant):\s`)
+
+// userSentences returns the "User: " items of an outline narrative, joined
+// by spaces, without their labels ("" when there are none).
+func userSentences(narrative string) string {
+	locs := speakerLabel.FindAllStringSubmatchIndex(narrative, -1)
+	var out []string
+	for i, loc := range locs {
+		end := len(narrative)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		if narrative[loc[2]:loc[3]] == "User" {
+			if item := strings.TrimSpace(narrative[loc[1]:end]); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// MaxTitleWords is the most words an LLM title keeps.
+const MaxTitleWords = 8
+
+// maxTitleRunes caps every title, whatever produced it.
+const maxTitleRunes = 80
+
+// LLMTitle returns a TitleFunc that asks model for a title of at most
+// MaxTitleWords words: one GenerateContent call with a short system prompt
+// and the summary's facts and narrative (or the first user messages) as the
+// human message. The reply's first line is used, without quotes, a
+// "Title:" label or trailing punctuation, cut to MaxTitleWords words. opts
+// are passed to every call (model name, temperature, …).
+func LLMTitle(model llms.Model, opts ...llms.CallOption) TitleFunc {
+	return func(ctx context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
+		var input string
+		if !s.IsEmpty() {
+			input = SummaryText("", s)
+		} else {
+			input = turnsText("", firstUserMessages)
+		}
+		if strings.TrimSpace(input) == "" {
+			return "", errors.New("catalog: nothing to title")
+		}
+		msgs := []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeSystem, titlePrompt),
+			llms.TextParts(llms.ChatMessageTypeHuman, input),
+		}
+		resp, err := model.GenerateContent(ctx, msgs, opts...)
+		if err != nil {
+			return "", fmt.Errorf("catalog: title model: %w", err)
+		}
+		if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+			return "", errors.New("catalog: title model returned no choice")
+		}
+		t := CleanTitle(resp.Choices[0].Content)
+		if t == "" {
+			return "", errors.New("catalog: title model returned an empty title")
+		}
+		return t, nil
+	}
+}
+
+const titlePrompt = `You name conversations so that a user can find them again in a list.
+Reply with a title of at most 8 words that says what the conversation is about.
+Reply with the title only: no quotes, no "Title:" label, no final punctuation.`
+
+// CleanTitle turns a model's reply into a title: its first non-blank line,
+// without Markdown emphasis, a "Title:" label, surrounding quotes or
+// trailing punctuation, white space collapsed, cut to MaxTitleWords words
+// and 80 characters.
+func CleanTitle(reply string) string {
+	line := ""
+	for _, l := range strings.Split(reply, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	line = strings.Trim(line, "*#_` ")
+	if i := strings.IndexByte(line, ':'); i >= 0 && strings.EqualFold(strings.TrimSpace(line[:i]), "title") {
+		line = line[i+1:]
+	}
+	line = strings.TrimSpace(line)
+	line = strings.Trim(line, `"'“”‘’«»`+"`*_ ")
+	line = strings.TrimRight(line, ".!?…;:, ")
+	words := strings.Fields(line)
+	if len(words) > MaxTitleWords {
+		words = words[:MaxTitleWords]
+	}
+	return capTitle(strings.Join(words, " "))
+}
+
+func capTitle(t string) string {
+	t = strings.Join(strings.Fields(t), " ")
+	if utf8.RuneCountInString(t) <= maxTitleRunes {
+		return t
+	}
+	r := []rune(t)[:maxTitleRunes-1]
+	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
+}
+
+// FingerprintSize is the number of terms a fingerprint keeps.
+const FingerprintSize = 16
+
+// Fingerprint returns the salient terms of a text (see Terms): the
+// FingerprintSize most frequent ones, ties broken alphabetically, sorted
+// and joined by spaces. It is what the title stability rule compares.
+func Fingerprint(text string) string {
+	counts := map[string]int{}
+	for _, t := range Terms(text) {
+		counts[t]++
+	}
+	terms := make([]string, 0, len(counts))
+	for t := range counts {
+		terms = append(terms, t)
+	}
+	sort.Slice(terms, func(i, j int) bool {
+		if counts[terms[i]] != counts[terms[j]] {
+			return counts[terms[i]] > counts[terms[j]]
+		}
+		return terms[i] < terms[j]
+	})
+	if len(terms) > FingerprintSize {
+		terms = terms[:FingerprintSize]
+	}
+	sort.Strings(terms)
+	return strings.Join(terms, " ")
+}
+
+// Jaccard returns the Jaccard similarity of two fingerprints (sets of
+// space-separated terms): |a ∩ b| / |a ∪ b|, 1 when both are empty.
+func Jaccard(a, b string) float64 {
+	sa, sb := strings.Fields(a), strings.Fields(b)
+	if len(sa) == 0 && len(sb) == 0 {
+		return 1
+	}
+	set := make(map[string]bool, len(sa))
+	for _, t := range sa {
+		set[t] = true
+	}
+	inter, union := 0, len(set)
+	seen := map[string]bool{}
+	for _, t := range sb {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		if set[t] {
+			inter++
+		} else {
+			union++
+		}
+	}
+	return float64(inter) / float64(union)
+}
+
+// SummaryText renders what a summary-based document embeds: the title, the
+// facts and the narrative, one block each, in the memory blocks' wording:
+//
+//	Title: <title>
+//	Conversation Facts:
+//	- key: value
+//	Conversation Summary:
+//	<narrative>
+func SummaryText(title string, s summary.Summary) string {
+	var b strings.Builder
+	if title = strings.TrimSpace(title); title != "" {
+		b.WriteString("Title: " + title + "\n")
+	}
+	if f := memory.FactsBlock(s.Facts); f != "" {
+		b.WriteString(f + "\n")
+	}
+	if n := memory.NarrativeBlock(s.Narrative); n != "" {
+		b.WriteString(n + "\n")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// turnsText renders what a document of a session without summary embeds:
+// the title and the first user messages, one "User: …" line each.
+func turnsText(title string, firstUserMessages []string) string {
+	var b strings.Builder
+	if title = strings.TrimSpace(title); title != "" {
+		b.WriteString("Title: " + title + "\n")
+	}
+	for _, m := range firstUserMessages {
+		if m = strings.Join(strings.Fields(m), " "); m != "" {
+			b.WriteString("User: " + m + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// fingerprintSource is the text a fingerprint is computed from: the facts
+// and the narrative (not the title, which would make the fingerprint depend
+// on itself), or the first user messages.
+func fingerprintSource(s *summary.Summary, firstUserMessages []string) string {
+	if s != nil && !s.IsEmpty() {
+		return SummaryText("", *s)
+	}
+	return turnsText("", firstUserMessages)
+}
+
+// Keywords returns the n most frequent content words of texts (see Terms),
+// most frequent first (ties alphabetically), each in its most frequent
+// written form, joined by ", ": a readable digest of what a conversation is
+// about.
+func Keywords(texts []string, n int) string {
+	type stat struct {
+		count   int
+		surface map[string]int
+	}
+	stats := map[string]*stat{}
+	for _, text := range texts {
+		eachTerm(text, func(surface, term string) {
+			st := stats[term]
+			if st == nil {
+				st = &stat{surface: map[string]int{}}
+				stats[term] = st
+			}
+			st.count++
+			st.surface[surface]++
+		})
+	}
+	terms := make([]string, 0, len(stats))
+	for t := range stats {
+		terms = append(terms, t)
+	}
+	sort.Slice(terms, func(i, j int) bool {
+		ci, cj := stats[terms[i]].count, stats[terms[j]].count
+		if ci != cj {
+			return ci > cj
+		}
+		return terms[i] < terms[j]
+	})
+	if len(terms) > n {
+		terms = terms[:n]
+	}
+	words := make([]string, len(terms))
+	for i, t := range terms {
+		best, bestN := "", 0
+		for s, c := range stats[t].surface {
+			if c > bestN || (c == bestN && s < best) {
+				best, bestN = s, c
+			}
+		}
+		words[i] = best
+	}
+	return strings.Join(words, ", ")
+}
