@@ -306,6 +306,17 @@ func (c *Catalog) Delete(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// DeleteObserver returns the hook to register with
+// memory.WithDeleteObserver, so that deleting a session through the manager
+// drops its document from the index too (PostgreSQL also cascades).
+func (c *Catalog) DeleteObserver() memory.DeleteObserver {
+	return func(ctx context.Context, sessionID string) {
+		if err := c.Delete(ctx, sessionID); err != nil {
+			c.log.Warn("strata: catalog delete failed", "session_id", sessionID, "error", err)
+		}
+	}
+}
+
 // Flush returns when no background refresh scheduled by List is queued or
 // running, or when ctx is done. (Refreshes after folds run in the manager's
 // observers: memory.Manager.Flush waits for those.)

@@ -18,6 +18,16 @@
 // own. MigrateDown, MigrationVersion and MigrateForce serve the command-line
 // tool.
 //
+// # Schema (version 2)
+//
+// Migration 000002 adds the conversation catalogue's table,
+// strata_session_index (one search document per session: title, the exact
+// text that was embedded, the embedding as REAL[], the embedder's model and
+// dimension, cascading from strata_sessions); its columns are listed in
+// catalog.go. EnableVectorSearch is an optional step after Migrate that adds
+// a pgvector column when the server has the extension; without it the
+// catalogue scores in process. Everything below is version 1.
+//
 // # Schema (version 1)
 //
 // strata_sessions — one row per session, the owner row:

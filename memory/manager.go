@@ -70,6 +70,21 @@ func WithFoldObserver(fn FoldObserver) Option {
 	}
 }
 
+// DeleteObserver is told, after DeleteSession removed a session, so that
+// derived data kept elsewhere (a search index) can be dropped too. It runs on
+// the deleting caller's goroutine; a panic is recovered and logged.
+type DeleteObserver func(ctx context.Context, sessionID string)
+
+// WithDeleteObserver registers fn to be called after every successful
+// DeleteSession.
+func WithDeleteObserver(fn DeleteObserver) Option {
+	return func(m *Manager) {
+		if fn != nil {
+			m.deleteObservers = append(m.deleteObservers, fn)
+		}
+	}
+}
+
 // WithEstimator sets the token estimator used by the chunked policy's
 // token trigger, input cap and prompt-memory budget (default
 // trimmer.NewEstimator()).
@@ -112,7 +127,8 @@ type Manager struct {
 	cost     *trimmer.Trimmer // prices messages with est
 	otel     instruments
 
-	observers []FoldObserver
+	observers       []FoldObserver
+	deleteObservers []DeleteObserver
 
 	bg       context.Context // parent of background jobs; cancelled by Close
 	cancelBG context.CancelFunc
@@ -786,7 +802,19 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 		}
 	}
 	m.cool.succeed(sessionID)
+	for _, fn := range m.deleteObservers {
+		m.safeDeleteObserve(ctx, fn, sessionID)
+	}
 	return nil
+}
+
+func (m *Manager) safeDeleteObserve(ctx context.Context, fn DeleteObserver, sessionID string) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("strata: delete observer panicked", "session_id", sessionID, "panic", r)
+		}
+	}()
+	fn(ctx, sessionID)
 }
 
 // Flush returns when no background fold (nor fold observer) is queued or

@@ -799,3 +799,21 @@ func TestLoadDoesNotWaitForeverForAnotherProcessFold(t *testing.T) {
 		t.Fatal("summarized without the lock")
 	}
 }
+
+func TestDeleteObserver(t *testing.T) {
+	var deleted []string
+	f := newFixture(t, hierConfig(),
+		memory.WithDeleteObserver(func(_ context.Context, id string) { deleted = append(deleted, id) }),
+		memory.WithDeleteObserver(func(context.Context, string) { panic("observer bug") }))
+	ctx := context.Background()
+	_ = f.mgr.SaveTurn(ctx, "s", "alice", "q", "a")
+	if err := f.mgr.DeleteSession(ctx, "s", "mallory"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatal(err)
+	}
+	if err := f.mgr.DeleteSession(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(deleted, ",") != "s" {
+		t.Fatalf("observer saw %v", deleted)
+	}
+}
