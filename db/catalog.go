@@ -14,7 +14,6 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/catalog"
-	"github.com/strata-go/strata/memory"
 )
 
 // The conversation catalogue's table (migration 000002):
@@ -430,52 +429,13 @@ SELECT s.session_id, s.user_id, s.message_count, s.first_user_message,
 
 // ListSessions implements catalog.Lister: one query, titles included.
 func (x *CatalogIndex) ListSessions(ctx context.Context, userID string, limit, offset int) ([]catalog.Session, int, error) {
-	if !validID(userID) {
-		return nil, 0, nil
-	}
-	var lim sql.NullInt64
-	if limit > 0 {
-		lim = sql.NullInt64{Int64: int64(limit), Valid: true}
-	}
-	offset = max(offset, 0)
-	var rows []struct {
-		SessionID        string         `db:"session_id"`
-		UserID           string         `db:"user_id"`
-		MessageCount     int64          `db:"message_count"`
-		FirstUserMessage sql.NullString `db:"first_user_message"`
-		CreatedAt        time.Time      `db:"created_at"`
-		LastActivity     time.Time      `db:"last_activity"`
-		Total            int64          `db:"total"`
-		Indexed          bool           `db:"indexed"`
-		Title            string         `db:"title"`
-		Fingerprint      string         `db:"fingerprint"`
-		Source           string         `db:"source"`
-		SourceSeq        int64          `db:"source_seq"`
-		DocMessages      int64          `db:"doc_messages"`
-		Model            string         `db:"model"`
-		UpdatedAt        time.Time      `db:"updated_at"`
-	}
-	if err := x.d.SelectContext(ctx, &rows, listSQL, userID, lim, offset); err != nil {
+	rows, total, err := listSessions[catalogRow](ctx, x.d, listSQL, userID, limit, offset)
+	if err != nil {
 		return nil, 0, fmt.Errorf("db: catalog list for %q: %w", userID, err)
 	}
-	if len(rows) == 0 {
-		var n int64
-		if err := x.d.GetContext(ctx, &n, `SELECT count(*) FROM strata_sessions WHERE user_id = $1`, userID); err != nil {
-			return nil, 0, fmt.Errorf("db: catalog list for %q: %w", userID, err)
-		}
-		return nil, int(n), nil
-	}
 	out := make([]catalog.Session, 0, len(rows))
-	total := 0
 	for _, r := range rows {
-		preview := noUserMessagePreview
-		if r.FirstUserMessage.Valid {
-			preview = memory.Preview(r.FirstUserMessage.String)
-		}
-		s := catalog.Session{Info: memory.SessionInfo{
-			SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
-			CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview,
-		}}
+		s := catalog.Session{Info: r.info()}
 		if r.Indexed {
 			s.Doc = &catalog.Doc{
 				SessionID: r.SessionID, UserID: r.UserID, Title: r.Title, Fingerprint: r.Fingerprint,
@@ -484,11 +444,19 @@ func (x *CatalogIndex) ListSessions(ctx context.Context, userID string, limit, o
 			}
 		}
 		out = append(out, s)
-		total = int(r.Total)
 	}
 	return out, total, nil
 }
 
-// noUserMessagePreview is the preview of a session without a user message,
-// as the reference shows it (the message store's listing says the same).
-const noUserMessagePreview = "Empty conversation"
+// catalogRow is a session listing row with its search document's columns.
+type catalogRow struct {
+	sessionRow
+	Indexed     bool      `db:"indexed"`
+	Title       string    `db:"title"`
+	Fingerprint string    `db:"fingerprint"`
+	Source      string    `db:"source"`
+	SourceSeq   int64     `db:"source_seq"`
+	DocMessages int64     `db:"doc_messages"`
+	Model       string    `db:"model"`
+	UpdatedAt   time.Time `db:"updated_at"`
+}

@@ -421,6 +421,42 @@ const emptyPreview = "Empty conversation"
 // limit <= 0 means no limit; a negative offset counts as 0. total is the
 // number of the user's sessions, whatever the page.
 func (s *MessageStore) Sessions(ctx context.Context, userID string, limit, offset int) (page []memory.SessionInfo, total int, err error) {
+	rows, total, err := listSessions[sessionRow](ctx, s.d, sessionsSQL, userID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("db: sessions of user %q: %w", userID, err)
+	}
+	for _, r := range rows {
+		page = append(page, r.info())
+	}
+	return page, total, nil
+}
+
+// sessionRow is one row of a session listing; listing queries return these
+// columns (and may add their own).
+type sessionRow struct {
+	SessionID        string         `db:"session_id"`
+	UserID           string         `db:"user_id"`
+	MessageCount     int64          `db:"message_count"`
+	FirstUserMessage sql.NullString `db:"first_user_message"`
+	CreatedAt        time.Time      `db:"created_at"`
+	LastActivity     time.Time      `db:"last_activity"`
+	Total            int64          `db:"total"`
+}
+
+func (r sessionRow) info() memory.SessionInfo {
+	preview := emptyPreview
+	if r.FirstUserMessage.Valid {
+		preview = memory.Preview(r.FirstUserMessage.String)
+	}
+	return memory.SessionInfo{SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
+		CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview}
+}
+
+// listSessions runs a listing query taking ($1 user, $2 limit or NULL, $3
+// offset) whose rows embed sessionRow, and returns the page with the user's
+// total number of sessions (counted separately when the page is past the
+// end, where count(*) OVER () has no row to ride on).
+func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB, query, userID string, limit, offset int) ([]R, int, error) {
 	if !validID(userID) {
 		return nil, 0, nil
 	}
@@ -428,41 +464,22 @@ func (s *MessageStore) Sessions(ctx context.Context, userID string, limit, offse
 	if limit > 0 {
 		lim = sql.NullInt64{Int64: int64(limit), Valid: true}
 	}
-	offset = max(offset, 0)
-	var rows []struct {
-		SessionID        string         `db:"session_id"`
-		UserID           string         `db:"user_id"`
-		MessageCount     int64          `db:"message_count"`
-		FirstUserMessage sql.NullString `db:"first_user_message"`
-		CreatedAt        time.Time      `db:"created_at"`
-		LastActivity     time.Time      `db:"last_activity"`
-		Total            int64          `db:"total"`
+	var rows []R
+	if err := d.SelectContext(ctx, &rows, query, userID, lim, max(offset, 0)); err != nil {
+		return nil, 0, err
 	}
-	if err := s.d.SelectContext(ctx, &rows, sessionsSQL, userID, lim, offset); err != nil {
-		return nil, 0, fmt.Errorf("db: sessions of user %q: %w", userID, err)
+	if len(rows) > 0 {
+		return rows, int(rows[0].total()), nil
 	}
-	if len(rows) == 0 && offset > 0 {
-		// The page is past the end; count separately.
-		const countSQL = `SELECT count(*) FROM strata_sessions WHERE user_id = $1`
-		var n int64
-		if err := s.d.GetContext(ctx, &n, countSQL, userID); err != nil {
-			return nil, 0, fmt.Errorf("db: sessions of user %q: %w", userID, err)
-		}
-		return nil, int(n), nil
+	const countSQL = `SELECT count(*) FROM strata_sessions WHERE user_id = $1`
+	var n int64
+	if err := d.GetContext(ctx, &n, countSQL, userID); err != nil {
+		return nil, 0, err
 	}
-	for _, r := range rows {
-		preview := emptyPreview
-		if r.FirstUserMessage.Valid {
-			preview = memory.Preview(r.FirstUserMessage.String)
-		}
-		page = append(page, memory.SessionInfo{
-			SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
-			CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview,
-		})
-		total = int(r.Total)
-	}
-	return page, total, nil
+	return nil, int(n), nil
 }
+
+func (r sessionRow) total() int64 { return r.Total }
 
 // toolCallJSON is the stored form of one llms.ToolCall, the OpenAI shape
 // {"id","type","function":{"name","arguments"}}. llms.ToolCall's own JSON
