@@ -126,3 +126,17 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 	}
 	return nil
 }
+
+// LatestMigration returns the version of the newest embedded migration: the
+// schema version Migrate brings a database to.
+func LatestMigration() uint {
+	entries, _ := migrationsFS.ReadDir("migrations") // embedded: cannot fail
+	var latest uint
+	for _, e := range entries {
+		var v uint
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}

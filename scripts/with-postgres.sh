@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Runs a command with a PostgreSQL database in DATABASE_URL, found or
+# started for it, and cleans up afterwards:
+#
+#   scripts/with-postgres.sh go test ./db/...
+#   scripts/with-postgres.sh go run ./bench/cmd/strata-bench -out bench
+#
+# PostgreSQL is found or started, in this order:
+#   1. DATABASE_URL is set: it is used as is.
+#   2. A server answers on 127.0.0.1:5432 and we can administer it (PGUSER /
+#      PGPASSWORD, or the postgres OS user through its socket when root): a
+#      throwaway database (and, when root, a throwaway login role) is created
+#      there and dropped on exit.
+#   3. Otherwise a temporary cluster is initdb'ed in a mktemp directory on a
+#      free port, listening on 127.0.0.1 only with its socket in that
+#      directory, and stopped and removed on exit.
+# With no PostgreSQL installed, CI=true installs Debian's postgresql package;
+# elsewhere the database tests are skipped (one line says so).
+#
+# The command's exit status is the script's. With a private cluster,
+# STRATA_PG_RESTART_CMD holds the command that restarts it (for the
+# server-restart fault test).
+#
+# Environment: DATABASE_URL, PGUSER/PGPASSWORD (case 2), CI.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf 'with-postgres.sh: %s\n' "$*" >&2; }
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# Functions below run in `if`/`||` contexts, where `set -e` does not apply:
+# every step that can fail is checked explicitly.
+
+# pg_tool NAME BINDIR prints the path of a PostgreSQL client program,
+# preferring the one beside the server binaries.
+pg_tool() {
+	if [ -x "$2/$1" ]; then
+		echo "$2/$1"
+	else
+		command -v "$1"
+	fi
+}
+
+# pg_bindir prints the directory holding initdb and pg_ctl, or fails.
+pg_bindir() {
+	local d
+	if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+		# Resolve symlinks (/usr/local/bin/initdb → /usr/lib/postgresql/15/bin)
+		# so that psql and pg_isready of the same version sit beside it.
+		dirname "$(readlink -f "$(command -v initdb)")"
+		return 0
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then
+			echo "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+install_postgres() {
+	log "PostgreSQL not found; installing Debian's postgresql package (CI=true)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq </dev/null
+	apt-get install -y -qq postgresql </dev/null >/dev/null
+}
+
+# Runs a command as the unprivileged cluster owner when we are root
+# (initdb and postgres refuse to run as root).
+PG_OS_USER=""
+RESTART_CMD=""
+as_pg() {
+	if [ -n "$PG_OS_USER" ]; then
+		runuser -u "$PG_OS_USER" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# as_pg_cmd prints the prefix that as_pg would use, for commands run later
+# by another program.
+as_pg_cmd() {
+	if [ -n "$PG_OS_USER" ]; then
+		printf 'runuser -u %q --' "$PG_OS_USER"
+	fi
+}
+
+random_hex() { od -An -N8 -tx1 /dev/urandom | tr -d ' \n'; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+CLEANUP=()
+cleanup() {
+	local i
+	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${CLEANUP[$i]}" || true
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- case 2: a server on 127.0.0.1:5432 ------------------------------------
+try_existing_server() {
+	local bindir="$1" isready psql
+	isready="$(pg_tool pg_isready "$bindir")" || return 1
+	psql="$(pg_tool psql "$bindir")" || return 1
+	"$isready" -q -h 127.0.0.1 -p 5432 || return 1
+
+	local dbname="strata_test_$(random_hex)"
+	local -a admin
+	if [ -n "${PGUSER:-}" ]; then
+		admin=("$psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p 5432 -d postgres)
+	elif is_root && id postgres >/dev/null 2>&1; then
+		admin=(runuser -u postgres -- "$psql" -X -q -v ON_ERROR_STOP=1 -p 5432 -d postgres)
+	else
+		admin=("$psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p 5432 -d postgres)
+	fi
+	if ! "${admin[@]}" -c 'SELECT 1' >/dev/null 2>&1 </dev/null; then
+		log "a server answers on 127.0.0.1:5432 but cannot be administered from here; starting a private one"
+		return 1
+	fi
+
+	if [ -n "${PGUSER:-}" ]; then
+		"${admin[@]}" -c "CREATE DATABASE \"$dbname\"" </dev/null || return 1
+		CLEANUP+=("${admin[*]@Q} -c 'DROP DATABASE IF EXISTS \"$dbname\" WITH (FORCE)' </dev/null")
+		local pw=""
+		[ -n "${PGPASSWORD:-}" ] && pw=":$(urlencode "$PGPASSWORD")"
+		DATABASE_URL="postgres://$(urlencode "$PGUSER")${pw}@127.0.0.1:5432/$dbname?sslmode=disable"
+	else
+		local role="$dbname" pass
+		pass="$(random_hex)$(random_hex)"
+		"${admin[@]}" -c "CREATE ROLE \"$role\" LOGIN PASSWORD '$pass'" </dev/null || return 1
+		CLEANUP+=("${admin[*]@Q} -c 'DROP ROLE IF EXISTS \"$role\"' </dev/null")
+		"${admin[@]}" -c "CREATE DATABASE \"$dbname\" OWNER \"$role\"" </dev/null || return 1
+		CLEANUP+=("${admin[*]@Q} -c 'DROP DATABASE IF EXISTS \"$dbname\" WITH (FORCE)' </dev/null")
+		DATABASE_URL="postgres://$role:$pass@127.0.0.1:5432/$dbname?sslmode=disable"
+	fi
+	log "using the server on 127.0.0.1:5432, throwaway database $dbname"
+	return 0
+}
+
+urlencode() {
+	local s="$1" out="" c i
+	for ((i = 0; i < ${#s}; i++)); do
+		c="${s:i:1}"
+		case "$c" in
+		[a-zA-Z0-9._~-]) out+="$c" ;;
+		*) out+=$(printf '%%%02X' "'$c") ;;
+		esac
+	done
+	printf '%s' "$out"
+}
+
+# --- case 3: a private temporary cluster -----------------------------------
+start_private_cluster() {
+	local bindir="$1" tmp port pass try psql
+	psql="$(pg_tool psql "$bindir")" || return 1
+	tmp="$(mktemp -d "${TMPDIR:-/tmp}/strata-pg.XXXXXX")" || return 1
+	CLEANUP+=("rm -rf ${tmp@Q}")
+	if is_root; then
+		if id postgres >/dev/null 2>&1; then
+			PG_OS_USER=postgres
+		else
+			PG_OS_USER=strata-pg
+			id "$PG_OS_USER" >/dev/null 2>&1 ||
+				useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_OS_USER" || return 1
+		fi
+	fi
+	pass="$(random_hex)$(random_hex)"
+	printf '%s\n' "$pass" >"$tmp/pwfile" || return 1
+	mkdir -p "$tmp/sock" || return 1
+	if [ -n "$PG_OS_USER" ]; then
+		chown -R "$PG_OS_USER" "$tmp" || return 1
+	fi
+	chmod 700 "$tmp" || return 1
+
+	log "starting a temporary PostgreSQL cluster ($bindir) in $tmp"
+	if ! as_pg "$bindir/initdb" -D "$tmp/data" -U postgres --pwfile="$tmp/pwfile" \
+		--auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync \
+		>"$tmp/initdb.log" 2>&1 </dev/null; then
+		cat "$tmp/initdb.log" >&2
+		return 1
+	fi
+	rm -f "$tmp/pwfile"
+
+	for try in $(seq 1 20); do
+		port=$((20000 + RANDOM % 40000))
+		port_in_use "$port" && continue
+		if as_pg "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $port -k $tmp/sock -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+			start >/dev/null </dev/null; then
+			CLEANUP+=("as_pg ${bindir@Q}/pg_ctl -D ${tmp@Q}/data -m immediate -w stop >/dev/null 2>&1 </dev/null")
+			as_pg "$psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$port" -U postgres -d postgres \
+				-c 'CREATE DATABASE strata_test' </dev/null || return 1
+			DATABASE_URL="postgres://postgres:$pass@127.0.0.1:$port/strata_test?sslmode=disable"
+			RESTART_CMD="$(as_pg_cmd) ${bindir@Q}/pg_ctl -D ${tmp@Q}/data -l ${tmp@Q}/server.log -m fast -w -t 60 restart"
+			log "temporary server on 127.0.0.1:$port"
+			return 0
+		fi
+		log "could not start on port $port (try $try), retrying"
+		tail -n 5 "$tmp/server.log" >&2 || true
+	done
+	return 1
+}
+
+# --- find or start ---------------------------------------------------------
+if [ -n "${DATABASE_URL:-}" ]; then
+	log "using DATABASE_URL from the environment"
+else
+	bindir="$(pg_bindir || true)"
+	if [ -z "$bindir" ] && [ "${CI:-}" = true ]; then
+		install_postgres
+		bindir="$(pg_bindir || true)"
+	fi
+	if [ -z "$bindir" ]; then
+		if command -v pg_isready >/dev/null 2>&1 && try_existing_server /nonexistent; then
+			:
+		else
+			log "PostgreSQL is not installed: database tests will be skipped (install postgresql, or set DATABASE_URL)"
+		fi
+	elif ! try_existing_server "$bindir"; then
+		start_private_cluster "$bindir" || {
+			log "could not start a temporary PostgreSQL"
+			exit 1
+		}
+	fi
+fi
+[ -n "${DATABASE_URL:-}" ] && export DATABASE_URL
+
+[ -n "${DATABASE_URL:-}" ] && export DATABASE_URL
+[ -n "${RESTART_CMD:-}" ] && export STRATA_PG_RESTART_CMD="$RESTART_CMD"
+
+if [ $# -eq 0 ]; then
+	log "usage: scripts/with-postgres.sh COMMAND [ARGS...]"
+	exit 2
+fi
+status=0
+"$@" || status=$? # not exec: the EXIT trap must still clean up
+exit "$status"
