@@ -281,6 +281,12 @@ func extractFacts(msgs []llms.ChatMessage, known []Fact, scan func(string, llms.
 		for _, mt := range scan(m.GetContent(), role) {
 			k.add(mt)
 		}
+		// Tool-call arguments carry the exact ids the agent acted on.
+		for _, call := range toolCalls(m) {
+			for _, mt := range scan(call.Arguments, llms.ChatMessageTypeTool) {
+				k.add(mt)
+			}
+		}
 	}
 	return k.facts
 }
@@ -355,6 +361,11 @@ func (k *keyer) add(f finding) {
 	if k.seen[id] {
 		return
 	}
+	// A JSON leaf adds only values the prose and the ledger do not already
+	// hold (under whatever key): tool results repeat what was said.
+	if strings.HasPrefix(f.kind, "json:") && k.holds(f.value, true) {
+		return
+	}
 	k.seen[id] = true
 	// A value the ledger already holds keeps its key.
 	for n := 1; n <= len(k.known); n++ {
@@ -363,6 +374,11 @@ func (k *keyer) add(f finding) {
 			k.emit(key, f)
 			return
 		}
+	}
+	// An identifier or amount this run already found under another kind is
+	// not repeated (short values such as "2" may well be distinct facts).
+	if len(f.value) >= 4 && k.holds(f.value, false) {
+		return
 	}
 	for n := 1; ; n++ {
 		key := numberedKey(f.base, n)
@@ -375,6 +391,28 @@ func (k *keyer) add(f finding) {
 		k.emit(key, f)
 		return
 	}
+}
+
+// holds reports whether value is already a fact value of this run or, with
+// known, of the ledger (compared case-insensitively, ignoring surrounding
+// white space and a leading '#').
+func (k *keyer) holds(value string, known bool) bool {
+	norm := func(v string) string { return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(v), "#")) }
+	want := norm(value)
+	for _, f := range k.facts {
+		if norm(f.Value) == want {
+			return true
+		}
+	}
+	if !known {
+		return false
+	}
+	for _, v := range k.known {
+		if norm(v) == want {
+			return true
+		}
+	}
+	return false
 }
 
 func (k *keyer) emit(key string, f finding) {
@@ -405,6 +443,11 @@ type extractor struct {
 // scan runs the extractors in priority order; a match may not overlap an
 // earlier accepted one. Findings are returned in text order.
 func scan(text string, role llms.ChatMessageType) []finding {
+	if role == llms.ChatMessageTypeTool || role == llms.ChatMessageTypeFunction {
+		if found, ok := scanJSON(text); ok {
+			return found
+		}
+	}
 	var found []finding
 	overlaps := func(s, e int) bool {
 		for _, f := range found {

@@ -76,9 +76,10 @@ var airlineFacts = []Fact{
 	{Key: "date", Value: "2024-05-20", Category: Condition},
 	{Key: "time", Value: "15:30", Category: Condition},
 	{Key: "agent_name", Value: "Anna", Category: Entity},
-	{Key: "flight_number_2", Value: "HAT171", Category: Entity},
-	{Key: "fare", Value: "$1,240.50", Category: Numeric},
+	// From the JSON tool result, in key order (contact, fare, flights, passengers).
 	{Key: "email", Value: "minjun.kim@example.com", Category: Entity},
+	{Key: "fare", Value: "$1,240.50", Category: Numeric},
+	{Key: "flight_number_2", Value: "HAT171", Category: Entity},
 	{Key: "passengers", Value: "2", Category: Numeric},
 	{Key: "date_2", Value: "May 22", Category: Condition},
 	{Key: "bags", Value: "2", Category: Numeric},
@@ -346,5 +347,39 @@ func TestTitle(t *testing.T) {
 	long := strings.Repeat("가나다라마바사아자차", 10)
 	if got := Title(nil, []string{long}); utf8.RuneCountInString(got) != 60 || !strings.HasSuffix(got, "…") {
 		t.Fatalf("unbroken long title %q", got)
+	}
+}
+
+func TestExtractFactsFromJSONToolResultsAndArguments(t *testing.T) {
+	msgs := []llms.ChatMessage{
+		llms.HumanChatMessage{Content: "Please book it."},
+		llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{
+			Name: "book_reservation", Arguments: `{"user_id":"mia_li_3668","flights":[{"flight_number":"HAT136","date":"2024-05-20"}],"payment_methods":[{"payment_id":"certificate_7504069","amount":250}],"insurance":"no","total_baggages":3}`}}}},
+		llms.ToolChatMessage{ID: "c1", Content: `{"reservation_id":"NM1VX1","status":"confirmed","passengers":[{"first_name":"Mia","last_name":"Li","dob":"1990-04-05"}],"paid":true,"note":"` + strings.Repeat("x", 200) + `"}`},
+	}
+	got := map[string]string{}
+	for _, f := range ExtractFacts(msgs, nil) {
+		got[f.Key] = f.Value + " [" + string(f.Category) + "]"
+	}
+	want := map[string]string{
+		"user_id": "mia_li_3668 [ENTITY]", "flight_number": "HAT136 [ENTITY]", "date": "2024-05-20 [CONDITION]",
+		"payment_id": "certificate_7504069 [ENTITY]", "amount": "250 [NUMERIC]", "insurance": "no [STATE]",
+		"total_baggages": "3 [NUMERIC]", "reservation_id": "NM1VX1 [ENTITY]", "status": "confirmed [STATE]",
+		"first_name": "Mia [ENTITY]", "last_name": "Li [ENTITY]", "dob": "1990-04-05 [CONDITION]",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected fact %s = %s (booleans, long text and unknown keys are not facts)", k, got[k])
+		}
+	}
+	// Not JSON: a tool result in prose is scanned as prose.
+	prose := ExtractFacts([]llms.ChatMessage{llms.ToolChatMessage{ID: "x", Content: "tracking number 1Z999AA10123456784"}}, nil)
+	if len(prose) != 1 || prose[0].Value != "1Z999AA10123456784" {
+		t.Fatalf("prose tool result: %+v", prose)
 	}
 }

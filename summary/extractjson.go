@@ -1,0 +1,139 @@
+package summary
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// maxJSONFindings caps the facts one JSON document (a tool result or a
+// tool call's arguments) contributes, so a large listing cannot flood the
+// ledger.
+const maxJSONFindings = 40
+
+// scanJSON extracts facts from a JSON tool result or tool-call arguments:
+// scalar values under keys that name identifiers, codes, numbers, dates,
+// amounts, names, contacts or a status, keyed by their JSON key (an "id"
+// takes its parent's name: "payment_methods": [{"id": …}] gives
+// payment_method_id). ok is false when text is not a JSON object or array,
+// so the caller scans it as prose.
+func scanJSON(text string) (found []finding, ok bool) {
+	t := strings.TrimSpace(text)
+	if t == "" || (t[0] != '{' && t[0] != '[') {
+		return nil, false
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	walkJSON(v, "", func(key, value string) {
+		if len(found) >= maxJSONFindings {
+			return
+		}
+		if alias, ok := jsonKeyAliases[key]; ok {
+			key = alias
+		}
+		if cat, mode, keep := jsonFactKind(key); keep {
+			found = append(found, finding{kind: "json:" + key, base: key, value: value, cat: cat, mode: mode})
+		}
+	})
+	return found, true
+}
+
+// jsonKeyAliases names JSON keys the way the prose extractors do, so a tool
+// result and a sentence about the same thing share a key.
+var jsonKeyAliases = map[string]string{
+	"flight": "flight_number", "reservation": "reservation_id", "order": "order_id",
+	"booking": "booking_id", "ticket": "ticket_id", "contact": "email",
+}
+
+// walkJSON calls leaf for every scalar under an object key, in a stable
+// order (object keys sorted). parent is the enclosing key.
+func walkJSON(v any, parent string, leaf func(key, value string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			key := NormalizeKey(k)
+			if key == "id" && parent != "" {
+				key = singular(parent) + "_id"
+			}
+			switch c := x[k].(type) {
+			case map[string]any, []any:
+				walkJSON(c, key, leaf)
+			default:
+				if s, ok := jsonScalar(c); ok {
+					leaf(key, s)
+				}
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if s, ok := jsonScalar(e); ok && parent != "" {
+				leaf(singular(parent), s) // e.g. "reservations": ["ZFA04Y", …]
+				continue
+			}
+			walkJSON(e, parent, leaf)
+		}
+	}
+}
+
+// jsonScalar renders a string or number leaf; booleans, nulls, empty and
+// very long strings are not facts.
+func jsonScalar(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		x = strings.TrimSpace(x)
+		return x, x != "" && len(x) <= 120
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return strconv.FormatFloat(f, 'f', -1, 64), true
+		}
+	}
+	return "", false
+}
+
+// jsonFactKind decides whether a JSON key names a fact, and its category.
+func jsonFactKind(key string) (Category, keyMode, bool) {
+	has := func(parts ...string) bool {
+		for _, p := range parts {
+			if key == p || strings.HasSuffix(key, "_"+p) || strings.HasPrefix(key, p+"_") {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("id", "code", "number", "reservation", "confirmation", "locator", "sku", "ref", "reference", "tracking", "flight", "order", "booking", "ticket"):
+		return Entity, numbered, true
+	case has("email", "phone", "name", "origin", "destination", "airport", "city", "address"):
+		return Entity, numbered, true
+	case has("date", "dob", "time", "at", "deadline", "departure", "arrival"):
+		return Condition, numbered, true
+	case has("amount", "price", "fare", "total", "balance", "cost", "fee", "refund", "paid", "quantity", "count", "baggages", "bags", "passengers"):
+		return Numeric, numbered, true
+	case has("status", "cabin", "class", "insurance", "flight_type", "type") && key != "type":
+		return State, numbered, true
+	}
+	return General, numbered, false
+}
+
+// singular turns a plural JSON key into the name of one element.
+func singular(key string) string {
+	switch {
+	case strings.HasSuffix(key, "ies"):
+		return strings.TrimSuffix(key, "ies") + "y"
+	case strings.HasSuffix(key, "ses"):
+		return strings.TrimSuffix(key, "es")
+	case strings.HasSuffix(key, "s") && !strings.HasSuffix(key, "ss"):
+		return strings.TrimSuffix(key, "s")
+	}
+	return key
+}
