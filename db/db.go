@@ -126,3 +126,26 @@ func cleanText(s string) string {
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
+
+// WithDSNParams sets connection parameters (search_path, application_name,
+// …) on a URL or key=value connection string.
+func WithDSNParams(dsn string, params map[string]string) (string, error) {
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("db: parse %s: %w", RedactDSN(dsn), err)
+		}
+		q := u.Query()
+		for k, v := range params {
+			q.Set(k, v)
+		}
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	var sb strings.Builder
+	sb.WriteString(dsn)
+	for k, v := range params {
+		fmt.Fprintf(&sb, " %s='%s'", k, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
+	}
+	return sb.String(), nil
+}

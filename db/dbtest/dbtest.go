@@ -17,7 +17,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -126,7 +125,7 @@ func NewEmptySchema(t testing.TB) Schema {
 			t.Errorf("dbtest: drop schema %s: %v", name, err)
 		}
 	})
-	u, err := withParams(base, map[string]string{"search_path": name, "application_name": name})
+	u, err := db.WithDSNParams(base, map[string]string{"search_path": name, "application_name": name})
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
@@ -179,7 +178,7 @@ func adminPool(t testing.TB, base string) *sqlx.DB {
 	if d, ok := adminPools[base]; ok {
 		return d
 	}
-	u, err := withParams(base, map[string]string{"application_name": "strata-dbtest-admin"})
+	u, err := db.WithDSNParams(base, map[string]string{"application_name": "strata-dbtest-admin"})
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
@@ -209,27 +208,4 @@ func schemaName(t testing.TB) string {
 		base = base[:40]
 	}
 	return fmt.Sprintf("strata_t_%s_%s", base, hex.EncodeToString(b[:]))
-}
-
-// withParams sets connection parameters on a URL or key=value connection
-// string.
-func withParams(dsn string, params map[string]string) (string, error) {
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", fmt.Errorf("parse %s: %w", db.RedactDSN(dsn), err)
-		}
-		q := u.Query()
-		for k, v := range params {
-			q.Set(k, v)
-		}
-		u.RawQuery = q.Encode()
-		return u.String(), nil
-	}
-	var sb strings.Builder
-	sb.WriteString(dsn)
-	for k, v := range params {
-		fmt.Fprintf(&sb, " %s='%s'", k, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
-	}
-	return sb.String(), nil
 }

@@ -4,14 +4,16 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/strata-go/strata/db"
 )
 
 func TestWithParams(t *testing.T) {
-	got, err := withParams("postgres://u:p@h:5432/db?sslmode=disable", map[string]string{"search_path": "s1"})
+	got, err := db.WithDSNParams("postgres://u:p@h:5432/db?sslmode=disable", map[string]string{"search_path": "s1"})
 	if err != nil || !strings.Contains(got, "search_path=s1") || !strings.Contains(got, "sslmode=disable") {
 		t.Errorf("URL: %q, %v", got, err)
 	}
-	got, err = withParams("host=h dbname=db", map[string]string{"application_name": `it's`})
+	got, err = db.WithDSNParams("host=h dbname=db", map[string]string{"application_name": `it's`})
 	if err != nil || got != `host=h dbname=db application_name='it\'s'` {
 		t.Errorf("key=value: %q, %v", got, err)
 	}

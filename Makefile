@@ -1,0 +1,17 @@
+# Developer shortcuts.
+
+.PHONY: bench test
+
+# Regenerates bench/REPORT.md and its SVG plots, offline (see bench/README.md).
+# The PostgreSQL parts use $DATABASE_URL, or else a server that
+# scripts/with-postgres.sh finds or starts (the same logic as the tests).
+# Extra flags: make bench BENCH_FLAGS="-sections 1,4".
+BENCH_FLAGS ?=
+BENCH_CMD = go run ./bench/cmd/strata-bench -out bench $(BENCH_FLAGS)
+
+bench:
+	@export STRATA_BENCH_COMMAND="make bench"; \
+	scripts/with-postgres.sh $(BENCH_CMD)
+
+test:
+	./scripts/test.sh

@@ -1,0 +1,116 @@
+package data
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// LoCoMoFile is the LoCoMo file's path below the data directory.
+const LoCoMoFile = "locomo/locomo10.json"
+
+// LoCoMo is the LoCoMo set as replayable conversations.
+type LoCoMo struct {
+	// Conversations are the 10 conversations. The speaker of a
+	// conversation's first message plays the user, the other one the
+	// assistant; consecutive messages of one speaker are merged (joined
+	// with a newline), so turns alternate.
+	Conversations []Conversation
+	// Texts are the raw turn texts, unmerged, in file order.
+	Texts []string
+	// Merged counts the messages merged into their predecessor.
+	Merged int
+}
+
+type locomoTurn struct {
+	Speaker string `json:"speaker"`
+	DiaID   string `json:"dia_id"`
+	Text    string `json:"text"`
+}
+
+// LoadLoCoMo reads dir/locomo/locomo10.json.
+func LoadLoCoMo(dir string) (*LoCoMo, error) {
+	path := filepath.Join(dir, LoCoMoFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: read LoCoMo: %w", err)
+	}
+	var samples []struct {
+		SampleID     string                     `json:"sample_id"`
+		Conversation map[string]json.RawMessage `json:"conversation"`
+	}
+	if err := json.Unmarshal(raw, &samples); err != nil {
+		return nil, fmt.Errorf("data: decode %s: %w", path, err)
+	}
+	out := &LoCoMo{}
+	for _, s := range samples {
+		c := Conversation{ID: s.SampleID}
+		var userSpeaker, lastSpeaker string
+		// Sessions in numeric order, while session_<N> exists (conv-26 has
+		// date keys without sessions: never loop over the dates).
+		for n := 1; ; n++ {
+			rawSession, ok := s.Conversation[fmt.Sprintf("session_%d", n)]
+			if !ok {
+				break
+			}
+			var turns []locomoTurn
+			if err := json.Unmarshal(rawSession, &turns); err != nil {
+				return nil, fmt.Errorf("data: %s session_%d: %w", s.SampleID, n, err)
+			}
+			for _, t := range turns {
+				text := strings.TrimSpace(t.Text)
+				if text == "" {
+					continue
+				}
+				out.Texts = append(out.Texts, text)
+				if userSpeaker == "" {
+					userSpeaker = t.Speaker
+				}
+				switch {
+				case t.Speaker == lastSpeaker && t.Speaker == userSpeaker:
+					last := &c.Turns[len(c.Turns)-1]
+					last.User += "\n" + text
+					out.Merged++
+				case t.Speaker == lastSpeaker:
+					last := &c.Turns[len(c.Turns)-1]
+					ai := last.Replies[len(last.Replies)-1].(llms.AIChatMessage)
+					ai.Content += "\n" + text
+					last.Replies[len(last.Replies)-1] = ai
+					out.Merged++
+				case t.Speaker == userSpeaker:
+					c.Turns = append(c.Turns, Turn{User: text})
+				default:
+					last := &c.Turns[len(c.Turns)-1]
+					last.Replies = append(last.Replies, llms.AIChatMessage{Content: text})
+				}
+				lastSpeaker = t.Speaker
+			}
+		}
+		if len(c.Turns) == 0 {
+			return nil, fmt.Errorf("data: %s has no turns", s.SampleID)
+		}
+		out.Conversations = append(out.Conversations, c)
+	}
+	if len(out.Conversations) == 0 {
+		return nil, fmt.Errorf("data: %s holds no conversation", path)
+	}
+	return out, nil
+}
+
+// Pairs returns every (user, assistant) turn of the conversations in
+// order, conversation after conversation, skipping turns without an answer.
+func (l *LoCoMo) Pairs() [][2]string {
+	var out [][2]string
+	for _, c := range l.Conversations {
+		for _, t := range c.Turns {
+			if a := t.AssistantText(); a != "" {
+				out = append(out, [2]string{t.User, a})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/strata-go/strata/db"
+)
+
+// errNoPostgres marks PostgreSQL parts skipped for want of a server.
+var errNoPostgres = errors.New("no PostgreSQL: DATABASE_URL is unset")
+
+// pgEnv is the run's PostgreSQL: a fresh schema, migrated, on the server
+// of Options.DatabaseURL, dropped when the run ends.
+type pgEnv struct {
+	admin  *sqlx.DB
+	schema string
+	url    string
+	d      *sqlx.DB
+}
+
+// postgres opens the run's schema on first use.
+func (r *runner) postgres(ctx context.Context) (*pgEnv, error) {
+	if r.pg != nil || r.pgErr != nil {
+		return r.pg, r.pgErr
+	}
+	if strings.TrimSpace(r.opts.DatabaseURL) == "" {
+		r.pgErr = errNoPostgres
+		return nil, r.pgErr
+	}
+	r.pg, r.pgErr = openPG(ctx, r.opts.DatabaseURL)
+	if r.pgErr == nil {
+		var v, fsync, sync string
+		if err := r.pg.d.GetContext(ctx, &v, "SHOW server_version"); err == nil {
+			r.env.Postgres = v
+			// Durability settings change write latency a lot: say which.
+			_ = r.pg.d.GetContext(ctx, &fsync, "SHOW fsync")
+			_ = r.pg.d.GetContext(ctx, &sync, "SHOW synchronous_commit")
+			r.env.Postgres += fmt.Sprintf(" (fsync=%s, synchronous_commit=%s)", fsync, sync)
+		}
+		r.progress("PostgreSQL %s, schema %s", r.env.Postgres, r.pg.schema)
+	}
+	return r.pg, r.pgErr
+}
+
+func (r *runner) closePG() {
+	if r.pg != nil {
+		r.pg.close()
+	}
+}
+
+// pgSummary describes the PostgreSQL used, for the report header.
+func (r *runner) pgSummary() string {
+	switch {
+	case r.pg != nil:
+		return r.env.Postgres + " (DATABASE_URL; a throwaway schema, dropped afterwards)"
+	case r.pgErr != nil && !errors.Is(r.pgErr, errNoPostgres):
+		return "unavailable: " + r.pgErr.Error()
+	case strings.TrimSpace(r.opts.DatabaseURL) == "":
+		return "not used: DATABASE_URL is unset, so the PostgreSQL parts (sections 3, 6, 8) were skipped"
+	default:
+		return "not needed by the selected sections"
+	}
+}
+
+func openPG(ctx context.Context, base string) (*pgEnv, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	adminURL, err := db.WithDSNParams(base, map[string]string{"application_name": "strata-bench-admin"})
+	if err != nil {
+		return nil, err
+	}
+	admin, err := db.Open(ctx, adminURL)
+	if err != nil {
+		return nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	p := &pgEnv{admin: admin, schema: "strata_bench_" + hex.EncodeToString(b[:])}
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+pq.QuoteIdentifier(p.schema)); err != nil {
+		_ = admin.Close()
+		return nil, fmt.Errorf("create schema: %w", err)
+	}
+	p.url, err = db.WithDSNParams(base, map[string]string{"search_path": p.schema, "application_name": p.schema})
+	if err == nil {
+		p.d, err = db.Open(ctx, p.url)
+	}
+	if err == nil {
+		err = db.Migrate(ctx, p.d)
+	}
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// pool opens another pool on the run's schema (closed by the caller).
+func (p *pgEnv) pool(ctx context.Context) (*sqlx.DB, error) { return db.Open(ctx, p.url) }
+
+func (p *pgEnv) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if p.d != nil {
+		_ = p.d.Close()
+	}
+	_, _ = p.admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = $1 AND pid <> pg_backend_pid()`, p.schema)
+	_, _ = p.admin.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+pq.QuoteIdentifier(p.schema)+" CASCADE")
+	_ = p.admin.Close()
+}
+
+// seedPG stores n alternating user/assistant messages in a new session with
+// one INSERT … SELECT generate_series (bypassing Append, for speed), with
+// the same texts as the in-memory seeding (seedText).
+func seedPG(ctx context.Context, d *sqlx.DB, session string, n int) error {
+	const (
+		sessionSQL  = `INSERT INTO strata_sessions (session_id, user_id, message_count) VALUES ($1, $2, $3)`
+		messagesSQL = `
+			INSERT INTO strata_messages (session_id, role, content, user_id)
+			SELECT $1, CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END,
+			       'message ' || g || ': ' || $3, $2
+			  FROM generate_series(1, $4::int) AS g
+			 ORDER BY g`
+	)
+	if _, err := d.ExecContext(ctx, sessionSQL, session, benchUser, n); err != nil {
+		return fmt.Errorf("seed %s: %w", session, err)
+	}
+	if _, err := d.ExecContext(ctx, messagesSQL, session, benchUser, seedFiller, n); err != nil {
+		return fmt.Errorf("seed %s: %w", session, err)
+	}
+	if _, err := d.ExecContext(ctx, `ANALYZE strata_sessions, strata_messages`); err != nil {
+		return fmt.Errorf("seed %s: analyze: %w", session, err)
+	}
+	return nil
+}
+
+// benchUser owns every session the benchmarks create.
+const benchUser = "bench-user"
+
+// seedFiller pads seeded messages to a typical chat message length.
+var seedFiller = strings.Repeat("lorem ipsum dolor sit amet ", 8)
+
+// seedText is the text of the g-th seeded message (1-based).
+func seedText(g int) string { return fmt.Sprintf("message %d: %s", g, seedFiller) }
