@@ -193,13 +193,18 @@ func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " "
 // failing that, its first fact as "Key: value"; otherwise "".
 func Title(s *Summary, firstUserMessages []string) string {
 	const max = 60
+	fallback := "" // a short opener such as "Hi": only when nothing better exists
 	for _, m := range firstUserMessages {
-		if t := firstSentence(m, 1000); t != "" {
+		t := firstSentence(m, 1000)
+		if len(strings.Fields(t)) >= 4 {
 			return shortTitle(t, max)
+		}
+		if fallback == "" {
+			fallback = shortTitle(t, max)
 		}
 	}
 	if s == nil {
-		return ""
+		return fallback
 	}
 	for _, sent := range splitSentences(s.Narrative) {
 		sent = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(sent, "User: "), "Assistant: "))
@@ -213,7 +218,7 @@ func Title(s *Summary, firstUserMessages []string) string {
 			return shortTitle(name+": "+strings.TrimSpace(f.Value), max)
 		}
 	}
-	return ""
+	return fallback
 }
 
 // shortTitle removes trailing sentence punctuation and cuts at a word

@@ -330,6 +330,9 @@ func TestTitle(t *testing.T) {
 			"My flight HAT170 on 2024-05-20 was cancelled and I want to…"},
 		{"from narrative", &Summary{Narrative: "User: Asked about baggage allowance. Assistant: Explained."}, nil, "Asked about baggage allowance"},
 		{"from facts", &Summary{Facts: []Fact{{Key: "order_id", Value: "#1234"}}}, nil, "Order id: #1234"},
+		{"greeting skipped for a later message", nil, []string{"Hi", "My parcel never arrived at all"}, "My parcel never arrived at all"},
+		{"greeting loses to the narrative", &Summary{Narrative: "User: Asked about baggage allowance."}, []string{"Hello!"}, "Asked about baggage allowance"},
+		{"short opener as a last resort", nil, []string{"Thanks"}, "Thanks"},
 		{"nothing", &Summary{}, nil, ""},
 		{"nil", nil, nil, ""},
 	}
