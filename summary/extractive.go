@@ -380,9 +380,10 @@ func (k *keyer) add(f finding) {
 			return
 		}
 	}
-	// An identifier or amount this run already found under another kind is
-	// not repeated (short values such as "2" may well be distinct facts).
-	if len(f.value) >= 4 && k.holds(f.value, false) {
+	// An identifier or amount already held under another key (found earlier
+	// in this run, or in the ledger) is not repeated; short values such as
+	// "2" may well be distinct facts.
+	if len(f.value) >= 4 && k.holds(f.value, true) {
 		return
 	}
 	for n := 1; ; n++ {

@@ -47,7 +47,7 @@ func scanJSON(text string) (found []finding, ok bool) {
 // result and a sentence about the same thing share a key.
 var jsonKeyAliases = map[string]string{
 	"flight": "flight_number", "reservation": "reservation_id", "order": "order_id",
-	"booking": "booking_id", "ticket": "ticket_id", "contact": "email",
+	"booking": "booking_id", "ticket": "ticket_id", "contact": "email", "tracking": "tracking_number",
 }
 
 // walkJSON calls leaf for every scalar under an object key, in a stable

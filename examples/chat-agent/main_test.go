@@ -24,7 +24,8 @@ func TestOfflineScript(t *testing.T) {
 	for _, want := range []string{
 		"bot> Order #A-1234 (espresso machine) is shipped with UPS",
 		`[tool call] lookup_order {"order_id":"#A-1234"}`,
-		"the model saw the system prompt + 4 facts + a summary + 5 conversation messages",
+		"the model saw the system prompt + 5 facts + a summary + 5 conversation messages",
+		"  - tracking_number: 1Z999AA10123456784 [ENTITY]", // from the lookup_order tool result (JSON)
 		"bot> The first order you asked about is still in my notes. Order #A-1234",
 		"=== memory: 18 messages stored",
 		"  - order_id: #A-1234 [ENTITY]",
