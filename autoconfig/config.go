@@ -72,6 +72,9 @@ type Config struct {
 	Spring SpringConfig
 	// Store holds store limits that are not in Memory.
 	Store StoreConfig
+	// Server configures strata serve, the HTTP API
+	// (arc.reactor.memory.server.*).
+	Server ServerConfig
 
 	// set records, for keys set by a file, the environment or an override,
 	// where the value came from.
@@ -176,6 +179,7 @@ func Default() *Config {
 		LLM:        LLMConfig{MaxOutputTokens: DefaultMaxOutputTokens},
 		Datasource: DatasourceConfig{MigrateOnStart: true},
 		Store:      StoreConfig{MaxSummaries: summary.DefaultMaxSummaries},
+		Server:     defaultServerConfig(),
 	}
 }
 
@@ -313,6 +317,9 @@ func (c *Config) Trimmer(est trimmer.Estimator) *trimmer.Trimmer {
 // Clone returns a deep copy of c.
 func (c *Config) Clone() *Config {
 	out := *c
+	if c.Server.APIKeys != nil {
+		out.Server.APIKeys = append([]APIKeyConfig(nil), c.Server.APIKeys...)
+	}
 	if c.set != nil {
 		out.set = make(map[string]string, len(c.set))
 		for k, v := range c.set {

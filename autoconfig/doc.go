@@ -23,8 +23,20 @@
 //	    url: jdbc:postgresql://localhost:5432/app
 //
 // Strata's own keys live under arc.reactor.memory as well (summarizer,
-// datasource, store, policy); Keys lists them all and config.example.yaml at
-// the root of the module shows every key with its default and meaning.
+// datasource, store, policy, and server for strata serve); Keys lists them
+// all and config.example.yaml at the root of the module shows every key with
+// its default and meaning.
+//
+// The one list-valued key, arc.reactor.memory.server.api-keys, binds API
+// keys to user ids without putting secrets in the file:
+//
+//	arc.reactor.memory.server.api-keys:
+//	  - {user-id: web-backend, key-env: STRATA_KEY_WEB}   # key read from $STRATA_KEY_WEB
+//	  - {user-id: voice-app, sha256: 9f86d08…}           # sha256sum of the key
+//
+// In the environment (ARC_REACTOR_MEMORY_SERVER_API_KEYS) and in overrides
+// it is a JSON list or the compact form
+// "web-backend=key-env:STRATA_KEY_WEB,voice-app=sha256:9f86d08…".
 //
 // Every key has an environment variable: the key upper-cased with "." and "-"
 // replaced by "_" (ARC_REACTOR_MEMORY_SUMMARY_TRIGGER_MESSAGE_COUNT,

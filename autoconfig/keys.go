@@ -65,7 +65,8 @@ type KeyInfo struct {
 	// Env is the environment variable that sets it, e.g.
 	// "ARC_REACTOR_MEMORY_SUMMARY_TRIGGER_MESSAGE_COUNT".
 	Env string
-	// Type is "bool", "int", "float", "duration" or "string".
+	// Type is "bool", "int", "float", "duration", "string" or "list"
+	// (server.api-keys).
 	Type string
 	// Default is the default value in YAML syntax.
 	Default string
@@ -270,6 +271,33 @@ var keyTable = []keySpec{
 	intKey(keyMinTail,
 		"chunked: verbatim messages always kept under prompt-memory-budget. Must be >= 0.",
 		func(c *Config) *int { return &c.Memory.MinTailMessages }),
+
+	// Strata: strata serve (server.go).
+	stringKey(keyServerListen,
+		"strata serve: TCP address to listen on (host:port; \":8080\" = every interface, as in a container).",
+		func(c *Config) *string { return &c.Server.Listen }),
+	apiKeysKey(),
+	intKey(keyServerMaxBodyBytes,
+		"strata serve: largest request body accepted, in bytes (larger: 413). Must be >= 1024.",
+		func(c *Config) *int { return &c.Server.MaxBodyBytes }),
+	durationKey(keyServerReadHeaderTimeout,
+		"strata serve: time limit for reading a request's headers. Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Server.ReadHeaderTimeout }),
+	durationKey(keyServerReadTimeout,
+		"strata serve: time limit for reading a whole request, body included. Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Server.ReadTimeout }),
+	durationKey(keyServerWriteTimeout,
+		"strata serve: time limit for handling a request and writing its response; keep it above summarizer.timeout (a context load may fold). Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Server.WriteTimeout }),
+	durationKey(keyServerIdleTimeout,
+		"strata serve: idle keep-alive connections are closed after this. Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Server.IdleTimeout }),
+	durationKey(keyServerShutdownTimeout,
+		"strata serve: on SIGINT/SIGTERM, time allowed to finish in-flight requests and then background folds. Must be > 0.",
+		func(c *Config) *time.Duration { return &c.Server.ShutdownTimeout }),
+	intKey(keyServerContextBudget,
+		"strata serve: token budget of GET /v1/sessions/{id}/context when the request gives none. Must be >= 0 (0 = max-context-window-tokens - max-output-tokens).",
+		func(c *Config) *int { return &c.Server.ContextBudget }),
 
 	// arc-reactor's llm properties.
 	ref(intKey(keyMaxTurns,

@@ -167,6 +167,10 @@ func envValue(t *testing.T, k KeyInfo) string {
 		return "0.5"
 	case keyRecent:
 		return "11" // trigger (20) >= recent still holds
+	case keyServerListen:
+		return "0.0.0.0:9090"
+	case keyServerAPIKeys:
+		return "alice=key-env:STRATA_KEY_ALICE"
 	}
 	switch k.Type {
 	case "bool":

@@ -79,6 +79,9 @@ func (c *Config) Validate() error {
 	if _, err := c.DatabaseURL(); err != nil {
 		return err
 	}
+	if err := c.validateServer(); err != nil {
+		return err
+	}
 	// memory.Config may gain settings this package does not know yet:
 	// its own validation backs ours up, translated to key names.
 	if err := c.Memory.Validate(); err != nil {

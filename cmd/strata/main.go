@@ -1,6 +1,7 @@
 // Command strata replays transcripts through Strata's hierarchical memory,
-// migrates its PostgreSQL schema and inspects stored sessions, all driven by
-// the same configuration an application uses (autoconfig).
+// migrates its PostgreSQL schema, inspects stored sessions and serves the
+// memory over HTTP (strata serve), all driven by the same configuration an
+// application uses (autoconfig).
 //
 // Usage:
 //
@@ -8,6 +9,7 @@
 //	strata migrate up|down|version      manage the database schema
 //	strata inspect [flags] SESSION      print a stored session's facts, narrative, cursor and window
 //	strata config [flags]               print the effective configuration, or the example file
+//	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
 //
 // Every command takes --config FILE (repeatable; later files win) and --set
 // key=value (repeatable; wins over files and the environment), and --help.
@@ -62,7 +64,7 @@ func usagef(format string, args ...any) error {
 // errHelp: --help was asked for and printed.
 var errHelp = errors.New("help")
 
-const mainUsage = `strata — replay, migrate and inspect Strata's hierarchical conversation memory.
+const mainUsage = `strata — replay, migrate, inspect and serve Strata's hierarchical conversation memory.
 
 Usage:
   strata <command> [flags] [arguments]
@@ -77,6 +79,8 @@ Commands:
   inspect SESSION        print a stored session's facts, narrative, cursor and window
   config                 print the effective configuration and where each value
                          comes from (--example: every key with its default)
+  serve                  serve the JSON HTTP API over the configured manager and
+                         stores (--listen ADDR), until SIGINT or SIGTERM
 
 Common flags (every command):
   --config FILE          YAML configuration file (repeatable; later files win)
@@ -111,7 +115,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("no command (want replay, migrate, inspect or config; see strata --help)")
+		return usagef("no command (want replay, migrate, inspect, config or serve; see strata --help)")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -129,11 +133,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdInspect(ctx, rest, stdout, stderr)
 	case "config":
 		return cmdConfig(rest, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
 	}
 	if strings.HasPrefix(cmd, "-") {
-		return usagef("flags go after the command: strata <command> %s … (commands: replay, migrate, inspect, config)", cmd)
+		return usagef("flags go after the command: strata <command> %s … (commands: replay, migrate, inspect, config, serve)", cmd)
 	}
-	return usagef("unknown command %q (want replay, migrate, inspect or config; see strata --help)", cmd)
+	return usagef("unknown command %q (want replay, migrate, inspect, config or serve; see strata --help)", cmd)
 }
 
 // stringList is a repeatable string flag.

@@ -1,0 +1,349 @@
+package autoconfig
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Defaults of strata serve (arc.reactor.memory.server.*).
+const (
+	// DefaultServerListen is the address strata serve listens on: loopback
+	// only, so that a server started by mistake is not reachable from the
+	// network. Containers set ":8080".
+	DefaultServerListen = "127.0.0.1:8080"
+	// DefaultServerMaxBodyBytes caps request bodies (1 MiB).
+	DefaultServerMaxBodyBytes = 1 << 20
+	// DefaultServerReadHeaderTimeout bounds reading a request's headers.
+	DefaultServerReadHeaderTimeout = 10 * time.Second
+	// DefaultServerReadTimeout bounds reading a whole request.
+	DefaultServerReadTimeout = 30 * time.Second
+	// DefaultServerWriteTimeout bounds a request from the end of its headers
+	// to the end of the response. It exceeds the summarizer's default
+	// timeout because a context load may fold synchronously.
+	DefaultServerWriteTimeout = 90 * time.Second
+	// DefaultServerIdleTimeout closes idle keep-alive connections.
+	DefaultServerIdleTimeout = 120 * time.Second
+	// DefaultServerShutdownTimeout bounds a graceful shutdown: in-flight
+	// requests, then background folds.
+	DefaultServerShutdownTimeout = 30 * time.Second
+)
+
+// Server keys.
+const (
+	keyServerListen            = "arc.reactor.memory.server.listen"
+	keyServerAPIKeys           = "arc.reactor.memory.server.api-keys"
+	keyServerMaxBodyBytes      = "arc.reactor.memory.server.max-body-bytes"
+	keyServerReadHeaderTimeout = "arc.reactor.memory.server.read-header-timeout"
+	keyServerReadTimeout       = "arc.reactor.memory.server.read-timeout"
+	keyServerWriteTimeout      = "arc.reactor.memory.server.write-timeout"
+	keyServerIdleTimeout       = "arc.reactor.memory.server.idle-timeout"
+	keyServerShutdownTimeout   = "arc.reactor.memory.server.shutdown-timeout"
+	keyServerContextBudget     = "arc.reactor.memory.server.context-budget"
+)
+
+// ServerConfig configures strata serve, the HTTP API over the manager
+// (arc.reactor.memory.server.*; package server).
+type ServerConfig struct {
+	// Listen is the TCP address to listen on (default
+	// DefaultServerListen).
+	Listen string
+	// APIKeys are the accepted API keys, each bound to one user id. With
+	// none, strata serve refuses to start.
+	APIKeys []APIKeyConfig
+	// MaxBodyBytes caps request bodies; larger ones get 413.
+	MaxBodyBytes int
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// net/http's server timeouts.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds a graceful shutdown: in-flight requests are
+	// finished, then background folds, within this time.
+	ShutdownTimeout time.Duration
+	// ContextBudget is the token budget of the context endpoint when the
+	// request gives none; 0 means max-context-window-tokens −
+	// max-output-tokens.
+	ContextBudget int
+}
+
+// APIKeyConfig is one entry of arc.reactor.memory.server.api-keys: a key,
+// given by exactly one of KeyEnv, SHA256 and Key, and the user id every
+// request made with it acts as.
+type APIKeyConfig struct {
+	// UserID is the user the key authenticates (user-id).
+	UserID string
+	// KeyEnv names the environment variable holding the key (key-env).
+	KeyEnv string
+	// SHA256 is the hex SHA-256 digest of the key (sha256), so that the
+	// key itself never appears in configuration.
+	SHA256 string
+	// Key is the key itself (key); allowed, but strata serve warns about
+	// it: prefer key-env or sha256.
+	Key string
+}
+
+// Kind returns which field gives the key: "key-env", "sha256" or "key"
+// ("" when none is set).
+func (a APIKeyConfig) Kind() string {
+	switch {
+	case a.KeyEnv != "":
+		return "key-env"
+	case a.SHA256 != "":
+		return "sha256"
+	case a.Key != "":
+		return "key"
+	}
+	return ""
+}
+
+func defaultServerConfig() ServerConfig {
+	return ServerConfig{
+		Listen:            DefaultServerListen,
+		MaxBodyBytes:      DefaultServerMaxBodyBytes,
+		ReadHeaderTimeout: DefaultServerReadHeaderTimeout,
+		ReadTimeout:       DefaultServerReadTimeout,
+		WriteTimeout:      DefaultServerWriteTimeout,
+		IdleTimeout:       DefaultServerIdleTimeout,
+		ShutdownTimeout:   DefaultServerShutdownTimeout,
+	}
+}
+
+// apiKeysKey is arc.reactor.memory.server.api-keys: a YAML list of maps, or,
+// from the environment and --set, a JSON list or the compact form
+// "user=key-env:NAME,user2=sha256:HEX".
+func apiKeysKey() keySpec {
+	return keySpec{name: keyServerAPIKeys, typ: "list",
+		doc: "strata serve: API keys, each bound to one user id: a list of {user-id: U, key-env: NAME} (the key is read from $NAME) or {user-id: U, sha256: HEX} (the key's SHA-256); {user-id: U, key: K} works but puts a secret in the file. " +
+			"In the environment or --set: a JSON list, or user=key-env:NAME,user2=sha256:HEX. Empty: strata serve refuses to start.",
+		parse: func(c *Config, raw any) error {
+			keys, err := parseAPIKeys(c, raw)
+			if err != nil {
+				return err
+			}
+			c.Server.APIKeys = keys
+			return nil
+		},
+		format: func(c *Config) string { return formatAPIKeys(c.Server.APIKeys) },
+	}
+}
+
+// parseAPIKeys reads the api-keys value: a YAML list of maps, or a string
+// (JSON list or compact form). An empty list is nil.
+func parseAPIKeys(c *Config, raw any) ([]APIKeyConfig, error) {
+	switch v := raw.(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		var out []APIKeyConfig
+		for i, e := range v {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("entry %d: want a map such as {user-id: alice, key-env: STRATA_KEY_ALICE}, got %s", i+1, describe(e))
+			}
+			k, err := apiKeyFromMap(c, m)
+			if err != nil {
+				return nil, fmt.Errorf("entry %d: %v", i+1, err)
+			}
+			out = append(out, k)
+		}
+		return out, nil
+	case string:
+		s := strings.TrimSpace(v)
+		switch {
+		case s == "" || s == "[]":
+			return nil, nil
+		case strings.HasPrefix(s, "["):
+			var list []map[string]any
+			dec := json.NewDecoder(strings.NewReader(s))
+			if err := dec.Decode(&list); err != nil {
+				return nil, fmt.Errorf("malformed JSON list: %v", err)
+			}
+			items := make([]any, len(list))
+			for i, m := range list {
+				items[i] = m
+			}
+			return parseAPIKeys(c, items)
+		}
+		var out []APIKeyConfig
+		for i, item := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+			user, spec, ok := strings.Cut(item, "=")
+			kind, val, ok2 := strings.Cut(spec, ":")
+			if !ok || !ok2 {
+				return nil, fmt.Errorf("entry %d: want USER=key-env:NAME, USER=sha256:HEX or USER=key:KEY", i+1)
+			}
+			m := map[string]any{"user-id": user, kind: val}
+			k, err := apiKeyFromMap(c, m)
+			if err != nil {
+				return nil, fmt.Errorf("entry %d: %v", i+1, err)
+			}
+			out = append(out, k)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a list of {user-id, key-env | sha256 | key} maps, got %s", describe(raw))
+}
+
+// apiKeyFromMap reads one api-keys entry; its keys are matched like every
+// other key (case and "-"/"_" do not matter). Values may use ${NAME}
+// placeholders.
+func apiKeyFromMap(c *Config, m map[string]any) (APIKeyConfig, error) {
+	var k APIKeyConfig
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s, err := toString(m[name])
+		if err != nil {
+			return k, fmt.Errorf("%s: %v", name, err)
+		}
+		if strings.Contains(s, "${") {
+			if s, err = c.resolvePlaceholders(s); err != nil {
+				return k, fmt.Errorf("%s: %v", name, err)
+			}
+		}
+		switch canonical(name) {
+		case "userid":
+			k.UserID = s
+		case "keyenv":
+			k.KeyEnv = s
+		case "sha256":
+			k.SHA256 = strings.ToLower(s)
+		case "key":
+			k.Key = s
+		default:
+			return k, fmt.Errorf("unknown field %q (want user-id and one of key-env, sha256, key)", name)
+		}
+	}
+	return k, nil
+}
+
+// formatAPIKeys renders the keys as a YAML flow list; plain keys are masked.
+func formatAPIKeys(keys []APIKeyConfig) string {
+	if len(keys) == 0 {
+		return "[]"
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		var v string
+		switch k.Kind() {
+		case "key-env":
+			v = strconv.Quote(k.KeyEnv)
+		case "sha256":
+			v = strconv.Quote(k.SHA256)
+		case "key":
+			v = `"*****"`
+		}
+		parts[i] = fmt.Sprintf("{user-id: %s, %s: %s}", strconv.Quote(k.UserID), k.Kind(), v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// validateServer checks the server keys.
+func (c *Config) validateServer() error {
+	s := c.Server
+	_, port, err := net.SplitHostPort(s.Listen)
+	if err != nil {
+		return c.errorFor(keyServerListen, "must be host:port, e.g. 127.0.0.1:8080 or :8080")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return c.errorFor(keyServerListen, "the port must be a number between 0 and 65535")
+	}
+	checks := []struct {
+		bad  bool
+		key  string
+		want string
+	}{
+		{s.MaxBodyBytes < 1024, keyServerMaxBodyBytes, "must be >= 1024"},
+		{s.ReadHeaderTimeout <= 0, keyServerReadHeaderTimeout, "must be > 0 (e.g. 10s)"},
+		{s.ReadTimeout <= 0, keyServerReadTimeout, "must be > 0 (e.g. 30s)"},
+		{s.WriteTimeout <= 0, keyServerWriteTimeout, "must be > 0 (e.g. 90s)"},
+		{s.IdleTimeout <= 0, keyServerIdleTimeout, "must be > 0 (e.g. 120s)"},
+		{s.ShutdownTimeout <= 0, keyServerShutdownTimeout, "must be > 0 (e.g. 30s)"},
+		{s.ContextBudget < 0, keyServerContextBudget, "must be >= 0 (0 = max-context-window-tokens - max-output-tokens)"},
+	}
+	for _, ck := range checks {
+		if ck.bad {
+			return c.errorFor(ck.key, ck.want)
+		}
+	}
+	seen := map[string]int{}
+	for i, k := range s.APIKeys {
+		if err := k.validate(); err != nil {
+			return newError(keyServerAPIKeys, "", c.Source(keyServerAPIKeys), fmt.Sprintf("entry %d: %v", i+1, err))
+		}
+		id := k.Kind() + ":" + k.KeyEnv + k.SHA256 + k.Key
+		if j, ok := seen[id]; ok {
+			return newError(keyServerAPIKeys, "", c.Source(keyServerAPIKeys), fmt.Sprintf("entries %d and %d give the same key", j+1, i+1))
+		}
+		seen[id] = i
+	}
+	return nil
+}
+
+// validate checks one api-keys entry.
+func (a APIKeyConfig) validate() error {
+	if strings.TrimSpace(a.UserID) == "" {
+		return errors.New("user-id is missing")
+	}
+	if strings.IndexFunc(a.UserID, func(r rune) bool { return unicode.IsControl(r) }) >= 0 || len(a.UserID) > 256 {
+		return errors.New("user-id must be at most 256 characters without control characters")
+	}
+	n := 0
+	for _, f := range []string{a.KeyEnv, a.SHA256, a.Key} {
+		if f != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("user %q: want exactly one of key-env, sha256 and key", a.UserID)
+	}
+	switch {
+	case a.KeyEnv != "" && !envNameRE.MatchString(a.KeyEnv):
+		return fmt.Errorf("user %q: key-env must be the NAME of an environment variable ([A-Za-z_][A-Za-z0-9_]*), never the key itself", a.UserID)
+	case a.SHA256 != "":
+		if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != 32 {
+			return fmt.Errorf("user %q: sha256 must be 64 hexadecimal characters (sha256sum of the key)", a.UserID)
+		}
+	case a.Key != "" && len(a.Key) < MinAPIKeyLength:
+		return fmt.Errorf("user %q: key must be at least %d characters", a.UserID, MinAPIKeyLength)
+	}
+	return nil
+}
+
+// MinAPIKeyLength is the shortest API key accepted in plain text or from an
+// environment variable.
+const MinAPIKeyLength = 16
+
+// ResolveAPIKey returns the plain key of a key-env or key entry (reading
+// the variable from the configuration's environment), or "" for a sha256
+// entry. A missing, empty or short variable is an error naming it.
+func (c *Config) ResolveAPIKey(a APIKeyConfig) (string, error) {
+	switch a.Kind() {
+	case "key":
+		return a.Key, nil
+	case "key-env":
+		v, ok := c.LookupEnv(a.KeyEnv)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			return "", newError(keyServerAPIKeys, "", c.Source(keyServerAPIKeys),
+				fmt.Sprintf("user %q: the environment variable %s holding the key is empty or unset", a.UserID, a.KeyEnv))
+		}
+		if len(v) < MinAPIKeyLength {
+			return "", newError(keyServerAPIKeys, "", c.Source(keyServerAPIKeys),
+				fmt.Sprintf("user %q: the key in %s must be at least %d characters", a.UserID, a.KeyEnv, MinAPIKeyLength))
+		}
+		return v, nil
+	}
+	return "", nil
+}

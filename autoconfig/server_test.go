@@ -1,0 +1,135 @@
+package autoconfig
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServerDefaults(t *testing.T) {
+	t.Parallel()
+	cfg := mustLoad(t, nil)
+	s := cfg.Server
+	if s.Listen != DefaultServerListen || s.MaxBodyBytes != 1<<20 || s.APIKeys != nil ||
+		s.WriteTimeout != DefaultServerWriteTimeout || s.ShutdownTimeout != DefaultServerShutdownTimeout || s.ContextBudget != 0 {
+		t.Fatalf("server defaults: %+v", s)
+	}
+	if v, _ := cfg.Value(keyServerAPIKeys); v != "[]" {
+		t.Fatalf("Value(api-keys) = %q", v)
+	}
+}
+
+func TestServerAPIKeysFromYAML(t *testing.T) {
+	t.Parallel()
+	sum := sha256.Sum256([]byte("bob-secret-key-0123456789"))
+	hexSum := hex.EncodeToString(sum[:])
+	path := writeFile(t, "strata.yaml", `
+arc:
+  reactor:
+    memory:
+      server:
+        listen: ":9000"
+        read-timeout: 5s
+        api-keys:
+          - user-id: alice
+            key-env: STRATA_KEY_ALICE
+          - userId: bob
+            sha256: `+strings.ToUpper(hexSum)+`
+          - user_id: carol
+            key: ${CAROL_KEY}
+`)
+	cfg := mustLoad(t, []string{"CAROL_KEY=carol-plain-key-0123456789", "STRATA_KEY_ALICE=alice-secret-key-0123456789"}, path)
+	want := []APIKeyConfig{
+		{UserID: "alice", KeyEnv: "STRATA_KEY_ALICE"},
+		{UserID: "bob", SHA256: hexSum},
+		{UserID: "carol", Key: "carol-plain-key-0123456789"},
+	}
+	if !reflect.DeepEqual(cfg.Server.APIKeys, want) {
+		t.Fatalf("APIKeys = %+v, want %+v", cfg.Server.APIKeys, want)
+	}
+	if cfg.Server.Listen != ":9000" || cfg.Server.ReadTimeout != 5*time.Second {
+		t.Fatalf("server = %+v", cfg.Server)
+	}
+	v, _ := cfg.Value(keyServerAPIKeys)
+	if strings.Contains(v, "carol-plain") || !strings.Contains(v, `{user-id: "carol", key: "*****"}`) || !strings.Contains(v, "STRATA_KEY_ALICE") {
+		t.Fatalf("Value(api-keys) = %s", v)
+	}
+	if k, err := cfg.ResolveAPIKey(cfg.Server.APIKeys[0]); err != nil || k != "alice-secret-key-0123456789" {
+		t.Fatalf("ResolveAPIKey(alice) = %q, %v", k, err)
+	}
+	if k, err := cfg.ResolveAPIKey(cfg.Server.APIKeys[1]); err != nil || k != "" {
+		t.Fatalf("ResolveAPIKey(bob) = %q, %v", k, err)
+	}
+	// Clone copies the list.
+	cl := cfg.Clone()
+	cl.Server.APIKeys[0].UserID = "mallory"
+	if cfg.Server.APIKeys[0].UserID != "alice" {
+		t.Fatal("Clone shares the api-keys list")
+	}
+	// A missing variable is reported when the key is resolved, not loaded.
+	cfg = mustLoad(t, []string{"CAROL_KEY=carol-plain-key-0123456789"}, path)
+	_, err := cfg.ResolveAPIKey(cfg.Server.APIKeys[0])
+	if err == nil || !strings.Contains(err.Error(), "STRATA_KEY_ALICE") || !strings.Contains(err.Error(), keyServerAPIKeys) {
+		t.Fatalf("ResolveAPIKey without the variable: %v", err)
+	}
+}
+
+func TestServerAPIKeysFromEnvironment(t *testing.T) {
+	t.Parallel()
+	sum := strings.Repeat("ab", 32)
+	for _, v := range []string{
+		`alice=key-env:K_ALICE, bob=sha256:` + sum,
+		`[{"user-id":"alice","key-env":"K_ALICE"},{"user-id":"bob","sha256":"` + sum + `"}]`,
+	} {
+		cfg := mustLoad(t, []string{"ARC_REACTOR_MEMORY_SERVER_API_KEYS=" + v})
+		want := []APIKeyConfig{{UserID: "alice", KeyEnv: "K_ALICE"}, {UserID: "bob", SHA256: sum}}
+		if !reflect.DeepEqual(cfg.Server.APIKeys, want) {
+			t.Errorf("%s: APIKeys = %+v", v, cfg.Server.APIKeys)
+		}
+	}
+	// --set takes the same forms.
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeys + "=dana=key:dana-key-0123456789abc"}})
+	if err != nil || len(cfg.Server.APIKeys) != 1 || cfg.Server.APIKeys[0].Key != "dana-key-0123456789abc" {
+		t.Fatalf("--set: %+v, %v", cfg, err)
+	}
+}
+
+func TestServerConfigErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		set, key, want string
+	}{
+		{keyServerListen + "=localhost", keyServerListen, "must be host:port"},
+		{keyServerListen + "=:http", keyServerListen, "port must be a number"},
+		{keyServerMaxBodyBytes + "=10", keyServerMaxBodyBytes, "must be >= 1024"},
+		{keyServerWriteTimeout + "=0", keyServerWriteTimeout, "must be > 0"},
+		{keyServerShutdownTimeout + "=-1s", keyServerShutdownTimeout, "must be > 0"},
+		{keyServerContextBudget + "=-1", keyServerContextBudget, "must be >= 0"},
+		{keyServerAPIKeys + "=alice", keyServerAPIKeys, "want USER=key-env:NAME"},
+		{keyServerAPIKeys + "==key-env:K", keyServerAPIKeys, "user-id is missing"},
+		{keyServerAPIKeys + "=alice=sha256:abc", keyServerAPIKeys, "64 hexadecimal"},
+		{keyServerAPIKeys + "=alice=key-env:not-a-name", keyServerAPIKeys, "NAME of an environment variable"},
+		{keyServerAPIKeys + "=alice=key:short", keyServerAPIKeys, "at least 16"},
+		{keyServerAPIKeys + "=alice=token:abc", keyServerAPIKeys, `unknown field "token"`},
+		{keyServerAPIKeys + `=[{"user-id":"a","key-env":"K","sha256":"` + strings.Repeat("0", 64) + `"}]`, keyServerAPIKeys, "exactly one of"},
+		{keyServerAPIKeys + "=a=key-env:K,b=key-env:K", keyServerAPIKeys, "entries 1 and 2 give the same key"},
+		{keyServerAPIKeys + "=[{oops", keyServerAPIKeys, "malformed JSON"},
+	}
+	for _, c := range cases {
+		e := loadErr(t, LoadOptions{Overrides: []string{c.set}})
+		if e.Key != c.key || !strings.Contains(e.Error(), c.want) {
+			t.Errorf("--set %s: %v (key %s), want %s: …%s…", c.set, e, e.Key, c.key, c.want)
+		}
+		if strings.Contains(e.Error(), "short\"") {
+			t.Errorf("--set %s: error shows the key: %v", c.set, e)
+		}
+	}
+	// A YAML entry that is not a map.
+	path := writeFile(t, "bad.yaml", "arc.reactor.memory.server.api-keys: [alice]\n")
+	if e := loadErr(t, LoadOptions{Files: []string{path}}); !strings.Contains(e.Error(), "entry 1: want a map") {
+		t.Errorf("scalar entry: %v", e)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/server"
+)
+
+const serveUsage = `Usage: strata serve [flags]
+
+Serves Strata's HTTP API (package server) over the manager and stores the
+configuration describes — PostgreSQL when a datasource is set, else in
+memory — until SIGINT or SIGTERM, then shuts down gracefully: in-flight
+requests finish, background folds are flushed, within
+server.shutdown-timeout.
+
+  POST   /v1/sessions                  new session (title, initial messages)
+  POST   /v1/sessions/{id}/messages    append a turn or messages
+  GET    /v1/sessions/{id}/context     what the model should receive (?budget=N)
+  GET    /v1/sessions/{id}             full history, summary and title
+  GET    /v1/sessions                  the caller's sessions (?search=q to search)
+  DELETE /v1/sessions/{id}             delete (idempotent)
+  GET    /healthz, /readyz, /openapi.json
+
+Requests authenticate with Authorization: Bearer <key>; keys come from
+arc.reactor.memory.server.api-keys, each bound to one user id, e.g.
+
+  strata serve --set 'arc.reactor.memory.server.api-keys=web=key-env:STRATA_KEY_WEB'
+
+(the key is read from $STRATA_KEY_WEB; "web=sha256:HEX" takes the key's
+SHA-256 instead, printf %s KEY | sha256sum). The access log goes to stderr.
+
+Flags:
+`
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cf commonFlags
+	cf.register(fs)
+	listen := fs.String("listen", "", "listen on `ADDR` (host:port), overriding arc.reactor.memory.server.listen")
+	logFormat := fs.String("log-format", "text", "log format: `text` or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	pos, err := parseFlags(fs, args, serveUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("serve: unexpected argument %q (see strata serve --help)", pos[0])
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("serve: --log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	var handler slog.Handler
+	switch opts := (&slog.HandlerOptions{Level: level}); *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(stderr, opts)
+	case "json":
+		handler = slog.NewJSONHandler(stderr, opts)
+	default:
+		return usagef("serve: --log-format %q: want text or json", *logFormat)
+	}
+	if *listen != "" {
+		cf.sets = append(cf.sets, "arc.reactor.memory.server.listen="+*listen)
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	if len(cfg.Server.APIKeys) == 0 {
+		return errors.New("serve: no API keys configured: set arc.reactor.memory.server.api-keys (e.g. --set 'arc.reactor.memory.server.api-keys=USER=key-env:NAME')")
+	}
+	// main stops on SIGINT; a service manager sends SIGTERM.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+
+	logger := slog.New(handler)
+	srv, err := server.Open(ctx, cfg, server.WithLogger(logger))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	stores := "in-memory"
+	if dsn, _ := cfg.DatabaseURL(); dsn != "" {
+		stores = "PostgreSQL " + db.RedactDSN(dsn)
+	}
+	fmt.Fprintf(stdout, "strata serve: listening on http://%s (API keys: %d, stores: %s, summaries: %s)\n",
+		ln.Addr(), len(cfg.Server.APIKeys), stores, summariesState(cfg.Memory.Enabled, cfg.EffectiveProvider()))
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("serve: %s", strings.TrimPrefix(err.Error(), "server: "))
+	}
+	fmt.Fprintln(stdout, "strata serve: stopped")
+	return nil
+}
+
+func summariesState(on bool, provider string) string {
+	if !on {
+		return "off (takeLast)"
+	}
+	return "on, " + provider
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-go/strata/server"
+)
+
+const serveKey = "serve-test-key-0123456789"
+
+// syncBuffer is a goroutine-safe output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	t.Parallel()
+	keys := "arc.reactor.memory.server.api-keys=alice=sha256:" + server.HashKey(serveKey)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"argument", []string{"serve", "extra"}, 2, `serve: unexpected argument "extra"`},
+		{"log format", []string{"serve", "--log-format", "xml"}, 2, `--log-format "xml"`},
+		{"log level", []string{"serve", "--log-level", "loud"}, 2, `--log-level "loud"`},
+		{"unknown flag", []string{"serve", "--port", "80"}, 2, "flag provided but not defined: -port"},
+		{"no keys", []string{"serve"}, 1, "serve: no API keys configured"},
+		{"bad listen", []string{"serve", "--listen", "nowhere", "--set", keys}, 1, "arc.reactor.memory.server.listen = \"nowhere\" (from --set): must be host:port"},
+		{"bad key", []string{"serve", "--set", "arc.reactor.memory.server.api-keys=alice=sha256:beef"}, 1, "64 hexadecimal"},
+		{"key variable unset", []string{"serve", "--set", "arc.reactor.memory.server.api-keys=alice=key-env:STRATA_SERVE_TEST_UNSET"}, 1, "STRATA_SERVE_TEST_UNSET holding the key is empty or unset"},
+		{"port in use", []string{"serve", "--listen", busy.Addr().String(), "--set", keys}, 1, "serve: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+	} {
+		code, _, stderr := cli(t, c.args...)
+		wantError(t, code, stderr, c.code, c.want)
+	}
+	code, out, _ := cli(t, "serve", "--help")
+	if code != 0 || !strings.Contains(out, "Usage: strata serve") || !strings.Contains(out, "-listen ADDR") {
+		t.Fatalf("serve --help: %d %q", code, out)
+	}
+	if code, out, _ := cli(t, "--help"); code != 0 || !strings.Contains(out, "serve ") {
+		t.Fatalf("strata --help does not list serve: %q", out)
+	}
+}
+
+var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+
+// startServe runs strata serve in-process and returns its URL, its outputs
+// and a channel with its exit code.
+func startServe(t *testing.T, ctx context.Context, extra ...string) (string, *syncBuffer, *syncBuffer, chan int) {
+	t.Helper()
+	args := append([]string{"serve", "--listen", "127.0.0.1:0",
+		"--set", "arc.reactor.memory.server.api-keys=alice=sha256:" + server.HashKey(serveKey),
+		"--set", "arc.reactor.memory.summary.enabled=true",
+		"--set", "arc.reactor.memory.server.shutdown-timeout=10s"}, extra...)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	exit := make(chan int, 1)
+	go func() { exit <- runContext(ctx, args, stdout, stderr) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], stdout, stderr, exit
+		}
+		select {
+		case code := <-exit:
+			t.Fatalf("strata serve exited with %d: %s", code, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("strata serve did not start: %s %s", stdout, stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func call(t *testing.T, client *http.Client, method, url, key, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServe starts strata serve, uses it and stops it by cancelling its
+// context (as SIGINT does through main).
+func TestServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, stdout, stderr, exit := startServe(t, ctx, "--log-format", "json")
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+
+	if code, _ := call(t, client, "GET", url+"/healthz", "", ""); code != 200 {
+		t.Fatalf("healthz: %d", code)
+	}
+	if code, body := call(t, client, "GET", url+"/v1/sessions", "", ""); code != 401 || !strings.Contains(body, "missing API key") {
+		t.Fatalf("no key: %d %s", code, body)
+	}
+	for i := range 12 {
+		if code, body := call(t, client, "POST", url+"/v1/sessions/cli-1/messages", serveKey,
+			`{"turn":{"user":"My order #Z-`+string(rune('0'+i%10))+` is late","assistant":"Checking.","model_variant":"arco"}}`); code != 200 {
+			t.Fatalf("append %d: %d %s", i, code, body)
+		}
+	}
+	if code, body := call(t, client, "GET", url+"/v1/sessions/cli-1/context?budget=4000", serveKey, ""); code != 200 || !strings.Contains(body, `"mode":"hierarchical"`) {
+		t.Fatalf("context: %d %s", code, body)
+	}
+	client.CloseIdleConnections()
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("strata serve did not stop")
+	}
+	if !strings.Contains(stdout.String(), "strata serve: stopped") || !strings.Contains(stdout.String(), "stores: in-memory, summaries: on, extractive") {
+		t.Errorf("stdout: %s", stdout)
+	}
+	logs := stderr.String()
+	if strings.Contains(logs, serveKey) {
+		t.Fatal("the API key is in the log")
+	}
+	if !strings.Contains(logs, `"msg":"http request"`) || !strings.Contains(logs, `"route":"/v1/sessions/{id}/context"`) || !strings.Contains(logs, `"user_id":"alice"`) {
+		t.Errorf("no JSON access log: %s", logs)
+	}
+}
+
+// TestServeSIGTERM: a service manager's SIGTERM stops the server gracefully.
+// Not parallel: it signals the test process (strata serve handles SIGTERM
+// while it runs).
+func TestServeSIGTERM(t *testing.T) {
+	url, stdout, stderr, exit := startServe(t, context.Background())
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	if code, _ := call(t, client, "GET", url+"/readyz", "", ""); code != 200 {
+		t.Fatalf("readyz: %d", code)
+	}
+	client.CloseIdleConnections()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM: %s", code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("strata serve ignored SIGTERM")
+	}
+	if !strings.Contains(stdout.String(), "strata serve: stopped") || !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("no graceful stop: %s / %s", stdout, stderr)
+	}
+}

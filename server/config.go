@@ -1,0 +1,192 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/strata-go/strata/autoconfig"
+)
+
+// Defaults of a Config's zero fields (the same as autoconfig's).
+const (
+	// DefaultMaxBodyBytes caps request bodies: 1 MiB.
+	DefaultMaxBodyBytes = autoconfig.DefaultServerMaxBodyBytes
+	// DefaultReadHeaderTimeout bounds reading a request's headers: 10 s.
+	DefaultReadHeaderTimeout = autoconfig.DefaultServerReadHeaderTimeout
+	// DefaultReadTimeout bounds reading a whole request: 30 s.
+	DefaultReadTimeout = autoconfig.DefaultServerReadTimeout
+	// DefaultWriteTimeout bounds handling a request and writing its
+	// response: 90 s, above the summarizer's default timeout (a context
+	// load may fold synchronously).
+	DefaultWriteTimeout = autoconfig.DefaultServerWriteTimeout
+	// DefaultIdleTimeout closes idle keep-alive connections: 2 min.
+	DefaultIdleTimeout = autoconfig.DefaultServerIdleTimeout
+	// DefaultShutdownTimeout bounds a graceful shutdown: 30 s.
+	DefaultShutdownTimeout = autoconfig.DefaultServerShutdownTimeout
+	// DefaultContextBudget is the context endpoint's budget when neither
+	// the Config nor the runtime's configuration gives one.
+	DefaultContextBudget = autoconfig.DefaultMaxContextWindowTokens - autoconfig.DefaultMaxOutputTokens
+	// MinKeyLength is the shortest API key accepted.
+	MinKeyLength = autoconfig.MinAPIKeyLength
+)
+
+// Config configures a Server. Zero durations and sizes mean the defaults
+// above; Addr is used by ListenAndServe only.
+type Config struct {
+	// Addr is the TCP address ListenAndServe listens on.
+	Addr string
+	// APIKeys are the accepted keys, each bound to one user id. At least one
+	// is required.
+	APIKeys []APIKey
+	// MaxBodyBytes caps request bodies (413 beyond).
+	MaxBodyBytes int64
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// net/http's. WriteTimeout also bounds each request's context, so a
+	// slow store call is abandoned when the response could no longer be
+	// written.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds a graceful shutdown: in-flight requests, then
+	// background folds.
+	ShutdownTimeout time.Duration
+	// ContextBudget is the token budget of GET /v1/sessions/{id}/context
+	// when the request has no budget parameter (0: the runtime's
+	// max-context-window-tokens − max-output-tokens).
+	ContextBudget int
+}
+
+// APIKey is one accepted key: either the key itself (Key) or the hex
+// SHA-256 digest of it (SHA256), and the user id it authenticates. The
+// Server keeps only digests; Key is hashed by New and never stored.
+type APIKey struct {
+	// UserID is the user every request made with the key acts as.
+	UserID string
+	// Key is the key itself (at least MinKeyLength characters).
+	Key string
+	// SHA256 is the key's hex SHA-256 digest (HashKey), instead of Key.
+	SHA256 string
+	// Plaintext marks a key written in plain text in a configuration file
+	// (server.api-keys entry with key:); New logs a warning for it.
+	Plaintext bool
+}
+
+// HashKey returns the hex SHA-256 digest of an API key, the form
+// server.api-keys accepts as sha256 (the same as `printf %s KEY | sha256sum`).
+func HashKey(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])
+}
+
+// ConfigFrom builds a Config from Strata's configuration
+// (arc.reactor.memory.server.*): key-env entries are read from the
+// configuration's environment, and a context budget of 0 becomes
+// max-context-window-tokens − max-output-tokens. A missing key variable is
+// an error naming it.
+func ConfigFrom(acfg *autoconfig.Config) (Config, error) {
+	sc := acfg.Server
+	cfg := Config{
+		Addr:              sc.Listen,
+		MaxBodyBytes:      int64(sc.MaxBodyBytes),
+		ReadHeaderTimeout: sc.ReadHeaderTimeout,
+		ReadTimeout:       sc.ReadTimeout,
+		WriteTimeout:      sc.WriteTimeout,
+		IdleTimeout:       sc.IdleTimeout,
+		ShutdownTimeout:   sc.ShutdownTimeout,
+		ContextBudget:     sc.ContextBudget,
+	}
+	if cfg.ContextBudget == 0 {
+		cfg.ContextBudget = acfg.Memory.ContextWindowTokens - acfg.LLM.MaxOutputTokens
+	}
+	for _, k := range sc.APIKeys {
+		key, err := acfg.ResolveAPIKey(k)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.APIKeys = append(cfg.APIKeys, APIKey{UserID: k.UserID, Key: key, SHA256: k.SHA256, Plaintext: k.Kind() == "key"})
+	}
+	return cfg, nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults(budget int) Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.ReadTimeout, DefaultReadTimeout)
+	def(&c.WriteTimeout, DefaultWriteTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	if c.ContextBudget == 0 {
+		c.ContextBudget = budget
+	}
+	return c
+}
+
+// validate checks a Config after withDefaults.
+func (c Config) validate() error {
+	switch {
+	case c.MaxBodyBytes < 1024:
+		return fmt.Errorf("server: MaxBodyBytes = %d, want >= 1024", c.MaxBodyBytes)
+	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
+		return errors.New("server: timeouts must be > 0")
+	case c.ContextBudget < 1:
+		return fmt.Errorf("server: ContextBudget = %d, want >= 1", c.ContextBudget)
+	case len(c.APIKeys) == 0:
+		return errors.New("server: no API keys configured (set arc.reactor.memory.server.api-keys)")
+	}
+	return nil
+}
+
+// keyring holds the SHA-256 digests of the accepted keys and their users.
+type keyring struct {
+	hashes [][sha256.Size]byte
+	users  []string
+}
+
+func newKeyring(keys []APIKey) (*keyring, error) {
+	kr := &keyring{}
+	seen := map[[sha256.Size]byte]int{}
+	for i, k := range keys {
+		if strings.TrimSpace(k.UserID) == "" || strings.IndexFunc(k.UserID, unicode.IsControl) >= 0 {
+			return nil, fmt.Errorf("server: API key %d: missing or invalid user id", i+1)
+		}
+		var h [sha256.Size]byte
+		switch {
+		case k.Key != "" && k.SHA256 != "":
+			return nil, fmt.Errorf("server: API key %d (user %q): set Key or SHA256, not both", i+1, k.UserID)
+		case k.Key != "":
+			if len(k.Key) < MinKeyLength {
+				return nil, fmt.Errorf("server: API key %d (user %q): shorter than %d characters", i+1, k.UserID, MinKeyLength)
+			}
+			h = sha256.Sum256([]byte(k.Key))
+		case k.SHA256 != "":
+			b, err := hex.DecodeString(strings.TrimSpace(k.SHA256))
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("server: API key %d (user %q): SHA256 must be 64 hexadecimal characters", i+1, k.UserID)
+			}
+			copy(h[:], b)
+		default:
+			return nil, fmt.Errorf("server: API key %d (user %q): no key", i+1, k.UserID)
+		}
+		if j, ok := seen[h]; ok {
+			return nil, fmt.Errorf("server: API keys %d and %d are the same key", j+1, i+1)
+		}
+		seen[h] = i
+		kr.hashes = append(kr.hashes, h)
+		kr.users = append(kr.users, k.UserID)
+	}
+	return kr, nil
+}
