@@ -248,12 +248,20 @@ func (m *Manager) SaveMessages(ctx context.Context, sessionID, userID string, ms
 // set by the store. An empty sessionID stores nothing (no memory without a
 // session, as the reference).
 func (m *Manager) AppendMessages(ctx context.Context, sessionID, userID string, msgs ...Message) error {
+	_, err := m.Append(ctx, sessionID, userID, msgs...)
+	return err
+}
+
+// Append is AppendMessages that also reports the store's message count and
+// the last sequence number, read atomically with the write (an API that
+// answers "stored N" needs the exact figure under concurrent writers).
+func (m *Manager) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
 	if sessionID == "" || len(msgs) == 0 {
-		return nil
+		return AppendResult{}, nil
 	}
 	for i := range msgs {
 		if err := msgs[i].Validate(m.cfg.MaxMessageBytes); err != nil {
-			return fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
+			return AppendResult{}, fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
 		}
 	}
 	ctx, span := m.startSpan(ctx, "strata.memory.save", sessionID)
@@ -262,11 +270,11 @@ func (m *Manager) AppendMessages(ctx context.Context, sessionID, userID string, 
 	endSpan(span, err)
 	if err != nil {
 		m.stats.saveErrors.Add(1)
-		return fmt.Errorf("memory: save %q: %w", sessionID, err)
+		return AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
 	}
 	m.stats.saves.Add(1)
 	m.trigger(sessionID, res.Total)
-	return nil
+	return res, nil
 }
 
 // LoadHistory returns what the model should see of the session: the last

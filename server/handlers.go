@@ -155,17 +155,6 @@ func setMetadata(m *memory.Message, k, v string) {
 	m.Metadata[k] = v
 }
 
-// total returns the session's message count, nil when it cannot be read
-// (the caller's write already succeeded: no error for that).
-func (s *Server) total(ctx context.Context, id string) *int {
-	t, err := s.store.Tail(ctx, id, 0)
-	if err != nil {
-		s.log.WarnContext(ctx, "strata serve: message count", "session_id", id, "error", err)
-		return nil
-	}
-	return &t.Total
-}
-
 // --- POST /v1/sessions -------------------------------------------------
 
 type createRequest struct {
@@ -208,11 +197,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		if title != "" {
 			setMetadata(&msgs[0], MetadataTitle, title)
 		}
-		if err := s.mgr.AppendMessages(ctx, id, st.user, msgs...); err != nil {
+		res, err := s.mgr.Append(ctx, id, st.user, msgs...)
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		resp.Total = s.total(ctx, id)
+		resp.Total = &res.Total
 	}
 	w.Header().Set("Location", "/v1/sessions/"+id)
 	s.writeJSON(w, http.StatusCreated, resp)
@@ -287,14 +277,15 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 			setMetadata(&msgs[0], MetadataTitle, p.title)
 		}
 	}
-	if err := s.mgr.AppendMessages(ctx, id, st.user, msgs...); err != nil {
+	res, err := s.mgr.Append(ctx, id, st.user, msgs...)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if pending {
 		s.pending.remove(id)
 	}
-	s.writeJSON(w, http.StatusOK, appendResponse{ID: id, Stored: len(msgs), Total: s.total(ctx, id)})
+	s.writeJSON(w, http.StatusOK, appendResponse{ID: id, Stored: len(msgs), Total: &res.Total})
 }
 
 // --- GET /v1/sessions/{id}/context --------------------------------------
