@@ -96,6 +96,19 @@ func WithEstimator(est trimmer.Estimator) Option {
 	}
 }
 
+// WithSupersedeDelay sets how long a background fold that superseded a
+// still-running one waits before it reads anything (default 100ms). Under a
+// burst of saves each fold is superseded by the next save anyway; the delay
+// lets the burst settle so that only its last fold does work. Sequential
+// turns (a save after the previous fold finished) are not delayed.
+func WithSupersedeDelay(d time.Duration) Option {
+	return func(m *Manager) {
+		if d >= 0 {
+			m.supersedeDelay = d
+		}
+	}
+}
+
 // WithFoldWait bounds how long a load waits for another process's fold of
 // the same session before it degrades (parity: takeLast; chunked: the whole
 // unfolded tail) instead of stalling on a slow summarizer elsewhere (default
@@ -123,9 +136,11 @@ type Manager struct {
 	locker   FoldLocker
 	foldTTL  time.Duration
 	foldWait time.Duration
-	est      trimmer.Estimator
-	cost     *trimmer.Trimmer // prices messages with est
-	otel     instruments
+	// supersedeDelay: see WithSupersedeDelay.
+	supersedeDelay time.Duration
+	est            trimmer.Estimator
+	cost           *trimmer.Trimmer // prices messages with est
+	otel           instruments
 
 	observers       []FoldObserver
 	deleteObservers []DeleteObserver
@@ -170,13 +185,14 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 		return nil, err
 	}
 	m := &Manager{
-		store:    store,
-		cfg:      cfg,
-		log:      slog.Default(),
-		now:      time.Now,
-		foldTTL:  2 * time.Minute,
-		foldWait: 10 * time.Second,
-		sessions: map[string]*sessionState{},
+		store:          store,
+		cfg:            cfg,
+		log:            slog.Default(),
+		now:            time.Now,
+		foldTTL:        2 * time.Minute,
+		foldWait:       10 * time.Second,
+		supersedeDelay: 100 * time.Millisecond,
+		sessions:       map[string]*sessionState{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -719,6 +735,12 @@ func (m *Manager) runJob(ctx context.Context, sessionID string, st *sessionState
 	if prev != nil {
 		select {
 		case <-prev.done:
+		case <-ctx.Done():
+			return
+		}
+		// Superseded a running fold: saves are arriving faster than folds.
+		select {
+		case <-time.After(m.supersedeDelay):
 		case <-ctx.Done():
 			return
 		}

@@ -817,3 +817,24 @@ func TestDeleteObserver(t *testing.T) {
 		t.Fatalf("observer saw %v", deleted)
 	}
 }
+
+// A burst of saves, each superseding a running fold, settles into few
+// summarizer calls instead of one started (and cancelled) per save.
+func TestBurstOfSavesSettles(t *testing.T) {
+	f := newFixture(t, hierConfig())
+	f.svc.fn = func(ctx context.Context, _ int64, req summary.Request) (summary.Result, error) {
+		<-ctx.Done() // a slow summarizer: every call ends by supersession
+		return summary.Result{}, ctx.Err()
+	}
+	seed(t, f.store, "s", "alice", 10)
+	for i := 0; i < 50; i++ {
+		if err := f.mgr.SaveTurn(context.Background(), "s", "alice", "q", "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mgr.CancelSummarization("s")
+	_ = f.mgr.Flush(context.Background())
+	if calls := f.svc.calls.Load(); calls > 5 {
+		t.Fatalf("50 rapid saves started %d summarizer calls", calls)
+	}
+}
