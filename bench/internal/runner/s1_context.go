@@ -8,6 +8,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/bench/internal/data"
+	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -26,20 +27,28 @@ func (r *runner) contextPolicyNames() []string {
 // newContextPolicies builds one of each policy of section 1 for a
 // conversation; Strata uses the offline extractive summarizer.
 func (r *runner) newContextPolicies(session string) ([]policy, error) {
-	out := []policy{&fullHistory{}, newTokenBuffer(r.p.tokenBufferLimit)}
-	tl, err := r.newStrata(takeLastConfig(), nil, session)
+	strata, err := r.newStrataPolicies(session)
 	if err != nil {
 		return nil, err
 	}
-	par, err := r.newStrata(parityConfig(), summary.NewExtractiveService(), session)
-	if err != nil {
-		return nil, err
+	return append([]policy{&fullHistory{}, newTokenBuffer(r.p.tokenBufferLimit)}, strata...), nil
+}
+
+// newStrataPolicies builds Strata takeLast, parity and chunked over one
+// session, the last two with the offline extractive summarizer.
+func (r *runner) newStrataPolicies(session string) ([]policy, error) {
+	var out []policy
+	for _, p := range []struct {
+		cfg memory.Config
+		svc summary.Service
+	}{{takeLastConfig(), nil}, {parityConfig(), summary.NewExtractiveService()}, {chunkedConfig(), summary.NewExtractiveService()}} {
+		pol, err := r.newStrata(p.cfg, p.svc, session)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pol)
 	}
-	ch, err := r.newStrata(chunkedConfig(), summary.NewExtractiveService(), session)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, tl, par, ch), nil
+	return out, nil
 }
 
 // contextRun is the tokens per turn of every policy over a conversation.

@@ -10,7 +10,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/bench/internal/data"
-	"github.com/strata-go/strata/summary"
 )
 
 // retentionPolicyNames are the columns of section 7; index 1 (takeLast) is
@@ -18,19 +17,11 @@ import (
 var retentionPolicyNames = []string{"full history (ceiling)", "takeLast (last 20 messages)", "Strata parity + extractive", "Strata chunked + extractive", "langchaingo ConversationTokenBuffer"}
 
 func (r *runner) newRetentionPolicies(session string) ([]policy, error) {
-	tl, err := r.newStrata(takeLastConfig(), nil, session)
+	strata, err := r.newStrataPolicies(session) // takeLast, parity, chunked
 	if err != nil {
 		return nil, err
 	}
-	par, err := r.newStrata(parityConfig(), summary.NewExtractiveService(), session)
-	if err != nil {
-		return nil, err
-	}
-	ch, err := r.newStrata(chunkedConfig(), summary.NewExtractiveService(), session)
-	if err != nil {
-		return nil, err
-	}
-	return []policy{&fullHistory{}, tl, par, ch, newTokenBuffer(r.p.tokenBufferLimit)}, nil
+	return append(append([]policy{&fullHistory{}}, strata...), newTokenBuffer(r.p.tokenBufferLimit)), nil
 }
 
 // retained holds, per policy, which gold values the final context shows.
