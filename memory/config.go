@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Config controls when and how a Manager folds old messages. The zero value
-// is not usable; start from DefaultConfig.
+// Config controls when and how a Manager folds old messages. Start from
+// DefaultConfig; in a literal, the fields after MaxConversationTurns may be
+// left zero (zero means the documented default or "off").
 type Config struct {
 	// Enabled turns hierarchical memory on (summary.enabled). Off: loads
 	// return the last 2 × MaxConversationTurns messages (takeLast).
@@ -30,7 +31,7 @@ type Config struct {
 	FailureCooldown    time.Duration
 	MaxFailureCooldown time.Duration
 	// MaxFacts and MaxFactValueLen cap the fact ledger (defaults 100 and
-	// 500 characters).
+	// 500 characters; 0 means the default).
 	MaxFacts        int
 	MaxFactValueLen int
 
@@ -134,10 +135,10 @@ func (c Config) Validate() error {
 		return bad("FailureCooldown", c.FailureCooldown, ">= 0")
 	case c.MaxFailureCooldown < c.FailureCooldown:
 		return bad("MaxFailureCooldown", c.MaxFailureCooldown, fmt.Sprintf(">= FailureCooldown (%s)", c.FailureCooldown))
-	case c.MaxFacts < 1:
-		return bad("MaxFacts", c.MaxFacts, ">= 1")
-	case c.MaxFactValueLen < 1:
-		return bad("MaxFactValueLen", c.MaxFactValueLen, ">= 1")
+	case c.MaxFacts < 0:
+		return bad("MaxFacts", c.MaxFacts, ">= 1 (0 = default 100)")
+	case c.MaxFactValueLen < 0:
+		return bad("MaxFactValueLen", c.MaxFactValueLen, ">= 1 (0 = default 500)")
 	case c.Policy != "" && c.Policy != PolicyParity && c.Policy != PolicyChunked:
 		return bad("Policy", c.Policy, `"parity" or "chunked"`)
 	case c.BufferMessageCount < 0:

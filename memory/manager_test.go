@@ -839,3 +839,22 @@ func TestBurstOfSavesSettles(t *testing.T) {
 		t.Fatalf("20 rapid saves started %d summarizer calls", calls)
 	}
 }
+
+// A literal with only the contract's four fields is a valid configuration.
+func TestLiteralConfigWithContractFieldsOnly(t *testing.T) {
+	cfg := memory.Config{Enabled: true, TriggerMessageCount: 20, RecentMessageCount: 10, MaxConversationTurns: 10}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
+		memory.WithSummaries(summary.NewInMemoryStore(0), &fakeSummarizer{}), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	seed(t, mgr.Store(), "s", "alice", 16)
+	h, err := mgr.Load(context.Background(), "s", "alice")
+	if err != nil || h.Mode != memory.ModeHierarchical || len(h.Messages) != 12 {
+		t.Fatalf("mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
+	}
+}
