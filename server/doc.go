@@ -48,7 +48,8 @@
 //
 // Listing and search go through the conversation catalogue (package
 // catalog; Open builds it over the runtime's stores, with db.NewCatalogIndex
-// on PostgreSQL), whose documents follow every fold. A search first indexes
+// on PostgreSQL — using pgvector when the server has it and the schema is
+// migrated on start), whose documents follow every fold and every delete. A search first indexes
 // the caller's sessions that have no document yet or a stale one (bounded
 // to a few seconds), so a short conversation that was never folded is found
 // too. The default embedder is lexical and offline; give the catalogue a

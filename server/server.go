@@ -130,8 +130,13 @@ func Open(ctx context.Context, acfg *autoconfig.Config, opts ...Option) (*Server
 			c.Observer()(ctx, s)
 		}
 	}
+	forget := func(ctx context.Context, sessionID string) {
+		if c := catRef.Load(); c != nil {
+			c.DeleteObserver()(ctx, sessionID)
+		}
+	}
 	bopts := append([]autoconfig.BuildOption{autoconfig.WithLogger(o.logger),
-		autoconfig.WithManagerOptions(memory.WithFoldObserver(observe))}, o.buildOpts...)
+		autoconfig.WithManagerOptions(memory.WithFoldObserver(observe), memory.WithDeleteObserver(forget))}, o.buildOpts...)
 	rt, err := autoconfig.BuildRuntime(ctx, acfg, bopts...)
 	if err != nil {
 		return nil, err
@@ -139,6 +144,13 @@ func Open(ctx context.Context, acfg *autoconfig.Config, opts ...Option) (*Server
 	if o.cat == nil {
 		var idx catalog.Index
 		if rt.DB != nil {
+			// pgvector when the server has it; the portable column otherwise.
+			// It is DDL, so only where the schema is managed on start.
+			if acfg.Datasource.MigrateOnStart {
+				if err := db.EnableVectorSearch(ctx, rt.DB); err != nil {
+					o.logger.InfoContext(ctx, "strata serve: catalogue scores in process (no pgvector)", "reason", err)
+				}
+			}
 			idx = db.NewCatalogIndex(rt.DB)
 		} else {
 			idx = catalog.NewMemoryIndex()
