@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -33,13 +34,13 @@ var conversation = [][2]string{
 }
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, w io.Writer) error {
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 8, 4
@@ -62,11 +63,11 @@ func run(ctx context.Context) error {
 		}
 		if i == 2 || i == 6 || i == len(conversation)-1 {
 			prompt := trim.Trim(history, "You are a helpful support agent.", 0)
-			fmt.Printf("=== before turn %d: the model sees %d messages (~%d tokens) ===\n", i+1, len(prompt), trim.Cost(prompt))
+			fmt.Fprintf(w, "=== before turn %d: the model sees %d messages (~%d tokens) ===\n", i+1, len(prompt), trim.Cost(prompt))
 			for _, m := range prompt {
-				fmt.Printf("  [%s] %s\n", m.GetType(), indent(m.GetContent()))
+				fmt.Fprintf(w, "  [%s] %s\n", m.GetType(), indent(m.GetContent()))
 			}
-			fmt.Printf("  [human] %s   <- current message\n\n", turn[0])
+			fmt.Fprintf(w, "  [human] %s   <- current message\n\n", turn[0])
 		}
 		if err := mgr.SaveTurn(ctx, session, user, turn[0], turn[1]); err != nil {
 			return err
@@ -80,13 +81,13 @@ func run(ctx context.Context) error {
 	if err != nil || s == nil {
 		return fmt.Errorf("no summary was made (err=%v)", err)
 	}
-	fmt.Printf("=== final memory: %d messages folded into %d facts ===\n", s.UpToSeq, len(s.Facts))
+	fmt.Fprintf(w, "=== final memory: %d messages folded into %d facts ===\n", s.UpToSeq, len(s.Facts))
 	for _, f := range s.Facts {
-		fmt.Printf("  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
+		fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
 	}
-	fmt.Printf("narrative: %s\n", s.Narrative)
+	fmt.Fprintf(w, "narrative: %s\n", s.Narrative)
 	st := mgr.Stats()
-	fmt.Printf("folds: %d, summarizer calls: %d, fallbacks: %d\n", st.Folds, st.SummarizerCalls, st.Fallbacks)
+	fmt.Fprintf(w, "folds: %d, summarizer calls: %d, fallbacks: %d\n", st.Folds, st.SummarizerCalls, st.Fallbacks)
 	return nil
 }
 
