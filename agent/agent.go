@@ -14,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -405,32 +406,15 @@ func isToolCallDelta(chunk []byte) bool {
 	return true
 }
 
-// add counts one call's usage from a choice's GenerationInfo: the
-// PromptTokens / CompletionTokens / TotalTokens keys of openai and googleai,
-// or anthropic's InputTokens / OutputTokens.
+// add counts one call's usage from a choice's GenerationInfo (keys as
+// summary.UsageFrom reads them; the total is "TotalTokens" when reported).
 func (u *Usage) add(info map[string]any) {
-	in, out, total := intOf(info["PromptTokens"]), intOf(info["CompletionTokens"]), intOf(info["TotalTokens"])
-	if in == 0 && out == 0 {
-		in, out = intOf(info["InputTokens"]), intOf(info["OutputTokens"])
-	}
+	tokens := summary.UsageFrom(info)
+	total := summary.CountFrom(info, "TotalTokens")
 	if total == 0 {
-		total = in + out
+		total = tokens.InputTokens + tokens.OutputTokens
 	}
-	u.PromptTokens += in
-	u.CompletionTokens += out
+	u.PromptTokens += tokens.InputTokens
+	u.CompletionTokens += tokens.OutputTokens
 	u.TotalTokens += total
-}
-
-func intOf(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case int32:
-		return int(n)
-	case int64:
-		return int(n)
-	case float64:
-		return int(n)
-	}
-	return 0
 }

@@ -134,7 +134,7 @@ func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error)
 		return Result{}, fmt.Errorf("summary: model returned no choices: %w", ErrEmptyReply)
 	}
 	choice := resp.Choices[0]
-	usage := usageFrom(choice.GenerationInfo)
+	usage := UsageFrom(choice.GenerationInfo)
 
 	res, err := ParseReply(choice.Content)
 	res.Usage = usage
@@ -190,18 +190,21 @@ func (s *llmService) generate(ctx context.Context, msgs []llms.MessageContent, o
 	return nil, fmt.Errorf("summary: model call: %w", out.err)
 }
 
-// usageFrom reads token counts from a choice's GenerationInfo: the keys
-// "PromptTokens"/"CompletionTokens" (openai, googleai), "input_tokens"/
-// "output_tokens" (googleai, bedrock) or "InputTokens"/"OutputTokens"
-// (anthropic), with int, int32, int64 or float64 values.
-func usageFrom(info map[string]any) Usage {
+// UsageFrom reads token counts from a langchaingo choice's GenerationInfo:
+// the keys "PromptTokens"/"CompletionTokens" (openai, googleai),
+// "input_tokens"/"output_tokens" (googleai, bedrock) or
+// "InputTokens"/"OutputTokens" (anthropic), with int, int32, int64 or float64
+// values.
+func UsageFrom(info map[string]any) Usage {
 	return Usage{
-		InputTokens:  firstCount(info, "PromptTokens", "input_tokens", "InputTokens"),
-		OutputTokens: firstCount(info, "CompletionTokens", "output_tokens", "OutputTokens"),
+		InputTokens:  CountFrom(info, "PromptTokens", "input_tokens", "InputTokens"),
+		OutputTokens: CountFrom(info, "CompletionTokens", "output_tokens", "OutputTokens"),
 	}
 }
 
-func firstCount(info map[string]any, keys ...string) int {
+// CountFrom returns the first positive count stored in info under one of
+// keys (a GenerationInfo entry such as "TotalTokens"), 0 when none is.
+func CountFrom(info map[string]any, keys ...string) int {
 	for _, k := range keys {
 		if n, ok := toInt(info[k]); ok && n > 0 {
 			return n

@@ -392,7 +392,7 @@ func TestUsageFrom(t *testing.T) {
 		{"nil", nil, Usage{}},
 	}
 	for _, tc := range cases {
-		if got := usageFrom(tc.info); got != tc.want {
+		if got := UsageFrom(tc.info); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
