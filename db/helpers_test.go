@@ -1,10 +1,8 @@
 package db_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 )
 
@@ -29,7 +28,7 @@ type fixture struct {
 	schema   dbtest.Schema
 	messages *db.MessageStore
 	sums     *db.SummaryStore
-	logs     *syncBuffer
+	logs     *testutil.Buffer
 }
 
 // newFixture gives the test a fresh migrated schema and both stores, with
@@ -38,7 +37,7 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	s := dbtest.NewSchema(t)
 	d := dbtest.Open(t, s.URL)
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &fixture{
 		d:        d,
@@ -47,23 +46,6 @@ func newFixture(t testing.TB) *fixture {
 		sums:     db.NewSummaryStore(d, db.WithLogger(logger)).(*db.SummaryStore),
 		logs:     logs,
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func user(s string) memory.Message { return memory.Message{Role: memory.RoleUser, Content: s} }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
@@ -35,7 +36,7 @@ func newReplica(t *testing.T, url string, cfg memory.Config, svc summary.Service
 		sums: db.NewSummaryStore(d, opts...).(*db.SummaryStore),
 	}
 	// The manager's logs are shown only when the test fails.
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mgr, err := memory.NewManager(r.d, cfg, memory.WithSummaries(r.sums, svc), memory.WithLogger(logger))
 	if err != nil {

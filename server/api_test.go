@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
@@ -222,7 +223,7 @@ func newRuntime(t *testing.T, store memory.MessageStore, svc summary.Service, op
 
 func TestPanicRecovery(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	rt := newRuntime(t, panicStore{memory.NewInMemoryStoreWith()}, summary.NewExtractiveService())
 	cfg, err := ConfigFrom(testConfig(t))
 	if err != nil {
@@ -268,7 +269,7 @@ func TestReadiness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := serveOn(t, srv, &lockedBuffer{})
+	ts := serveOn(t, srv, &testutil.Buffer{})
 	ts.must(200, "GET", "/readyz", "", nil, nil)
 	store.broken.Store(true)
 	r := ts.must(503, "GET", "/readyz", "", nil, nil)
@@ -369,7 +370,7 @@ func TestValidSessionID(t *testing.T) {
 
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	acfg := testConfig(t, "arc.reactor.memory.server.api-keys=carol=key:carol-plain-key-0123456789")
 	srv, err := Open(context.Background(), acfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -34,24 +35,6 @@ const (
 	keyAlice = "alice-key-0123456789abcdef"
 	keyBob   = "bob-key-0123456789abcdef-xyz"
 )
-
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // baseOverrides is a small hierarchical configuration: chunked folds with
 // the extractive summarizer, K = 6 verbatim messages growing to 12 before a
@@ -87,7 +70,7 @@ type testServer struct {
 	srv    *Server
 	url    string
 	client *http.Client
-	logs   *lockedBuffer
+	logs   *testutil.Buffer
 	stop   func() error // graceful stop; idempotent
 }
 
@@ -95,7 +78,7 @@ type testServer struct {
 // the test ends.
 func startServer(t testing.TB, acfg *autoconfig.Config, opts ...Option) *testServer {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -110,7 +93,7 @@ func startServer(t testing.TB, acfg *autoconfig.Config, opts ...Option) *testSer
 }
 
 // serveOn serves srv on a loopback port until the test ends.
-func serveOn(t testing.TB, srv *Server, logs *lockedBuffer) *testServer {
+func serveOn(t testing.TB, srv *Server, logs *testutil.Buffer) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

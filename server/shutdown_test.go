@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
@@ -55,7 +56,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ShutdownTimeout = 20 * time.Second
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	srv, err := New(rt, cfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	if err != nil {
 		t.Fatal(err)

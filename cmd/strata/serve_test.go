@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -9,33 +8,15 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/server"
 )
 
 const serveKey = "serve-test-key-0123456789"
-
-// syncBuffer is a goroutine-safe output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestServeUsageErrors(t *testing.T) {
 	t.Parallel()
@@ -77,13 +58,13 @@ var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 
 // startServe runs strata serve in-process and returns its URL, its outputs
 // and a channel with its exit code.
-func startServe(t *testing.T, ctx context.Context, extra ...string) (string, *syncBuffer, *syncBuffer, chan int) {
+func startServe(t *testing.T, ctx context.Context, extra ...string) (string, *testutil.Buffer, *testutil.Buffer, chan int) {
 	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0",
 		"--set", "arc.reactor.memory.server.api-keys=alice=sha256:" + server.HashKey(serveKey),
 		"--set", "arc.reactor.memory.summary.enabled=true",
 		"--set", "arc.reactor.memory.server.shutdown-timeout=10s"}, extra...)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
 	exit := make(chan int, 1)
 	go func() { exit <- runContext(ctx, args, stdout, stderr) }()
 	deadline := time.Now().Add(20 * time.Second)
