@@ -102,11 +102,11 @@ func scanGroup(items []item, i int) group {
 		return group{end: i + 1, orphan: head.role == roleTool, missing: -1}
 	}
 	var small [16]bool // avoids an allocation for ordinary parallel-call counts
-	answered := small[:0]
-	if len(head.calls) <= len(small) {
-		answered = small[:len(head.calls)]
+	var answered []bool
+	if n := len(head.calls); n <= len(small) {
+		answered = small[:n]
 	} else {
-		answered = make([]bool, len(head.calls))
+		answered = make([]bool, n)
 	}
 	end := i + 1
 	for end < len(items) && items[end].role == roleTool && answer(head.calls, answered, items[end].toolID) {
