@@ -694,7 +694,9 @@ func (m *Manager) trigger(sessionID string, total int) {
 	if !m.hierarchical() || !m.cool.ready(sessionID) {
 		return
 	}
-	if !m.chunked() && total <= m.cfg.TriggerMessageCount {
+	// Parity folds only above the trigger; a chunked fold keeps K verbatim
+	// messages, so it needs more than K (its triggers are checked in the job).
+	if (!m.chunked() && total <= m.cfg.TriggerMessageCount) || total <= m.cfg.RecentMessageCount {
 		return
 	}
 	m.mu.Lock()
