@@ -252,14 +252,7 @@ func printInspect(w io.Writer, r inspectReport) {
 		if s.Title != "" {
 			fmt.Fprintf(w, "title:    %s\n", s.Title)
 		}
-		fmt.Fprintf(w, "facts (%d):\n", len(s.Facts))
-		for _, f := range s.Facts {
-			fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
-		}
-		fmt.Fprintln(w, "narrative:")
-		for _, l := range strings.Split(strings.TrimSpace(s.Narrative), "\n") {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
+		printFactsAndNarrative(w, s.Facts, s.Narrative)
 	}
 	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
 	for _, m := range r.Window {

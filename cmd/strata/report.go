@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -120,12 +121,18 @@ func (r *replayer) finalReport(b summaryBody, s *summary.Summary) {
 		return
 	}
 	fmt.Fprintf(w, " · summary covers messages up to #%d ══\n", s.UpToSeq)
-	fmt.Fprintf(w, "facts (%d):\n", len(s.Facts))
-	for _, f := range s.Facts {
+	printFactsAndNarrative(w, s.Facts, s.Narrative)
+}
+
+// printFactsAndNarrative prints a summary's facts, one "- key: value
+// [CATEGORY]" line each, then its narrative, indented.
+func printFactsAndNarrative(w io.Writer, facts []summary.Fact, narrative string) {
+	fmt.Fprintf(w, "facts (%d):\n", len(facts))
+	for _, f := range facts {
 		fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
 	}
 	fmt.Fprintln(w, "narrative:")
-	for _, l := range strings.Split(strings.TrimSpace(s.Narrative), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(narrative), "\n") {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 }
