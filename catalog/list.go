@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 // Entry is one conversation in a listing.
@@ -133,7 +134,7 @@ func (c *Catalog) provisionalTitle(ctx context.Context, info memory.SessionInfo)
 	if err != nil {
 		return "", fmt.Errorf("catalog: title of %q: %w", info.SessionID, err)
 	}
-	return titleFromTurns(first), nil
+	return summary.Title(nil, first), nil
 }
 
 // Reindex refreshes, now, every session of userID whose document is

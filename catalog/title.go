@@ -28,8 +28,8 @@ type TitleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []
 // first informative sentence the user said in the narrative (the
 // extractive summarizer's "User: …" outline), else summary.Title of the
 // summary (the narrative's first sentence, else its first fact). Without a
-// summary it is summary.Title of the first user message with four words or
-// more (greetings alone are passed over).
+// summary it is summary.Title of the first user messages (which passes over
+// greetings alone).
 func DefaultTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
 	if !s.IsEmpty() {
 		if said := userSentences(s.Narrative); said != "" {
@@ -41,24 +41,7 @@ func DefaultTitle(_ context.Context, s summary.Summary, firstUserMessages []stri
 			return t, nil
 		}
 	}
-	return titleFromTurns(firstUserMessages), nil
-}
-
-// titleFromTurns is summary.Title of the first user message that makes an
-// informative title (four words or more: "Hi!" does not), else of the first
-// one that makes any.
-func titleFromTurns(msgs []string) string {
-	fallback := ""
-	for _, m := range msgs {
-		t := summary.Title(nil, []string{m})
-		if len(strings.Fields(t)) >= 4 {
-			return t
-		}
-		if fallback == "" {
-			fallback = t
-		}
-	}
-	return fallback
+	return summary.Title(nil, firstUserMessages), nil
 }
 
 var speakerLabel = regexp.MustCompile(`(?:^|\s)(User|Assistant):\s`)
