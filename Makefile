@@ -5,7 +5,10 @@
 # Regenerates bench/REPORT.md and its SVG plots, offline (see bench/README.md).
 # The PostgreSQL parts use $DATABASE_URL, or else a server that
 # scripts/with-postgres.sh finds or starts (the same logic as the tests).
-# Extra flags: make bench BENCH_FLAGS="-sections 1,4".
+# Extra flags: make bench BENCH_FLAGS="-sections 1,4". A partial run
+# rewrites bench/REPORT.md with only those sections: while iterating, write
+# elsewhere, e.g. the reply-latency section alone (about a minute):
+#   make bench BENCH_FLAGS="-sections 9 -out /tmp/strata-bench"
 BENCH_FLAGS ?=
 BENCH_CMD = go run ./bench/cmd/strata-bench -out bench $(BENCH_FLAGS)
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -26,13 +27,17 @@ var ErrMaxToolRounds = errors.New("agent: too many tool-call rounds")
 // answers with no choices.
 var ErrEmptyResponse = errors.New("agent: model returned no choices")
 
+// ErrBudgetMismatch is wrapped by the error New returns when
+// WithContextWindow states a budget other than the memory manager's.
+var ErrBudgetMismatch = errors.New("agent: context window differs from the memory manager's")
+
 // failedSaveTimeout bounds the save of a failed turn's user message when the
 // caller's context is already done.
 const failedSaveTimeout = 5 * time.Second
 
 // Agent runs a langchaingo model over a memory.Manager: every turn loads the
-// session's history, sends [system prompt][facts][narrative][recent…][input]
-// trimmed to the context window, runs the tool calls the model asks for,
+// session's history, has the manager fit [system prompt][facts][narrative]
+// [recent…][input] into its budget, runs the tool calls the model asks for,
 // and saves the whole turn. An Agent is immutable and safe for concurrent
 // use; concurrent turns of one session each see the history saved before
 // they started.
@@ -40,8 +45,8 @@ type Agent struct {
 	model     llms.Model
 	mgr       *memory.Manager
 	tools     toolSet
-	trim      *trimmer.Trimmer
 	system    string
+	noteCost  int
 	maxRounds int
 	provider  Provider
 	callOpts  []llms.CallOption
@@ -50,20 +55,35 @@ type Agent struct {
 }
 
 // New returns an Agent that answers with model and remembers with mgr.
-// It fails on a nil model or manager, an unknown provider, a non-positive
-// tool-round bound or context window, and tools without a name or with
-// duplicate names.
+//
+// It fails on a nil model, including a typed nil such as the *openai.LLM
+// that a failed openai.New returns next to its error, on a nil manager, on
+// WithContextWindow values that differ from the manager's budget (the error
+// wraps ErrBudgetMismatch), an unknown provider, a tool-round bound below 1,
+// and tools that are nil, unnamed or share a name.
 func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) {
 	if model == nil {
 		return nil, errors.New("agent: nil model")
 	}
-	if mgr == nil {
-		return nil, errors.New("agent: nil memory manager")
+	if isNil(model) {
+		return nil, fmt.Errorf("agent: the model is a nil %T; check the error its constructor returned (e.g. openai.New without an API key)", model)
 	}
-	cfg := config{window: DefaultContextWindow, reserve: DefaultOutputReserve, maxRounds: DefaultMaxToolRounds}
+	if mgr == nil {
+		return nil, errors.New("agent: nil memory manager (build one with memory.NewManager or autoconfig.Build)")
+	}
+	cfg := config{maxRounds: DefaultMaxToolRounds}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
+		}
+	}
+	if w := cfg.window; w != nil {
+		mc := mgr.Config()
+		if w.tokens != mc.ContextWindowTokens || w.outputReserve != mc.OutputReserveTokens {
+			return nil, fmt.Errorf("%w: WithContextWindow(%d, %d), but the manager has a %d-token context window with a %d-token output reserve; "+
+				"the budget is defined once: set memory.Config.ContextWindowTokens and memory.Config.OutputReserveTokens "+
+				"(arc.reactor.llm.max-context-window-tokens and max-output-tokens) and make WithContextWindow match or drop it",
+				ErrBudgetMismatch, w.tokens, w.outputReserve, mc.ContextWindowTokens, mc.OutputReserveTokens)
 		}
 	}
 	if cfg.maxRounds < 1 {
@@ -75,24 +95,32 @@ func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) 
 	if cfg.provider == ProviderAuto {
 		cfg.provider = DetectProvider(model)
 	}
-	if cfg.trim == nil {
-		if cfg.window <= 0 || cfg.reserve < 0 {
-			return nil, fmt.Errorf("agent: invalid context window %d / output reserve %d", cfg.window, cfg.reserve)
-		}
-		cfg.trim = trimmer.New(cfg.window, cfg.reserve, nil)
-	}
 	ts, err := newToolSet(cfg.tools)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.log == nil {
-		cfg.log = slog.Default()
+		cfg.log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{
-		model: model, mgr: mgr, tools: ts, trim: cfg.trim, system: cfg.systemPrompt,
+		model: model, mgr: mgr, tools: ts, system: cfg.systemPrompt,
+		noteCost:  trimmer.MessageOverheadTokens + mgr.Estimator().Estimate(OmittedHistoryNote),
 		maxRounds: cfg.maxRounds, provider: cfg.provider, callOpts: cfg.callOptions,
 		variant: cfg.modelVariant, log: cfg.log,
 	}, nil
+}
+
+// isNil reports whether v is nil or holds a nil pointer, map, slice,
+// function, channel or interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Provider returns the request rules the agent follows.
@@ -110,12 +138,13 @@ type Result struct {
 	ToolRounds int
 	// ModelCalls is the number of model calls (ToolRounds + 1 on success).
 	ModelCalls int
-	// Prompt is what the last model call was sent, after trimming and
-	// provider adaptation, system prompt included.
+	// Prompt is what the last model call was sent, as built by
+	// memory.Manager.Prompt and adapted to the provider, system prompt
+	// included.
 	Prompt []llms.ChatMessage
-	// Trim reports the last call's trim (budget, tokens before and after,
-	// messages dropped).
-	Trim trimmer.Report
+	// Dropped is how many messages of the loaded history and the turn so
+	// far the last call's prompt left out to fit the manager's budget.
+	Dropped int
 	// Usage sums the token counts the provider reported over all calls.
 	Usage Usage
 }
@@ -129,13 +158,15 @@ type Usage struct {
 
 // Run answers input in the session as userID, in this order: load the
 // history (an ownership error, memory.ErrNotOwner, aborts before any model
-// call); assemble [system prompt][facts][narrative][recent…][input]; trim it
-// to the budget (context window − system prompt − output reserve − active
-// tools × trimmer.ToolDefinitionTokens); call the model; while the model asks
-// for tools, run them (a tool error becomes the result text "error: …"),
-// append the results and call again, trimming before every call; then save
-// the whole turn — user message, tool-call messages, tool results, final
-// answer — in one atomic append, which starts the manager's background fold.
+// call); build the prompt with memory.Manager.Prompt, which fits the system
+// prompt, the history and the turn so far into the manager's budget,
+// keeping room for the tool definitions (active tools ×
+// trimmer.ToolDefinitionTokens); call the model; while the model asks for
+// tools, run them (a tool error becomes the result text "error: …"), append
+// the results and call again, building the prompt again before every call;
+// then save the whole turn — user message, tool-call messages, tool results,
+// final answer — in one atomic append, which starts the manager's
+// background fold.
 //
 // When a model call fails (or ctx is done), only the user message is saved,
 // as the reference does, and the model's error is returned wrapped. When the
@@ -168,15 +199,13 @@ func (a *Agent) run(ctx context.Context, sessionID, userID, input string, onChun
 	turn := []llms.ChatMessage{llms.HumanChatMessage{Content: input}}
 	res := &Result{}
 	for round := 0; ; round++ {
-		// 2. Assemble and trim, before every call.
-		prompt, report := a.prepare(history, turn)
-		res.Prompt, res.Trim = prompt, report
+		// 2. Prompt, before every call.
+		res.Prompt, res.Dropped = a.prompt(ctx, history, turn)
 		a.log.DebugContext(ctx, "strata agent: model call", "session_id", sessionID, "round", round,
-			"messages", len(prompt), "budget", report.Budget, "tokens_before", report.TokensBefore,
-			"tokens_after", report.TokensAfter, "removed", report.Removed, "over_budget", report.OverBudget)
+			"messages", len(res.Prompt), "dropped", res.Dropped)
 
 		// 3. Call.
-		choice, err := a.call(ctx, prompt, onChunk, &res.Usage)
+		choice, err := a.call(ctx, res.Prompt, onChunk, &res.Usage)
 		res.ModelCalls++
 		if err != nil {
 			a.saveFailed(ctx, sessionID, userID, input)
@@ -212,10 +241,11 @@ func (a *Agent) run(ctx context.Context, sessionID, userID, input string, onChun
 	return res, nil
 }
 
-// prepare builds the request of one model call: history and the turn so far,
-// adapted to the provider, trimmed to the budget, with the system prompt
-// first.
-func (a *Agent) prepare(history, turn []llms.ChatMessage) ([]llms.ChatMessage, trimmer.Report) {
+// prompt builds the request of one model call from the history and the turn
+// so far: adapted to the provider, fitted into the manager's budget by
+// memory.Manager.Prompt (the one prompt builder), with the system prompt
+// first. It also returns how many messages were left out.
+func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage) ([]llms.ChatMessage, int) {
 	msgs := make([]llms.ChatMessage, 0, len(history)+len(turn))
 	for _, m := range history {
 		if m = plain(m); m != nil {
@@ -225,20 +255,26 @@ func (a *Agent) prepare(history, turn []llms.ChatMessage) ([]llms.ChatMessage, t
 	msgs = append(msgs, turn...)
 	msgs = systemNotes(msgs, a.provider)
 	reserve := len(a.tools.specs) * trimmer.ToolDefinitionTokens
-	trimmed, report := a.trim.TrimReport(msgs, a.system, reserve)
-	if a.provider.singleSystem() && !userFirst(trimmed) {
+	prompt := a.mgr.Prompt(a.system, msgs, reserve)
+	added := 0 // messages in prompt that are not from msgs
+	if a.system != "" {
+		added++
+	}
+	if a.provider.singleSystem() && !userFirst(prompt) {
 		// Gemini and Anthropic want the conversation to open with a user
-		// turn: trim again with room for a placeholder, then add it.
-		trimmed, report = a.trim.TrimReport(msgs, a.system, reserve+a.trim.Cost([]llms.ChatMessage{omittedNote}))
-		if !userFirst(trimmed) {
-			trimmed = insertUserFirst(trimmed)
+		// turn: build again with room for a placeholder, then add it.
+		prompt = a.mgr.Prompt(a.system, msgs, reserve+a.noteCost)
+		if !userFirst(prompt) {
+			prompt = insertUserFirst(prompt)
+			added++
 		}
 	}
-	prompt := withSystemPrompt(a.system, trimmed, a.provider)
+	dropped := max(len(msgs)-(len(prompt)-added), 0)
+	prompt = mergeSystems(prompt, a.provider)
 	if err := trimmer.Validate(prompt); err != nil && !(a.provider == ProviderOpenAI && errors.Is(err, trimmer.ErrMisplacedSystem)) {
-		a.log.Warn("strata agent: request breaks provider ordering rules", "provider", a.provider, "error", err)
+		a.log.WarnContext(ctx, "strata agent: request breaks provider ordering rules", "provider", a.provider, "error", err)
 	}
-	return prompt, report
+	return prompt, dropped
 }
 
 // call makes one model call and returns its first choice.
@@ -336,7 +372,7 @@ func (a *Agent) save(ctx context.Context, sessionID, userID string, turn []llms.
 		}
 		stored = append(stored, m)
 	}
-	if err := a.mgr.AppendMessages(ctx, sessionID, userID, stored...); err != nil {
+	if _, err := a.mgr.Append(ctx, sessionID, userID, stored...); err != nil {
 		return fmt.Errorf("agent: save turn: %w", err)
 	}
 	return nil
@@ -348,7 +384,7 @@ func (a *Agent) saveFailed(ctx context.Context, sessionID, userID, input string)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failedSaveTimeout)
 	defer cancel()
 	if err := a.mgr.SaveTurn(sctx, sessionID, userID, input, ""); err != nil {
-		a.log.Warn("strata agent: could not save the failed turn's user message", "session_id", sessionID, "error", err)
+		a.log.WarnContext(ctx, "strata agent: could not save the failed turn's user message", "session_id", sessionID, "error", err)
 	}
 }
 

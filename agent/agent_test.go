@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 	"github.com/tmc/langchaingo/tools"
 
 	"github.com/strata-go/strata/agent"
 	"github.com/strata-go/strata/agent/agenttest"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -62,7 +66,7 @@ func TestRunAssemblesAndSaves(t *testing.T) {
 	if !slices.Equal(got, wantStored) {
 		t.Fatalf("stored %q", got)
 	}
-	msgs, _ := mgr.Messages(ctx, "s", "alice")
+	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
 	if msgs[3].Metadata[memory.MetadataModelVariant] != "v2" || msgs[2].Metadata != nil {
 		t.Fatalf("metadata: user %v, assistant %v", msgs[2].Metadata, msgs[3].Metadata)
 	}
@@ -102,7 +106,7 @@ func TestRunToolLoopSavesWholeTurn(t *testing.T) {
 	if got := stored(t, mgr, "s", "alice"); !slices.Equal(got, want) {
 		t.Fatalf("stored:\n%s", strings.Join(got, "\n"))
 	}
-	msgs, _ := mgr.Messages(ctx, "s", "alice")
+	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
 	for _, m := range msgs {
 		switch m.Role {
 		case memory.RoleAssistant:
@@ -303,49 +307,114 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	mgr := newManager(t, 0, 0)
 	model := agenttest.NewScript()
 	tool := &orderLookup{}
+	var nilScript *agenttest.Model
+	var nilTool *orderLookup
 	for name, tc := range map[string]struct {
 		model llms.Model
 		mgr   *memory.Manager
 		opts  []agent.Option
+		want  string
 	}{
-		"nil model":      {nil, mgr, nil},
-		"nil manager":    {model, nil, nil},
-		"zero rounds":    {model, mgr, []agent.Option{agent.WithMaxToolRounds(0)}},
-		"bad window":     {model, mgr, []agent.Option{agent.WithContextWindow(0, 10)}},
-		"bad provider":   {model, mgr, []agent.Option{agent.WithProvider("cohere")}},
-		"duplicate tool": {model, mgr, []agent.Option{agent.WithTools(tool, tool)}},
-		"nil tool":       {model, mgr, []agent.Option{agent.WithTools(nil)}},
-		"nil function":   {model, mgr, []agent.Option{agent.WithFunctions([]llms.FunctionDefinition{{Name: "f"}}, nil)}},
+		"nil model":       {nil, mgr, nil, "nil model"},
+		"typed-nil model": {nilScript, mgr, nil, "nil *agenttest.Model"},
+		"nil manager":     {model, nil, nil, "nil memory manager"},
+		"zero rounds":     {model, mgr, []agent.Option{agent.WithMaxToolRounds(0)}, "max tool rounds"},
+		"bad window":      {model, mgr, []agent.Option{agent.WithContextWindow(0, 10)}, "WithContextWindow(0, 10)"},
+		"bad provider":    {model, mgr, []agent.Option{agent.WithProvider("cohere")}, "unknown provider"},
+		"duplicate tool":  {model, mgr, []agent.Option{agent.WithTools(tool, tool)}, "two tools"},
+		"nil tool":        {model, mgr, []agent.Option{agent.WithTools(nil)}, "is nil"},
+		"typed-nil tool":  {model, mgr, []agent.Option{agent.WithTools(nilTool)}, "is nil"},
+		"nil function":    {model, mgr, []agent.Option{agent.WithFunctions([]llms.FunctionDefinition{{Name: "f"}}, nil)}, "is nil"},
 	} {
-		if _, err := agent.New(tc.model, tc.mgr, tc.opts...); err == nil {
-			t.Errorf("%s: no error", name)
+		a, err := agent.New(tc.model, tc.mgr, tc.opts...)
+		if err == nil || a != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: agent %v, err %v; want an error containing %q", name, a, err, tc.want)
 		}
 	}
 }
 
-// TestTrimBeforeEveryCall: the budget is window − system prompt − reserve −
-// tools × 200, every call is trimmed and what is sent is valid.
-func TestTrimBeforeEveryCall(t *testing.T) {
+// TestTypedNilModelFailsAtNew: a constructor that failed returns a typed nil
+// next to its error; ignoring the error must fail at New, not panic in Run.
+func TestTypedNilModelFailsAtNew(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	llm, ctorErr := openai.New() // no key: a nil *openai.LLM and an error
+	if ctorErr == nil || llm != nil {
+		t.Fatalf("openai.New without a key: %v, %v", llm, ctorErr)
+	}
+	a, err := agent.New(llm, newManager(t, 0, 0))
+	if err == nil || a != nil {
+		t.Fatalf("New accepted a nil *openai.LLM: %v", a)
+	}
+	if !strings.Contains(err.Error(), "nil *openai.LLM") || !strings.Contains(err.Error(), "constructor") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestContextWindowMustMatchManager: the budget is the manager's;
+// WithContextWindow only states it, and a different statement is refused
+// at New with both budgets and the fields to set.
+func TestContextWindowMustMatchManager(t *testing.T) {
+	model := agenttest.NewScript()
+	_, err := agent.New(model, newManager(t, 0, 0), agent.WithContextWindow(3000, 500))
+	if !errors.Is(err, agent.ErrBudgetMismatch) {
+		t.Fatalf("mismatch accepted: %v", err)
+	}
+	def := memory.DefaultConfig()
+	for _, want := range []string{"WithContextWindow(3000, 500)", fmt.Sprint(def.ContextWindowTokens), fmt.Sprint(def.OutputReserveTokens),
+		"memory.Config.ContextWindowTokens", "OutputReserveTokens"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	// Matching values, or none, are accepted.
+	mgr := newBudgetManager(t, 3000, 500)
+	if _, err := agent.New(model, mgr, agent.WithContextWindow(3000, 500)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.New(model, mgr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.New(model, mgr, agent.WithContextWindow(3000, 400)); !errors.Is(err, agent.ErrBudgetMismatch) {
+		t.Fatalf("reserve mismatch accepted: %v", err)
+	}
+}
+
+// newBudgetManager is a takeLast manager with the given budget.
+func newBudgetManager(t testing.TB, window, reserve int) *memory.Manager {
+	t.Helper()
+	cfg := memory.DefaultConfig()
+	cfg.ContextWindowTokens, cfg.OutputReserveTokens = window, reserve
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	return mgr
+}
+
+// TestPromptBeforeEveryCall: every call's prompt is the manager's, fitted
+// into window − output reserve − system prompt − tools × 200, and valid.
+func TestPromptBeforeEveryCall(t *testing.T) {
 	ctx := context.Background()
-	mgr := newManager(t, 0, 0)
+	const window, reserve, system = 500, 50, "You are terse."
+	mgr := newBudgetManager(t, window, reserve)
 	for i := range 8 {
 		if err := mgr.SaveTurn(ctx, "s", "u", fmt.Sprintf("old question %d with some words in it", i), fmt.Sprintf("old answer %d with some words in it", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	const window, reserve, system = 500, 50, "You are terse."
-	trim := trimmer.New(window, reserve, nil)
 	model := agenttest.NewScript(
 		agenttest.ToolCalls(agenttest.Call("c1", "lookup_order", `{"order_id":"#A-1234"}`)),
 		agenttest.Text("shipped"))
-	a := newAgent(t, model, mgr, agent.WithSystemPrompt(system), agent.WithTrimmer(trim), agent.WithTools(&orderLookup{}))
+	a := newAgent(t, model, mgr, agent.WithSystemPrompt(system), agent.WithContextWindow(window, reserve), agent.WithTools(&orderLookup{}))
 	res, err := a.Run(ctx, "s", "u", "where is #A-1234?")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantBudget := trim.Budget(system, trimmer.ToolDefinitionTokens)
-	if res.Trim.Budget != wantBudget || wantBudget != window-reserve-200-trim.Estimator().Estimate(system) {
-		t.Fatalf("budget %d, want %d", res.Trim.Budget, wantBudget)
+	meter := trimmer.New(window, reserve, mgr.Estimator())
+	budget := meter.Budget(system, trimmer.ToolDefinitionTokens)
+	if budget != window-reserve-trimmer.ToolDefinitionTokens-mgr.Estimator().Estimate(system) {
+		t.Fatalf("budget %d", budget)
 	}
 	for i, req := range model.Requests() {
 		var msgs []llms.ChatMessage
@@ -355,8 +424,11 @@ func TestTrimBeforeEveryCall(t *testing.T) {
 		if err := trimmer.Validate(msgs); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-		if cost := trim.Cost(msgs[1:]); cost > wantBudget {
-			t.Fatalf("request %d costs %d > budget %d", i, cost, wantBudget)
+		if msgs[0].GetContent() != system {
+			t.Fatalf("request %d does not open with the system prompt", i)
+		}
+		if cost := meter.Cost(msgs[1:]); cost > budget {
+			t.Fatalf("request %d costs %d > budget %d", i, cost, budget)
 		}
 		if len(msgs) >= 18 {
 			t.Fatalf("request %d not trimmed: %d messages", i, len(msgs))
@@ -365,13 +437,27 @@ func TestTrimBeforeEveryCall(t *testing.T) {
 			t.Fatalf("request %d lost the user message", i)
 		}
 	}
-	if res.Trim.Removed == 0 || !strings.Contains(model.LastRequest().Text(), "result lookup_order") {
-		t.Fatalf("report %+v\n%s", res.Trim, model.LastRequest().Text())
+	if res.Dropped == 0 || !strings.Contains(model.LastRequest().Text(), "result lookup_order") {
+		t.Fatalf("dropped %d\n%s", res.Dropped, model.LastRequest().Text())
+	}
+	if got := lines(res.Prompt); !slices.Equal(got, lines(mgr.Prompt(system, append(history(t, mgr, "s", "u", 16), res.Messages[:3]...), trimmer.ToolDefinitionTokens))) {
+		t.Fatalf("prompt is not the manager's:\n%s", strings.Join(got, "\n"))
 	}
 	// Everything is stored even though little was sent.
 	if got := stored(t, mgr, "s", "u"); len(got) != 16+4 {
 		t.Fatalf("stored %d", len(got))
 	}
+}
+
+// history returns the first n stored messages of a session as chat
+// messages.
+func history(t testing.TB, mgr *memory.Manager, session, user string, n int) []llms.ChatMessage {
+	t.Helper()
+	msgs, err := mgr.Messages(context.Background(), session, user, 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return memory.ChatMessages(msgs)
 }
 
 // fromContent converts a request message back to chat messages.
@@ -483,12 +569,12 @@ func TestSingleSystemMerge(t *testing.T) {
 		}
 		switch p {
 		case agent.ProviderOpenAI:
-			if len(systems) != 3 || !strings.HasPrefix(systems[1], memory.FactsHeader) || !strings.HasPrefix(systems[2], memory.NarrativeHeader) {
+			if len(systems) != 3 || !strings.HasPrefix(systems[1], summary.FactsHeader) || !strings.HasPrefix(systems[2], summary.NarrativeHeader) {
 				t.Fatalf("openai systems %q", systems)
 			}
 		default:
-			if len(systems) != 1 || !strings.HasPrefix(systems[0], "You help.\n\n"+memory.FactsHeader+"\n- order_id: #A-1234") ||
-				!strings.Contains(systems[0], "\n\n"+memory.NarrativeHeader) {
+			if len(systems) != 1 || !strings.HasPrefix(systems[0], "You help.\n\n"+summary.FactsHeader+"\n- order_id: #A-1234") ||
+				!strings.Contains(systems[0], "\n\n"+summary.NarrativeHeader) {
 				t.Fatalf("%s systems %q", p, systems)
 			}
 		}
@@ -596,7 +682,7 @@ func TestConcurrentRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"s0", "s1"} {
-		msgs, err := mgr.Messages(ctx, s, "u")
+		msgs, err := mgr.Messages(ctx, s, "u", 0, 0)
 		if err != nil || len(msgs) != 16 {
 			t.Fatalf("%s: %d messages, %v", s, len(msgs), err)
 		}
@@ -639,7 +725,7 @@ func TestReusedCallIDs(t *testing.T) {
 	if err := trimmer.Validate(res.Prompt); err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := mgr.Messages(ctx, "s", "u")
+	msgs, _ := mgr.Messages(ctx, "s", "u", 0, 0)
 	if msgs[2].Name != "lookup_order" || msgs[4].Name != "echo" {
 		t.Fatalf("stored names %q, %q", msgs[2].Name, msgs[4].Name)
 	}
@@ -665,5 +751,40 @@ func TestUsageSummed(t *testing.T) {
 	}
 	if res.Usage != (agent.Usage{PromptTokens: 30, CompletionTokens: 5, TotalTokens: 35}) {
 		t.Fatalf("usage %+v", res.Usage)
+	}
+}
+
+// TestQuietByDefault: without WithLogger the agent writes nothing, not even
+// to slog.Default; with one, it reports failed tool calls.
+func TestQuietByDefault(t *testing.T) {
+	var global testutil.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&global, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(prev)
+
+	script := func() *agenttest.Model {
+		return agenttest.NewScript(agenttest.ToolCalls(agenttest.Call("c1", "lookup_order", `{"order_id":"#Z-1"}`)), agenttest.Text("not found"))
+	}
+	a, err := agent.New(script(), newManager(t, 0, 0), agent.WithTools(&orderLookup{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "s", "u", "where is #Z-1?"); err != nil {
+		t.Fatal(err)
+	}
+	if global.String() != "" {
+		t.Fatalf("logged without a logger:\n%s", global.String())
+	}
+	var own testutil.Buffer
+	a, err = agent.New(script(), newManager(t, 0, 0), agent.WithTools(&orderLookup{}),
+		agent.WithLogger(slog.New(slog.NewTextHandler(&own, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "s", "u", "where is #Z-1?"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(own.String(), "tool failed") || !strings.Contains(own.String(), "model call") || global.String() != "" {
+		t.Fatalf("own logger:\n%s\nglobal:\n%s", own.String(), global.String())
 	}
 }

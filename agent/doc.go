@@ -7,21 +7,35 @@
 //	res, err := bot.Run(ctx, sessionID, userID, "Where is my order #A-1234?")
 //	fmt.Println(res.Text)
 //
-// Each turn (Agent.Run, or Agent.RunStream to stream the answer):
+// # One turn
 //
-//  1. loads the session's history with memory.Manager.LoadHistory (an
-//     ownership error aborts the turn before any model call);
-//  2. assembles [system prompt][facts][narrative][recent…][user input];
-//  3. trims it with a trimmer.Trimmer built from the context window and the
-//     output reserve, keeping room for the tool definitions (active tools ×
-//     trimmer.ToolDefinitionTokens), as the reference does;
-//  4. calls the model; while the model asks for tool calls, runs them,
-//     appends the results and calls again (trimming before every call), for
-//     at most WithMaxToolRounds rounds;
-//  5. saves the whole turn losslessly in one append — the user message,
-//     every assistant tool-call message, every tool result, the final
-//     answer — and the manager folds old turns in the background. A failed
-//     model call saves only the user message and returns the error.
+// Agent.Run (or Agent.RunStream, which streams the answer) goes:
+//
+//  1. load: memory.Manager.LoadHistory returns the session's facts,
+//     narrative and recent messages (an ownership error ends the turn
+//     before any model call);
+//  2. prompt: memory.Manager.Prompt, the manager's one prompt builder,
+//     fits [system prompt][facts][narrative][recent…][user input] into the
+//     manager's budget, keeping room for the tool definitions;
+//  3. call: the model gets the prompt and the tools;
+//  4. tools: while the model asks for tool calls, the agent runs them,
+//     appends the results and goes back to 2, for at most
+//     WithMaxToolRounds rounds;
+//  5. save: the whole turn — user message, tool calls, tool results,
+//     answer — is appended in one atomic step, and the manager folds old
+//     turns in the background. A failed model call saves only the user
+//     message.
+//
+// # One budget
+//
+// The context window, the output reserve and the token estimator are the
+// manager's (memory.Config.ContextWindowTokens and OutputReserveTokens,
+// memory.WithEstimator): the prompt budget and the chunked policy's token
+// trigger are computed from the same numbers, so old turns are folded into
+// facts before the prompt has to drop them. WithContextWindow only checks
+// that the agent was written for that same budget.
+//
+// # Providers
 //
 // Requests are made valid for the provider in use (see Provider; detected
 // from the model's type, or set with WithProvider): Gemini and Anthropic take
@@ -33,6 +47,8 @@
 // so that results pair with their calls in memory. What is sent passes
 // trimmer.Validate (for OpenAI, a stored system message in the middle of the
 // conversation is kept where it is, which OpenAI accepts).
+//
+// # langchaingo's agents
 //
 // langchaingo's own agents work with the same memory through
 // memory.Manager.Memory: see the examples for agents.NewConversationalAgent

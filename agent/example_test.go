@@ -36,15 +36,26 @@ func (orderStatus) Call(_ context.Context, id string) (string, error) {
 // The quick start: a memory-backed agent with a tool, on any langchaingo
 // model. Old turns are folded into facts and a narrative by the model.
 func Example_quickStart() {
-	llm, _ := openai.New() // any llms.Model: googleai, anthropic, ollama, …
+	llm, err := openai.New() // any llms.Model: googleai, anthropic, ollama, …
+	if err != nil {
+		log.Fatal(err) // e.g. OPENAI_API_KEY is not set
+	}
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true // fold old turns into facts + a narrative
-	mgr, _ := memory.NewManager(memory.NewInMemoryStore(), cfg,
+	// The model's budget is the manager's, defined once.
+	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 128_000, 4_096
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
 		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewLLMService(llm)))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer mgr.Close()
-	bot, _ := agent.New(llm, mgr,
+	bot, err := agent.New(llm, mgr,
 		agent.WithSystemPrompt("You are a helpful support agent."),
 		agent.WithTools(orderStatus{})) // any langchaingo tools.Tool
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := bot.Run(context.Background(), "session-42", "alice", "Where is my order #A-1234?")
 	if err != nil {
 		log.Fatal(err)
@@ -74,7 +85,7 @@ func ExampleAgent_Run() {
 	fmt.Println(res.Text)
 	fmt.Println("tool rounds:", res.ToolRounds)
 
-	saved, _ := mgr.Messages(ctx, "session-1", "dana")
+	saved, _ := mgr.Messages(ctx, "session-1", "dana", 0, 0)
 	for _, m := range saved {
 		if len(m.ToolCalls) > 0 {
 			fmt.Printf("%s: calls %s %s\n", m.Role, m.ToolCalls[0].FunctionCall.Name, m.ToolCalls[0].FunctionCall.Arguments)

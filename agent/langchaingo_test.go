@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/agent/agenttest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 // The recipes for langchaingo's own agents over a Strata session. The
@@ -87,7 +88,7 @@ func TestConversationalAgentRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := llm.LastRequest().Text()
-	if !strings.Contains(prompt, memory.FactsHeader+"\n- order_id: #A-1234") {
+	if !strings.Contains(prompt, summary.FactsHeader+"\n- order_id: #A-1234") {
 		t.Fatalf("fact missing from the prompt:\n%s", prompt)
 	}
 	if strings.Contains(prompt, "Human: Please look up my order") {
@@ -175,7 +176,7 @@ func TestOpenAIFunctionsAgentRecipe(t *testing.T) {
 		t.Fatalf("roles %v", got)
 	}
 	mem := last.Messages[1].Parts[0].(llms.TextContent).Text
-	if !strings.HasPrefix(mem, "Conversation memory:\nSystem: "+memory.FactsHeader+"\n- order_id: #A-1234") {
+	if !strings.HasPrefix(mem, "Conversation memory:\nSystem: "+summary.FactsHeader+"\n- order_id: #A-1234") {
 		t.Fatalf("memory slot:\n%s", mem)
 	}
 	if strings.Contains(mem, "Human: Please look up my order") {

@@ -91,7 +91,7 @@ func (o *orderLookup) Call(_ context.Context, args string) (string, error) {
 // stored renders a session's stored messages as comparable lines.
 func stored(t testing.TB, mgr *memory.Manager, session, user string) []string {
 	t.Helper()
-	msgs, err := mgr.Messages(context.Background(), session, user)
+	msgs, err := mgr.Messages(context.Background(), session, user, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

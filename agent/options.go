@@ -6,21 +6,11 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
-
-	"github.com/strata-go/strata/trimmer"
 )
 
-// Defaults of New.
-const (
-	// DefaultContextWindow is the context window assumed when neither
-	// WithContextWindow nor WithTrimmer is given (tokens).
-	DefaultContextWindow = 128_000
-	// DefaultOutputReserve is the room kept free for the model's answer
-	// (tokens).
-	DefaultOutputReserve = 4_096
-	// DefaultMaxToolRounds bounds the tool-call rounds of one turn.
-	DefaultMaxToolRounds = 5
-)
+// DefaultMaxToolRounds bounds the tool-call rounds of one turn unless
+// WithMaxToolRounds says otherwise.
+const DefaultMaxToolRounds = 5
 
 // Option configures an Agent.
 type Option func(*config)
@@ -28,15 +18,17 @@ type Option func(*config)
 type config struct {
 	systemPrompt string
 	tools        []toolSpec
-	window       int
-	reserve      int
-	trim         *trimmer.Trimmer
+	window       *contextWindow
 	maxRounds    int
 	provider     Provider
 	callOptions  []llms.CallOption
 	modelVariant string
 	log          *slog.Logger
 }
+
+// contextWindow is what WithContextWindow asserts about the manager's
+// budget.
+type contextWindow struct{ tokens, outputReserve int }
 
 // WithSystemPrompt sets the system prompt, sent first in every request.
 func WithSystemPrompt(prompt string) Option {
@@ -73,17 +65,16 @@ func WithFunctions(defs []llms.FunctionDefinition, call func(ctx context.Context
 	}
 }
 
-// WithContextWindow builds the trimmer from the model's context window and
-// the tokens reserved for its answer (defaults DefaultContextWindow and
-// DefaultOutputReserve), with trimmer.NewEstimator. WithTrimmer overrides it.
+// WithContextWindow states the model's context window and the tokens kept
+// free for its answer, as a consistency check. The budget itself is defined
+// once, in the manager's configuration (memory.Config.ContextWindowTokens
+// and memory.Config.OutputReserveTokens), and every prompt is fitted to it
+// by memory.Manager.Prompt. New fails when window or outputReserve differs
+// from the manager's values, so an agent written for one model cannot
+// silently run with another budget. Without this option the manager's
+// budget applies as configured.
 func WithContextWindow(window, outputReserve int) Option {
-	return func(c *config) { c.window, c.reserve = window, outputReserve }
-}
-
-// WithTrimmer sets the trimmer that fits each request into the context
-// window (for example one built with a tiktoken estimator).
-func WithTrimmer(t *trimmer.Trimmer) Option {
-	return func(c *config) { c.trim = t }
+	return func(c *config) { c.window = &contextWindow{tokens: window, outputReserve: outputReserve} }
 }
 
 // WithMaxToolRounds bounds how many rounds of tool calls one turn may run
@@ -103,7 +94,9 @@ func WithProvider(p Provider) Option {
 
 // WithCallOptions adds options to every model call (model name, temperature,
 // max tokens, …). Do not pass tools or a streaming function here: the agent
-// sets those itself.
+// sets those itself. A max-tokens option should not exceed the manager's
+// output reserve (memory.Config.OutputReserveTokens), which is the room the
+// prompt leaves for the answer.
 func WithCallOptions(opts ...llms.CallOption) Option {
 	return func(c *config) { c.callOptions = append(c.callOptions, opts...) }
 }
@@ -115,7 +108,11 @@ func WithModelVariant(variant string) Option {
 	return func(c *config) { c.modelVariant = variant }
 }
 
-// WithLogger sets the structured logger (default slog.Default()).
+// WithLogger sets the structured logger. By default the agent logs nothing;
+// with a logger it writes a debug record per model call, an info record per
+// failed tool call, and warnings for requests that break a provider's
+// ordering rules and for failed turns whose user message could not be
+// saved.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.log = l }
 }

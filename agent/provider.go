@@ -170,22 +170,18 @@ func insertUserFirst(msgs []llms.ChatMessage) []llms.ChatMessage {
 	return append(out, msgs[i:]...)
 }
 
-// withSystemPrompt puts the system prompt before msgs and, for providers
-// with a single system instruction, merges it with msgs' leading system
-// messages (facts, narrative) into one, separated by blank lines.
-func withSystemPrompt(prompt string, msgs []llms.ChatMessage, p Provider) []llms.ChatMessage {
-	out := make([]llms.ChatMessage, 0, len(msgs)+1)
-	if prompt != "" {
-		out = append(out, llms.SystemChatMessage{Content: prompt})
-	}
-	out = append(out, msgs...)
+// mergeSystems merges the leading system messages of a prompt (the system
+// prompt, facts, narrative) into one, separated by blank lines, for
+// providers with a single system instruction. Other providers get msgs back
+// unchanged.
+func mergeSystems(msgs []llms.ChatMessage, p Provider) []llms.ChatMessage {
 	if !p.singleSystem() {
-		return out
+		return msgs
 	}
 	n := 0
 	var texts []string
-	for n < len(out) {
-		s, ok := out[n].(llms.SystemChatMessage)
+	for n < len(msgs) {
+		s, ok := msgs[n].(llms.SystemChatMessage)
 		if !ok {
 			break
 		}
@@ -195,10 +191,10 @@ func withSystemPrompt(prompt string, msgs []llms.ChatMessage, p Provider) []llms
 		n++
 	}
 	if n <= 1 && len(texts) == n {
-		return out
+		return msgs
 	}
-	rest := out[n:]
-	out = make([]llms.ChatMessage, 0, len(rest)+1)
+	rest := msgs[n:]
+	out := make([]llms.ChatMessage, 0, len(rest)+1)
 	if len(texts) > 0 {
 		out = append(out, llms.SystemChatMessage{Content: strings.Join(texts, "\n\n")})
 	}

@@ -28,8 +28,10 @@ type toolSpec struct {
 	call func(ctx context.Context, argsJSON string) (string, error)
 }
 
+// specFromTool describes a tool; a nil tool (or a typed nil) gives a spec
+// without a call, which New rejects.
 func specFromTool(t tools.Tool) toolSpec {
-	if t == nil {
+	if isNil(t) {
 		return toolSpec{}
 	}
 	if st, ok := t.(SchemaTool); ok {

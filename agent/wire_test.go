@@ -30,6 +30,8 @@ import (
 	"github.com/strata-go/strata/agent"
 	"github.com/strata-go/strata/agent/agenttest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // wireMsg is one message of a recorded request. Roles are the provider's:
@@ -738,7 +740,7 @@ func TestWireRequestsBeforeAndAfterFold(t *testing.T) {
 				if got := after.roles(); !slices.Equal(got, []string{"system", "system", "system", "user", "assistant", "user", "assistant", "user"}) {
 					t.Fatalf("after fold roles %v", got)
 				}
-				if after.Msgs[0].Text != wirePrompt || !strings.HasPrefix(after.Msgs[1].Text, memory.FactsHeader) || !strings.Contains(after.Msgs[1].Text+"\n", fact) || !strings.HasPrefix(after.Msgs[2].Text, memory.NarrativeHeader) {
+				if after.Msgs[0].Text != wirePrompt || !strings.HasPrefix(after.Msgs[1].Text, summary.FactsHeader) || !strings.Contains(after.Msgs[1].Text+"\n", fact) || !strings.HasPrefix(after.Msgs[2].Text, summary.NarrativeHeader) {
 					t.Fatalf("after fold system messages %q", after.Msgs[:3])
 				}
 			case "gemini", "anthropic":
@@ -747,7 +749,7 @@ func TestWireRequestsBeforeAndAfterFold(t *testing.T) {
 					t.Fatalf("after fold roles %v", got)
 				}
 				sys := after.Msgs[0].Text
-				if !strings.HasPrefix(sys, wirePrompt+"\n\n"+memory.FactsHeader) || !strings.Contains(sys, fact) || !strings.Contains(sys, "\n\n"+memory.NarrativeHeader) {
+				if !strings.HasPrefix(sys, wirePrompt+"\n\n"+summary.FactsHeader) || !strings.Contains(sys, fact) || !strings.Contains(sys, "\n\n"+summary.NarrativeHeader) {
 					t.Fatalf("system instruction %q", sys)
 				}
 			}
@@ -774,6 +776,7 @@ func TestWireTinyBudget(t *testing.T) {
 			srv := newFakeServer(t, p.kind, supportBrain())
 			cfg := memory.DefaultConfig()
 			cfg.MaxConversationTurns = 3 // takeLast 6: cuts 4-message turns mid-group
+			cfg.ContextWindowTokens, cfg.OutputReserveTokens = 480, 100
 			mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithLogger(quiet))
 			if err != nil {
 				t.Fatal(err)
@@ -781,6 +784,15 @@ func TestWireTinyBudget(t *testing.T) {
 			t.Cleanup(func() { _ = mgr.Close() })
 			a := newAgent(t, p.newModel(t, srv.srv.URL), mgr,
 				agent.WithSystemPrompt(wirePrompt), agent.WithTools(&orderLookup{}), agent.WithContextWindow(480, 100))
+			// The budget of the messages after the system prompt: window −
+			// output reserve − one tool definition − the system prompt (6).
+			// Gemini and Anthropic keep room for OmittedHistoryNote (27
+			// tokens) when trimming leaves an assistant message first.
+			meter := trimmer.New(480, 100, mgr.Estimator())
+			budget := 480 - 100 - trimmer.ToolDefinitionTokens - 6
+			if b := meter.Budget(wirePrompt, trimmer.ToolDefinitionTokens); b != budget {
+				t.Fatalf("budget %d, want %d", b, budget)
+			}
 			trimmed := 0
 			for i := range 8 {
 				input := fmt.Sprintf("Please look up order #B-%d, it is turn number %d of our chat.", 100+i, i)
@@ -789,13 +801,11 @@ func TestWireTinyBudget(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Trim.Removed > 0 {
+				if res.Dropped > 0 {
 					trimmed++
 				}
-				// Gemini and Anthropic keep room for OmittedHistoryNote (27
-				// tokens) when trimming leaves an assistant message first.
-				if b := res.Trim.Budget; b != 480-100-200-6 && (p.kind == "openai" || b != 480-100-200-6-27) {
-					t.Fatalf("budget %d", b)
+				if cost := meter.Cost(res.Prompt[1:]); cost > budget {
+					t.Fatalf("turn %d: prompt costs %d > %d", i, cost, budget)
 				}
 				if i == 2 {
 					assertTinyBudgetTurn(t, p.kind, srv.requests()[before:])

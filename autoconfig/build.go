@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
+	"reflect"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/providers/gemini"
-	"github.com/strata-go/strata/providers/openai"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -25,12 +21,14 @@ import (
 //
 //   - summaries off (arc.reactor.memory.summary.enabled false): a takeLast-only
 //     manager, without a summary store or summarizer;
-//   - summaries on: a summary store and the configured summarizer
-//     (extractive, gemini or openai);
+//   - summaries on: a summary store and the summarizer registered under
+//     summarizer.provider (the built-in extractive one, or one whose package
+//     the program imports; see RegisterSummarizer);
 //   - a datasource URL: PostgreSQL message (and summary) stores, migrated
 //     first when datasource.migrate-on-start is true; otherwise in-memory
 //     stores.
 //
+// The manager's budget (context window, output reserve) is cfg.Memory's.
 // The manager does not own the database pool: use BuildRuntime when the pool
 // must be closed before the process ends.
 func Build(ctx context.Context, cfg *Config) (*memory.Manager, error) {
@@ -41,19 +39,16 @@ func Build(ctx context.Context, cfg *Config) (*memory.Manager, error) {
 	return rt.Manager, nil
 }
 
-// Runtime is everything BuildRuntime wired together.
+// Runtime is what BuildRuntime wired together. Session data — messages,
+// summaries, listings — is reached through Manager only.
 type Runtime struct {
 	// Config is the configuration the runtime was built from.
 	Config *Config
 	// Manager is the conversation memory.
 	Manager *memory.Manager
-	// Messages is the manager's message store.
-	Messages memory.MessageStore
-	// Summaries is the summary store; nil when summaries are off.
-	Summaries summary.Store
-	// Summarizer is the summary service; nil when summaries are off.
-	Summarizer summary.Service
-	// DB is the PostgreSQL pool; nil with in-memory stores.
+	// DB is the PostgreSQL pool (nil with in-memory stores), for components
+	// that keep their own tables next to the manager's, such as the
+	// catalogue index (db.NewCatalogIndex), and for health checks.
 	DB *sqlx.DB
 
 	closers []func() error
@@ -82,11 +77,12 @@ type buildOptions struct {
 	logger     *slog.Logger
 	httpClient *http.Client
 	svc        summary.Service
+	svcSet     bool
 	mgrOpts    []memory.Option
 }
 
-// WithLogger sets the logger of the manager, the stores and the summarizer
-// (default slog.Default()).
+// WithLogger sets the logger of the manager, the stores and the summarizer.
+// Without it nothing is logged.
 func WithLogger(l *slog.Logger) BuildOption {
 	return func(o *buildOptions) {
 		if l != nil {
@@ -95,26 +91,41 @@ func WithLogger(l *slog.Logger) BuildOption {
 	}
 }
 
-// WithHTTPClient sets the HTTP client of the openai summarizer (proxies,
-// custom TLS).
+// WithHTTPClient sets the HTTP client of summarizers that call an HTTP API
+// (proxies, custom TLS); see SummarizerSettings.HTTPClient.
 func WithHTTPClient(c *http.Client) BuildOption {
 	return func(o *buildOptions) { o.httpClient = c }
 }
 
 // WithSummarizer replaces the configured summarizer with svc (used only
-// when summaries are on), like a user-supplied bean in the reference.
+// when summaries are on), like a user-supplied bean in the reference. A nil
+// svc makes BuildRuntime fail when summaries are on.
 func WithSummarizer(svc summary.Service) BuildOption {
-	return func(o *buildOptions) { o.svc = svc }
+	return func(o *buildOptions) { o.svc, o.svcSet = svc, true }
 }
 
-// WithManagerOptions adds options to memory.NewManager.
+// WithManagerOptions adds options to memory.NewManager, e.g.
+// memory.WithEstimator for a tokenizer that matches the model, or fold and
+// delete observers.
 func WithManagerOptions(opts ...memory.Option) BuildOption {
 	return func(o *buildOptions) { o.mgrOpts = append(o.mgrOpts, opts...) }
 }
 
-// BuildRuntime is Build returning the stores, the summarizer and the pool as
-// well; Close the Runtime to release them. On error everything opened so far
-// is closed.
+func newBuildOptions(opts []BuildOption) buildOptions {
+	o := buildOptions{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// BuildRuntime is Build returning the database pool as well and a Close
+// that releases everything; on error everything opened so far is closed.
+// It refuses a configuration that is invalid (Config.Validate) or half
+// wired: summaries on with a summarizer provider that is not registered, a
+// provider factory that returns no summarizer, or a nil WithSummarizer.
 func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Runtime, err error) {
 	if cfg == nil {
 		cfg = Default()
@@ -122,10 +133,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := buildOptions{logger: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newBuildOptions(opts)
 	rt := &Runtime{Config: cfg}
 	defer func() {
 		if err != nil {
@@ -133,10 +141,20 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 	}()
 
+	// The summarizer first: a provider that is not compiled in or lacks
+	// its API key fails before any database is touched.
+	var svc summary.Service
+	if cfg.Memory.Enabled {
+		if svc, err = rt.summarizer(ctx, cfg, &o); err != nil {
+			return nil, err
+		}
+	}
+
 	dsn, err := cfg.DatabaseURL()
 	if err != nil {
 		return nil, err
 	}
+	var store memory.MessageStore
 	if dsn != "" {
 		d, err := db.Open(ctx, dsn)
 		if err != nil {
@@ -149,139 +167,113 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 				return nil, fmt.Errorf("datasource: migrate: %w", err)
 			}
 		}
-		rt.Messages = db.NewMessageStore(d, db.WithLogger(o.logger))
+		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		rt.Messages = memory.NewInMemoryStore()
+		store = memory.NewInMemoryStore()
 	}
 
+	mcfg := cfg.Memory
+	if ttl := foldLockTTL(cfg.Summarizer.Timeout); !cfg.IsSet(keyFoldLockTTL) && ttl > mcfg.FoldLockTTL {
+		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
+	}
 	mopts := []memory.Option{memory.WithLogger(o.logger)}
 	if cfg.Memory.Enabled {
+		var sums summary.Store
 		if rt.DB != nil {
-			rt.Summaries = db.NewSummaryStore(rt.DB, db.WithLogger(o.logger))
+			sums = db.NewSummaryStore(rt.DB, db.WithLogger(o.logger))
 		} else {
-			rt.Summaries = summary.NewInMemoryStore(cfg.Store.MaxSummaries)
+			sums = summary.NewInMemoryStore(cfg.Store.MaxSummaries)
 		}
-		svc := o.svc
-		if svc == nil {
-			svc, err = newSummarizer(ctx, cfg, &o)
-			if err != nil {
-				return nil, err
-			}
-			if c, ok := svc.(io.Closer); ok {
-				rt.closers = append(rt.closers, c.Close)
-			}
-		}
-		rt.Summarizer = svc
-		mopts = append(mopts, memory.WithSummaries(rt.Summaries, svc))
-		// A fold must not outlive its cross-process lock.
-		if ttl := 2*cfg.Summarizer.Timeout + 30*time.Second; ttl > 2*time.Minute {
-			mopts = append(mopts, memory.WithFoldLockTTL(ttl))
-		}
+		mopts = append(mopts, memory.WithSummaries(sums, svc))
 	}
 	mopts = append(mopts, o.mgrOpts...)
-	rt.Manager, err = memory.NewManager(rt.Messages, cfg.Memory, mopts...)
+	rt.Manager, err = memory.NewManager(store, mcfg, mopts...)
 	if err != nil {
 		return nil, cfg.translateMemoryError(err)
 	}
 	return rt, nil
 }
 
+// summarizer returns the summarizer of a runtime with summaries on:
+// WithSummarizer's, or the configured provider's (whose Close, if any, is
+// added to the runtime's closers).
+func (rt *Runtime) summarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.Service, error) {
+	if o.svcSet {
+		if isNil(o.svc) {
+			return nil, errors.New("autoconfig: WithSummarizer got a nil summarizer, but summaries are on (" + keyEnabled + ") and need one")
+		}
+		return o.svc, nil
+	}
+	svc, err := newSummarizer(ctx, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := svc.(io.Closer); ok {
+		rt.closers = append(rt.closers, c.Close)
+	}
+	return svc, nil
+}
+
 // NewSummarizer returns the summarizer cfg selects (EffectiveProvider),
-// whether or not summaries are enabled. Close it when it implements
-// io.Closer (the gemini one does).
-func NewSummarizer(ctx context.Context, cfg *Config) (summary.Service, error) {
-	o := buildOptions{logger: slog.Default()}
+// whether or not summaries are enabled, built by its registered factory.
+// Close it when it implements io.Closer (the gemini one does).
+func NewSummarizer(ctx context.Context, cfg *Config, opts ...BuildOption) (summary.Service, error) {
+	if cfg == nil {
+		cfg = Default()
+	}
+	o := newBuildOptions(opts)
 	return newSummarizer(ctx, cfg, &o)
 }
 
 func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.Service, error) {
+	name := cfg.EffectiveProvider()
+	f, ok := lookupSummarizer(name)
+	if !ok {
+		if imp, known := strataProviders[name]; known {
+			return nil, cfg.errorFor(keySummarizerProvider, fmt.Sprintf(
+				"the %s summarizer is not compiled into this program: add import _ %q to its main package", name, imp))
+		}
+		return nil, cfg.errorFor(keySummarizerProvider, "must be one of "+joinNames(knownProviders()))
+	}
 	sc := cfg.Summarizer
-	switch p := cfg.EffectiveProvider(); p {
-	case ProviderExtractive:
-		return summary.NewExtractiveService(), nil
-	case ProviderGemini:
-		key, err := cfg.apiKey(p)
-		if err != nil {
-			return nil, err
-		}
-		s, err := gemini.New(ctx, gemini.Config{
-			APIKey:             key,
-			Model:              cfg.Model(),
-			BaseURL:            sc.BaseURL,
-			Timeout:            sc.Timeout,
-			MaxNarrativeTokens: cfg.Summary.MaxNarrativeTokens,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("summarizer: %w", err)
-		}
-		return s, nil
-	case ProviderOpenAI:
-		key, err := cfg.apiKey(p)
-		if err != nil {
-			return nil, err
-		}
-		s, err := openai.New(openai.Config{
-			APIKey:             key,
-			Model:              cfg.Model(),
-			BaseURL:            sc.BaseURL,
-			Timeout:            sc.Timeout,
-			MaxNarrativeTokens: cfg.Summary.MaxNarrativeTokens,
-			DisableJSONMode:    !sc.JSONMode,
-			JSONSchema:         sc.JSONSchema,
-			HTTPClient:         o.httpClient,
-			Logger:             o.logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("summarizer: %w", err)
-		}
-		return s, nil
-	default:
-		return nil, cfg.errorFor(keySummarizerProvider, "must be one of "+strings.Join(Providers, ", "))
-	}
-}
-
-// placeholderAPIKey is sent to OpenAI-compatible local servers that need no
-// key (langchaingo's client insists on one).
-const placeholderAPIKey = "strata-no-key"
-
-// apiKey reads the provider's API key from the environment.
-func (c *Config) apiKey(provider string) (string, error) {
-	name := c.APIKeyEnv()
-	if v, _ := c.LookupEnv(name); strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v), nil
-	}
-	explicit := c.Summarizer.APIKeyEnv != ""
-	if provider == ProviderGemini && !explicit {
-		if v, _ := c.LookupEnv("GEMINI_API_KEY"); strings.TrimSpace(v) != "" {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	if provider == ProviderOpenAI && !explicit && isLocalOpenAI(c.Summarizer.BaseURL) {
-		return placeholderAPIKey, nil
-	}
-	msg := fmt.Sprintf("summarizer %s: the environment variable %s holding the API key is empty or unset", provider, name)
-	if !explicit {
-		msg += " (" + keySummarizerAPIKeyEnv + " names another variable)"
-	}
-	return "", errors.New(msg)
-}
-
-// isLocalOpenAI reports whether base points at a server on this machine or
-// a private network (localhost, loopback and private addresses, single-label
-// host names such as a Docker service, *.local, *.internal): such
-// OpenAI-compatible servers (Ollama, vLLM, llama.cpp) usually need no key.
-func isLocalOpenAI(base string) bool {
-	if strings.TrimSpace(base) == "" {
-		return false
-	}
-	u, err := url.Parse(base)
+	svc, err := f(ctx, SummarizerSettings{
+		Provider:           name,
+		Model:              sc.Model,
+		BaseURL:            sc.BaseURL,
+		APIKeyEnv:          sc.APIKeyEnv,
+		Timeout:            sc.Timeout,
+		MaxNarrativeTokens: cfg.Summary.MaxNarrativeTokens,
+		JSONMode:           sc.JSONMode,
+		JSONSchema:         sc.JSONSchema,
+		HTTPClient:         o.httpClient,
+		Logger:             o.logger,
+		cfg:                cfg,
+	})
 	if err != nil {
-		return false
+		var ce *Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("summarizer %s: %w", name, err)
 	}
-	host := strings.ToLower(u.Hostname())
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	if isNil(svc) {
+		return nil, fmt.Errorf("summarizer %s: the provider returned no summarizer", name)
 	}
-	return host == "localhost" || !strings.Contains(host, ".") ||
-		strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".internal")
+	return svc, nil
+}
+
+// foldLockTTL is the cross-process fold lock's hold that a summarizer call
+// of the given timeout needs: two calls and a margin.
+func foldLockTTL(timeout time.Duration) time.Duration { return 2*timeout + 30*time.Second }
+
+// isNil reports whether v is nil or an interface holding a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
 }

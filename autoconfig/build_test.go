@@ -2,85 +2,23 @@ package autoconfig
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/providers/gemini"
 	"github.com/strata-go/strata/summary"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
-
-// recorder is an httptest server that records request bodies and answers
-// with a fixed body.
-type recorder struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	paths  []string
-	querys []string
-	auths  []string
-	bodies []map[string]any
-}
-
-func newRecorder(t *testing.T, answer func(body map[string]any) any) *recorder {
-	t.Helper()
-	rec := &recorder{}
-	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		_ = json.Unmarshal(raw, &body)
-		rec.mu.Lock()
-		rec.paths = append(rec.paths, r.URL.Path)
-		rec.querys = append(rec.querys, r.URL.RawQuery)
-		rec.auths = append(rec.auths, r.Header.Get("Authorization"))
-		rec.bodies = append(rec.bodies, body)
-		rec.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(answer(body))
-	}))
-	t.Cleanup(rec.srv.Close)
-	return rec
-}
-
-func (r *recorder) snapshot() (paths, querys, auths []string, bodies []map[string]any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append(paths, r.paths...), append(querys, r.querys...), append(auths, r.auths...), append(bodies, r.bodies...)
-}
-
-const summaryJSON = `{"narrative":"Dana asked for a refund of order #A-7731.","facts":[{"key":"order_id","value":"#A-7731","category":"ENTITY"},{"key":"refund_amount","value":"$129.99","category":"NUMERIC"}]}`
-
-func openAIAnswer(map[string]any) any {
-	return map[string]any{
-		"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": summaryJSON}}},
-		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-	}
-}
-
-func geminiAnswer(map[string]any) any {
-	return map[string]any{
-		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": summaryJSON}}},
-			"finishReason": "STOP",
-		}},
-		"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 20},
-	}
-}
 
 // conversation saves turns exchanges into a session, enough to pass a
 // trigger of 4 with a window of 2.
@@ -123,10 +61,13 @@ func buildRuntime(t *testing.T, env []string, overrides []string) *Runtime {
 func TestBuildSummariesOff(t *testing.T) {
 	t.Parallel()
 	rt := buildRuntime(t, []string{}, []string{keyMaxTurns + "=2"})
-	if rt.Summaries != nil || rt.Summarizer != nil || rt.DB != nil || rt.Manager.SummaryStore() != nil {
+	if rt.DB != nil || rt.Manager.Config().Enabled {
 		t.Fatalf("summaries off built %+v", rt)
 	}
 	conversation(t, rt.Manager, "s", 10)
+	if s, err := rt.Manager.Summary(context.Background(), "s", "dana"); err != nil || s != nil {
+		t.Fatalf("summary with summaries off: %+v, %v", s, err)
+	}
 	h, err := rt.Manager.Load(context.Background(), "s", "dana")
 	if err != nil {
 		t.Fatal(err)
@@ -166,138 +107,11 @@ func hasFact(s *summary.Summary, value string) bool {
 	return false
 }
 
-func TestBuildOpenAI(t *testing.T) {
-	t.Parallel()
-	srv := newRecorder(t, openAIAnswer)
-	rt := buildRuntime(t, []string{"OPENAI_API_KEY=sk-test"}, smallWindow(
-		keySummarizerProvider+"=openai",
-		keySummarizerBaseURL+"="+srv.srv.URL+"/v1",
-		keySummarizerModel+"=llama3.1",
-	))
-	conversation(t, rt.Manager, "s", 4)
-	h, err := rt.Manager.Load(context.Background(), "s", "dana")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Mode != memory.ModeHierarchical || !hasFact(h.Summary, "$129.99") {
-		t.Fatalf("mode %s summary %+v", h.Mode, h.Summary)
-	}
-	paths, _, auths, bodies := srv.snapshot()
-	if len(bodies) == 0 || paths[0] != "/v1/chat/completions" || auths[0] != "Bearer sk-test" {
-		t.Fatalf("requests: paths %v auth %v", paths, auths)
-	}
-	b := bodies[0]
-	rf, _ := b["response_format"].(map[string]any)
-	msgs, _ := b["messages"].([]any)
-	if b["model"] != "llama3.1" || rf["type"] != "json_object" || len(msgs) != 2 {
-		t.Fatalf("request body = %v", b)
-	}
-	user, _ := json.Marshal(msgs[1])
-	if !strings.Contains(string(user), `[USER]: Turn 1: my order #A-7731 cost $129.99`) {
-		t.Fatalf("transcript not sent: %s", user)
-	}
-}
-
-func TestBuildOpenAIJSONSchema(t *testing.T) {
-	t.Parallel()
-	srv := newRecorder(t, openAIAnswer)
-	rt := buildRuntime(t, []string{"MY_KEY=sk-mine"}, smallWindow(
-		keySummarizerProvider+"=openai",
-		keySummarizerBaseURL+"="+srv.srv.URL+"/v1",
-		keySummarizerAPIKeyEnv+"=MY_KEY",
-		keySummarizerSchema+"=true",
-	))
-	conversation(t, rt.Manager, "s", 3)
-	_, _, auths, bodies := srv.snapshot()
-	if len(bodies) == 0 {
-		t.Fatal("no summarizer call")
-	}
-	rf, _ := bodies[0]["response_format"].(map[string]any)
-	js, _ := rf["json_schema"].(map[string]any)
-	if rf["type"] != "json_schema" || js["strict"] != true || auths[0] != "Bearer sk-mine" || bodies[0]["model"] != DefaultOpenAIModel {
-		t.Fatalf("body %v auth %v", bodies[0], auths)
-	}
-}
-
-func TestBuildGemini(t *testing.T) {
-	t.Parallel()
-	srv := newRecorder(t, geminiAnswer)
-	// Two lines switch to Gemini (llm-model is the reference's way).
-	rt := buildRuntime(t, []string{"GEMINI_API_KEY=g-test"}, smallWindow(
-		keyLLMModel+"=gemini",
-		keySummarizerBaseURL+"="+srv.srv.URL,
-	))
-	if _, ok := rt.Summarizer.(*gemini.Summarizer); !ok {
-		t.Fatalf("summarizer is %T", rt.Summarizer)
-	}
-	conversation(t, rt.Manager, "s", 4)
-	h, err := rt.Manager.Load(context.Background(), "s", "dana")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Mode != memory.ModeHierarchical || !hasFact(h.Summary, "#A-7731") {
-		t.Fatalf("mode %s summary %+v", h.Mode, h.Summary)
-	}
-	paths, querys, _, bodies := srv.snapshot()
-	if len(bodies) == 0 || !strings.HasSuffix(paths[0], "/models/"+DefaultGeminiModel+":generateContent") || !strings.Contains(querys[0], "key=g-test") {
-		t.Fatalf("paths %v query %v", paths, querys)
-	}
-	b := bodies[0]
-	gc, _ := b["generationConfig"].(map[string]any)
-	si, _ := json.Marshal(b["systemInstruction"])
-	contents, _ := json.Marshal(b["contents"])
-	if gc["responseMimeType"] != "application/json" || gc["responseSchema"] == nil ||
-		!strings.Contains(string(si), "conversation summarizer") || !strings.Contains(string(contents), "[USER]: Turn 1: my order #A-7731") {
-		t.Fatalf("request body = %v", b)
-	}
-}
-
-func TestBuildAPIKeys(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	build := func(env []string, set ...string) error {
-		cfg, err := LoadWith(LoadOptions{Environ: env, Overrides: append([]string{keyEnabled + "=true"}, set...)})
-		if err != nil {
-			return err
-		}
-		rt, err := BuildRuntime(ctx, cfg, WithLogger(quiet))
-		if err == nil {
-			_ = rt.Close()
-		}
-		return err
-	}
-	// OpenAI's API without a key.
-	err := build([]string{}, keySummarizerProvider+"=openai")
-	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
-		t.Fatalf("openai without a key: %v", err)
-	}
-	// Gemini without a key.
-	err = build([]string{"GOOGLE_API_KEY="}, keySummarizerProvider+"=gemini", keySummarizerBaseURL+"=http://127.0.0.1:1")
-	if err == nil || !strings.Contains(err.Error(), "GOOGLE_API_KEY") {
-		t.Fatalf("gemini without a key: %v", err)
-	}
-	// An explicit variable name must hold a key.
-	err = build([]string{"OPENAI_API_KEY=sk"}, keySummarizerProvider+"=openai", keySummarizerAPIKeyEnv+"=VLLM_KEY",
-		keySummarizerBaseURL+"=http://localhost:8000/v1")
-	if err == nil || !strings.Contains(err.Error(), "VLLM_KEY") {
-		t.Fatalf("explicit api-key-env: %v", err)
-	}
-	// A local OpenAI-compatible server needs no key; nothing is dialled.
-	for _, base := range []string{"http://localhost:11434/v1", "http://127.0.0.1:8080/v1", "http://ollama:11434/v1", "http://10.0.0.7:8000/v1"} {
-		if err := build([]string{}, keySummarizerProvider+"=openai", keySummarizerBaseURL+"="+base); err != nil {
-			t.Fatalf("local server %s: %v", base, err)
-		}
-	}
-	if err := build([]string{}, keySummarizerProvider+"=openai", keySummarizerBaseURL+"=https://api.together.example/v1"); err == nil {
-		t.Fatal("remote OpenAI-compatible server without a key was accepted")
-	}
-}
-
 func TestBuildWithSummarizerOption(t *testing.T) {
 	t.Parallel()
-	calls := 0
+	var calls atomic.Int32
 	svc := summary.ServiceFunc(func(ctx context.Context, req summary.Request) (summary.Result, error) {
-		calls++
+		calls.Add(1)
 		return summary.Result{Narrative: "custom"}, nil
 	})
 	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow()})
@@ -310,7 +124,7 @@ func TestBuildWithSummarizerOption(t *testing.T) {
 	}
 	defer rt.Close()
 	conversation(t, rt.Manager, "s", 3)
-	if calls == 0 {
+	if calls.Load() == 0 {
 		t.Fatal("custom summarizer not used")
 	}
 }
@@ -344,12 +158,12 @@ func TestBuildDatasource(t *testing.T) {
 		t.Fatalf("migrate-on-start: version %d dirty %v err %v", v, dirty, err)
 	}
 	conversation(t, rt.Manager, "pg-session", 4)
-	s, err := rt.Summaries.Get(ctx, "pg-session")
+	s, err := rt.Manager.Summary(ctx, "pg-session", "dana")
 	if err != nil || s == nil || !hasFact(s, "#A-7731") {
 		t.Fatalf("stored summary %+v err %v", s, err)
 	}
-	if owner, err := rt.Messages.Owner(ctx, "pg-session"); err != nil || owner != "dana" {
-		t.Fatalf("owner %q err %v", owner, err)
+	if _, err := rt.Manager.Summary(ctx, "pg-session", "mallory"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("another user's session: %v", err)
 	}
 	d := rt.DB
 	if err := rt.Close(); err != nil {
@@ -404,5 +218,211 @@ func TestBuildDatasourceUnreachable(t *testing.T) {
 	_, err = BuildRuntime(ctx, cfg, WithLogger(quiet))
 	if err == nil || !strings.HasPrefix(err.Error(), "datasource:") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBuildUnregisteredProvider: this test binary imports neither provider
+// package, so configuring one is an error at Build that names the import
+// to add; Load accepts the name, and summaries off never need it.
+func TestBuildUnregisteredProvider(t *testing.T) {
+	t.Parallel()
+	for provider, imp := range map[string]string{
+		ProviderGemini: "github.com/strata-go/strata/providers/gemini",
+		ProviderOpenAI: "github.com/strata-go/strata/providers/openai",
+	} {
+		cfg, err := LoadWith(LoadOptions{Environ: []string{"GOOGLE_API_KEY=k", "OPENAI_API_KEY=k"},
+			Overrides: smallWindow(keySummarizerProvider + "=" + provider)})
+		if err != nil {
+			t.Fatalf("%s: Load: %v", provider, err)
+		}
+		_, err = Build(context.Background(), cfg)
+		var e *Error
+		if !errors.As(err, &e) || e.Key != keySummarizerProvider || !strings.Contains(err.Error(), `import _ "`+imp+`"`) {
+			t.Fatalf("%s: err = %v", provider, err)
+		}
+		cfg.Memory.Enabled = false
+		mgr, err := Build(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("%s with summaries off: %v", provider, err)
+		}
+		_ = mgr.Close()
+	}
+	// A name no package provides is refused at Load, with the choices.
+	_, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySummarizerProvider + "=cohere"}})
+	if err == nil || !strings.Contains(err.Error(), "must be one of extractive, gemini, openai") {
+		t.Fatalf("unknown provider: %v", err)
+	}
+}
+
+// TestRegisterSummarizer: a registered factory receives the summarizer
+// settings, reads its key from the configuration's environment, and its
+// summarizer is the manager's and is closed with the runtime.
+func TestRegisterSummarizer(t *testing.T) {
+	t.Parallel()
+	const name = "test-recorder"
+	var got SummarizerSettings
+	closed := false
+	RegisterSummarizer("Test-Recorder", func(_ context.Context, s SummarizerSettings) (summary.Service, error) {
+		got = s
+		key, err := s.APIKey("TEST_RECORDER_KEY")
+		if err != nil {
+			return nil, err
+		}
+		return &closingService{key: key, closed: &closed}, nil
+	})
+	if !slicesContains(Summarizers(), name) {
+		t.Fatalf("Summarizers() = %v", Summarizers())
+	}
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"TEST_RECORDER_KEY=secret"}, Overrides: smallWindow(
+		keySummarizerProvider+"="+name, keySummarizerModel+"=m1", keySummarizerBaseURL+"=http://127.0.0.1:9/v1",
+		keySummarizerTimeout+"=7s", keyMaxNarrative+"=99")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := BuildRuntime(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Provider != name || got.Model != "m1" || got.BaseURL != "http://127.0.0.1:9/v1" || got.Timeout != 7*time.Second ||
+		got.MaxNarrativeTokens != 99 || !got.JSONMode || got.Logger == nil {
+		t.Fatalf("settings %+v", got)
+	}
+	conversation(t, rt.Manager, "s", 3)
+	if s, err := rt.Manager.Summary(context.Background(), "s", "dana"); err != nil || s == nil || s.Narrative != "key secret" {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+	if err := rt.Close(); err != nil || !closed {
+		t.Fatalf("close: %v, summarizer closed %v", err, closed)
+	}
+
+	// Without the key: an error on api-key-env naming the variable.
+	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow(keySummarizerProvider + "=" + name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(context.Background(), cfg)
+	var e *Error
+	if !errors.As(err, &e) || e.Key != keySummarizerAPIKeyEnv || !strings.Contains(err.Error(), "TEST_RECORDER_KEY") {
+		t.Fatalf("no key: %v", err)
+	}
+
+	for what, register := range map[string]func(){
+		"twice": func() {
+			RegisterSummarizer(name, func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+		},
+		"blank name": func() {
+			RegisterSummarizer(" ", func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+		},
+		"nil factory": func() { RegisterSummarizer("test-nil", nil) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("RegisterSummarizer %s did not panic", what)
+				}
+			}()
+			register()
+		}()
+	}
+}
+
+type closingService struct {
+	key    string
+	closed *bool
+}
+
+func (c *closingService) Summarize(context.Context, summary.Request) (summary.Result, error) {
+	return summary.Result{Narrative: "key " + c.key}, nil
+}
+
+func (c *closingService) Close() error { *c.closed = true; return nil }
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBuildRefusesHalfConfigured: summaries on need a summarizer, whatever
+// supplies it.
+func TestBuildRefusesHalfConfigured(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildRuntime(context.Background(), cfg, WithSummarizer(nil)); err == nil || !strings.Contains(err.Error(), keyEnabled) {
+		t.Fatalf("nil WithSummarizer: %v", err)
+	}
+	var typedNil *closingService
+	if _, err := BuildRuntime(context.Background(), cfg, WithSummarizer(typedNil)); err == nil {
+		t.Fatal("typed-nil WithSummarizer accepted")
+	}
+	RegisterSummarizer("test-none", func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow(keySummarizerProvider + "=test-none")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no summarizer") {
+		t.Fatalf("factory without a summarizer: %v", err)
+	}
+	// A hand-made Config without a summarizer provider.
+	hand := &Config{Memory: memory.DefaultConfig(), Summary: Default().Summary, Summarizer: SummarizerConfig{Timeout: time.Second}}
+	hand.Memory.Enabled = true
+	if _, err := Build(context.Background(), hand); err == nil || !strings.Contains(err.Error(), keySummarizerProvider) {
+		t.Fatalf("no provider: %v", err)
+	}
+}
+
+// TestBuildIsQuiet: without WithLogger nothing reaches slog.Default. (Not
+// parallel: it swaps the default logger.)
+func TestBuildIsQuiet(t *testing.T) {
+	var global testutil.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&global, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(prev)
+	failing := summary.ServiceFunc(func(context.Context, summary.Request) (summary.Result, error) {
+		return summary.Result{}, errors.New("summarizer down")
+	})
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := BuildRuntime(context.Background(), cfg, WithSummarizer(failing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conversation(t, rt.Manager, "s", 4)
+	if _, err := rt.Manager.Load(context.Background(), "s", "dana"); err != nil {
+		t.Fatal(err)
+	}
+	_ = rt.Close()
+	if global.String() != "" {
+		t.Fatalf("logged to slog.Default:\n%s", global.String())
+	}
+}
+
+// TestBuildBudgetIsMemoryConfig: the LLM keys are the manager's one budget.
+func TestBuildBudgetIsMemoryConfig(t *testing.T) {
+	t.Parallel()
+	rt := buildRuntime(t, []string{}, []string{keyWindow + "=32000", keyMaxOutput + "=2000"})
+	if c := rt.Manager.Config(); c.ContextWindowTokens != 32000 || c.OutputReserveTokens != 2000 {
+		t.Fatalf("manager budget %d/%d", c.ContextWindowTokens, c.OutputReserveTokens)
+	}
+	def := memory.DefaultConfig()
+	if c := Default().Memory; c.ContextWindowTokens != def.ContextWindowTokens || c.OutputReserveTokens != def.OutputReserveTokens {
+		t.Fatalf("defaults %d/%d differ from memory's", c.ContextWindowTokens, c.OutputReserveTokens)
+	}
+	// The fold lock outlives two summarizer calls unless set.
+	rt = buildRuntime(t, []string{}, smallWindow(keySummarizerTimeout+"=2m"))
+	if got := rt.Manager.Config().FoldLockTTL; got != 4*time.Minute+30*time.Second {
+		t.Fatalf("fold lock TTL %s", got)
+	}
+	_, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySummarizerTimeout + "=2m", keyFoldLockTTL + "=1m"}})
+	if err == nil || !strings.Contains(err.Error(), "must be > summarizer.timeout (2m)") {
+		t.Fatalf("lock TTL below the timeout: %v", err)
 	}
 }

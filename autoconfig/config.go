@@ -10,62 +10,41 @@ import (
 
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
-	"github.com/strata-go/strata/trimmer"
 )
 
-// Summarizer providers (arc.reactor.memory.summarizer.provider).
+// Summarizer provider names (arc.reactor.memory.summarizer.provider).
+// Only the extractive summarizer is built in; the others are registered by
+// importing their packages (see RegisterSummarizer).
 const (
 	// ProviderExtractive is the offline, deterministic summarizer
 	// (summary.NewExtractiveService); the default.
 	ProviderExtractive = "extractive"
-	// ProviderGemini is Google's Gemini API with a response schema.
+	// ProviderGemini is Google's Gemini API with a response schema, in
+	// package github.com/strata-go/strata/providers/gemini.
 	ProviderGemini = "gemini"
 	// ProviderOpenAI is OpenAI or any OpenAI-compatible server (Ollama,
-	// vLLM, llama.cpp, …) selected with summarizer.base-url.
+	// vLLM, llama.cpp, …) selected with summarizer.base-url, in package
+	// github.com/strata-go/strata/providers/openai.
 	ProviderOpenAI = "openai"
-)
-
-// Providers lists the summarizer providers Strata knows.
-var Providers = []string{ProviderExtractive, ProviderGemini, ProviderOpenAI}
-
-// Defaults of Strata's own settings (the memory ones come from
-// memory.DefaultConfig).
-const (
-	// DefaultMaxContextWindowTokens is arc.reactor.llm.max-context-window-tokens.
-	DefaultMaxContextWindowTokens = 128_000
-	// DefaultMaxOutputTokens is arc.reactor.llm.max-output-tokens.
-	DefaultMaxOutputTokens = 4096
-	// DefaultGeminiModel is the model used by the gemini provider when
-	// summarizer.model is empty.
-	DefaultGeminiModel = "gemini-2.5-flash"
-	// DefaultOpenAIModel is the model used by the openai provider when
-	// summarizer.model is empty.
-	DefaultOpenAIModel = "gpt-4o-mini"
-	// DefaultGeminiAPIKeyEnv names the variable holding the Gemini API key
-	// when summarizer.api-key-env is empty (GEMINI_API_KEY is tried when it
-	// is unset).
-	DefaultGeminiAPIKeyEnv = "GOOGLE_API_KEY"
-	// DefaultOpenAIAPIKeyEnv names the variable holding the OpenAI API key
-	// when summarizer.api-key-env is empty.
-	DefaultOpenAIAPIKeyEnv = "OPENAI_API_KEY"
 )
 
 // Config is Strata's whole configuration. Start from Default or Load; the
 // zero value is not usable.
 type Config struct {
-	// Memory is the manager's configuration. Its fields are set from
-	// arc.reactor.memory.summary.* (Enabled, TriggerMessageCount,
-	// RecentMessageCount), arc.reactor.llm.max-conversation-turns,
-	// arc.reactor.llm.max-context-window-tokens (ContextWindowTokens, also
-	// the replay trimmer's window), arc.reactor.memory.store.* and
-	// arc.reactor.memory.policy.*.
+	// Memory is the manager's configuration, with memory.DefaultConfig's
+	// defaults. Its fields are set from arc.reactor.memory.summary.*
+	// (Enabled, TriggerMessageCount, RecentMessageCount),
+	// arc.reactor.llm.max-conversation-turns,
+	// arc.reactor.llm.max-context-window-tokens (ContextWindowTokens) and
+	// max-output-tokens (OutputReserveTokens), which are the one prompt
+	// budget, arc.reactor.memory.store.*, arc.reactor.memory.policy.* and
+	// arc.reactor.memory.fold.*. Memory.Validate checks them; Validate
+	// reports its errors under the keys.
 	Memory memory.Config
 	// Summary holds the reference's other summary.* properties.
 	Summary SummaryConfig
 	// Summarizer chooses and configures the summarizer.
 	Summarizer SummarizerConfig
-	// LLM holds arc.reactor.llm.* settings that are not in Memory.
-	LLM LLMConfig
 	// Datasource is Strata's own datasource (arc.reactor.memory.datasource).
 	Datasource DatasourceConfig
 	// Spring is the reference's datasource switch (spring.datasource.*).
@@ -100,17 +79,19 @@ type SummaryConfig struct {
 // SummarizerConfig configures the summarizer
 // (arc.reactor.memory.summarizer.*).
 type SummarizerConfig struct {
-	// Provider is extractive (default), gemini or openai.
+	// Provider names a registered summarizer provider: extractive
+	// (default, built in), or gemini or openai once their packages are
+	// imported (see RegisterSummarizer).
 	Provider string
-	// Model is the provider's model name; empty means DefaultGeminiModel or
-	// DefaultOpenAIModel.
+	// Model is the provider's model name; empty means the provider's
+	// default model.
 	Model string
 	// BaseURL points the provider at another server: an OpenAI-compatible
 	// one (http://localhost:11434/v1 for Ollama) or a Gemini endpoint.
 	BaseURL string
-	// APIKeyEnv names the environment variable holding the API key
-	// (default GOOGLE_API_KEY for gemini, OPENAI_API_KEY for openai). The
-	// key itself never appears in configuration files.
+	// APIKeyEnv names the environment variable holding the API key; empty
+	// means the provider's default variable. The key itself never appears
+	// in configuration files.
 	APIKeyEnv string
 	// Timeout bounds one summarization call (default 60s).
 	Timeout time.Duration
@@ -121,13 +102,6 @@ type SummarizerConfig struct {
 	// JSONSchema sends a strict JSON schema (response_format json_schema)
 	// to OpenAI-compatible servers that support it (default false).
 	JSONSchema bool
-}
-
-// LLMConfig holds arc.reactor.llm.* settings other than those in
-// memory.Config.
-type LLMConfig struct {
-	// MaxOutputTokens is the output reserve of the trimmer (default 4096).
-	MaxOutputTokens int
 }
 
 // DatasourceConfig is arc.reactor.memory.datasource.*.
@@ -159,15 +133,13 @@ type StoreConfig struct {
 	MaxSummaries int
 }
 
-// Default returns the default configuration: the reference's defaults
-// (summaries off, trigger 20, recent 10, 10 turns, a 128000-token window
-// with a 4096-token output reserve), in-memory stores and the extractive
-// summarizer.
+// Default returns the default configuration: memory.DefaultConfig (the
+// reference's defaults: summaries off, trigger 20, recent 10, 10 turns; a
+// 128000-token window with a 4096-token output reserve), in-memory stores
+// and the extractive summarizer.
 func Default() *Config {
-	mc := memory.DefaultConfig()
-	mc.ContextWindowTokens = DefaultMaxContextWindowTokens
 	return &Config{
-		Memory: mc,
+		Memory: memory.DefaultConfig(),
 		Summary: SummaryConfig{
 			MaxNarrativeTokens: summary.DefaultMaxNarrativeTokens,
 		},
@@ -176,7 +148,6 @@ func Default() *Config {
 			Timeout:  summary.DefaultTimeout,
 			JSONMode: true,
 		},
-		LLM:        LLMConfig{MaxOutputTokens: DefaultMaxOutputTokens},
 		Datasource: DatasourceConfig{MigrateOnStart: true},
 		Store:      StoreConfig{MaxSummaries: summary.DefaultMaxSummaries},
 		Server:     defaultServerConfig(),
@@ -246,40 +217,7 @@ func (c *Config) EffectiveProvider() string {
 	if lm := normalizeProvider(c.Summary.LLMModel); isProvider(lm) {
 		return lm
 	}
-	if p == "" {
-		return ProviderExtractive
-	}
 	return p
-}
-
-// Model is the summarizer model in use: summarizer.model, or the provider's
-// default model ("" for the extractive summarizer).
-func (c *Config) Model() string {
-	if c.Summarizer.Model != "" {
-		return c.Summarizer.Model
-	}
-	switch c.EffectiveProvider() {
-	case ProviderGemini:
-		return DefaultGeminiModel
-	case ProviderOpenAI:
-		return DefaultOpenAIModel
-	}
-	return ""
-}
-
-// APIKeyEnv is the name of the environment variable the summarizer's API
-// key is read from: summarizer.api-key-env, or the provider's default.
-func (c *Config) APIKeyEnv() string {
-	if c.Summarizer.APIKeyEnv != "" {
-		return c.Summarizer.APIKeyEnv
-	}
-	switch c.EffectiveProvider() {
-	case ProviderGemini:
-		return DefaultGeminiAPIKeyEnv
-	case ProviderOpenAI:
-		return DefaultOpenAIAPIKeyEnv
-	}
-	return ""
 }
 
 // DatabaseURL returns the PostgreSQL connection string in use, "" for
@@ -306,14 +244,6 @@ func (c *Config) DatabaseURL() (string, error) {
 	return out, nil
 }
 
-// Trimmer returns a trimmer for the configured model: a window of
-// Memory.ContextWindowTokens (arc.reactor.llm.max-context-window-tokens)
-// with an output reserve of LLM.MaxOutputTokens. est nil means
-// trimmer.NewEstimator().
-func (c *Config) Trimmer(est trimmer.Estimator) *trimmer.Trimmer {
-	return trimmer.New(c.Memory.ContextWindowTokens, c.LLM.MaxOutputTokens, est)
-}
-
 // Clone returns a deep copy of c.
 func (c *Config) Clone() *Config {
 	out := *c
@@ -330,15 +260,6 @@ func (c *Config) Clone() *Config {
 }
 
 func normalizeProvider(p string) string { return strings.ToLower(strings.TrimSpace(p)) }
-
-func isProvider(p string) bool {
-	for _, q := range Providers {
-		if p == q {
-			return true
-		}
-	}
-	return false
-}
 
 // checkPostgresURL accepts postgres:// and postgresql:// URLs and key=value
 // connection strings.

@@ -64,10 +64,29 @@
 //
 // Build returns a memory.Manager wired as the configuration says: with
 // summaries off, a takeLast-only manager; with summaries on, a summary store
-// and a summarizer (the offline extractive one by default, Gemini with a
-// response schema, or OpenAI and any OpenAI-compatible server in JSON mode).
-// A datasource URL switches both stores to PostgreSQL and, unless
-// datasource.migrate-on-start is false, applies the schema migrations first.
-// BuildRuntime does the same and also returns the stores, the summarizer and
-// a Close that releases the database pool.
+// and a summarizer. A datasource URL switches both stores to PostgreSQL and,
+// unless datasource.migrate-on-start is false, applies the schema migrations
+// first. BuildRuntime does the same and also returns the database pool and
+// a Close that releases everything; session data is reached through the
+// manager only.
+//
+// The manager's token budget is configured once: max-context-window-tokens
+// and max-output-tokens are memory.Config's ContextWindowTokens and
+// OutputReserveTokens, which memory.Manager.Prompt and the folding policy
+// share. Every default not specific to this package is memory's
+// (memory.DefaultConfig) or summary's, and memory.Config.Validate checks the
+// memory settings; its field errors are reported under the keys.
+//
+// # Summarizer providers
+//
+// Summarizers are registered the way database/sql drivers are: the offline
+// extractive summarizer is built in, and a provider package registers
+// itself (RegisterSummarizer) when a program imports it:
+//
+//	import _ "github.com/strata-go/strata/providers/gemini" // Gemini, with a response schema
+//	import _ "github.com/strata-go/strata/providers/openai" // OpenAI and OpenAI-compatible servers
+//
+// so that only programs that use a provider link its SDK. Selecting a
+// provider that is not imported is a configuration error naming the import
+// to add. Logging is off unless WithLogger gives a logger.
 package autoconfig

@@ -18,7 +18,9 @@ const exampleHeader = `# Strata configuration: every key with its default value 
 # arc.reactor.memory that Strata does not know is an error; anything outside
 # arc.reactor.memory, arc.reactor.llm and spring.datasource is ignored.
 #
-# Switch the summarizer with two lines, e.g.
+# Switch the summarizer with two lines (programs built on the Go packages
+# import the provider package, e.g. github.com/strata-go/strata/providers/gemini;
+# the strata command includes both), e.g.
 #   arc.reactor.memory.summary.enabled: true
 #   arc.reactor.memory.summarizer.provider: gemini     # key in GOOGLE_API_KEY
 # or, for Ollama / vLLM / llama.cpp:

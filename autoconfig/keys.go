@@ -49,6 +49,11 @@ const (
 	keyMaxFoldInput        = "arc.reactor.memory.policy.max-fold-input-tokens"
 	keyPromptBudget        = "arc.reactor.memory.policy.prompt-memory-budget"
 	keyMinTail             = "arc.reactor.memory.policy.min-tail-messages"
+	keyLoadGrace           = "arc.reactor.memory.fold.load-grace"
+	keyFoldWait            = "arc.reactor.memory.fold.wait"
+	keyFoldLockTTL         = "arc.reactor.memory.fold.lock-ttl"
+	keySupersedeDelay      = "arc.reactor.memory.fold.supersede-delay"
+	keyCloseTimeout        = "arc.reactor.memory.fold.close-timeout"
 	keyMaxTurns            = "arc.reactor.llm.max-conversation-turns"
 	keyWindow              = "arc.reactor.llm.max-context-window-tokens"
 	keyMaxOutput           = "arc.reactor.llm.max-output-tokens"
@@ -194,10 +199,10 @@ var keyTable = []keySpec{
 
 	// Strata: summarizer.
 	stringKey(keySummarizerProvider,
-		"Summarizer: extractive (offline, deterministic, no LLM), gemini (Gemini API with a response schema) or openai (OpenAI or any OpenAI-compatible server).",
+		"Summarizer: extractive (offline, deterministic, no LLM; built in), gemini (Gemini API with a response schema) or openai (OpenAI or any OpenAI-compatible server); gemini and openai need their packages imported (github.com/strata-go/strata/providers/...), as the strata command does.",
 		func(c *Config) *string { return &c.Summarizer.Provider }),
 	stringKey(keySummarizerModel,
-		"Model name; empty = "+DefaultGeminiModel+" for gemini, "+DefaultOpenAIModel+" for openai. For Ollama, vLLM or llama.cpp, the model the server serves.",
+		"Model name; empty = the provider's default model (its package's DefaultModel). For Ollama, vLLM or llama.cpp, the model the server serves.",
 		func(c *Config) *string { return &c.Summarizer.Model }),
 	stringKey(keySummarizerBaseURL,
 		"Server URL; empty = the provider's public API. For OpenAI-compatible servers e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM).",
@@ -237,10 +242,10 @@ var keyTable = []keySpec{
 		"Upper bound of the doubling failure cool-down. Must be >= failure-cooldown.",
 		func(c *Config) *time.Duration { return &c.Memory.MaxFailureCooldown }),
 	intKey(keyMaxFacts,
-		"Most facts a session's ledger keeps (oldest dropped first). Must be >= 1.",
+		"Most facts a session's ledger keeps (oldest dropped first). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFacts }),
 	intKey(keyMaxFactValueLen,
-		"Longest fact value kept, in characters (longer values are cut). Must be >= 1.",
+		"Longest fact value kept, in characters (longer values are cut). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFactValueLen }),
 
 	// Strata: folding policy.
@@ -271,6 +276,23 @@ var keyTable = []keySpec{
 	intKey(keyMinTail,
 		"chunked: verbatim messages always kept under prompt-memory-budget. Must be >= 0.",
 		func(c *Config) *int { return &c.Memory.MinTailMessages }),
+
+	// Strata: fold timing.
+	durationKey(keyLoadGrace,
+		"How long a load waits for a stale summary to be regenerated; past it the load shows the stale summary plus every later message verbatim, and the fold finishes in the background. Must be >= 0.",
+		func(c *Config) *time.Duration { return &c.Memory.LoadGrace }),
+	durationKey(keyFoldWait,
+		"How long a load waits for a session's first summary before it degrades, and a fold for another replica's fold of the same session. Must be >= 0.",
+		func(c *Config) *time.Duration { return &c.Memory.FoldWait }),
+	durationKey(keyFoldLockTTL,
+		"Longest hold of a cross-replica fold lock before another replica may take it over. Must be > summarizer.timeout; when not set it is raised to 2 x summarizer.timeout + 30s if that is longer.",
+		func(c *Config) *time.Duration { return &c.Memory.FoldLockTTL }),
+	durationKey(keySupersedeDelay,
+		"parity: how long a background fold that superseded a running one waits before reading, so that a burst of saves folds once. Must be >= 0.",
+		func(c *Config) *time.Duration { return &c.Memory.SupersedeDelay }),
+	durationKey(keyCloseTimeout,
+		"Longest wait for background folds when the manager closes; a summarizer still running then is abandoned and its result never saved. Must be >= 0.",
+		func(c *Config) *time.Duration { return &c.Memory.CloseTimeout }),
 
 	// Strata: strata serve (server.go).
 	stringKey(keyServerListen,
@@ -304,11 +326,11 @@ var keyTable = []keySpec{
 		"takeLast window: 2 × this many messages. Must be >= 1.",
 		func(c *Config) *int { return &c.Memory.MaxConversationTurns })),
 	ref(intKey(keyWindow,
-		"The model's context window in tokens: the trimmer's window and the base of policy.fold-token-fraction. Must be > max-output-tokens.",
+		"The model's context window in tokens. With max-output-tokens it is the one prompt budget: every prompt is fitted into window - output tokens, and policy.fold-token-fraction is a fraction of it. Must be > max-output-tokens.",
 		func(c *Config) *int { return &c.Memory.ContextWindowTokens })),
 	ref(intKey(keyMaxOutput,
-		"Tokens kept free for the model's answer (the trimmer's output reserve). Must be >= 0.",
-		func(c *Config) *int { return &c.LLM.MaxOutputTokens })),
+		"Tokens of the context window kept free for the model's answer (the prompt budget's output reserve). Must be >= 0 and < max-context-window-tokens.",
+		func(c *Config) *int { return &c.Memory.OutputReserveTokens })),
 
 	// Spring's datasource.
 	ref(secret(stringKey(keySpringURL,

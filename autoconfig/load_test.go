@@ -82,7 +82,7 @@ func TestLoadDefaults(t *testing.T) {
 		cfg.Memory.RecentMessageCount != def.RecentMessageCount || cfg.Memory.MaxConversationTurns != def.MaxConversationTurns {
 		t.Fatalf("memory defaults differ from memory.DefaultConfig: %+v", cfg.Memory)
 	}
-	if cfg.Memory.ContextWindowTokens != 128_000 || cfg.LLM.MaxOutputTokens != 4096 ||
+	if cfg.Memory.ContextWindowTokens != 128_000 || cfg.Memory.OutputReserveTokens != 4096 ||
 		cfg.Summary.MaxNarrativeTokens != 500 || cfg.Summarizer.Timeout != 60*time.Second ||
 		cfg.EffectiveProvider() != ProviderExtractive || !cfg.Datasource.MigrateOnStart {
 		t.Fatalf("reference defaults wrong: %+v", cfg)
@@ -228,7 +228,7 @@ func TestEnvKebabMapping(t *testing.T) {
 	})
 	m := cfg.Memory
 	if !m.Enabled || m.TriggerMessageCount != 25 || m.RecentMessageCount != 12 || cfg.Summary.MaxNarrativeTokens != 300 ||
-		m.ContextWindowTokens != 32000 || cfg.LLM.MaxOutputTokens != 2000 || m.FailureCooldown != 3*time.Second ||
+		m.ContextWindowTokens != 32000 || m.OutputReserveTokens != 2000 || m.FailureCooldown != 3*time.Second ||
 		m.FoldTokenFraction != 0.25 || cfg.Spring.DatasourceURL != "jdbc:postgresql://db:5432/app" {
 		t.Fatalf("environment not applied: %+v", cfg)
 	}
@@ -345,11 +345,11 @@ func TestWholeSpringApplicationYAML(t *testing.T) {
 	cfg := mustLoad(t, []string{"DB_PASSWORD=s3cret"}, p)
 	m := cfg.Memory
 	if !m.Enabled || m.TriggerMessageCount != 24 || m.RecentMessageCount != 12 || m.MaxConversationTurns != 12 ||
-		m.ContextWindowTokens != 1_000_000 || cfg.LLM.MaxOutputTokens != 8192 || cfg.Summary.MaxNarrativeTokens != 400 {
-		t.Fatalf("memory section not applied: %+v / %+v", m, cfg.LLM)
+		m.ContextWindowTokens != 1_000_000 || m.OutputReserveTokens != 8192 || cfg.Summary.MaxNarrativeTokens != 400 {
+		t.Fatalf("memory section not applied: %+v", m)
 	}
-	if cfg.EffectiveProvider() != ProviderGemini || cfg.Summarizer.Provider != ProviderGemini || cfg.Model() != DefaultGeminiModel {
-		t.Fatalf("llm-model alias: provider %q (%q), model %q", cfg.EffectiveProvider(), cfg.Summarizer.Provider, cfg.Model())
+	if cfg.EffectiveProvider() != ProviderGemini || cfg.Summarizer.Provider != ProviderGemini || cfg.Summarizer.Model != "" {
+		t.Fatalf("llm-model alias: provider %q (%q), model %q", cfg.EffectiveProvider(), cfg.Summarizer.Provider, cfg.Summarizer.Model)
 	}
 	u, err := cfg.DatabaseURL()
 	if err != nil {
@@ -454,14 +454,18 @@ func TestValidationNamesKeys(t *testing.T) {
 		{[]string{keyTrigger + "=5"}, keyTrigger, "must be >= recent-message-count (10)"},
 		{[]string{keyMaxNarrative + "=0"}, keyMaxNarrative, "must be >= 1"},
 		{[]string{keyMaxTurns + "=0"}, keyMaxTurns, "must be >= 1"},
-		{[]string{keyWindow + "=4096"}, keyWindow, "must be > max-output-tokens (4096)"},
+		{[]string{keyWindow + "=4096"}, keyMaxOutput, "= 4096: must be >= 0 and < max-context-window-tokens (4096)"},
+		{[]string{keyWindow + "=0"}, keyWindow, "must be >= 1"},
 		{[]string{keyMaxOutput + "=-1"}, keyMaxOutput, "must be >= 0"},
 		{[]string{keyMaxMessageBytes + "=-1"}, keyMaxMessageBytes, "must be >= 0"},
 		{[]string{keyMaxSummaries + "=-1"}, keyMaxSummaries, "must be >= 0"},
 		{[]string{keyFailureCooldown + "=-1s"}, keyFailureCooldown, "must be >= 0"},
 		{[]string{keyMaxFailureCooldown + "=1s"}, keyMaxFailureCooldown, "must be >= failure-cooldown (2s)"},
-		{[]string{keyMaxFacts + "=0"}, keyMaxFacts, "must be >= 1"},
-		{[]string{keyMaxFactValueLen + "=0"}, keyMaxFactValueLen, "must be >= 1"},
+		{[]string{keyMaxFacts + "=-1"}, keyMaxFacts, "must be >= 1"},
+		{[]string{keyMaxFactValueLen + "=-1"}, keyMaxFactValueLen, "must be >= 1"},
+		{[]string{keyLoadGrace + "=-1s"}, keyLoadGrace, "must be >= 0"},
+		{[]string{keyFoldWait + "=-1s"}, keyFoldWait, "must be >= 0"},
+		{[]string{keyCloseTimeout + "=-1s"}, keyCloseTimeout, "must be >= 0"},
 		{[]string{keyPolicy + "=eager"}, keyPolicy, `"parity" or "chunked"`},
 		{[]string{keyBuffer + "=-1"}, keyBuffer, "must be >= 0"},
 		{[]string{keyFoldTokenThreshold + "=-1"}, keyFoldTokenThreshold, "must be >= 0"},
@@ -512,6 +516,18 @@ func TestValidateTranslatesMemoryErrors(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Key != keyMaxTurns || !strings.Contains(err.Error(), "must be >= 1") {
 		t.Fatalf("translated = %v", err)
+	}
+	// Every field memory.Config.Validate can name has a key; the field
+	// names in the allowed range are written as keys too.
+	cfg.Memory.TriggerMessageCount = 3
+	err = cfg.Validate()
+	if !errors.As(err, &e) || e.Key != keyTrigger || e.Msg != "must be >= recent-message-count (10)" {
+		t.Fatalf("Validate = %v", err)
+	}
+	// Errors that are not field errors pass unchanged.
+	other := errors.New("other")
+	if got := cfg.translateMemoryError(other); got != other {
+		t.Fatalf("translated %v", got)
 	}
 }
 

@@ -1,39 +1,47 @@
 package autoconfig
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
+
+	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/server"
 )
 
-// Defaults of strata serve (arc.reactor.memory.server.*).
+// Defaults of strata serve (arc.reactor.memory.server.*). Those of the HTTP
+// server itself are package server's.
 const (
 	// DefaultServerListen is the address strata serve listens on: loopback
 	// only, so that a server started by mistake is not reachable from the
 	// network. Containers set ":8080".
 	DefaultServerListen = "127.0.0.1:8080"
 	// DefaultServerMaxBodyBytes caps request bodies (1 MiB).
-	DefaultServerMaxBodyBytes = 1 << 20
+	DefaultServerMaxBodyBytes = server.DefaultMaxBodyBytes
 	// DefaultServerReadHeaderTimeout bounds reading a request's headers.
-	DefaultServerReadHeaderTimeout = 10 * time.Second
+	DefaultServerReadHeaderTimeout = server.DefaultReadHeaderTimeout
 	// DefaultServerReadTimeout bounds reading a whole request.
-	DefaultServerReadTimeout = 30 * time.Second
+	DefaultServerReadTimeout = server.DefaultReadTimeout
 	// DefaultServerWriteTimeout bounds a request from the end of its headers
 	// to the end of the response. It exceeds the summarizer's default
 	// timeout because a context load may fold synchronously.
-	DefaultServerWriteTimeout = 90 * time.Second
+	DefaultServerWriteTimeout = server.DefaultWriteTimeout
 	// DefaultServerIdleTimeout closes idle keep-alive connections.
-	DefaultServerIdleTimeout = 120 * time.Second
+	DefaultServerIdleTimeout = server.DefaultIdleTimeout
 	// DefaultServerShutdownTimeout bounds a graceful shutdown: in-flight
 	// requests, then background folds.
-	DefaultServerShutdownTimeout = 30 * time.Second
+	DefaultServerShutdownTimeout = server.DefaultShutdownTimeout
 )
 
 // Server keys.
@@ -70,8 +78,9 @@ type ServerConfig struct {
 	// finished, then background folds, within this time.
 	ShutdownTimeout time.Duration
 	// ContextBudget is the token budget of the context endpoint when the
-	// request gives none; 0 means max-context-window-tokens −
-	// max-output-tokens.
+	// request gives none; 0 means the manager's budget
+	// (max-context-window-tokens − max-output-tokens), which is also the
+	// ceiling of every context.
 	ContextBudget int
 }
 
@@ -323,7 +332,7 @@ func (a APIKeyConfig) validate() error {
 
 // MinAPIKeyLength is the shortest API key accepted in plain text or from an
 // environment variable.
-const MinAPIKeyLength = 16
+const MinAPIKeyLength = server.MinKeyLength
 
 // ResolveAPIKey returns the plain key of a key-env or key entry (reading
 // the variable from the configuration's environment), or "" for a sha256
@@ -346,4 +355,110 @@ func (c *Config) ResolveAPIKey(a APIKeyConfig) (string, error) {
 		return v, nil
 	}
 	return "", nil
+}
+
+// ServerOptions are the optional parts of OpenServer's wiring.
+type ServerOptions struct {
+	// Logger is the logger of the server (access log included), the
+	// runtime and the catalogue (nil: slog.Default()).
+	Logger *slog.Logger
+	// Build are more options of BuildRuntime, e.g. WithSummarizer.
+	Build []BuildOption
+	// Catalog are more options of catalog.New, e.g. an embedder for
+	// semantic search.
+	Catalog []catalog.Option
+	// Server are more options of server.New, e.g. server.WithReadiness.
+	Server []server.Option
+}
+
+// readinessName names the database check of GET /readyz in the log.
+const readinessName = "postgres"
+
+// OpenServer builds everything strata serve runs from cfg (nil: Default()):
+// the runtime (BuildRuntime: manager and stores, PostgreSQL or in memory),
+// a conversation catalogue over the manager whose titles and search
+// documents follow every fold and delete (on PostgreSQL its index is
+// db.NewCatalogIndex, with pgvector when the server has it and the schema
+// is migrated on start), and the server (arc.reactor.memory.server.*),
+// whose GET /readyz pings the database. The server owns all of it: its
+// Serve, ListenAndServe or Close release it. On error everything opened is
+// closed.
+func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Server, error) {
+	if cfg == nil {
+		cfg = Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	scfg, err := serverConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The catalogue reads through the manager, and the manager tells the
+	// catalogue about folds and deletes: the observers are bound late.
+	var catRef atomic.Pointer[catalog.Catalog]
+	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...)}, o.Build...)
+	rt, err := BuildRuntime(ctx, cfg, bopts...)
+	if err != nil {
+		return nil, err
+	}
+	var idx catalog.Index
+	if rt.DB != nil {
+		// pgvector when the server has it; the portable column otherwise.
+		// It is DDL, so only where the schema is managed on start.
+		if cfg.Datasource.MigrateOnStart {
+			if err := db.EnableVectorSearch(ctx, rt.DB); err != nil {
+				o.Logger.InfoContext(ctx, "strata serve: catalogue scores in process (no pgvector)", "reason", err)
+			}
+		}
+		idx = db.NewCatalogIndex(rt.DB)
+	} else {
+		idx = catalog.NewMemoryIndex()
+	}
+	cat, err := catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
+	if err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
+	catRef.Store(cat)
+	sopts := []server.Option{server.WithLogger(o.Logger), server.WithOnClose(rt.Close)}
+	if rt.DB != nil {
+		sopts = append(sopts, server.WithReadiness(readinessName, rt.DB.PingContext))
+	}
+	srv, err := server.New(rt.Manager, cat, scfg, append(sopts, o.Server...)...)
+	if err != nil {
+		_ = cat.Close()
+		_ = rt.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// serverConfig is the server.Config of arc.reactor.memory.server.*:
+// key-env entries are read from the configuration's environment (a missing
+// variable is an error naming it), and at least one key is required. A
+// context budget of 0 stays 0: the server then uses the manager's budget.
+func serverConfig(cfg *Config) (server.Config, error) {
+	sc := cfg.Server
+	if len(sc.APIKeys) == 0 {
+		return server.Config{}, cfg.errorFor(keyServerAPIKeys, "strata serve needs at least one API key, e.g. USER=key-env:NAME")
+	}
+	out := server.Config{
+		Addr:              sc.Listen,
+		MaxBodyBytes:      int64(sc.MaxBodyBytes),
+		ReadHeaderTimeout: sc.ReadHeaderTimeout,
+		ReadTimeout:       sc.ReadTimeout,
+		WriteTimeout:      sc.WriteTimeout,
+		IdleTimeout:       sc.IdleTimeout,
+		ShutdownTimeout:   sc.ShutdownTimeout,
+		ContextBudget:     sc.ContextBudget,
+	}
+	for _, k := range sc.APIKeys {
+		key, err := cfg.ResolveAPIKey(k)
+		if err != nil {
+			return server.Config{}, err
+		}
+		out.APIKeys = append(out.APIKeys, server.APIKey{UserID: k.UserID, Key: key, SHA256: k.SHA256, Plaintext: k.Kind() == "key"})
+	}
+	return out, nil
 }

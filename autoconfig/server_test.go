@@ -1,12 +1,21 @@
 package autoconfig
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/internal/testutil"
+	"github.com/strata-go/strata/server"
 )
 
 func TestServerDefaults(t *testing.T) {
@@ -131,5 +140,146 @@ func TestServerConfigErrors(t *testing.T) {
 	path := writeFile(t, "bad.yaml", "arc.reactor.memory.server.api-keys: [alice]\n")
 	if e := loadErr(t, LoadOptions{Files: []string{path}}); !strings.Contains(e.Error(), "entry 1: want a map") {
 		t.Errorf("scalar entry: %v", e)
+	}
+}
+
+// serveOverrides configure two API keys (alice's from the environment,
+// bob's as a digest) and summaries.
+func serveOverrides(extra ...string) []string {
+	return append([]string{
+		keyServerAPIKeys + "=alice=key-env:STRATA_TEST_KEY_ALICE,bob=sha256:" + server.HashKey("bob-key-0123456789abcdef"),
+		"arc.reactor.memory.summary.enabled=true",
+	}, extra...)
+}
+
+const serveKeyAlice = "alice-key-0123456789abcdef"
+
+func TestServerConfigFromConfiguration(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice},
+		Overrides: serveOverrides(keyServerListen+"=:9000", keyServerReadTimeout+"=5s", keyServerContextBudget+"=2000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := serverConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []server.APIKey{{UserID: "alice", Key: serveKeyAlice}, {UserID: "bob", SHA256: server.HashKey("bob-key-0123456789abcdef")}}
+	if !reflect.DeepEqual(sc.APIKeys, want) || sc.Addr != ":9000" || sc.ReadTimeout != 5*time.Second ||
+		sc.ContextBudget != 2000 || sc.WriteTimeout != server.DefaultWriteTimeout || sc.MaxBodyBytes != server.DefaultMaxBodyBytes {
+		t.Fatalf("server config: %+v", sc)
+	}
+	// The variable holding a key is named when it is missing.
+	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: serveOverrides()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serverConfig(cfg); err == nil || !strings.Contains(err.Error(), "STRATA_TEST_KEY_ALICE") {
+		t.Fatalf("missing key variable: %v", err)
+	}
+	if _, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.DiscardHandler)}); err == nil || !strings.Contains(err.Error(), "STRATA_TEST_KEY_ALICE") {
+		t.Fatalf("OpenServer without the key variable: %v", err)
+	}
+	// No keys at all.
+	if _, err := serverConfig(Default()); err == nil || !strings.Contains(err.Error(), keyServerAPIKeys) {
+		t.Fatalf("no keys: %v", err)
+	}
+	// A plain key in the configuration is flagged for a warning.
+	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeys + "=carol=key:carol-plain-key-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := serverConfig(cfg); err != nil || len(sc.APIKeys) != 1 || !sc.APIKeys[0].Plaintext {
+		t.Fatalf("plain key: %+v, %v", sc, err)
+	}
+}
+
+func TestOpenServerInMemory(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice}, Overrides: serveOverrides()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOpenServer(t, cfg)
+}
+
+func TestOpenServerPostgres(t *testing.T) {
+	t.Parallel()
+	schema := dbtest.NewEmptySchema(t)
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice},
+		Overrides: serveOverrides(keyDatasourceURL + "=" + schema.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOpenServer(t, cfg)
+}
+
+// runOpenServer opens strata serve's server from cfg and uses it through
+// its handler: readiness, a session with a title, folds, listing, search.
+func runOpenServer(t *testing.T, cfg *Config) {
+	logs := &testutil.Buffer{}
+	srv, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	h := srv.Handler()
+	call := func(method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+serveKeyAlice)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if r := call("GET", "/readyz", ""); r.Code != 200 {
+		t.Fatalf("readyz: %d %s", r.Code, r.Body)
+	}
+	r := call("POST", "/v1/sessions", `{"title":"Blender refund"}`)
+	var created struct{ ID, Title string }
+	if err := json.Unmarshal(r.Body.Bytes(), &created); r.Code != 201 || err != nil || created.Title != "Blender refund" {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	for i := range 12 {
+		body := fmt.Sprintf(`{"turn":{"user":"My blender order #B-%d arrived broken, I want a refund.","assistant":"Refund %d noted."}}`, i, i)
+		if r := call("POST", "/v1/sessions/"+created.ID+"/messages", body); r.Code != 200 {
+			t.Fatalf("append %d: %d %s", i, r.Code, r.Body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = call("GET", "/v1/sessions/"+created.ID, "")
+	var sess struct {
+		Title        string `json:"title"`
+		MessageCount int    `json:"message_count"`
+		Summary      *struct {
+			UpToSeq int64 `json:"up_to_seq"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(r.Body.Bytes(), &sess); r.Code != 200 || err != nil || sess.MessageCount != 24 || sess.Title != "Blender refund" || sess.Summary == nil {
+		t.Fatalf("get: %d %s", r.Code, r.Body)
+	}
+	if r := call("GET", "/v1/sessions", ""); r.Code != 200 || !strings.Contains(r.Body.String(), created.ID) {
+		t.Fatalf("list: %d %s", r.Code, r.Body)
+	}
+	if r := call("GET", "/v1/sessions?search=blender+refund", ""); r.Code != 200 || !strings.Contains(r.Body.String(), created.ID) {
+		t.Fatalf("search: %d %s", r.Code, r.Body)
+	}
+	if r := call("POST", "/v1/sessions/never-created/messages", `{"turn":{"user":"hi"}}`); r.Code != 404 {
+		t.Fatalf("append to an unknown session: %d %s", r.Code, r.Body)
+	}
+	if r := call("DELETE", "/v1/sessions/"+created.ID, ""); r.Code != 204 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
 	}
 }

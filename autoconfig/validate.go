@@ -13,46 +13,27 @@ import (
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks every setting and returns the first problem as an *Error
-// naming the key, its value, where it came from and the allowed range.
-// Load calls it; call it again after changing a Config by hand.
+// naming the key, its value, where it came from and the allowed range. The
+// memory settings are checked by memory.Config.Validate, whose field errors
+// are reported under their keys; the others here. Load calls it; call it
+// again after changing a Config by hand.
 func (c *Config) Validate() error {
-	m := c.Memory
+	if err := c.Memory.Validate(); err != nil {
+		return c.translateMemoryError(err)
+	}
 	type check struct {
 		bad  bool
 		key  string
 		want string
 	}
 	checks := []check{
-		{m.RecentMessageCount < 1, keyRecent, "must be >= 1"},
-		{m.TriggerMessageCount < m.RecentMessageCount, keyTrigger,
-			fmt.Sprintf("must be >= recent-message-count (%d)", m.RecentMessageCount)},
 		{c.Summary.MaxNarrativeTokens < 1, keyMaxNarrative, "must be >= 1"},
-		{m.MaxConversationTurns < 1, keyMaxTurns, "must be >= 1"},
-		{c.LLM.MaxOutputTokens < 0, keyMaxOutput, "must be >= 0"},
-		{m.ContextWindowTokens <= c.LLM.MaxOutputTokens, keyWindow,
-			fmt.Sprintf("must be > max-output-tokens (%d)", c.LLM.MaxOutputTokens)},
-		{m.MaxMessageBytes < 0, keyMaxMessageBytes, "must be >= 0 (0 = no limit)"},
 		{c.Store.MaxSummaries < 0, keyMaxSummaries, "must be >= 0 (0 = 10000)"},
-		{m.FailureCooldown < 0, keyFailureCooldown, "must be >= 0"},
-		{m.MaxFailureCooldown < m.FailureCooldown, keyMaxFailureCooldown,
-			fmt.Sprintf("must be >= failure-cooldown (%s)", formatDuration(m.FailureCooldown))},
-		{m.MaxFacts < 1, keyMaxFacts, "must be >= 1"},
-		{m.MaxFactValueLen < 1, keyMaxFactValueLen, "must be >= 1"},
-		{m.Policy != memory.PolicyParity && m.Policy != memory.PolicyChunked, keyPolicy,
-			`must be "parity" or "chunked"`},
-		{m.BufferMessageCount < 0, keyBuffer, "must be >= 0"},
-		{m.FoldTokenThreshold < 0, keyFoldTokenThreshold, "must be >= 0 (0 = off)"},
-		{m.FoldTokenFraction < 0 || m.FoldTokenFraction > 1, keyFoldTokenFraction,
-			"must be between 0 and 1 (0 = off)"},
-		{m.SafetyTurns < 0, keySafetyTurns, "must be >= 0 (0 = off)"},
-		{m.FoldMode != memory.FoldIncremental && m.FoldMode != memory.FoldFull, keyFoldMode,
-			`must be "incremental" or "full"`},
-		{m.MaxFoldInputTokens < 0, keyMaxFoldInput, "must be >= 0 (0 = no cap)"},
-		{m.PromptMemoryBudget < 0, keyPromptBudget, "must be >= 0 (0 = off)"},
-		{m.MinTailMessages < 0, keyMinTail, "must be >= 0"},
 		{!isProvider(normalizeProvider(c.Summarizer.Provider)), keySummarizerProvider,
-			"must be one of " + strings.Join(Providers, ", ")},
+			"must be one of " + joinNames(knownProviders())},
 		{c.Summarizer.Timeout <= 0, keySummarizerTimeout, "must be > 0 (e.g. 60s)"},
+		{c.IsSet(keyFoldLockTTL) && c.Memory.FoldLockTTL <= c.Summarizer.Timeout, keyFoldLockTTL,
+			"must be > summarizer.timeout (" + formatDuration(c.Summarizer.Timeout) + "): a fold must not outlive its lock"},
 	}
 	for _, ck := range checks {
 		if ck.bad {
@@ -60,8 +41,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if lm := normalizeProvider(c.Summary.LLMModel); m.Enabled && lm != "" && !isProvider(lm) && !c.IsSet(keySummarizerProvider) {
-		msg := "must name a summarizer provider (" + strings.Join(Providers, ", ") + ")"
+	if lm := normalizeProvider(c.Summary.LLMModel); c.Memory.Enabled && lm != "" && !isProvider(lm) && !c.IsSet(keySummarizerProvider) {
+		msg := "must name a summarizer provider (" + joinNames(knownProviders()) + ")"
 		if strings.ContainsAny(lm, "-.") || strings.HasPrefix(lm, "gpt") {
 			msg += "; this looks like a model name: set it as " + keySummarizerModel
 		}
@@ -79,15 +60,7 @@ func (c *Config) Validate() error {
 	if _, err := c.DatabaseURL(); err != nil {
 		return err
 	}
-	if err := c.validateServer(); err != nil {
-		return err
-	}
-	// memory.Config may gain settings this package does not know yet:
-	// its own validation backs ours up, translated to key names.
-	if err := c.Memory.Validate(); err != nil {
-		return c.translateMemoryError(err)
-	}
-	return nil
+	return c.validateServer()
 }
 
 func (c *Config) errorFor(key, msg string) error {
@@ -125,39 +98,40 @@ var fieldKeys = map[string]string{
 	"FoldTokenThreshold":   keyFoldTokenThreshold,
 	"FoldTokenFraction":    keyFoldTokenFraction,
 	"ContextWindowTokens":  keyWindow,
+	"OutputReserveTokens":  keyMaxOutput,
 	"SafetyTurns":          keySafetyTurns,
 	"FoldMode":             keyFoldMode,
 	"MaxFoldInputTokens":   keyMaxFoldInput,
 	"PromptMemoryBudget":   keyPromptBudget,
 	"MinTailMessages":      keyMinTail,
+	"LoadGrace":            keyLoadGrace,
+	"FoldWait":             keyFoldWait,
+	"FoldLockTTL":          keyFoldLockTTL,
+	"SupersedeDelay":       keySupersedeDelay,
+	"CloseTimeout":         keyCloseTimeout,
 }
 
-var fieldRE = regexp.MustCompile(`\b([A-Z][A-Za-z]+)\b`)
+var fieldRE = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
 
-// translateMemoryError rewrites memory.Config.Validate's field names as
-// configuration keys.
+// translateMemoryError reports an error of memory.Config.Validate (a
+// *memory.FieldError) under the field's configuration key, with the field
+// names in its allowed range written as key names ("must be >=
+// recent-message-count (10)"). Other errors are returned unchanged.
 func (c *Config) translateMemoryError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), memory.ErrInvalidConfig.Error()+": ")
-	key := ""
-	msg = fieldRE.ReplaceAllStringFunc(msg, func(f string) string {
-		k, ok := fieldKeys[f]
-		if !ok {
-			return f
+	var fe *memory.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	want := fieldRE.ReplaceAllStringFunc(fe.Want, func(f string) string {
+		if k, ok := fieldKeys[f]; ok {
+			return k[strings.LastIndex(k, ".")+1:]
 		}
-		if key == "" {
-			key = k
-		}
-		return k[strings.LastIndex(k, ".")+1:]
+		return f
 	})
-	if key == "" {
-		return newError("arc.reactor.memory", "", "", msg)
+	key, ok := fieldKeys[fe.Field]
+	if !ok {
+		// A memory setting without a key (none today): name the field.
+		return newError(memoryPrefix, fmt.Sprint(fe.Value), "", fe.Field+" must be "+want)
 	}
-	// "recent-message-count = 0, want >= 1" → "must be >= 1"
-	short := key[strings.LastIndex(key, ".")+1:]
-	if rest, ok := strings.CutPrefix(msg, short+" = "); ok {
-		if _, want, ok := strings.Cut(rest, ", want "); ok {
-			msg = "must be " + want
-		}
-	}
-	return c.errorFor(key, msg)
+	return c.errorFor(key, "must be "+want)
 }

@@ -4,92 +4,74 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/strata-go/strata/internal/bg"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
 
-// Defaults of a Catalog.
+// Tuning of a Catalog that has no option.
 const (
-	// DefaultTitleThreshold: the title is regenerated when the Jaccard
+	// titleThreshold: the generated title is regenerated when the Jaccard
 	// similarity between the fingerprint it was made from and the current
 	// one falls below this.
-	DefaultTitleThreshold = 0.5
-	// DefaultWeight is the similarity's share of a search score; recency
-	// has the rest.
-	DefaultWeight = 0.8
-	// DefaultHalfLife: a session's recency halves every 30 days.
-	DefaultHalfLife = 30 * 24 * time.Hour
-	// DefaultMinSimilarity drops search matches less similar than this.
-	DefaultMinSimilarity = 0.05
-	// DefaultMargin: the best match is a clear winner when its score beats
-	// the second best by at least this much (see Decide).
-	DefaultMargin = 0.05
-	// DefaultFirstTurns is how many first user messages title a session
-	// without summary.
-	DefaultFirstTurns = 5
-	// DefaultMaxTextRunes caps the text embedded for a session.
-	DefaultMaxTextRunes = 4000
-	// DefaultRefreshTimeout bounds one background refresh.
-	DefaultRefreshTimeout = 2 * time.Minute
-	// DefaultKeywordMessages is how many of a session's newest messages
-	// its keywords line is drawn from.
-	DefaultKeywordMessages = 400
-	// DefaultKeywords is how many words the keywords line lists.
-	DefaultKeywords = 200
-	// DefaultSearchLimit is Search's limit when it is given limit <= 0.
-	DefaultSearchLimit = 5
+	titleThreshold = 0.5
+	// firstTurns is how many first user messages title and describe a
+	// session without summary.
+	firstTurns = 5
+	// maxTextRunes caps the text embedded for a session.
+	maxTextRunes = 4000
+	// keywordMessages is how many messages the keywords line is drawn
+	// from: the session's first ones, and as many of the ones its summary
+	// does not cover yet.
+	keywordMessages = 400
+	// keywordCount is how many words the keywords line lists.
+	keywordCount = 200
+	// searchLimit is Search's limit when it is given limit <= 0.
+	searchLimit = 5
+	// refreshWorkers caps the refreshes running at once.
+	refreshWorkers = 4
+	// retryEmbedding: a document whose embedding failed is retried by
+	// List at most this often (Reindex retries it at once).
+	retryEmbedding = time.Minute
 )
-
-// ErrListingUnsupported: neither the index (Lister) nor the message store
-// (memory.SessionLister) can list sessions.
-var ErrListingUnsupported = errors.New("catalog: neither the index nor the message store can list sessions")
 
 // Option configures a Catalog.
 type Option func(*Catalog)
 
-// WithEmbedder sets the embedder and the model name stored with its
-// vectors (default: NewLexicalEmbedder(0), lexical and offline). Changing
-// the embedder (or its model name) makes existing vectors invisible to
-// Search until their sessions are refreshed (Reindex, or lazily by List).
-// For langchaingo: e, _ := embeddings.NewEmbedder(openaiLLM), with the
-// model the client was configured with as model. A nil embedder turns
-// embeddings off: titles are still kept and Search returns nothing.
+// WithEmbedder sets the embedder and the model name stored with its vectors
+// (default: NewLexicalEmbedder(0), lexical and offline, named
+// "strata-lexical-v1-1024"). Vectors of another model are never compared
+// with a query's: after a change of embedder (or of its name), sessions are
+// searchable again once refreshed (Reindex, or in the background by List).
+// model "" names the embedder by its Go type. A nil embedder turns search
+// off: titles are still kept, and Search finds nothing.
 func WithEmbedder(e Embedder, model string) Option {
 	return func(c *Catalog) {
 		c.emb, c.model = e, model
-		if e != nil && model == "" {
+		switch lex, ok := e.(*lexicalEmbedder); {
+		case e == nil:
+			c.model = ""
+		case model != "":
+		case ok:
+			c.model = lex.model()
+		default:
 			c.model = fmt.Sprintf("%T", e)
 		}
 	}
 }
 
-// WithTitleFunc sets the title generator (default DefaultTitle, offline).
-// Use LLMTitle for a model-written title.
-func WithTitleFunc(fn TitleFunc) Option {
-	return func(c *Catalog) {
-		if fn != nil {
-			c.title = fn
-		}
-	}
-}
-
-// WithTitleThreshold sets the fingerprint Jaccard similarity below which
-// the title is regenerated (default DefaultTitleThreshold). 0 keeps the
-// first title forever; 1 regenerates it whenever the fingerprint changes
-// at all.
-func WithTitleThreshold(t float64) Option {
-	return func(c *Catalog) { c.threshold = math.Max(0, math.Min(1, t)) }
-}
-
-// WithRanking sets the similarity weight (clamped to [0, 1]; default
-// DefaultWeight) and the recency half-life (default DefaultHalfLife; <= 0
-// ignores recency) of search scores.
+// WithRanking sets how search scores combine similarity and recency:
+// score = weight × similarity + (1 − weight) × recency, where recency
+// halves every halfLife since the session's last activity (defaults 0.8
+// and 30 days; weight is clamped to [0, 1]; halfLife <= 0 ignores recency).
 func WithRanking(weight float64, halfLife time.Duration) Option {
 	return func(c *Catalog) {
 		c.weight = math.Max(0, math.Min(1, weight))
@@ -97,37 +79,16 @@ func WithRanking(weight float64, halfLife time.Duration) Option {
 	}
 }
 
-// WithMinSimilarity sets the similarity below which a session is not a
-// match (default DefaultMinSimilarity). Model embedders give unrelated texts
-// higher similarities than the lexical one; raise it for them.
-func WithMinSimilarity(s float64) Option { return func(c *Catalog) { c.minSim = s } }
-
-// WithMargin sets the score margin of a clear winner (default
-// DefaultMargin; see Decide).
-func WithMargin(m float64) Option { return func(c *Catalog) { c.margin = m } }
-
-// WithFirstTurns sets how many first user messages title and describe a
-// session without summary (default DefaultFirstTurns).
-func WithFirstTurns(n int) Option {
-	return func(c *Catalog) {
-		if n > 0 {
-			c.firstTurns = n
-		}
-	}
+// WithThresholds sets the similarity below which a session is no match
+// (default 0.05; model embedders give unrelated texts higher similarities
+// than the lexical one, so raise it for them) and the score margin by
+// which the best match must beat the second to be a clear winner (default
+// 0.05; see Results).
+func WithThresholds(minSimilarity, margin float64) Option {
+	return func(c *Catalog) { c.minSim, c.margin = minSimilarity, margin }
 }
 
-// WithMaxTextRunes caps the embedded text (default DefaultMaxTextRunes); the
-// text stored is the text embedded, cut.
-func WithMaxTextRunes(n int) Option {
-	return func(c *Catalog) {
-		if n > 0 {
-			c.maxText = n
-		}
-	}
-}
-
-// WithLogger sets the logger of background failures (default
-// slog.Default()).
+// WithLogger sets the logger of background failures (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Catalog) {
 		if l != nil {
@@ -136,355 +97,364 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the clock used for recency and timestamps (tests).
-func WithClock(now func() time.Time) Option {
+// WithTimeouts bounds one refresh of a session's document (default 2
+// minutes) and Close (default 5 seconds); a value <= 0 keeps the default.
+func WithTimeouts(refresh, close time.Duration) Option {
 	return func(c *Catalog) {
-		if now != nil {
-			c.now = now
+		if refresh > 0 {
+			c.refreshTimeout = refresh
 		}
-	}
-}
-
-// WithoutLazyRefresh stops List from scheduling background refreshes of
-// sessions whose document is missing or stale; they are then refreshed
-// only after folds (Observer) and by Refresh / Reindex.
-func WithoutLazyRefresh() Option { return func(c *Catalog) { c.lazy = false } }
-
-// WithoutSummaryTitles stops the catalog from writing titles back into the
-// summary store (summary.Summary.Title, conversation_summaries.title on
-// PostgreSQL). The index always keeps them.
-func WithoutSummaryTitles() Option { return func(c *Catalog) { c.writeBack = false } }
-
-// WithKeywords sets how many of a session's newest messages its keywords
-// line is drawn from and how many words it lists (defaults
-// DefaultKeywordMessages and DefaultKeywords); n <= 0 leaves the keywords
-// line out of the embedded text, which then holds only the title and the
-// summary (or the first user messages).
-func WithKeywords(messages, n int) Option {
-	return func(c *Catalog) {
-		if messages > 0 {
-			c.keywordMessages = messages
-		}
-		c.keywords = n
-	}
-}
-
-// WithRefreshTimeout bounds one background refresh (default
-// DefaultRefreshTimeout).
-func WithRefreshTimeout(d time.Duration) Option {
-	return func(c *Catalog) {
-		if d > 0 {
-			c.refreshTimeout = d
+		if close > 0 {
+			c.closeTimeout = close
 		}
 	}
 }
 
 // Catalog lists a user's conversations with titles and previews, and finds
-// them by meaning (or, with the default embedder, by words). It keeps one
-// document per session in an Index — a title, and an embedding next to the
-// exact text it was computed from — refreshed in the background after each
-// fold (Observer), lazily for sessions without summary (List), or
-// explicitly (Refresh).
+// them by meaning (or, with the default embedder, by words). It reads
+// sessions, messages and summaries only through a memory.Manager, and
+// keeps one document per session in an Index: a title, and an embedding
+// next to the exact text it was computed from.
 //
-// A Catalog is safe for concurrent use. Close it to stop background
+// A Catalog is safe for concurrent use. Close it to stop its background
 // refreshes.
 type Catalog struct {
-	store memory.MessageStore
-	sums  summary.Store
-	idx   Index
+	mgr *memory.Manager
+	idx Index
+	mem *memoryIndex // idx when it is the in-memory index: writes are fenced
+	// trusted: the index sees sessions and owners itself (a Lister), so its
+	// user filter needs no re-check through the manager.
+	trusted bool
 
-	emb             Embedder
-	model           string
-	title           TitleFunc
-	threshold       float64
-	weight          float64
-	halfLife        time.Duration
-	minSim          float64
-	margin          float64
-	firstTurns      int
-	maxText         int
-	log             *slog.Logger
-	now             func() time.Time
-	lazy            bool
-	writeBack       bool
-	refreshTimeout  time.Duration
-	keywordMessages int
-	keywords        int
+	emb            Embedder
+	model          string
+	title          titleFunc
+	weight         float64
+	halfLife       time.Duration
+	minSim         float64
+	margin         float64
+	log            *slog.Logger
+	refreshTimeout time.Duration
+	closeTimeout   time.Duration
 
-	bg     context.Context
-	cancel context.CancelFunc
+	runner *bg.Runner
 	sem    chan struct{}
-
-	mu       sync.Mutex
-	inflight map[string]bool
-	wg       sync.WaitGroup
-	pending  int
-	idle     chan struct{}
-	closed   bool
+	mu     sync.Mutex
+	jobs   map[string]*job // sessions with a background refresh queued or running
 }
 
-// New returns a catalog over a manager's stores — the message store and the
-// summary store it was (or will be) built with; sums may be nil — keeping
-// its documents in idx. Register Observer with the manager
-// (memory.WithFoldObserver) so that titles and embeddings follow folds:
-//
-//	store, sums := memory.NewInMemoryStore(), summary.NewInMemoryStore(0)
-//	cat := catalog.New(store, sums, catalog.NewMemoryIndex())
-//	mgr, err := memory.NewManager(store, cfg,
-//		memory.WithSummaries(sums, summary.NewExtractiveService()),
-//		memory.WithFoldObserver(cat.Observer()))
-//
-// Listing needs an index that is a Lister (db.NewCatalogIndex) or a store
-// that is a memory.SessionLister (memory's in-memory store).
-func New(store memory.MessageStore, sums summary.Store, idx Index, opts ...Option) *Catalog {
-	lex := NewLexicalEmbedder(0)
+// job is a background refresh of one session. A request arriving while it
+// runs makes it run once more, so that the newest fold is always indexed.
+type job struct {
+	userID string
+	count  int // the session's message count in the latest listing, 0 when unknown
+	again  bool
+}
+
+// New returns a catalogue reading sessions through mgr and keeping their
+// documents in idx. Wire its Folded and Deleted methods as the manager's
+// observers (see Observers), so that documents follow folds and deletes.
+func New(mgr *memory.Manager, idx Index, opts ...Option) (*Catalog, error) {
+	if mgr == nil {
+		return nil, errors.New("catalog: nil manager")
+	}
+	if idx == nil {
+		return nil, errors.New("catalog: nil index")
+	}
+	lex := &lexicalEmbedder{dims: lexicalDims}
 	c := &Catalog{
-		store: store, sums: sums, idx: idx,
-		emb: lex, model: lex.Model(),
-		title: DefaultTitle, threshold: DefaultTitleThreshold,
-		weight: DefaultWeight, halfLife: DefaultHalfLife,
-		minSim: DefaultMinSimilarity, margin: DefaultMargin,
-		firstTurns: DefaultFirstTurns, maxText: DefaultMaxTextRunes,
-		log: slog.Default(), now: time.Now, lazy: true, writeBack: true,
-		refreshTimeout:  DefaultRefreshTimeout,
-		keywordMessages: DefaultKeywordMessages, keywords: DefaultKeywords,
-		sem:      make(chan struct{}, 4),
-		inflight: make(map[string]bool),
+		mgr: mgr, idx: idx,
+		emb: lex, model: lex.model(), title: offlineTitle,
+		weight: 0.8, halfLife: 30 * 24 * time.Hour, minSim: 0.05, margin: 0.05,
+		log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		refreshTimeout: 2 * time.Minute, closeTimeout: 5 * time.Second,
+		sem:  make(chan struct{}, refreshWorkers),
+		jobs: map[string]*job{},
 	}
 	for _, o := range opts {
 		if o != nil {
 			o(c)
 		}
 	}
-	c.bg, c.cancel = context.WithCancel(context.Background())
-	return c
+	c.mem, _ = idx.(*memoryIndex)
+	_, c.trusted = idx.(Lister)
+	c.runner = bg.New(c.log)
+	return c, nil
 }
 
-// Model returns the name stored with the catalog's embeddings ("" when
-// embeddings are off).
-func (c *Catalog) Model() string {
-	if c.emb == nil {
-		return ""
+// Observers returns the manager options that connect a manager to the
+// catalogue p will hold: its fold observer calls Folded and its delete
+// observer Deleted on p's catalogue (nothing while p holds nil); p must
+// not be nil. The
+// catalogue is built after the manager it reads through, so the two are
+// connected in three steps:
+//
+//	var cat atomic.Pointer[catalog.Catalog]
+//	mgr, err := memory.NewManager(store, cfg, append(catalog.Observers(&cat),
+//		memory.WithSummaries(sums, svc))...)
+//	c, err := catalog.New(mgr, catalog.NewMemoryIndex())
+//	cat.Store(c)
+func Observers(p *atomic.Pointer[Catalog]) []memory.Option {
+	return []memory.Option{
+		memory.WithFoldObserver(func(ctx context.Context, ev memory.FoldEvent) { p.Load().Folded(ctx, ev) }),
+		memory.WithDeleteObserver(func(ctx context.Context, sessionID string) { p.Load().Deleted(ctx, sessionID) }),
 	}
-	return c.model
 }
 
-// Index returns the catalog's index.
-func (c *Catalog) Index() Index { return c.idx }
+// Folded is the manager's fold observer (memory.WithFoldObserver): it
+// schedules a background refresh of the session's title and embedding,
+// which reads the session's current summary through the manager as
+// ev.UserID. It returns at once; failures are logged. A nil Catalog does
+// nothing.
+func (c *Catalog) Folded(_ context.Context, ev memory.FoldEvent) {
+	if c == nil || ev.SessionID == "" {
+		return
+	}
+	c.schedule(ev.SessionID, user(ev.UserID), 0)
+}
 
-// Observer returns the fold observer to register with the manager
-// (memory.WithFoldObserver). The manager calls it in the background after
-// each fold it saved; it refreshes the session's title and embedding.
-// Failures are logged and never reach the conversation.
-func (c *Catalog) Observer() memory.FoldObserver {
-	return func(ctx context.Context, s summary.Summary) {
-		ctx, cancel := context.WithTimeout(ctx, c.refreshTimeout)
-		defer cancel()
-		if err := c.refresh(ctx, s.SessionID, &s); err != nil {
-			c.log.Warn("strata: catalog refresh after fold failed", "session_id", s.SessionID, "error", err)
+// Deleted is the manager's delete observer (memory.WithDeleteObserver): it
+// drops the session's document, its pinned title included, and makes any
+// refresh that read the session before the delete write nothing. A nil
+// Catalog does nothing.
+func (c *Catalog) Deleted(ctx context.Context, sessionID string) {
+	if c == nil {
+		return
+	}
+	if err := c.idx.Delete(context.WithoutCancel(ctx), sessionID); err != nil {
+		c.log.Warn("strata: catalog delete failed", "session_id", sessionID, "error", err)
+	}
+}
+
+// SetTitle pins title as the session's title, for example the one a
+// client gave when it created the session: refreshes keep it, listings and
+// search show it, and it goes with the session when the session is
+// deleted. It is trimmed and cut to 80 characters; "" removes the pin (a
+// title is generated again). A missing
+// session gives memory.ErrNotFound, another user's memory.ErrNotOwner.
+func (c *Catalog) SetTitle(ctx context.Context, sessionID, userID, title string) error {
+	userID, title = user(userID), capTitle(strings.TrimSpace(title))
+	var err error
+	switch {
+	case c.trusted: // the index checks the owner in the same statement
+		err = c.idx.SetTitle(ctx, sessionID, userID, title)
+	case c.mem != nil:
+		t := c.mem.fence()
+		defer c.mem.unfence(t)
+		if err = c.probe(ctx, sessionID, userID); err == nil {
+			err = c.mem.pin(sessionID, userID, title, t)
+		}
+	default:
+		if err = c.probe(ctx, sessionID, userID); err == nil {
+			err = c.idx.SetTitle(ctx, sessionID, userID, title)
 		}
 	}
-}
-
-// Refresh brings the session's document up to date now: it reads the
-// session's summary (or, without one, its first user messages), regenerates
-// the title when the focus changed (see WithTitleThreshold), and re-embeds
-// the text when it or the embedder changed. A deleted session's document is
-// removed. The title is stored even when embedding fails; the error is
-// returned.
-func (c *Catalog) Refresh(ctx context.Context, sessionID string) error {
-	return c.refresh(ctx, sessionID, nil)
-}
-
-// Delete removes the session's document. Call it after
-// memory.Manager.DeleteSession with an in-memory index; PostgreSQL indexes
-// lose the document with the session (ON DELETE CASCADE).
-func (c *Catalog) Delete(ctx context.Context, sessionID string) error {
-	if err := c.idx.Delete(ctx, sessionID); err != nil {
-		return fmt.Errorf("catalog: delete %q: %w", sessionID, err)
+	if err != nil {
+		return fmt.Errorf("catalog: set title of %q: %w", sessionID, err)
 	}
+	c.schedule(sessionID, userID, 0) // the embedded text names the title
 	return nil
 }
 
-// DeleteObserver returns the hook to register with
-// memory.WithDeleteObserver, so that deleting a session through the manager
-// drops its document from the index too (PostgreSQL also cascades).
-func (c *Catalog) DeleteObserver() memory.DeleteObserver {
-	return func(ctx context.Context, sessionID string) {
-		if err := c.Delete(ctx, sessionID); err != nil {
-			c.log.Warn("strata: catalog delete failed", "session_id", sessionID, "error", err)
-		}
+// Title returns the session's title: the pinned one, else the generated
+// one, else (for a session not indexed yet) an offline title from its
+// first user messages; "" for a session without user message. A missing
+// session gives memory.ErrNotFound, another user's memory.ErrNotOwner.
+func (c *Catalog) Title(ctx context.Context, sessionID, userID string) (string, error) {
+	userID = user(userID)
+	d, err := c.idx.Get(ctx, sessionID, userID)
+	if err != nil {
+		return "", fmt.Errorf("catalog: title of %q: %w", sessionID, err)
 	}
+	if d != nil && d.Title != "" && c.trusted {
+		return d.Title, nil
+	}
+	msgs, err := c.mgr.Messages(ctx, sessionID, userID, 0, 4*firstTurns)
+	if err != nil {
+		return "", fmt.Errorf("catalog: title of %q: %w", sessionID, err)
+	}
+	if d != nil && d.Title != "" {
+		return d.Title, nil
+	}
+	return summary.Title(nil, firstUserMessages(msgs)), nil
 }
 
-// Flush returns when no background refresh scheduled by List is queued or
-// running, or when ctx is done. (Refreshes after folds run in the manager's
-// observers: memory.Manager.Flush waits for those.)
-func (c *Catalog) Flush(ctx context.Context) error {
-	c.mu.Lock()
-	if c.pending == 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	idle := c.idle
-	c.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Flush returns when no background refresh is queued or running, or with
+// ctx's error. Refreshes after folds are queued by the manager's fold
+// observers: flush the manager (memory.Manager.Flush) first.
+func (c *Catalog) Flush(ctx context.Context) error { return c.runner.Flush(ctx) }
 
-// Close cancels background refreshes, waits for them and schedules no new
-// ones. List, Search and Refresh keep working. Close is idempotent.
+// Close cancels the background refreshes and waits for them at most the
+// close timeout (WithTimeouts); a refresh still running then (an embedder
+// that ignores cancellation) writes nothing when it returns, and Close
+// reports it. Folded schedules nothing afterwards; List, Search, Title,
+// SetTitle and Reindex keep working. Close is idempotent.
 func (c *Catalog) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.cancel()
-	c.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), c.closeTimeout)
+	defer cancel()
+	if err := c.runner.Close(ctx); err != nil {
+		return fmt.Errorf("catalog: close: %w", err)
+	}
 	return nil
 }
 
-// schedule refreshes a session in the background, once at a time.
-func (c *Catalog) schedule(sessionID string) {
+// probe checks through the manager that userID owns the session.
+func (c *Catalog) probe(ctx context.Context, sessionID, userID string) error {
+	_, err := c.mgr.Messages(ctx, sessionID, userID, math.MaxInt64, 1)
+	return err
+}
+
+// user normalizes a user id as the manager does: "" is
+// memory.AnonymousUser.
+func user(userID string) string {
+	if userID == "" {
+		return memory.AnonymousUser
+	}
+	return userID
+}
+
+// gone reports whether err says that the session is not the user's (any
+// more): there is nothing to index for them.
+func gone(err error) bool {
+	return errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
+}
+
+// schedule refreshes the session in the background, coalescing requests:
+// one refresh per session at a time, run once more when asked meanwhile.
+func (c *Catalog) schedule(sessionID, userID string, count int) {
 	c.mu.Lock()
-	if c.closed || c.inflight[sessionID] {
+	if j := c.jobs[sessionID]; j != nil {
+		j.userID, j.count, j.again = userID, max(j.count, count), true
 		c.mu.Unlock()
 		return
 	}
-	c.inflight[sessionID] = true
-	if c.pending == 0 {
-		c.idle = make(chan struct{})
-	}
-	c.pending++
-	c.wg.Add(1)
+	j := &job{userID: userID, count: count}
+	c.jobs[sessionID] = j
 	c.mu.Unlock()
-	go func() {
+	err := c.runner.Go("catalog refresh", func(ctx context.Context) {
 		defer func() {
-			if r := recover(); r != nil {
-				c.log.Error("strata: catalog refresh panicked", "session_id", sessionID, "panic", r)
-			}
 			c.mu.Lock()
-			delete(c.inflight, sessionID)
-			c.pending--
-			if c.pending == 0 {
-				close(c.idle)
-			}
+			delete(c.jobs, sessionID)
 			c.mu.Unlock()
-			c.wg.Done()
 		}()
 		select {
 		case c.sem <- struct{}{}:
 			defer func() { <-c.sem }()
-		case <-c.bg.Done():
+		case <-ctx.Done():
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.bg, c.refreshTimeout)
-		defer cancel()
-		if err := c.refresh(ctx, sessionID, nil); err != nil && c.bg.Err() == nil {
-			c.log.Warn("strata: catalog background refresh failed", "session_id", sessionID, "error", err)
+		for {
+			c.mu.Lock()
+			userID, count := j.userID, j.count
+			j.again = false
+			c.mu.Unlock()
+			rctx, cancel := context.WithTimeout(ctx, c.refreshTimeout)
+			err := c.refresh(rctx, sessionID, userID, count)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				c.log.Warn("strata: catalog refresh failed", "session_id", sessionID, "error", err)
+			}
+			c.mu.Lock()
+			again := j.again && ctx.Err() == nil
+			c.mu.Unlock()
+			if !again {
+				return
+			}
 		}
-	}()
+	})
+	if err != nil { // closed
+		c.mu.Lock()
+		delete(c.jobs, sessionID)
+		c.mu.Unlock()
+	}
 }
 
-// refresh rebuilds a session's document; sum, when given, is the summary a
-// fold just saved.
-func (c *Catalog) refresh(ctx context.Context, sessionID string, sum *summary.Summary) error {
-	if sessionID == "" {
+// refresh brings the session's document up to date for userID: it reads
+// the session's current summary (or, without one, its first messages)
+// through the manager, regenerates the title when the focus changed, and
+// re-embeds the text when it or the embedder changed. count, when known,
+// is the session's message count from a listing. The title is stored even
+// when embedding fails; the error is returned.
+func (c *Catalog) refresh(ctx context.Context, sessionID, userID string, count int) error {
+	if c.mem != nil {
+		t := c.mem.fence()
+		defer c.mem.unfence(t)
+		return c.build(ctx, sessionID, userID, count, func(d Doc) error {
+			c.mem.upsert(d, t)
+			return nil
+		})
+	}
+	return c.build(ctx, sessionID, userID, count, func(d Doc) error { return c.idx.Upsert(ctx, d) })
+}
+
+// build reads the session through the manager, builds its document and
+// hands it to write, unless ctx ended meanwhile.
+func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int, write func(Doc) error) error {
+	sum, err := c.mgr.Summary(ctx, sessionID, userID)
+	if gone(err) {
 		return nil
 	}
-	owner, err := c.store.Owner(ctx, sessionID)
 	if err != nil {
-		return fmt.Errorf("catalog: refresh %q: owner: %w", sessionID, err)
-	}
-	if owner == "" { // deleted
-		return c.Delete(ctx, sessionID)
-	}
-	if sum == nil && c.sums != nil {
-		if sum, err = c.sums.Get(ctx, sessionID); err != nil {
-			return fmt.Errorf("catalog: refresh %q: summary: %w", sessionID, err)
-		}
+		return fmt.Errorf("catalog: refresh %q: summary: %w", sessionID, err)
 	}
 	if sum != nil && sum.IsEmpty() {
 		sum = nil
 	}
-	tail, err := c.store.Tail(ctx, sessionID, c.keywordMessages)
-	if err != nil {
-		return fmt.Errorf("catalog: refresh %q: tail: %w", sessionID, err)
+	msgs, err := c.mgr.Messages(ctx, sessionID, userID, 0, keywordMessages)
+	if err == nil && sum != nil && len(msgs) == keywordMessages {
+		// A long session: add the messages its summary does not cover yet.
+		var rest []memory.Message
+		rest, err = c.mgr.Messages(ctx, sessionID, userID, max(sum.UpToSeq, msgs[len(msgs)-1].Seq), keywordMessages)
+		msgs = append(msgs, rest...)
 	}
-	firstUsers, lastSeq, err := c.firstUserMessages(ctx, sessionID)
-	if err != nil {
-		return fmt.Errorf("catalog: refresh %q: first messages: %w", sessionID, err)
+	if gone(err) {
+		return nil
 	}
-	old, err := c.idx.Get(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("catalog: refresh %q: messages: %w", sessionID, err)
+	}
+	if sum == nil && len(msgs) == 0 {
+		return nil // nothing to index yet
+	}
+	old, err := c.idx.Get(ctx, sessionID, userID)
 	if err != nil {
 		return fmt.Errorf("catalog: refresh %q: index: %w", sessionID, err)
 	}
-	if old != nil && old.UserID != "" && old.UserID != owner {
-		old = nil // a re-created session of another user
+	if old != nil && old.Epoch != 0 && sum != nil && old.Epoch != sum.Epoch {
+		old = nil // left over from a deleted incarnation
 	}
 
-	d := Doc{SessionID: sessionID, UserID: owner, MessageCount: tail.Total, UpdatedAt: c.now()}
-	if n := len(tail.Messages); n > 0 {
-		d.LastActivity = tail.Messages[n-1].CreatedAt
+	first := firstUserMessages(msgs)
+	d := Doc{SessionID: sessionID, UserID: userID, MessageCount: max(count, len(msgs)), UpdatedAt: time.Now()}
+	for _, m := range msgs {
+		if m.CreatedAt.After(d.LastActivity) {
+			d.LastActivity = m.CreatedAt
+		}
 	}
 	var sumVal summary.Summary
 	if sum != nil {
-		d.Source, d.SourceSeq, sumVal = SourceSummary, sum.UpToSeq, *sum
+		d.Source, d.SourceSeq, d.Epoch, sumVal = SourceSummary, sum.UpToSeq, sum.Epoch, *sum
 	} else {
-		d.Source, d.SourceSeq = SourceTurns, lastSeq
+		d.Source, d.SourceSeq = SourceTurns, msgs[len(msgs)-1].Seq
 	}
-	if old != nil && !d.Supersedes(*old) {
-		if old.Source == SourceSummary && sum == nil {
-			// The summary is gone (history replaced): start over.
-			if err := c.idx.Delete(ctx, sessionID); err != nil {
-				return fmt.Errorf("catalog: refresh %q: %w", sessionID, err)
-			}
-			old = nil
-		} else {
-			return nil // a newer document is already stored
-		}
+	if old != nil && !d.supersedes(*old) {
+		return nil // a newer document is already stored
 	}
-	fp := Fingerprint(fingerprintSource(sum, firstUsers))
+	c.titleDoc(ctx, &d, old, sum, first)
 
-	// Title: keep it unless the focus changed.
-	d.Title, d.Fingerprint = "", fp
-	if old != nil && old.Title != "" && old.Source == d.Source && Jaccard(old.Fingerprint, fp) >= c.threshold {
-		d.Title, d.Fingerprint = old.Title, old.Fingerprint
-	} else {
-		t, terr := c.makeTitle(ctx, sumVal, firstUsers)
-		switch {
-		case terr == nil && t != "":
-			d.Title = t
-		case old != nil && old.Title != "":
-			d.Title, d.Fingerprint = old.Title, old.Fingerprint // retry next time
-			if terr != nil {
-				c.log.Warn("strata: catalog title failed, keeping the previous one", "session_id", sessionID, "error", terr)
-			}
-		default:
-			d.Title, _ = DefaultTitle(ctx, sumVal, firstUsers)
-			d.Fingerprint = "" // not the TitleFunc's title: try it again next time
-			if terr != nil {
-				c.log.Warn("strata: catalog title failed, using the offline title", "session_id", sessionID, "error", terr)
-			}
-		}
-	}
-
-	// Embedding: the text and its vector, together.
+	// The text and its vector, together.
 	var embErr error
 	if c.emb != nil {
 		var text string
 		if sum != nil {
-			text = SummaryText(d.Title, sumVal)
+			text = summaryText(d.Title, sumVal)
 		} else {
-			text = turnsText(d.Title, firstUsers)
+			text = turnsText(d.Title, first)
 		}
-		if kw := keywordsOf(tail.Messages, c.keywords); kw != "" {
+		if kw := keywordsOf(msgs); kw != "" {
 			text += "\nKeywords: " + kw
 		}
-		text = cutRunes(text, c.maxText)
+		text = cutRunes(text, maxTextRunes)
 		switch {
 		case text == "":
 		case old != nil && old.Text == text && old.Model == c.model && len(old.Embedding) > 0:
@@ -496,34 +466,66 @@ func (c *Catalog) refresh(ctx context.Context, sessionID string, sum *summary.Su
 				if old != nil && len(old.Embedding) > 0 { // keep the previous pair
 					d.Text, d.Model, d.Embedding = old.Text, old.Model, old.Embedding
 				}
-			} else {
+			} else if vec != nil {
 				d.Text, d.Model, d.Embedding = text, c.model, vec
 			}
 		}
 	}
-	if err := c.idx.Upsert(ctx, d); err != nil {
-		return errors.Join(fmt.Errorf("catalog: refresh %q: index: %w", sessionID, err), embErr)
+	if err := ctx.Err(); err != nil {
+		// Cancelled (Close) or timed out: an abandoned refresh writes nothing.
+		return errors.Join(fmt.Errorf("catalog: refresh %q: %w", sessionID, err), embErr)
 	}
-	if sum != nil && c.writeBack && c.sums != nil && sum.Title != d.Title {
-		if err := c.writeTitle(ctx, *sum, d.Title); err != nil {
-			c.log.Warn("strata: catalog could not store the title in the summary", "session_id", sessionID, "error", err)
-		}
+	if err := write(d); err != nil {
+		return errors.Join(fmt.Errorf("catalog: refresh %q: index: %w", sessionID, err), embErr)
 	}
 	return embErr
 }
 
-// makeTitle calls the TitleFunc, turning a panic into an error.
-func (c *Catalog) makeTitle(ctx context.Context, s summary.Summary, firstUsers []string) (t string, err error) {
+// titleDoc sets d's title: the pinned one; else the previous one while the
+// focus has not changed; else a new one.
+func (c *Catalog) titleDoc(ctx context.Context, d, old *Doc, sum *summary.Summary, first []string) {
+	fp := fingerprint(fingerprintSource(sum, first))
+	var sumVal summary.Summary
+	if sum != nil {
+		sumVal = *sum
+	}
+	switch {
+	case old != nil && old.Pinned:
+		d.Title, d.Pinned, d.Fingerprint = old.Title, true, old.Fingerprint
+		return
+	case old != nil && old.Title != "" && old.Source == d.Source && jaccard(old.Fingerprint, fp) >= titleThreshold:
+		d.Title, d.Fingerprint = old.Title, old.Fingerprint
+		return
+	}
+	t, err := c.makeTitle(ctx, sumVal, first)
+	switch {
+	case err == nil && t != "":
+		d.Title, d.Fingerprint = t, fp
+	case old != nil && old.Title != "":
+		d.Title, d.Fingerprint = old.Title, "" // retry next time
+		c.log.Warn("strata: catalog title failed, keeping the previous one", "session_id", d.SessionID, "error", err)
+	default:
+		d.Title, _ = offlineTitle(ctx, sumVal, first)
+		d.Fingerprint = "" // not the configured title: try again next time
+		if err != nil {
+			c.log.Warn("strata: catalog title failed, using the offline title", "session_id", d.SessionID, "error", err)
+		}
+	}
+}
+
+// makeTitle calls the title function, turning a panic into an error.
+func (c *Catalog) makeTitle(ctx context.Context, s summary.Summary, first []string) (t string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("catalog: title function panicked: %v", r)
 		}
 	}()
-	t, err = c.title(ctx, s, firstUsers)
+	t, err = c.title(ctx, s, first)
 	return capTitle(strings.TrimSpace(t)), err
 }
 
-// embedDocument embeds one text, checking what the embedder returned.
+// embedDocument embeds one text, checking what the embedder returned; a
+// vector of zeros (a text without content words) gives nil, nil.
 func (c *Catalog) embedDocument(ctx context.Context, text string) (vec []float32, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -573,49 +575,30 @@ func checkVector(v []float32) ([]float32, error) {
 	return v, nil
 }
 
-// writeTitle stores the title in the summary the fold saved, unless a newer
-// summary replaced it meanwhile. A summary store that does not know about
-// deletions (the in-memory one) could be given back a deleted session's
-// summary this way, so the session is checked afterwards and the summary
-// removed again when it is gone.
-func (c *Catalog) writeTitle(ctx context.Context, s summary.Summary, title string) error {
-	cur, err := c.sums.Get(ctx, s.SessionID)
-	if err != nil || cur == nil || cur.UpToSeq != s.UpToSeq || cur.Title == title {
-		return err
-	}
-	cur.Title = title
-	if err := c.sums.Save(ctx, *cur); err != nil {
-		return err
-	}
-	owner, err := c.store.Owner(ctx, s.SessionID)
-	if err != nil {
-		return err
-	}
-	if owner == "" {
-		return c.sums.Delete(ctx, s.SessionID)
-	}
-	return nil
-}
-
-// firstUserMessages returns the session's first user messages (at most
-// firstTurns) and the sequence number of the last message read.
-func (c *Catalog) firstUserMessages(ctx context.Context, sessionID string) ([]string, int64, error) {
-	msgs, err := c.store.Range(ctx, sessionID, 0, math.MaxInt64, 4*c.firstTurns)
-	if err != nil {
-		return nil, 0, err
-	}
+// firstUserMessages returns the first non-blank user messages of msgs, at
+// most firstTurns of them.
+func firstUserMessages(msgs []memory.Message) []string {
 	var out []string
-	var last int64
 	for _, m := range msgs {
-		last = m.Seq
 		if m.Role == memory.RoleUser && strings.TrimSpace(m.Content) != "" {
 			out = append(out, m.Content)
-			if len(out) == c.firstTurns {
+			if len(out) == firstTurns {
 				break
 			}
 		}
 	}
-	return out, last, nil
+	return out
+}
+
+// keywordsOf returns the keywords line of the user and assistant messages.
+func keywordsOf(msgs []memory.Message) string {
+	texts := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Role == memory.RoleUser || m.Role == memory.RoleAssistant {
+			texts = append(texts, m.Content)
+		}
+	}
+	return keywords(texts, keywordCount)
 }
 
 func cutRunes(s string, n int) string {
@@ -627,18 +610,4 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
-}
-
-// keywordsOf returns the keywords line of the user and assistant messages.
-func keywordsOf(msgs []memory.Message, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	texts := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		if m.Role == memory.RoleUser || m.Role == memory.RoleAssistant {
-			texts = append(texts, m.Content)
-		}
-	}
-	return Keywords(texts, n)
 }

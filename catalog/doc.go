@@ -5,24 +5,29 @@
 //
 // # Use
 //
-//	store, sums := memory.NewInMemoryStore(), summary.NewInMemoryStore(0)
-//	cat := catalog.New(store, sums, catalog.NewMemoryIndex())
-//	defer cat.Close()
-//	mgr, err := memory.NewManager(store, cfg,
-//		memory.WithSummaries(sums, summary.NewExtractiveService()),
-//		memory.WithFoldObserver(cat.Observer()))
+// The catalogue reads sessions, messages and summaries only through a
+// memory.Manager, and follows its folds and deletes as the manager's
+// observers. The manager is built first, so the observers are bound to the
+// catalogue once it exists (Observers):
 //
-//	page, err := cat.List(ctx, userID, 20, 0)            // newest activity first
-//	matches, err := cat.Search(ctx, userID, request, 5)  // scored, best first
-//	if winner, ambiguous := cat.Decide(matches); winner != nil {
-//		// switch to winner.SessionID
-//	} else if ambiguous {
-//		// ask the user to choose among catalog.Contenders(matches, margin)
+//	var cat atomic.Pointer[catalog.Catalog]
+//	mgr, err := memory.NewManager(store, cfg, append(catalog.Observers(&cat),
+//		memory.WithSummaries(sums, summary.NewExtractiveService()))...)
+//	c, err := catalog.New(mgr, catalog.NewMemoryIndex())
+//	cat.Store(c)
+//	defer c.Close() // before mgr.Close
+//
+//	page, err := c.List(ctx, userID, 20, 0)           // newest activity first
+//	res, err := c.Search(ctx, userID, request, 5)     // scored, best first
+//	switch {
+//	case res.Best != nil: // switch to res.Best.SessionID
+//	case res.Ambiguous:   // ask the user to choose among res.Contenders
 //	}
 //
-// On PostgreSQL use db.NewMessageStore, db.NewSummaryStore and
-// db.NewCatalogIndex over the same pool (the index then lists sessions and
-// titles in one query, and documents go with their sessions).
+// Folded and Deleted are plain methods, so wiring code may also call them
+// from observers of its own. On PostgreSQL, use db.NewCatalogIndex over the
+// pool of the manager's stores: it lists sessions with their titles in one
+// query, and its documents go with their sessions.
 //
 // # Documents
 //
@@ -40,57 +45,70 @@
 //
 // and for one without summary (yet), the title, its first user messages
 // ("User: …" lines) and the keywords line. The keywords are drawn from the
-// session's newest 400 messages; they carry what an offline summary leaves
-// out (the extractive summarizer's narrative is capped at 600 characters).
+// session's first 400 messages and the newest ones its summary does not
+// cover yet; they carry what an offline summary leaves out (the extractive
+// summarizer's narrative is capped at 600 characters).
 //
-// # When documents are refreshed
+// # Refreshes
 //
-// Never on the manager's reply path. After each fold the manager calls the
-// Observer in the background with the saved summary; List schedules
-// background refreshes for sessions that have no document yet (they are
-// below the fold trigger), that grew by a quarter without a summary, or
-// whose embedding came from another embedder; Refresh and Reindex refresh
-// on demand. Failures — an embedder or title model that errs or panics, an
-// index that is down — are logged (log/slog) and never reach the
-// conversation; the title is stored even when embedding fails, and the
-// next refresh (or Reindex) retries.
+// Never on the manager's reply path. Folded (the fold observer) schedules a
+// refresh after each summary the manager stored; List schedules refreshes
+// for sessions that have no document yet (they are below the fold
+// trigger), that grew by a quarter without a summary, whose embedding
+// failed or came from another embedder; Reindex refreshes at once.
+// Background refreshes run one at a time per session (a request during a
+// refresh runs it again afterwards), at most four at once, on one runner
+// that Close stops within its deadline. A refresh reads the session's
+// current summary and messages through the manager, as its owner.
+// Failures — an embedder or title model that errs or panics, an index that
+// is down — are logged and never reach the conversation; the title is
+// stored even when embedding fails, and a later refresh retries.
+//
+// # Deleted sessions
+//
+// A deleted session's text is never indexed. Deleted (the delete observer)
+// drops its document and pinned title. A refresh that read the session
+// before the delete writes nothing after it: the PostgreSQL index writes a
+// document in one statement guarded by the session's live row (its owner,
+// and its epoch — the incarnation the summary was made for — or, for a
+// document built from messages alone, the last message it read, which no
+// later incarnation holds), and the in-memory index drops any write whose
+// session was deleted after the refresh began, in the same critical
+// section as the delete.
 //
 // # Titles
 //
-// A TitleFunc names the conversation from its summary, or from its first
-// user messages while it has none: DefaultTitle is offline and
-// deterministic (summary.Title's rules); LLMTitle asks a langchaingo model
-// for at most eight words. A title is regenerated only when the
-// conversation's focus changed: when the Jaccard similarity between the
-// fingerprint it was made from (the summary's most frequent terms, stored
-// with the title) and the current one falls below a threshold (0.5 by
-// default, WithTitleThreshold), or when the first summary replaces the
-// first turns. The title is also written into the summary
-// (summary.Summary.Title; conversation_summaries.title on PostgreSQL)
-// unless WithoutSummaryTitles.
+// The title is generated from the summary, or from the first user messages
+// while there is none: offline and deterministically by default,
+// by a langchaingo model with WithTitleModel. It is regenerated only when
+// the conversation's focus changed: when the Jaccard similarity between the
+// salient terms it was made from and the current ones falls below one
+// half, or when the first summary replaces the first turns. A title given
+// with SetTitle (for example when a client creates the session) is pinned:
+// refreshes keep it, and it goes with the session when it is deleted.
 //
 // # Search
 //
-// Embedder is langchaingo's embeddings.Embedder method set, so
-// embeddings.NewEmbedder over llms/openai or llms/googleai plugs in with
-// WithEmbedder (pass embeddings.WithStripNewLines(false) to keep the stored
-// text byte for byte the text embedded). The default, NewLexicalEmbedder,
-// needs no model and no network, and is honestly lexical, not semantic: it
-// hashes a conversation's words (stop words removed, lightly stemmed) into
-// 1024 dimensions, and finds a conversation only through words it shares
-// with the query — "refund" finds "refunds", never "money back". Its
-// candidates are re-scored exactly from their stored texts (TextScorer).
+// Embedder is langchaingo's embeddings.Embedder method set; NewEmbedder
+// adapts a langchaingo embedding client (llms/openai, llms/googleai, …) so
+// that the text stored is byte for byte the text embedded. The default,
+// NewLexicalEmbedder, needs no model and no network, and is honestly
+// lexical, not semantic: it hashes a conversation's words (stop words
+// removed, lightly stemmed) into 1024 dimensions, and finds a conversation
+// only through words it shares with the query — "refund" finds "refunds",
+// never "money back". Its candidates are re-scored exactly from their
+// stored texts.
 //
 // Matches are ranked by
 //
 //	score = 0.8 × similarity + 0.2 × recency,  recency = 0.5 ^ (age / 30 days)
 //
 // (WithRanking), where age is the time since the session's last activity,
-// and dropped below a similarity floor (WithMinSimilarity). Decide reports
-// one clear winner when the best score beats the second by a margin
-// (WithMargin), and otherwise that the user should choose. Only the user's
-// own sessions are ever returned: indexes filter by user, and Search checks
-// every match's owner in the message store.
+// and dropped below a similarity floor (WithThresholds). Results tells one
+// clear winner, whose score beats the second's by a margin, from a choice
+// to put to the user. Only the user's own sessions are ever returned: the
+// index filters by owner, and the matches of an index that does not see
+// sessions itself (the in-memory one) are re-checked through the manager.
 //
 // On the LoCoMo test (50 sessions of 10 long conversations, run through a
 // manager with the extractive summarizer, one user) the offline embedder
@@ -98,11 +116,4 @@
 // descriptions (96% in the top 3; a clear winner for 64% of them, always
 // the right one), for 67% of single events and for 62% of LoCoMo's
 // question-answer questions whose evidence lies in one session.
-//
-// # Deleting
-//
-// PostgreSQL documents are deleted with their session (ON DELETE CASCADE).
-// A MemoryIndex does not see deletions: call Catalog.Delete after
-// memory.Manager.DeleteSession. Until then Search skips the session anyway
-// (its owner is gone) and drops its document.
 package catalog

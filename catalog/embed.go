@@ -2,18 +2,20 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/embeddings"
 )
 
 // Embedder turns texts into vectors. Its method set is langchaingo's
-// embeddings.Embedder, so an embedder built with
-// embeddings.NewEmbedder(client) over llms/openai or llms/googleai plugs in
-// directly (see WithEmbedder).
+// embeddings.Embedder, so any langchaingo embedder plugs in (see
+// NewEmbedder and WithEmbedder).
 type Embedder interface {
 	// EmbedDocuments returns one vector per text, in order.
 	EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error)
@@ -21,49 +23,60 @@ type Embedder interface {
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 }
 
-// DefaultLexicalDims is the dimension of NewLexicalEmbedder's vectors. On
-// the LoCoMo search test, 512 dimensions lost several points of accuracy to
-// hash collisions; 1024 is where the gain flattens.
-const DefaultLexicalDims = 1024
+// NewEmbedder adapts a langchaingo embedding client (llms/openai,
+// llms/googleai, llms/ollama, …, configured with its embedding model) to an
+// Embedder that embeds every text byte for byte as the catalogue stores it:
+// langchaingo's embeddings.NewEmbedder with new lines kept. Pass it to
+// WithEmbedder with the model's name.
+func NewEmbedder(client embeddings.EmbedderClient) (Embedder, error) {
+	if client == nil {
+		return nil, errors.New("catalog: nil embedding client")
+	}
+	e, err := embeddings.NewEmbedder(client, embeddings.WithStripNewLines(false))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: embedder: %w", err)
+	}
+	return e, nil
+}
 
-// LexicalEmbedder is the offline default Embedder. It is lexical, not
-// semantic: it needs no model and no network, and it finds a conversation
-// only through the words it shares with the query — "refund" matches
-// "refund" and "refunds", never "money back". Configure a model-backed
-// embedder (WithEmbedder) for semantic search.
-//
-// A text becomes a bag of words (Terms: lower-cased, without English stop
-// words and chat fillers, reduced by a light stemmer so that "paintings",
-// "painted" and "painting" are one word), each weighted 1 + ln(count),
-// hashed with FNV-1a into Dims signed buckets (feature hashing) and scaled
-// to unit length. There is no corpus statistic (no IDF): the same text
-// always gives the same vector, on every machine, whatever else is indexed.
-// Word pairs (bigrams) were tried and left out: they did not help on the
-// LoCoMo search test and doubled hash collisions.
-type LexicalEmbedder struct {
+// lexicalDims is the default dimension of the lexical embedder's vectors.
+// On the LoCoMo search test, 512 dimensions lost several points of accuracy
+// to hash collisions; 1024 is where the gain flattens.
+const lexicalDims = 1024
+
+// lexicalEmbedder is the offline default Embedder (see NewLexicalEmbedder).
+type lexicalEmbedder struct {
 	dims int
 }
 
-// NewLexicalEmbedder returns the offline lexical embedder with dims
-// dimensions (DefaultLexicalDims when dims <= 0). More dimensions mean fewer
-// hash collisions between unrelated words and larger vectors.
-func NewLexicalEmbedder(dims int) *LexicalEmbedder {
+// NewLexicalEmbedder returns the offline default Embedder, with dims
+// dimensions (1024 when dims <= 0). It is lexical, not semantic: it needs
+// no model and no network, and finds a conversation only through the words
+// it shares with the query — "refund" matches "refund" and "refunds", never
+// "money back". Configure a model-backed embedder (NewEmbedder) for
+// semantic search.
+//
+// A text becomes a bag of words (lower-cased, without English stop words
+// and chat fillers, reduced by a light stemmer so that "paintings",
+// "painted" and "painting" are one word), each weighted 1 + ln(count),
+// hashed with FNV-1a into dims signed buckets and scaled to unit length.
+// There is no corpus statistic: the same text always gives the same
+// vector, on every machine, whatever else is indexed. Its model name,
+// stored with each vector, is "strata-lexical-v1-<dims>". Search re-scores
+// its candidates exactly from their stored texts, so hash collisions never
+// make or reorder a match.
+func NewLexicalEmbedder(dims int) Embedder {
 	if dims <= 0 {
-		dims = DefaultLexicalDims
+		dims = lexicalDims
 	}
-	return &LexicalEmbedder{dims: dims}
+	return &lexicalEmbedder{dims: dims}
 }
 
-// Model names the embedder and its parameters, as stored with each
-// embedding: "strata-lexical-v1-<dims>". Vectors of different models are
-// never compared.
-func (e *LexicalEmbedder) Model() string { return fmt.Sprintf("strata-lexical-v1-%d", e.dims) }
+// model names the embedder and its parameters. Vectors of different models
+// are never compared.
+func (e *lexicalEmbedder) model() string { return fmt.Sprintf("strata-lexical-v1-%d", e.dims) }
 
-// Dims returns the vectors' dimension.
-func (e *LexicalEmbedder) Dims() int { return e.dims }
-
-// EmbedDocuments implements Embedder.
-func (e *LexicalEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+func (e *lexicalEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -74,15 +87,14 @@ func (e *LexicalEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([
 	return out, nil
 }
 
-// EmbedQuery implements Embedder.
-func (e *LexicalEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+func (e *lexicalEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return e.embed(text), nil
 }
 
-func (e *LexicalEmbedder) embed(text string) []float32 {
+func (e *lexicalEmbedder) embed(text string) []float32 {
 	vec := make([]float64, e.dims)
 	for f, w := range termWeights(text) {
 		h := fnv.New64a()
@@ -109,12 +121,10 @@ func (e *LexicalEmbedder) embed(text string) []float32 {
 	return out
 }
 
-// Similarity returns the exact cosine similarity of the bags of words of
+// similarity returns the exact cosine similarity of the bags of words of
 // query and text, weighted as in the vectors but without hashing: the
-// similarity the vectors approximate, free of hash collisions. Search uses
-// it (see TextScorer) to re-score the index's candidates from their stored
-// texts.
-func (e *LexicalEmbedder) Similarity(query, text string) float64 {
+// similarity the vectors approximate, free of hash collisions.
+func (e *lexicalEmbedder) similarity(query, text string) float64 {
 	a, b := termWeights(query), termWeights(text)
 	var dot, na, nb float64
 	for t, w := range a {
@@ -130,9 +140,16 @@ func (e *LexicalEmbedder) Similarity(query, text string) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
+// textScorer is implemented by embedders whose similarity can be computed
+// exactly from the texts, as the lexical embedder's can: Search re-scores
+// the index's candidates with similarity(query, stored text).
+type textScorer interface {
+	similarity(query, text string) float64
+}
+
 func termWeights(text string) map[string]float64 {
 	counts := map[string]float64{}
-	for _, t := range Terms(text) {
+	for _, t := range terms(text) {
 		counts[t]++
 	}
 	for t, n := range counts {
@@ -141,43 +158,12 @@ func termWeights(text string) map[string]float64 {
 	return counts
 }
 
-// TextScorer is implemented by embedders whose similarity can be computed
-// exactly from the texts, as LexicalEmbedder's can. Search then re-scores
-// the index's candidates with Similarity(query, stored text) — the readable
-// twin of each embedding at work — so that hash collisions never make or
-// reorder a match.
-type TextScorer interface {
-	Similarity(query, text string) float64
-}
-
-// Cosine returns the cosine similarity of a and b, 0 when their lengths
-// differ or either is all zeros.
-func Cosine(a, b []float32) float64 {
-	if len(a) != len(b) || len(a) == 0 {
-		return 0
-	}
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	c := dot / (math.Sqrt(na) * math.Sqrt(nb))
-	if math.IsNaN(c) {
-		return 0
-	}
-	return c
-}
-
-// Terms returns the content words of text in order, as the lexical embedder
-// and the title fingerprint see them: lower-cased runs of letters and
-// digits, possessive "'s" removed, stop words, chat fillers, contractions
-// and one-letter words dropped, each reduced by a light English stemmer.
-func Terms(text string) []string {
+// terms returns the content words of text in order, as the lexical
+// embedder and the title fingerprint see them: lower-cased runs of letters
+// and digits, possessive "'s" removed, stop words, chat fillers,
+// contractions and one-letter words dropped, each reduced by a light
+// English stemmer.
+func terms(text string) []string {
 	var out []string
 	eachTerm(text, func(_, term string) { out = append(out, term) })
 	return out

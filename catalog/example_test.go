@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
@@ -14,20 +15,25 @@ import (
 // ask which one was meant.
 func ExampleCatalog_Search() {
 	ctx := context.Background()
-	store, sums := memory.NewInMemoryStore(), summary.NewInMemoryStore(0)
-	cat := catalog.New(store, sums, catalog.NewMemoryIndex()) // offline: lexical embedder, extractive titles
-	defer cat.Close()
-
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 4, 2
-	mgr, err := memory.NewManager(store, cfg,
-		memory.WithSummaries(sums, summary.NewExtractiveService()),
-		memory.WithFoldObserver(cat.Observer())) // titles and embeddings follow the folds
+
+	// The manager comes first; its observers reach the catalogue once it
+	// exists, so that titles and embeddings follow folds and deletes.
+	var ref atomic.Pointer[catalog.Catalog]
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, append(catalog.Observers(&ref),
+		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))...)
 	if err != nil {
 		panic(err)
 	}
 	defer mgr.Close()
+	cat, err := catalog.New(mgr, catalog.NewMemoryIndex()) // offline: lexical embedder, extractive titles
+	if err != nil {
+		panic(err)
+	}
+	ref.Store(cat)
+	defer cat.Close()
 
 	for _, turn := range [][3]string{
 		{"refund", "My blender from order #4417 arrived broken.", "Sorry! I can refund order #4417."},
@@ -39,22 +45,25 @@ func ExampleCatalog_Search() {
 	} {
 		_ = mgr.SaveTurn(ctx, turn[0], "alice", turn[1], turn[2])
 	}
-	_ = mgr.Flush(ctx) // waits for folds and observers (only needed in examples and tests)
+	// Wait for the folds, then for the refreshes they scheduled (only
+	// needed in examples and tests).
+	_ = mgr.Flush(ctx)
+	_ = cat.Flush(ctx)
 
 	for _, request := range []string{
 		"let's go back to the chat where we talked about the refund",
 		"the Tokyo trip",
 		"my tax return",
 	} {
-		matches, err := cat.Search(ctx, "alice", request, 3)
+		res, err := cat.Search(ctx, "alice", request, 3)
 		if err != nil {
 			panic(err)
 		}
-		switch winner, ambiguous := cat.Decide(matches); {
-		case winner != nil:
-			fmt.Printf("%q: switch to %s (%s)\n", request, winner.SessionID, winner.Title)
-		case ambiguous:
-			fmt.Printf("%q: ask which of %d chats\n", request, len(catalog.Contenders(matches, catalog.DefaultMargin)))
+		switch {
+		case res.Best != nil:
+			fmt.Printf("%q: switch to %s (%s)\n", request, res.Best.SessionID, res.Best.Title)
+		case res.Ambiguous:
+			fmt.Printf("%q: ask which of %d chats\n", request, len(res.Contenders))
 		default:
 			fmt.Printf("%q: no such chat\n", request)
 		}
@@ -66,19 +75,24 @@ func ExampleCatalog_Search() {
 }
 
 // List pages through a user's conversations, newest activity first, with
-// titles and the reference's previews.
+// titles and previews; a title given when a conversation was created is
+// pinned with SetTitle.
 func ExampleCatalog_List() {
 	ctx := context.Background()
-	store := memory.NewInMemoryStore()
-	cat := catalog.New(store, nil, catalog.NewMemoryIndex())
-	defer cat.Close()
-	mgr, err := memory.NewManager(store, memory.DefaultConfig())
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}
 	defer mgr.Close()
+	cat, err := catalog.New(mgr, catalog.NewMemoryIndex())
+	if err != nil {
+		panic(err)
+	}
+	defer cat.Close()
 
 	_ = mgr.SaveTurn(ctx, "a", "alice", "Hi! Can you recommend a good book about the history of Rome?", "Try SPQR by Mary Beard.")
+	_ = mgr.Create(ctx, "b", "alice")
+	_ = cat.SetTitle(ctx, "b", "alice", "Oslo weekend")
 	_ = mgr.SaveTurn(ctx, "b", "alice", "What is the weather in Oslo tomorrow?", "Cold and clear.")
 	_ = mgr.SaveTurn(ctx, "c", "bob", "Bob's private chat.", "Sure.")
 
@@ -92,6 +106,6 @@ func ExampleCatalog_List() {
 	}
 	// Output:
 	// total: 2
-	// b | What is the weather in Oslo tomorrow | "What is the weather in Oslo tomorrow?" | 2 messages
+	// b | Oslo weekend | "What is the weather in Oslo tomorrow?" | 2 messages
 	// a | Can you recommend a good book about the history of Rome | "Hi! Can you recommend a good book about the histor..." | 2 messages
 }

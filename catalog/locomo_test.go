@@ -13,7 +13,6 @@ import (
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/catalog/catalogtest"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/summary"
 )
 
 // locomoPath is LoCoMo's data file in the shared folder beside the
@@ -63,7 +62,7 @@ func sessionID(conv, sess int) string { return fmt.Sprintf("locomo-c%d-s%d", con
 
 // TestLoCoMoSearch runs 50 LoCoMo sessions (10 conversations × their first
 // 5 sessions) through a manager with the extractive summarizer, so that
-// folds make the summaries and the catalog's observer indexes them; the
+// folds make the summaries and the catalogue's fold observer indexes them; the
 // sessions that never reach the fold trigger are indexed by the listing's
 // lazy refresh. Then it asks where things happened, with the offline
 // lexical embedder, among all 50 sessions of one user.
@@ -89,12 +88,11 @@ func TestLoCoMoSearch(t *testing.T) {
 		t.Fatalf("%d conversations in %s", len(convs), locomoPath)
 	}
 	ctx := context.Background()
-	store, sums, idx := memory.NewInMemoryStore(), summary.NewInMemoryStore(0), catalog.NewMemoryIndex()
-	cat := catalog.New(store, sums, idx)
-	t.Cleanup(func() { _ = cat.Close() })
+	env := memEnv()
+	idx := env.Index
 	cfg := memory.DefaultConfig() // the reference's trigger 20 and verbatim window 10
 	cfg.Enabled = true
-	mgr := catalogtest.NewManager(t, catalogtest.Env{Store: store, Summaries: sums, Index: idx}, cat, cfg)
+	mgr, cat := catalogtest.Open(t, env, cfg, catalog.WithLogger(quietLogger()))
 	const user = "locomo-user"
 
 	var perSession, perEvent, qa []locomoQuery
@@ -151,9 +149,7 @@ func TestLoCoMoSearch(t *testing.T) {
 			}
 		}
 	}
-	if err := mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	catalogtest.Flush(t, ctx, mgr, cat)
 	// Listing indexes the sessions that never folded, in the background.
 	page, err := cat.List(ctx, user, 0, 0)
 	if err != nil || page.Total != locomoConvs*locomoSessions {
@@ -163,7 +159,7 @@ func TestLoCoMoSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range page.Sessions {
-		d, _ := idx.Get(ctx, e.SessionID)
+		d, _ := idx.Get(ctx, e.SessionID, user)
 		if d == nil || len(d.Embedding) == 0 || d.Text == "" {
 			t.Fatalf("%s is not indexed: %+v", e.SessionID, d)
 		}
@@ -176,12 +172,12 @@ func TestLoCoMoSearch(t *testing.T) {
 	run := func(qs []locomoQuery) result {
 		var r result
 		for _, q := range qs {
-			ms, err := cat.Search(ctx, user, q.text, 5)
+			res, err := cat.Search(ctx, user, q.text, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.n++
-			for i, m := range ms {
+			for i, m := range res.Matches {
 				if m.SessionID == q.session {
 					if i == 0 {
 						r.top1++
@@ -191,7 +187,7 @@ func TestLoCoMoSearch(t *testing.T) {
 					}
 				}
 			}
-			if w, _ := cat.Decide(ms); w != nil {
+			if w := res.Best; w != nil {
 				r.clear++
 				if w.SessionID == q.session {
 					r.clearRight++
@@ -250,11 +246,4 @@ func evidenceSession(evidence []string) int {
 		s = n
 	}
 	return s
-}
-
-func save(t *testing.T, mgr *memory.Manager, sid, uid, u, a string) {
-	t.Helper()
-	if err := mgr.SaveTurn(context.Background(), sid, uid, u, a); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tmc/langchaingo/embeddings"
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
 	"google.golang.org/api/option"
@@ -21,7 +20,6 @@ import (
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/catalog/catalogtest"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/summary"
 )
 
 // recorded is one request a fake provider received.
@@ -36,7 +34,7 @@ type recorded struct {
 type fakeProvider struct {
 	mu   sync.Mutex
 	reqs []recorded
-	lex  *catalog.LexicalEmbedder
+	lex  catalog.Embedder
 }
 
 func (f *fakeProvider) record(r *http.Request) map[string]any {
@@ -68,16 +66,15 @@ func newFakeProvider(t *testing.T, handler func(f *fakeProvider, w http.Response
 }
 
 // runProviderConversation folds a refund conversation through a manager
-// whose catalog embeds with emb, and searches it.
-func runProviderConversation(t *testing.T, emb catalog.Embedder, model string) (*catalog.Catalog, *catalog.MemoryIndex) {
+// whose catalogue embeds with emb, and searches it.
+func runProviderConversation(t *testing.T, emb catalog.Embedder, model string) (*catalog.Catalog, catalog.Index) {
 	t.Helper()
 	ctx := context.Background()
-	store, sums, idx := memory.NewInMemoryStore(), summary.NewInMemoryStore(0), catalog.NewMemoryIndex()
-	cat := catalog.New(store, sums, idx, catalog.WithEmbedder(emb, model))
-	t.Cleanup(func() { _ = cat.Close() })
+	env := memEnv()
 	cfg := memory.DefaultConfig()
 	cfg.Enabled, cfg.TriggerMessageCount, cfg.RecentMessageCount = true, 4, 2
-	mgr := catalogtest.NewManager(t, catalogtest.Env{Store: store, Summaries: sums, Index: idx}, cat, cfg)
+	mgr, cat := catalogtest.Open(t, env, cfg, catalog.WithEmbedder(emb, model))
+	idx := env.Index
 	for _, tr := range [][2]string{
 		{"My blender from order #4417 arrived broken and I want a refund.", "I can refund order #4417."},
 		{"The refund should be $89.99.", "Yes, $89.99 will be refunded."},
@@ -87,19 +84,17 @@ func runProviderConversation(t *testing.T, emb catalog.Embedder, model string) (
 			t.Fatal(err)
 		}
 	}
-	if err := mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := idx.Get(ctx, "chat")
+	catalogtest.Flush(t, ctx, mgr, cat)
+	d, _ := idx.Get(ctx, "chat", "alice")
 	if d == nil || len(d.Embedding) != 64 || d.Model != model || d.Text == "" {
 		t.Fatalf("document: %+v", d)
 	}
-	ms, err := cat.Search(ctx, "alice", "blender refund", 3)
+	res, err := cat.Search(ctx, "alice", "blender refund", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 1 || ms[0].SessionID != "chat" {
-		t.Fatalf("Search = %+v", ms)
+	if len(res.Matches) != 1 || res.Best == nil || res.Best.SessionID != "chat" {
+		t.Fatalf("Search = %+v", res)
 	}
 	return cat, idx
 }
@@ -125,13 +120,17 @@ func TestOpenAIEmbedderRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// StripNewLines off: the text embedded is byte for byte the text stored.
-	emb, err := embeddings.NewEmbedder(llm, embeddings.WithStripNewLines(false))
+	// The adapter keeps new lines: the text embedded is byte for byte the
+	// text stored.
+	emb, err := catalog.NewEmbedder(llm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, idx := runProviderConversation(t, emb, "openai/text-embedding-3-small")
-	d, _ := idx.Get(context.Background(), "chat")
+	d, _ := idx.Get(context.Background(), "chat", "alice")
+	if !strings.Contains(d.Text, "\n") {
+		t.Fatalf("stored text %q has no new line to keep", d.Text)
+	}
 
 	reqs := f.requests()
 	if len(reqs) < 2 {
@@ -189,12 +188,12 @@ func TestGoogleAIEmbedderRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = llm.Close() })
-	emb, err := embeddings.NewEmbedder(llm, embeddings.WithStripNewLines(false))
+	emb, err := catalog.NewEmbedder(llm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, idx := runProviderConversation(t, emb, "googleai/text-embedding-004")
-	d, _ := idx.Get(context.Background(), "chat")
+	d, _ := idx.Get(context.Background(), "chat", "alice")
 
 	reqs := f.requests()
 	if len(reqs) < 2 {

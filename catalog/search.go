@@ -4,135 +4,134 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// Match is one conversation found by Search.
+// Match is one conversation found by a search.
 type Match struct {
 	SessionID string
 	Title     string
-	// Score is Weight × Similarity + (1 − Weight) × Recency (see Ranking).
+	// Score is Weight × Similarity + (1 − Weight) × Recency (see Query).
 	Score float64
 	// Similarity is the cosine similarity between the query's embedding and
-	// the session's.
+	// the session's (with the lexical embedder: between their bags of
+	// words, exactly).
 	Similarity float64
 	// Recency is 1 for a session active just now, halving every half-life.
 	Recency float64
 	// Text is the exact text the session's embedding was computed from:
 	// what the match is based on, to show or to explain it.
 	Text string
+	// LastActivity is the session's last activity, which Recency is
+	// computed from.
+	LastActivity time.Time
+}
+
+// Results is what Search found, and what to do about it.
+type Results struct {
+	// Matches are the matches, best first.
+	Matches []Match
+	// Best is the clear winner: the only match, or the best one when its
+	// score beats the second's by at least the margin (WithThresholds).
+	// Switch to it. nil when nothing matched or when no match stands out.
+	Best *Match
+	// Ambiguous is true when there are matches but no clear winner: ask
+	// the user to choose among Contenders.
+	Ambiguous bool
+	// Contenders, when Ambiguous, are the leading matches whose score is
+	// within the margin of the best one: the options to offer.
+	Contenders []Match
 }
 
 // Search ranks userID's conversations by how well their documents match
 // query, combined with how recently they were active, and returns at most
-// limit matches (DefaultSearchLimit when limit <= 0) with a similarity of at
-// least the minimum (WithMinSimilarity), best first. Only the user's own
-// sessions are returned: every match's owner is checked against the message
-// store. Use Decide (or Catalog.Decide) to tell one clear winner from a
-// choice to put to the user.
+// limit matches (5 when limit <= 0) with a similarity of at least the
+// minimum (WithThresholds), best first, with the decision they support
+// (see Results). Only the user's own sessions are returned: the index
+// filters by owner, and the matches of an index that does not see sessions
+// (not a Lister) are re-checked through the manager.
 //
 // With the default embedder the match is lexical: a conversation is found
 // through the words it shares with the query. Its candidates are re-scored
-// exactly from their stored texts (TextScorer), so Similarity is the cosine
-// of the bags of words, not of their hashed vectors.
-func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) ([]Match, error) {
+// exactly from their stored texts, so Similarity is the cosine of the bags
+// of words, not of their hashed vectors.
+func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (Results, error) {
+	userID = user(userID)
 	if limit <= 0 {
-		limit = DefaultSearchLimit
+		limit = searchLimit
 	}
 	query = strings.TrimSpace(query)
 	if query == "" || c.emb == nil {
-		return nil, nil
+		return Results{}, nil
 	}
 	vec, err := c.embedQuery(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: search: embed query: %w", err)
+		return Results{}, fmt.Errorf("catalog: search: embed query: %w", err)
 	}
 	if vec == nil {
-		return nil, nil // a query without content words (lexical embedder)
+		return Results{}, nil // a query without content words (lexical embedder)
 	}
-	rank := Ranking{Weight: c.weight, HalfLife: c.halfLife, Now: c.now()}
 	q := Query{
-		UserID: userID, Vector: vec, Model: c.model, Limit: limit + 4,
-		MinSimilarity: c.minSim, Ranking: rank,
+		UserID: userID, Vector: vec, Model: c.model, Limit: limit + 4, MinSimilarity: c.minSim,
+		Weight: c.weight, HalfLife: c.halfLife, Now: time.Now(),
 	}
-	scorer, exact := c.emb.(TextScorer)
+	scorer, exact := c.emb.(textScorer)
 	if exact {
 		// Re-scored from the texts below: take a wider, unfloored pool.
-		q.Limit, q.MinSimilarity = max(4*limit, 20), -1
+		q.Limit, q.MinSimilarity = max(4*limit, 20), -1 // cosine similarities are >= -1
 	}
-	res, err := c.idx.Search(ctx, q)
+	ms, err := c.idx.Search(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: search: %w", err)
+		return Results{}, fmt.Errorf("catalog: search: %w", err)
 	}
 	if exact {
-		kept := res[:0]
-		for _, r := range res {
-			r.Similarity = scorer.Similarity(query, r.Doc.Text)
-			if r.Similarity < c.minSim {
+		kept := ms[:0]
+		for _, m := range ms {
+			m.Similarity = scorer.similarity(query, m.Text)
+			if m.Similarity < c.minSim {
 				continue
 			}
-			r.Score, r.Recency = rank.Score(r.Similarity, r.Doc.LastActivity)
-			kept = append(kept, r)
+			q.score(&m)
+			kept = append(kept, m)
 		}
-		res = kept
-		SortScored(res)
+		ms = kept
+		sortMatches(ms)
 	}
-	out := make([]Match, 0, min(limit, len(res)))
-	for _, r := range res {
+	out := make([]Match, 0, min(limit, len(ms)))
+	for _, m := range ms {
 		if len(out) == limit {
 			break
 		}
-		owner, err := c.store.Owner(ctx, r.Doc.SessionID)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: search: owner of %q: %w", r.Doc.SessionID, err)
-		}
-		if owner != userID {
-			if owner == "" { // deleted: its document is left over
-				_ = c.idx.Delete(ctx, r.Doc.SessionID)
+		if !c.trusted {
+			// The index may not have seen a delete yet: read, never act.
+			if err := c.probe(ctx, m.SessionID, userID); gone(err) {
+				continue
+			} else if err != nil {
+				return Results{}, fmt.Errorf("catalog: search: %w", err)
 			}
-			continue
 		}
-		out = append(out, Match{
-			SessionID: r.Doc.SessionID, Title: r.Doc.Title, Text: r.Doc.Text,
-			Score: r.Score, Similarity: r.Similarity, Recency: r.Recency,
-		})
+		out = append(out, m)
 	}
-	return out, nil
+	return decide(out, c.margin), nil
 }
 
-// Decide applies the catalog's margin (WithMargin) to Search's matches; see
-// the package function Decide.
-func (c *Catalog) Decide(matches []Match) (winner *Match, ambiguous bool) {
-	return Decide(matches, c.margin)
-}
-
-// Decide tells what to do with matches sorted best first (as Search returns
-// them):
-//
-//   - no match: nil, false — nothing found;
-//   - one match, or a best score that beats the second by at least margin:
-//     the winner, false — switch to it;
-//   - otherwise: nil, true — ask the user to choose among the matches
-//     (Contenders tells which ones are close enough to offer).
-func Decide(matches []Match, margin float64) (winner *Match, ambiguous bool) {
+// decide tells what to do with matches sorted best first: nothing found;
+// one clear winner (the only match, or one whose score beats the second's
+// by at least margin); or a choice among the contenders within margin of
+// the best.
+func decide(matches []Match, margin float64) Results {
+	r := Results{Matches: matches}
 	switch {
 	case len(matches) == 0:
-		return nil, false
 	case len(matches) == 1 || matches[0].Score-matches[1].Score >= margin:
 		w := matches[0]
-		return &w, false
+		r.Best = &w
+	default:
+		n := 1
+		for n < len(matches) && matches[0].Score-matches[n].Score < margin {
+			n++
+		}
+		r.Ambiguous, r.Contenders = true, matches[:n]
 	}
-	return nil, true
-}
-
-// Contenders returns the leading matches whose score is within margin of
-// the best one: the options to offer when Decide finds no clear winner.
-func Contenders(matches []Match, margin float64) []Match {
-	if len(matches) == 0 {
-		return nil
-	}
-	n := 1
-	for n < len(matches) && matches[0].Score-matches[n].Score < margin {
-		n++
-	}
-	return matches[:n]
+	return r
 }

@@ -12,17 +12,16 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
 
-// TitleFunc names a conversation. s is its summary (the zero Summary while
+// titleFunc names a conversation. s is its summary (the zero Summary while
 // it has none) and firstUserMessages are its first user messages, oldest
-// first. A TitleFunc should return a short title (a few words); an error or
-// an empty title keeps the previous title, or falls back to DefaultTitle.
-type TitleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []string) (string, error)
+// first. It returns a short title (a few words); an error or an empty
+// title keeps the previous title, or falls back to offlineTitle.
+type titleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []string) (string, error)
 
-// DefaultTitle is the offline TitleFunc: deterministic, no model. With a
+// offlineTitle is the default titleFunc: deterministic, no model. With a
 // summary it titles the summary alone, so that the title follows the
 // conversation's focus when it is regenerated after a topic change: the
 // first informative sentence the user said in the narrative (the
@@ -30,7 +29,7 @@ type TitleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []
 // summary (the narrative's first sentence, else its first fact). Without a
 // summary it is summary.Title of the first user messages (which passes over
 // greetings alone).
-func DefaultTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
+func offlineTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
 	if !s.IsEmpty() {
 		if said := userSentences(s.Narrative); said != "" {
 			if t := summary.Title(nil, []string{said}); t != "" {
@@ -65,23 +64,35 @@ func userSentences(narrative string) string {
 	return strings.Join(out, " ")
 }
 
-// MaxTitleWords is the most words an LLM title keeps.
-const MaxTitleWords = 8
+// maxTitleWords is the most words a model-written title keeps.
+const maxTitleWords = 8
 
 // maxTitleRunes caps every title, whatever produced it.
 const maxTitleRunes = 80
 
-// LLMTitle returns a TitleFunc that asks model for a title of at most
-// MaxTitleWords words: one GenerateContent call with a short system prompt
-// and the summary's facts and narrative (or the first user messages) as the
-// human message. The reply's first line is used, without quotes, a
-// "Title:" label or trailing punctuation, cut to MaxTitleWords words. opts
-// are passed to every call (model name, temperature, …).
-func LLMTitle(model llms.Model, opts ...llms.CallOption) TitleFunc {
+// WithTitleModel makes a langchaingo model write the titles (default: an
+// offline, deterministic title drawn from the summary or the first user
+// messages). The model gets one GenerateContent call per new title, with a
+// short system prompt and the summary's facts and narrative (or the first
+// user messages) as the human message; the reply's first line is used,
+// without quotes, a "Title:" label or trailing punctuation, cut to eight
+// words. opts are passed to every call (model name, temperature, …). When
+// the model fails, the previous title is kept (the offline one for a new
+// conversation) and the model is asked again at the next refresh.
+func WithTitleModel(model llms.Model, opts ...llms.CallOption) Option {
+	return func(c *Catalog) {
+		if model != nil {
+			c.title = llmTitle(model, opts...)
+		}
+	}
+}
+
+// llmTitle returns the titleFunc of WithTitleModel.
+func llmTitle(model llms.Model, opts ...llms.CallOption) titleFunc {
 	return func(ctx context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
 		var input string
 		if !s.IsEmpty() {
-			input = SummaryText("", s)
+			input = summaryText("", s)
 		} else {
 			input = turnsText("", firstUserMessages)
 		}
@@ -99,7 +110,7 @@ func LLMTitle(model llms.Model, opts ...llms.CallOption) TitleFunc {
 		if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
 			return "", errors.New("catalog: title model returned no choice")
 		}
-		t := CleanTitle(resp.Choices[0].Content)
+		t := cleanTitle(resp.Choices[0].Content)
 		if t == "" {
 			return "", errors.New("catalog: title model returned an empty title")
 		}
@@ -111,11 +122,11 @@ const titlePrompt = `You name conversations so that a user can find them again i
 Reply with a title of at most 8 words that says what the conversation is about.
 Reply with the title only: no quotes, no "Title:" label, no final punctuation.`
 
-// CleanTitle turns a model's reply into a title: its first non-blank line,
+// cleanTitle turns a model's reply into a title: its first non-blank line,
 // without Markdown emphasis, a "Title:" label, surrounding quotes or
-// trailing punctuation, white space collapsed, cut to MaxTitleWords words
+// trailing punctuation, white space collapsed, cut to maxTitleWords words
 // and 80 characters.
-func CleanTitle(reply string) string {
+func cleanTitle(reply string) string {
 	line := ""
 	for _, l := range strings.Split(reply, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -131,8 +142,8 @@ func CleanTitle(reply string) string {
 	line = strings.Trim(line, `"'“”‘’«»`+"`*_ ")
 	line = strings.TrimRight(line, ".!?…;:, ")
 	words := strings.Fields(line)
-	if len(words) > MaxTitleWords {
-		words = words[:MaxTitleWords]
+	if len(words) > maxTitleWords {
+		words = words[:maxTitleWords]
 	}
 	return capTitle(strings.Join(words, " "))
 }
@@ -146,15 +157,15 @@ func capTitle(t string) string {
 	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
 }
 
-// FingerprintSize is the number of terms a fingerprint keeps.
-const FingerprintSize = 16
+// fingerprintSize is the number of terms a fingerprint keeps.
+const fingerprintSize = 16
 
-// Fingerprint returns the salient terms of a text (see Terms): the
-// FingerprintSize most frequent ones, ties broken alphabetically, sorted
+// fingerprint returns the salient terms of a text (see terms): the
+// fingerprintSize most frequent ones, ties broken alphabetically, sorted
 // and joined by spaces. It is what the title stability rule compares.
-func Fingerprint(text string) string {
+func fingerprint(text string) string {
 	counts := map[string]int{}
-	for _, t := range Terms(text) {
+	for _, t := range terms(text) {
 		counts[t]++
 	}
 	terms := make([]string, 0, len(counts))
@@ -167,16 +178,16 @@ func Fingerprint(text string) string {
 		}
 		return terms[i] < terms[j]
 	})
-	if len(terms) > FingerprintSize {
-		terms = terms[:FingerprintSize]
+	if len(terms) > fingerprintSize {
+		terms = terms[:fingerprintSize]
 	}
 	sort.Strings(terms)
 	return strings.Join(terms, " ")
 }
 
-// Jaccard returns the Jaccard similarity of two fingerprints (sets of
+// jaccard returns the Jaccard similarity of two fingerprints (sets of
 // space-separated terms): |a ∩ b| / |a ∪ b|, 1 when both are empty.
-func Jaccard(a, b string) float64 {
+func jaccard(a, b string) float64 {
 	sa, sb := strings.Fields(a), strings.Fields(b)
 	if len(sa) == 0 && len(sb) == 0 {
 		return 1
@@ -201,23 +212,24 @@ func Jaccard(a, b string) float64 {
 	return float64(inter) / float64(union)
 }
 
-// SummaryText renders what a summary-based document embeds: the title, the
-// facts and the narrative, one block each, in the memory blocks' wording:
+// summaryText renders what a summary-based document embeds: the title, the
+// facts and the narrative, one block each, in the wording the model sees
+// them in (summary.FactsBlock, summary.NarrativeBlock):
 //
 //	Title: <title>
 //	Conversation Facts:
 //	- key: value
 //	Conversation Summary:
 //	<narrative>
-func SummaryText(title string, s summary.Summary) string {
+func summaryText(title string, s summary.Summary) string {
 	var b strings.Builder
 	if title = strings.TrimSpace(title); title != "" {
 		b.WriteString("Title: " + title + "\n")
 	}
-	if f := memory.FactsBlock(s.Facts); f != "" {
+	if f := summary.FactsBlock(s.Facts); f != "" {
 		b.WriteString(f + "\n")
 	}
-	if n := memory.NarrativeBlock(s.Narrative); n != "" {
+	if n := summary.NarrativeBlock(s.Narrative); n != "" {
 		b.WriteString(n + "\n")
 	}
 	return strings.TrimSpace(b.String())
@@ -243,16 +255,16 @@ func turnsText(title string, firstUserMessages []string) string {
 // on itself), or the first user messages.
 func fingerprintSource(s *summary.Summary, firstUserMessages []string) string {
 	if s != nil && !s.IsEmpty() {
-		return SummaryText("", *s)
+		return summaryText("", *s)
 	}
 	return turnsText("", firstUserMessages)
 }
 
-// Keywords returns the n most frequent content words of texts (see Terms),
+// keywords returns the n most frequent content words of texts (see terms),
 // most frequent first (ties alphabetically), each in its most frequent
 // written form, joined by ", ": a readable digest of what a conversation is
 // about.
-func Keywords(texts []string, n int) string {
+func keywords(texts []string, n int) string {
 	type stat struct {
 		count   int
 		surface map[string]int

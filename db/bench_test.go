@@ -57,7 +57,7 @@ func BenchmarkTail(b *testing.B) {
 		session := fmt.Sprint("bench-", n)
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				tail, err := f.messages.Tail(ctx, session, tailWindow)
+				tail, err := f.messages.Tail(ctx, session, "bench", tailWindow)
 				if err != nil || tail.Total != n || len(tail.Messages) != tailWindow {
 					b.Fatalf("Tail = %d/%d, %v", tail.Total, len(tail.Messages), err)
 				}
@@ -106,7 +106,7 @@ func BenchmarkAppendLargeHistory(b *testing.B) {
 func tailBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, session string) int {
 	t.Helper()
 	var raw []byte
-	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+db.TailSQL, session, tailWindow); err != nil {
+	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+db.TailSQL, session, tailWindow, "bench"); err != nil {
 		t.Fatal(err)
 	}
 	var plans []struct {
@@ -148,7 +148,7 @@ func TestTailReadsOnlyTheWindow(t *testing.T) {
 			into    *[]time.Duration
 		}{{"small", &ds}, {"large", &dl}} {
 			start := time.Now()
-			if _, err := f.messages.Tail(ctx, c.session, tailWindow); err != nil {
+			if _, err := f.messages.Tail(ctx, c.session, "bench", tailWindow); err != nil {
 				t.Fatal(err)
 			}
 			*c.into = append(*c.into, time.Since(start))

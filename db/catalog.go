@@ -14,14 +14,16 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/memory"
 )
 
-// The conversation catalogue's table (migration 000002):
+// The conversation catalogue's table (migrations 000002 and 000004):
 //
-// strata_session_index — one catalog.Doc per session:
+// strata_session_index — one catalog.Doc per live session:
 //
-//	session_id     TEXT PRIMARY KEY     → strata_sessions ON DELETE CASCADE
+//	session_id     TEXT PRIMARY KEY     → strata_sessions (live_session_id) ON DELETE CASCADE
 //	title          TEXT NOT NULL        the conversation's title
+//	pinned         BOOLEAN NOT NULL     title was given with Catalog.SetTitle
 //	fingerprint    TEXT NOT NULL        salient terms the title was made from
 //	source         TEXT NOT NULL        'summary' | 'turns'
 //	source_seq     BIGINT NOT NULL      orders versions (see catalog.Doc)
@@ -32,12 +34,16 @@ import (
 //	embedding      REAL[] NULL          the embedding, portable
 //	updated_at     TIMESTAMPTZ NOT NULL
 //	CHECK: embedding, text, model and dims are all set or all empty
+//	CHECK: a pinned title is not empty
 //
 // and, on servers with pgvector after EnableVectorSearch,
 //
 //	embedding_vec  vector NULL          the same embedding, for <=>
 //
-// The owner and the last activity are read from strata_sessions.
+// The owner, the epoch and the last activity are read from strata_sessions.
+// The foreign key references the live session id, so the database refuses
+// a document for a deleted session, and MessageStore.Delete removes the
+// document in its own transaction.
 
 // ErrVectorUnavailable is wrapped by EnableVectorSearch when the server
 // lacks the pgvector extension or the role may not create it.
@@ -107,16 +113,23 @@ func WithoutVectorSearch() CatalogOption { return func(x *CatalogIndex) { x.noVe
 
 // CatalogIndex is the PostgreSQL catalog.Index, over strata_session_index.
 // It is also a catalog.Lister: one query lists a user's sessions with their
-// titles. Documents go with their session (ON DELETE CASCADE), and an
-// upsert for a session that no longer exists writes nothing.
+// titles. Every read joins the session's live row and filters by its
+// owner. Every write is guarded by that row in the same statement (or, for
+// a document built from messages alone, the same transaction), locked
+// against a concurrent delete: a document is written only while its
+// session is the writer's, alive, and the incarnation the document was
+// built from — its epoch, or the live holder of the last message it read.
+// So a refresh that read a session before it was deleted (or deleted and
+// created again) writes nothing.
 //
 // Search has two modes. Where EnableVectorSearch has added the pgvector
 // column, the server ranks: cosine distance (<=>) combined with recency,
 // ordered and limited in SQL. Elsewhere the user's embeddings of the
-// query's model are read (REAL[]) and scored in process. Both give the same
-// ranking. Neither uses an approximate index: documents of several models
-// and dimensions share the column, and one user's sessions are few enough
-// for an exact scan behind the (user_id, last_activity) index.
+// query's model are read (REAL[]) and scored in process (catalog.Query.Rank).
+// Both give the same ranking. Neither uses an approximate index: documents
+// of several models and dimensions share the column, and one user's
+// sessions are few enough for an exact scan behind the (user_id,
+// last_activity) index.
 type CatalogIndex struct {
 	d        *sqlx.DB
 	noVector bool
@@ -175,7 +188,7 @@ func (x *CatalogIndex) detect(ctx context.Context) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return fmt.Errorf("db: catalog index: detect vector column: %w", err)
+		return fmt.Errorf("db: catalog index: detect vector column: %w", classify(ctx, err))
 	default:
 		x.setVector(schema)
 	}
@@ -203,26 +216,50 @@ func (x *CatalogIndex) mode(ctx context.Context) (colType, rankOp string, err er
 	return x.vecType, x.vecOp, nil
 }
 
-// upsertSQL writes a document only while its session exists (and belongs
-// to the document's user), and never over a document that supersedes it
-// (catalog.Doc.Supersedes). %s: extra column and value for embedding_vec.
+// upsertSQL writes a document only while its session is the document's
+// user's live session (%[1]s: the incarnation guard), never over a document
+// that supersedes it, and never over a pinned title. The session row is
+// locked FOR KEY SHARE, so a delete (which locks it FOR UPDATE) waits for
+// the write or the write re-checks the guard on the row the delete left.
+// %[2]s, %[3]s and %[4]s: the column, value and update of embedding_vec.
 const upsertSQL = `
 INSERT INTO strata_session_index AS x
-       (session_id, title, fingerprint, source, source_seq, message_count, text, model, dims, embedding, updated_at%s)
-SELECT s.session_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, now()%s
+       (session_id, title, fingerprint, source, source_seq, message_count, text, model, dims, embedding, updated_at%[2]s)
+SELECT s.session_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, now()%[3]s
   FROM strata_sessions s
- WHERE s.session_id = $1 AND ($2 = '' OR s.user_id = $2)
+ WHERE s.session_id = $1 AND s.user_id = $2 AND s.deleted_at IS NULL AND %[1]s
+   FOR KEY SHARE OF s
 ON CONFLICT (session_id) DO UPDATE
-   SET title = EXCLUDED.title, fingerprint = EXCLUDED.fingerprint, source = EXCLUDED.source,
-       source_seq = EXCLUDED.source_seq, message_count = EXCLUDED.message_count,
+   SET title = CASE WHEN x.pinned THEN x.title ELSE EXCLUDED.title END,
+       fingerprint = CASE WHEN x.pinned THEN x.fingerprint ELSE EXCLUDED.fingerprint END,
+       source = EXCLUDED.source, source_seq = EXCLUDED.source_seq, message_count = EXCLUDED.message_count,
        text = EXCLUDED.text, model = EXCLUDED.model, dims = EXCLUDED.dims,
-       embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at%s
+       embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at%[4]s
  WHERE (EXCLUDED.source = x.source AND EXCLUDED.source_seq >= x.source_seq)
     OR (EXCLUDED.source = 'summary' AND x.source = 'turns')`
 
-// Upsert implements catalog.Index.
+// Incarnation guards of upsertSQL. $12 is the document's epoch or the
+// sequence number of the last message it was built from.
+const (
+	epochGuard = `s.epoch = $12`
+	// seqGuard runs in a transaction that locked the session row first
+	// (lockLiveSQL), so its snapshot is newer than any delete of the
+	// session: sequence numbers are never reused, so only the incarnation
+	// the document was built from holds message $12.
+	seqGuard = `($12::bigint = 0 OR EXISTS (SELECT 1 FROM strata_messages m WHERE m.session_id = $1 AND m.seq = $12::bigint))`
+)
+
+// lockLiveSQL locks userID's live session row until the transaction ends.
+const lockLiveSQL = `
+SELECT 1 FROM strata_sessions WHERE session_id = $1 AND user_id = $2 AND deleted_at IS NULL FOR KEY SHARE`
+
+// Upsert implements catalog.Index. A document with an epoch is written in
+// one statement guarded by the session's epoch; one built from messages
+// alone (Epoch 0) in a transaction that locks the session row and then
+// checks that the live session still holds the last message read
+// (SourceSeq).
 func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
-	if !validID(d.SessionID) {
+	if !validID(d.SessionID) || !validID(d.UserID) {
 		return nil // no such session can exist
 	}
 	if d.Source != catalog.SourceSummary && d.Source != catalog.SourceTurns {
@@ -249,28 +286,107 @@ func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
 	if colType != "" { // keep the vector column in step, whatever the mode
 		col, val, set = ", embedding_vec", ", $11::real[]::"+colType, ", embedding_vec = EXCLUDED.embedding_vec"
 	}
-	q := fmt.Sprintf(upsertSQL, col, val, set)
-	_, err = x.d.ExecContext(ctx, q, d.SessionID, d.UserID, cleanText(d.Title), cleanText(d.Fingerprint),
-		d.Source, d.SourceSeq, d.MessageCount, text, model, dims, emb)
-	var pqErr *pq.Error
-	if errors.As(err, &pqErr) && pqErr.Code == "23503" { // foreign_key_violation: deleted meanwhile
-		return nil
+	guard, mark := epochGuard, d.Epoch
+	if d.Epoch == 0 {
+		guard, mark = seqGuard, d.SourceSeq
 	}
-	if err != nil {
-		return fmt.Errorf("db: catalog upsert %q: %w", d.SessionID, err)
+	args := []any{d.SessionID, d.UserID, cleanText(d.Title), cleanText(d.Fingerprint),
+		d.Source, d.SourceSeq, d.MessageCount, text, model, dims, emb, mark}
+	q := fmt.Sprintf(upsertSQL, guard, col, val, set)
+	if d.Epoch != 0 {
+		_, err = x.d.ExecContext(ctx, q, args...)
+	} else {
+		err = x.inTx(ctx, func(tx *sqlx.Tx) error {
+			var one int
+			if err := tx.GetContext(ctx, &one, lockLiveSQL, d.SessionID, d.UserID); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		})
+	}
+	var pqErr *pq.Error
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // not the user's live session
+	case errors.As(err, &pqErr) && pqErr.Code == "23503": // foreign key: deleted meanwhile
+	case err != nil:
+		return fmt.Errorf("db: catalog upsert %q: %w", d.SessionID, classify(ctx, err))
 	}
 	return nil
 }
 
-// docColumns are the columns of a document row (d: strata_session_index,
+// inTx runs fn in a transaction, committed when fn succeeds.
+func (x *CatalogIndex) inTx(ctx context.Context, fn func(*sqlx.Tx) error) error {
+	tx, err := x.d.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// pinSQL and unpinSQL set or clear a pinned title while the session is
+// userID's live session, in one statement that also reads the owner (to
+// tell a missing session from another user's).
+const (
+	pinSQL = `
+WITH s AS (SELECT session_id, user_id FROM strata_sessions
+            WHERE session_id = $1 AND deleted_at IS NULL FOR KEY SHARE),
+     w AS (INSERT INTO strata_session_index AS x (session_id, title, pinned, source, updated_at)
+           SELECT session_id, $3, true, 'turns', now() FROM s WHERE user_id = $2
+           ON CONFLICT (session_id) DO UPDATE SET title = EXCLUDED.title, pinned = true, updated_at = EXCLUDED.updated_at
+           RETURNING 1)
+SELECT (SELECT user_id FROM s) AS owner, (SELECT count(*) FROM w) AS written`
+	unpinSQL = `
+WITH s AS (SELECT session_id, user_id FROM strata_sessions
+            WHERE session_id = $1 AND deleted_at IS NULL FOR KEY SHARE),
+     w AS (UPDATE strata_session_index x SET title = '', fingerprint = '', pinned = false, updated_at = now()
+             FROM s WHERE x.session_id = s.session_id AND s.user_id = $2 AND x.pinned
+           RETURNING 1)
+SELECT (SELECT user_id FROM s) AS owner, (SELECT count(*) FROM w) AS written`
+)
+
+// SetTitle implements catalog.Index: one statement, guarded by the
+// session's live row; memory.ErrNotFound for a missing or deleted session,
+// memory.ErrNotOwner for another user's.
+func (x *CatalogIndex) SetTitle(ctx context.Context, sessionID, userID, title string) error {
+	if !validID(sessionID) {
+		return fmt.Errorf("db: catalog set title %q: %w", sessionID, memory.ErrNotFound)
+	}
+	q, args := pinSQL, []any{sessionID, cleanText(userID), cleanText(title)}
+	if title == "" {
+		q, args = unpinSQL, args[:2]
+	}
+	var r struct {
+		Owner   sql.NullString `db:"owner"`
+		Written int64          `db:"written"`
+	}
+	if err := x.d.GetContext(ctx, &r, q, args...); err != nil {
+		return fmt.Errorf("db: catalog set title %q: %w", sessionID, classify(ctx, err))
+	}
+	switch {
+	case !r.Owner.Valid:
+		return fmt.Errorf("db: catalog set title %q: %w", sessionID, memory.ErrNotFound)
+	case r.Owner.String != userID:
+		return fmt.Errorf("db: catalog set title %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+	}
+	return nil
+}
+
+// docColumns are the columns of a document row (i: strata_session_index,
 // s: strata_sessions).
-const docColumns = `i.session_id, s.user_id, i.title, i.fingerprint, i.source, i.source_seq,
+const docColumns = `i.session_id, s.user_id, s.epoch, i.title, i.pinned, i.fingerprint, i.source, i.source_seq,
        i.message_count, i.text, i.model, s.last_activity, i.updated_at`
 
 type docRow struct {
 	SessionID    string          `db:"session_id"`
 	UserID       string          `db:"user_id"`
+	Epoch        int64           `db:"epoch"`
 	Title        string          `db:"title"`
+	Pinned       bool            `db:"pinned"`
 	Fingerprint  string          `db:"fingerprint"`
 	Source       string          `db:"source"`
 	SourceSeq    int64           `db:"source_seq"`
@@ -284,42 +400,42 @@ type docRow struct {
 
 func (r docRow) doc() catalog.Doc {
 	return catalog.Doc{
-		SessionID: r.SessionID, UserID: r.UserID, Title: r.Title, Fingerprint: r.Fingerprint,
-		Source: r.Source, SourceSeq: r.SourceSeq, MessageCount: int(r.MessageCount),
+		SessionID: r.SessionID, UserID: r.UserID, Epoch: r.Epoch, Title: r.Title, Pinned: r.Pinned,
+		Fingerprint: r.Fingerprint, Source: r.Source, SourceSeq: r.SourceSeq, MessageCount: int(r.MessageCount),
 		Text: r.Text, Embedding: []float32(r.Embedding), Model: r.Model,
 		LastActivity: r.LastActivity, UpdatedAt: r.UpdatedAt,
 	}
 }
 
-// Get implements catalog.Index.
-func (x *CatalogIndex) Get(ctx context.Context, sessionID string) (*catalog.Doc, error) {
-	if !validID(sessionID) {
+func (r docRow) match() catalog.Match {
+	return catalog.Match{SessionID: r.SessionID, Title: r.Title, Text: r.Text, LastActivity: r.LastActivity}
+}
+
+// Get implements catalog.Index: userID's document of the session, with the
+// live session's epoch.
+func (x *CatalogIndex) Get(ctx context.Context, sessionID, userID string) (*catalog.Doc, error) {
+	if !validID(sessionID) || !validID(userID) {
 		return nil, nil
 	}
 	var r docRow
 	err := x.d.GetContext(ctx, &r, `SELECT `+docColumns+`, i.embedding
   FROM strata_session_index i JOIN strata_sessions s USING (session_id)
- WHERE i.session_id = $1`, sessionID)
+ WHERE i.session_id = $1 AND s.user_id = $2`, sessionID, userID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("db: catalog get %q: %w", sessionID, err)
+		return nil, fmt.Errorf("db: catalog get %q: %w", sessionID, classify(ctx, err))
 	}
 	d := r.doc()
 	return &d, nil
 }
 
-// Delete implements catalog.Index.
-func (x *CatalogIndex) Delete(ctx context.Context, sessionID string) error {
-	if !validID(sessionID) {
-		return nil
-	}
-	if _, err := x.d.ExecContext(ctx, `DELETE FROM strata_session_index WHERE session_id = $1`, sessionID); err != nil {
-		return fmt.Errorf("db: catalog delete %q: %w", sessionID, err)
-	}
-	return nil
-}
+// Delete implements catalog.Index and does nothing: MessageStore.Delete
+// removes the document in its own transaction, and the database refuses a
+// document for a deleted session. Deleting here could only remove the
+// document of a session created again since.
+func (x *CatalogIndex) Delete(context.Context, string) error { return nil }
 
 // portableSearchSQL reads the user's embeddings of one model and dimension.
 const portableSearchSQL = `
@@ -345,7 +461,7 @@ SELECT * FROM (
  LIMIT $9`
 
 // Search implements catalog.Index.
-func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.Scored, error) {
+func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.Match, error) {
 	if len(q.Vector) == 0 || !validID(q.UserID) || !validID(q.Model) {
 		return nil, nil
 	}
@@ -367,63 +483,45 @@ func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.S
 	}
 	err = x.d.SelectContext(ctx, &rows, fmt.Sprintf(vectorSearchSQL, vecOp, vecType),
 		q.UserID, q.Model, len(q.Vector), pq.Float32Array(q.Vector), q.MinSimilarity,
-		q.Ranking.HalfLife.Seconds(), q.Ranking.Now, q.Ranking.Weight, lim)
+		q.HalfLife.Seconds(), q.Now, q.Weight, lim)
 	if err != nil {
-		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, err)
+		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, classify(ctx, err))
 	}
-	out := make([]catalog.Scored, 0, len(rows))
+	out := make([]catalog.Match, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, catalog.Scored{
-			Doc: r.doc(), Similarity: r.Similarity, Recency: r.Recency,
-			Score: q.Ranking.Weight*r.Similarity + (1-q.Ranking.Weight)*r.Recency,
-		})
+		m := r.match()
+		m.Similarity, m.Recency = r.Similarity, r.Recency
+		m.Score = q.Weight*r.Similarity + (1-q.Weight)*r.Recency
+		out = append(out, m)
 	}
 	return out, nil
 }
 
 // searchPortable scores the user's embeddings in process.
-func (x *CatalogIndex) searchPortable(ctx context.Context, q catalog.Query) ([]catalog.Scored, error) {
-	rows, err := x.d.QueryxContext(ctx, portableSearchSQL, q.UserID, q.Model, len(q.Vector))
-	if err != nil {
-		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, err)
+func (x *CatalogIndex) searchPortable(ctx context.Context, q catalog.Query) ([]catalog.Match, error) {
+	var rows []docRow
+	if err := x.d.SelectContext(ctx, &rows, portableSearchSQL, q.UserID, q.Model, len(q.Vector)); err != nil {
+		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, classify(ctx, err))
 	}
-	defer rows.Close()
-	var out []catalog.Scored
-	for rows.Next() {
-		var r docRow
-		if err := rows.StructScan(&r); err != nil {
-			return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, err)
-		}
-		sim := catalog.Cosine(r.Embedding, q.Vector)
-		if sim < q.MinSimilarity {
-			continue
-		}
-		score, rec := q.Ranking.Score(sim, r.LastActivity)
-		r.Embedding = nil
-		out = append(out, catalog.Scored{Doc: r.doc(), Similarity: sim, Recency: rec, Score: score})
+	docs := make([]catalog.Doc, len(rows))
+	for i, r := range rows {
+		docs[i] = r.doc()
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, err)
-	}
-	catalog.SortScored(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return q.Rank(docs), nil
 }
 
 // listSQL lists a user's sessions with their documents (without text and
 // embedding), newest activity first, from strata_sessions_user_activity_idx;
 // total counts all of them.
 const listSQL = `
-SELECT s.session_id, s.user_id, s.message_count, s.first_user_message,
+SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
        s.created_at, s.last_activity, count(*) OVER () AS total,
-       i.session_id IS NOT NULL AS indexed, COALESCE(i.title, '') AS title,
+       i.session_id IS NOT NULL AS indexed, COALESCE(i.title, '') AS title, COALESCE(i.pinned, false) AS pinned,
        COALESCE(i.fingerprint, '') AS fingerprint, COALESCE(i.source, '') AS source,
        COALESCE(i.source_seq, 0) AS source_seq, COALESCE(i.message_count, 0) AS doc_messages,
        COALESCE(i.model, '') AS model, COALESCE(i.updated_at, s.created_at) AS updated_at
   FROM strata_sessions s LEFT JOIN strata_session_index i USING (session_id)
- WHERE s.user_id = $1
+ WHERE s.user_id = $1 AND s.deleted_at IS NULL
  ORDER BY s.last_activity DESC, s.session_id
  LIMIT $2 OFFSET $3`
 
@@ -431,14 +529,14 @@ SELECT s.session_id, s.user_id, s.message_count, s.first_user_message,
 func (x *CatalogIndex) ListSessions(ctx context.Context, userID string, limit, offset int) ([]catalog.Session, int, error) {
 	rows, total, err := listSessions[catalogRow](ctx, x.d, listSQL, userID, limit, offset)
 	if err != nil {
-		return nil, 0, fmt.Errorf("db: catalog list for %q: %w", userID, err)
+		return nil, 0, fmt.Errorf("db: catalog list for %q: %w", userID, classify(ctx, err))
 	}
 	out := make([]catalog.Session, 0, len(rows))
 	for _, r := range rows {
 		s := catalog.Session{Info: r.info()}
 		if r.Indexed {
 			s.Doc = &catalog.Doc{
-				SessionID: r.SessionID, UserID: r.UserID, Title: r.Title, Fingerprint: r.Fingerprint,
+				SessionID: r.SessionID, UserID: r.UserID, Epoch: r.Epoch, Title: r.Title, Pinned: r.Pinned, Fingerprint: r.Fingerprint,
 				Source: r.Source, SourceSeq: r.SourceSeq, MessageCount: int(r.DocMessages),
 				Model: r.Model, LastActivity: r.LastActivity, UpdatedAt: r.UpdatedAt,
 			}
@@ -452,7 +550,9 @@ func (x *CatalogIndex) ListSessions(ctx context.Context, userID string, limit, o
 type catalogRow struct {
 	sessionRow
 	Indexed     bool      `db:"indexed"`
+	Epoch       int64     `db:"epoch"`
 	Title       string    `db:"title"`
+	Pinned      bool      `db:"pinned"`
 	Fingerprint string    `db:"fingerprint"`
 	Source      string    `db:"source"`
 	SourceSeq   int64     `db:"source_seq"`

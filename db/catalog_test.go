@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,12 +133,10 @@ func TestCatalogModesAgree(t *testing.T) {
 	if on, err := portable.VectorSearch(ctx); err != nil || on {
 		t.Fatalf("WithoutVectorSearch: vector search %v, %v", on, err)
 	}
-	cat := catalog.New(env.Store, env.Summaries, portable)
-	defer cat.Close()
+	env.Index = portable
 	cfg := memory.DefaultConfig()
 	cfg.Enabled, cfg.TriggerMessageCount, cfg.RecentMessageCount = true, 4, 2
-	env.Index = portable
-	mgr := catalogtest.NewManager(t, env, cat, cfg)
+	mgr, cat := catalogtest.Open(t, env, cfg)
 	for i, topic := range []string{"blender refund", "Tokyo trip", "garden tomatoes", "tax return", "piano lessons"} {
 		for j := range 4 {
 			if err := mgr.SaveTurn(ctx, "s"+string(rune('a'+i)), "alice", "Let us talk about the "+topic+" again, part "+string(rune('0'+j))+".", "Sure, the "+topic+"."); err != nil {
@@ -145,18 +144,19 @@ func TestCatalogModesAgree(t *testing.T) {
 			}
 		}
 	}
-	if err := mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var missing int
+	catalogtest.Flush(t, ctx, mgr, cat)
+	var missing, rows int
 	if err := d.GetContext(ctx, &missing, `SELECT count(*) FROM strata_session_index WHERE (embedding IS NULL) <> (embedding_vec IS NULL)`); err != nil || missing != 0 {
 		t.Fatalf("%d rows with only one of the two embedding columns (%v)", missing, err)
+	}
+	if err := d.GetContext(ctx, &rows, `SELECT count(*) FROM strata_session_index WHERE embedding_vec IS NOT NULL`); err != nil || rows != 5 {
+		t.Fatalf("%d rows with a vector, want 5 (%v)", rows, err)
 	}
 	lex := catalog.NewLexicalEmbedder(0)
 	for _, query := range []string{"refund", "trip to Tokyo", "tomatoes in the garden", "piano", "taxes"} {
 		v, _ := lex.EmbedQuery(ctx, query)
-		q := catalog.Query{UserID: "alice", Vector: v, Model: lex.Model(), Limit: 3,
-			Ranking: catalog.Ranking{Weight: 0.8, HalfLife: time.Hour, Now: time.Now()}}
+		q := catalog.Query{UserID: "alice", Vector: v, Model: "strata-lexical-v1-1024", Limit: 3,
+			Weight: 0.8, HalfLife: time.Hour, Now: time.Now()}
 		a, err := portable.Search(ctx, q)
 		if err != nil {
 			t.Fatal(err)
@@ -169,9 +169,10 @@ func TestCatalogModesAgree(t *testing.T) {
 			t.Fatalf("%q: portable %d results, vector %d", query, len(a), len(b))
 		}
 		for i := range a {
-			if a[i].Doc.SessionID != b[i].Doc.SessionID || abs(a[i].Score-b[i].Score) > 1e-4 || abs(a[i].Similarity-b[i].Similarity) > 1e-4 {
+			if a[i].SessionID != b[i].SessionID || abs(a[i].Score-b[i].Score) > 1e-4 || abs(a[i].Similarity-b[i].Similarity) > 1e-4 ||
+				a[i].Title != b[i].Title || a[i].Text != b[i].Text {
 				t.Errorf("%q #%d: portable %s %.5f/%.5f, vector %s %.5f/%.5f", query, i,
-					a[i].Doc.SessionID, a[i].Score, a[i].Similarity, b[i].Doc.SessionID, b[i].Score, b[i].Similarity)
+					a[i].SessionID, a[i].Score, a[i].Similarity, b[i].SessionID, b[i].Score, b[i].Similarity)
 			}
 		}
 	}
@@ -184,30 +185,67 @@ func abs(x float64) float64 {
 	return x
 }
 
-// Documents go with their session, and the schema refuses an embedding
-// without its text.
-func TestCatalogCascadeAndTextTwin(t *testing.T) {
-	t.Parallel()
+// newGuardFixture returns an index over a fresh schema with one session of
+// alice's holding two messages, and their append result.
+func newGuardFixture(t *testing.T) (context.Context, *sqlx.DB, memory.MessageStore, *db.CatalogIndex, memory.AppendResult) {
+	t.Helper()
 	ctx := context.Background()
 	d := dbtest.New(t)
 	store, idx := db.NewMessageStore(d), db.NewCatalogIndex(d)
-	if _, err := store.Append(ctx, "s", "alice", memory.Message{Role: memory.RoleUser, Content: "hi"}); err != nil {
+	r, err := store.Append(ctx, "s", "alice",
+		memory.Message{Role: memory.RoleUser, Content: "My blender is broken."},
+		memory.Message{Role: memory.RoleAssistant, Content: "Sorry."})
+	if err != nil {
 		t.Fatal(err)
 	}
-	doc := catalog.Doc{SessionID: "s", UserID: "alice", Title: "T", Source: catalog.SourceTurns,
-		Text: "T", Embedding: []float32{1, 0}, Model: "m"}
+	return ctx, d, store, idx, r
+}
+
+// Writes are guarded by the session's live row: its owner, and the
+// incarnation the document was built from (its epoch, or the last message
+// it read). The schema refuses an embedding without its text, and a pinned
+// title that is empty; documents go with their session.
+func TestCatalogWriteGuards(t *testing.T) {
+	t.Parallel()
+	ctx, d, store, idx, r := newGuardFixture(t)
+	doc := catalog.Doc{SessionID: "s", UserID: "alice", Epoch: r.Epoch, Title: "T", Source: catalog.SourceSummary,
+		SourceSeq: r.LastSeq, Text: "T blender", Embedding: []float32{1, 0}, Model: "m"}
 	if err := idx.Upsert(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
-	// Another user's document for the session is not written.
-	mallory := doc
-	mallory.UserID, mallory.Title, mallory.SourceSeq = "mallory", "pwned", 5
-	if err := idx.Upsert(ctx, mallory); err != nil {
+	if got, _ := idx.Get(ctx, "s", "alice"); got == nil || got.Title != "T" || got.Epoch != r.Epoch {
+		t.Fatalf("after the upsert: %+v", got)
+	}
+	// Another user's document, another epoch's, or one built from a
+	// message the session does not hold, is not written.
+	newer := doc
+	newer.SourceSeq++
+	for name, bad := range map[string]func(catalog.Doc) catalog.Doc{
+		"another user":  func(x catalog.Doc) catalog.Doc { x.UserID, x.Title = "mallory", "pwned"; return x },
+		"another epoch": func(x catalog.Doc) catalog.Doc { x.Epoch, x.Title = r.Epoch+1000, "stale"; return x },
+		"unknown message": func(x catalog.Doc) catalog.Doc {
+			x.Epoch, x.Source, x.Title, x.SourceSeq = 0, catalog.SourceSummary, "stale", r.LastSeq+1000
+			return x
+		},
+	} {
+		if err := idx.Upsert(ctx, bad(newer)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if got, _ := idx.Get(ctx, "s", "alice"); got == nil || got.Title != "T" {
+			t.Errorf("%s: the document became %+v", name, got)
+		}
+	}
+	// Built from the last message read, with no epoch: written while the
+	// session holds that message.
+	fromTurns := doc
+	fromTurns.Epoch, fromTurns.Title = 0, "From turns"
+	if err := idx.Upsert(ctx, fromTurns); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := idx.Get(ctx, "s"); got == nil || got.Title != "T" || got.UserID != "alice" {
-		t.Errorf("after a foreign upsert: %+v", got)
+	if got, _ := idx.Get(ctx, "s", "alice"); got == nil || got.Title != "From turns" {
+		t.Errorf("a document guarded by its last message was not written: %+v", got)
 	}
+
 	bad := doc
 	bad.Text = " "
 	if err := idx.Upsert(ctx, bad); err == nil {
@@ -219,14 +257,182 @@ func TestCatalogCascadeAndTextTwin(t *testing.T) {
 	if _, err := d.ExecContext(ctx, `UPDATE strata_session_index SET dims = 3 WHERE session_id = 's'`); err == nil {
 		t.Error("the schema accepts a wrong dimension")
 	}
-	if err := store.Delete(ctx, "s"); err != nil {
+	if _, err := d.ExecContext(ctx, `UPDATE strata_session_index SET pinned = true, title = '' WHERE session_id = 's'`); err == nil {
+		t.Error("the schema accepts an empty pinned title")
+	}
+
+	// SetTitle tells a missing session from another user's.
+	if err := idx.SetTitle(ctx, "s", "mallory", "Mine"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("SetTitle by another user = %v", err)
+	}
+	if err := idx.SetTitle(ctx, "nope", "alice", "Mine"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("SetTitle of a missing session = %v", err)
+	}
+	if err := idx.SetTitle(ctx, "s", "alice", "Pinned"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := idx.Get(ctx, "s"); err != nil || got != nil {
-		t.Errorf("document after its session was deleted: %+v, %v", got, err)
+
+	// Deleted: the document and its pinned title go, and no write for the
+	// deleted incarnation lands, whatever its guard.
+	if err := store.Delete(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []catalog.Doc{doc, fromTurns} {
+		if err := idx.Upsert(ctx, x); err != nil {
+			t.Errorf("upsert after delete: %v", err)
+		}
+	}
+	if err := idx.SetTitle(ctx, "s", "alice", "Pinned"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("SetTitle of a deleted session = %v", err)
 	}
 	var n int
 	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM strata_session_index`); err != nil || n != 0 {
-		t.Errorf("%d rows left (%v)", n, err)
+		t.Errorf("%d rows left after the delete (%v)", n, err)
+	}
+	// Created again by its owner: the old incarnation's writes still miss.
+	r2, err := store.Append(ctx, "s", "alice", memory.Message{Role: memory.RoleUser, Content: "Tomatoes on a balcony?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Epoch == r.Epoch {
+		t.Fatalf("epoch %d reused", r2.Epoch)
+	}
+	for _, x := range []catalog.Doc{doc, fromTurns} {
+		if err := idx.Upsert(ctx, x); err != nil {
+			t.Errorf("upsert of the old incarnation: %v", err)
+		}
+	}
+	if got, _ := idx.Get(ctx, "s", "alice"); got != nil {
+		t.Errorf("a document of the deleted incarnation was written for the new one: %+v", got)
+	}
+	if err := idx.Delete(ctx, "s"); err != nil { // does nothing: the store's delete did it
+		t.Fatal(err)
+	}
+	pg, total, err := idx.ListSessions(ctx, "alice", 0, 0)
+	if err != nil || total != 1 || len(pg) != 1 || pg[0].Doc != nil || pg[0].Info.MessageCount != 1 {
+		t.Errorf("listing of the new incarnation: %+v, %d, %v", pg, total, err)
+	}
+}
+
+// Writes race a delete and a re-creation on other connections: whatever
+// the interleaving, they return no error (no deadlock between the
+// write's locks and the delete's), and a document of the first incarnation
+// never lands on the second.
+func TestCatalogUpsertRacesDelete(t *testing.T) {
+	t.Parallel()
+	ctx, _, store, idx, _ := newGuardFixture(t)
+	for round := range 30 {
+		sid := "race" + string(rune('a'+round%26)) + string(rune('0'+round/26))
+		r, err := store.Append(ctx, sid, "alice", memory.Message{Role: memory.RoleUser, Content: "blender"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withEpoch := catalog.Doc{SessionID: sid, UserID: "alice", Epoch: r.Epoch, Title: "old", Source: catalog.SourceSummary,
+			SourceSeq: r.LastSeq, Text: "blender", Embedding: []float32{1}, Model: "m"}
+		fromTurns := withEpoch
+		fromTurns.Epoch, fromTurns.Source = 0, catalog.SourceTurns
+		var wg sync.WaitGroup
+		wg.Add(3)
+		for _, doc := range []catalog.Doc{withEpoch, fromTurns} {
+			go func() {
+				defer wg.Done()
+				if err := idx.Upsert(ctx, doc); err != nil { // a deadlock would show here
+					t.Error(err)
+				}
+			}()
+		}
+		go func() {
+			defer wg.Done()
+			if err := store.Delete(ctx, sid, "alice"); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := store.Append(ctx, sid, "alice", memory.Message{Role: memory.RoleUser, Content: "tomatoes"}); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if got, err := idx.Get(ctx, sid, "alice"); err != nil || got != nil {
+			t.Fatalf("round %d: a document of the deleted incarnation survived: %+v, %v", round, got, err)
+		}
+	}
+}
+
+// The guards hold against a delete and a re-creation that commit while the
+// write is under way: a transaction deletes the session and creates it
+// again (as MessageStore.Delete and Append do) but has not committed when
+// the writes start; they wait for its row lock, then find the new
+// incarnation and write nothing.
+func TestCatalogUpsertWaitsForDelete(t *testing.T) {
+	t.Parallel()
+	ctx, d, _, idx, r := newGuardFixture(t)
+	withEpoch := catalog.Doc{SessionID: "s", UserID: "alice", Epoch: r.Epoch, Title: "old", Source: catalog.SourceSummary,
+		SourceSeq: r.LastSeq, Text: "blender", Embedding: []float32{1}, Model: "m"}
+	fromTurns := withEpoch
+	fromTurns.Epoch, fromTurns.Source = 0, catalog.SourceTurns
+
+	for _, name := range []string{"epoch", "last message"} {
+		doc := withEpoch
+		if name == "last message" {
+			doc = fromTurns
+		}
+		if got, _ := idx.Get(ctx, "s", "alice"); got != nil {
+			t.Fatalf("%s: a document before the round: %+v", name, got)
+		}
+		tx, err := d.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			`SELECT 1 FROM strata_sessions WHERE session_id = 's' FOR UPDATE`,
+			`DELETE FROM strata_messages WHERE session_id = 's'`,
+			`DELETE FROM strata_session_index WHERE session_id = 's'`,
+			`UPDATE strata_sessions SET user_id = NULL, deleted_at = clock_timestamp(), message_count = 0, first_user_message = NULL WHERE session_id = 's'`,
+			`UPDATE strata_sessions SET user_id = 'alice', deleted_at = NULL, epoch = nextval('strata_session_epoch_seq') WHERE session_id = 's'`,
+			`INSERT INTO strata_messages (session_id, role, content, user_id) VALUES ('s', 'user', 'tomatoes', 'alice')`,
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				_ = tx.Rollback()
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- idx.Upsert(ctx, doc) }()
+		// Wait until the write is blocked on the transaction's lock.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var waiting int
+			if err := d.GetContext(ctx, &waiting, `SELECT count(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE '%strata_sessions%' AND pid <> pg_backend_pid()`); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = tx.Rollback()
+				t.Fatalf("%s: the write did not wait for the session's row lock", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if got, err := idx.Get(ctx, "s", "alice"); err != nil || got != nil {
+			t.Errorf("%s: a document of the deleted incarnation landed on the new one: %+v, %v", name, got, err)
+		}
+		// The next round starts from the new incarnation.
+		var last int64
+		if err := d.GetContext(ctx, &last, `SELECT max(seq) FROM strata_messages WHERE session_id = 's'`); err != nil {
+			t.Fatal(err)
+		}
+		var epoch int64
+		if err := d.GetContext(ctx, &epoch, `SELECT epoch FROM strata_sessions WHERE session_id = 's'`); err != nil {
+			t.Fatal(err)
+		}
+		withEpoch.Epoch, withEpoch.SourceSeq, fromTurns.SourceSeq = epoch, last, last
 	}
 }

@@ -2,17 +2,19 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // registers the "postgres" driver
 )
 
 // Pool limits applied by Open. They suit a service replica talking to one
@@ -25,30 +27,136 @@ const (
 	DefaultConnMaxIdleTime = 5 * time.Minute
 )
 
+// Timeouts Open sets on every connection of the pool, unless configured
+// otherwise (see Open).
+const (
+	// DefaultConnectTimeout bounds establishing one connection: the TCP
+	// connect and the start-up handshake (lib/pq's connect_timeout). A
+	// server that accepts connections but never answers fails within it.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultStatementTimeout bounds every statement on the server
+	// (PostgreSQL's statement_timeout). A statement cut short fails with
+	// an error wrapping memory.ErrUnavailable.
+	DefaultStatementTimeout = 30 * time.Second
+)
+
+// OpenOption configures Open.
+type OpenOption func(*openOptions)
+
+type openOptions struct {
+	connectTimeout   time.Duration
+	statementTimeout time.Duration
+}
+
+// WithConnectTimeout sets the connect timeout Open applies to every
+// connection (default DefaultConnectTimeout); lib/pq counts it in whole
+// seconds, so it is rounded up to one. d <= 0 sets none: connecting then
+// waits as long as the context allows.
+func WithConnectTimeout(d time.Duration) OpenOption {
+	return func(o *openOptions) { o.connectTimeout = d }
+}
+
+// WithStatementTimeout sets the statement_timeout Open applies to every
+// connection (default DefaultStatementTimeout), rounded up to whole
+// milliseconds. d <= 0 sets none: the server's own setting applies.
+func WithStatementTimeout(d time.Duration) OpenOption {
+	return func(o *openOptions) { o.statementTimeout = d }
+}
+
 // Open connects to PostgreSQL through lib/pq, applies the default pool
 // limits and pings the server with ctx. dsn is a URL
 // (postgres://user:pass@host:5432/db?sslmode=disable) or a key=value
 // connection string. Errors name the data source with its password
-// redacted.
+// redacted; when the server cannot be reached they wrap
+// memory.ErrUnavailable.
+//
+// Every connection of the pool gets a connect timeout
+// (DefaultConnectTimeout, or WithConnectTimeout) and a statement timeout
+// (DefaultStatementTimeout, or WithStatementTimeout), passed as the
+// connection parameters connect_timeout and statement_timeout. A value
+// the deployment already gives wins over both: when dsn mentions
+// connect_timeout or statement_timeout (also inside its options
+// parameter), or the environment sets PGCONNECT_TIMEOUT or a
+// statement_timeout in PGOPTIONS, Open leaves that setting alone.
+//
+// When Open sets the statement timeout itself, it also bounds how long a
+// connection waits for the server: a read or write that waits longer than
+// the statement timeout plus the connect timeout (DefaultConnectTimeout
+// when none is set) fails, and the connection is dropped. A server that
+// still accepts data but no longer answers — hung, or behind a network
+// that silently drops its replies — then fails calls as an outage instead
+// of blocking them forever, which neither the server's statement_timeout
+// nor a cancelled context can do. Statements of the pool's users that
+// need longer must not run on it; Migrate runs on a connection of its own
+// without the bound and without a statement timeout.
 //
 // Open does not run migrations; call Migrate once at start-up.
-func Open(ctx context.Context, dsn string) (*sqlx.DB, error) {
+func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("db: open: empty data source name")
 	}
-	d, err := sqlx.Open("postgres", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), err)
+	o := openOptions{connectTimeout: DefaultConnectTimeout, statementTimeout: DefaultStatementTimeout}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
+	full, params, err := withTimeouts(dsn, o)
+	if err != nil {
+		return nil, err
+	}
+	var bound time.Duration
+	if _, ok := params["statement_timeout"]; ok {
+		grace := o.connectTimeout
+		if _, ok := params["connect_timeout"]; !ok || grace <= 0 {
+			grace = DefaultConnectTimeout
+		}
+		bound = o.statementTimeout + grace
+	}
+	c, err := newConnector(full, bound)
+	if err != nil {
+		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), redactURLError(err, dsn))
+	}
+	d := sqlx.NewDb(sql.OpenDB(c), "postgres")
 	d.SetMaxOpenConns(DefaultMaxOpenConns)
 	d.SetMaxIdleConns(DefaultMaxIdleConns)
 	d.SetConnMaxLifetime(DefaultConnMaxLifetime)
 	d.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 	if err := d.PingContext(ctx); err != nil {
 		_ = d.Close()
-		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), err)
+		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), classify(ctx, err))
 	}
 	return d, nil
+}
+
+// withTimeouts adds connect_timeout and statement_timeout to dsn, each
+// unless the data source name or the environment already sets it, and
+// returns the parameters it added.
+func withTimeouts(dsn string, o openOptions) (string, map[string]string, error) {
+	params := map[string]string{}
+	if o.connectTimeout > 0 && !strings.Contains(dsn, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
+		secs := (o.connectTimeout + time.Second - 1) / time.Second
+		params["connect_timeout"] = strconv.FormatInt(int64(secs), 10)
+	}
+	if o.statementTimeout > 0 && !strings.Contains(dsn, "statement_timeout") && !strings.Contains(os.Getenv("PGOPTIONS"), "statement_timeout") {
+		ms := (o.statementTimeout + time.Millisecond - 1) / time.Millisecond
+		params["statement_timeout"] = strconv.FormatInt(int64(ms), 10)
+	}
+	if len(params) == 0 {
+		return dsn, params, nil
+	}
+	full, err := WithDSNParams(dsn, params)
+	return full, params, err
+}
+
+// redactURLError replaces the URL that a *url.Error in err's chain quotes,
+// password included, by dsn redacted.
+func redactURLError(err error, dsn string) error {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		urlErr.URL = RedactDSN(dsn)
+	}
+	return err
 }
 
 var kvPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
@@ -133,7 +241,7 @@ func WithDSNParams(dsn string, params map[string]string) (string, error) {
 	if strings.Contains(dsn, "://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return "", fmt.Errorf("db: parse %s: %w", RedactDSN(dsn), err)
+			return "", fmt.Errorf("db: parse %s: %w", RedactDSN(dsn), redactURLError(err, dsn))
 		}
 		q := u.Query()
 		for k, v := range params {

@@ -3,7 +3,7 @@
 //
 // # Use
 //
-//	d, err := db.Open(ctx, os.Getenv("DATABASE_URL")) // pings, sets pool limits
+//	d, err := db.Open(ctx, os.Getenv("DATABASE_URL")) // pings, sets pool limits and timeouts
 //	if err != nil { … }
 //	if err := db.Migrate(ctx, d); err != nil { … }    // idempotent
 //	mgr, err := memory.NewManager(db.NewMessageStore(d), cfg,
@@ -18,27 +18,56 @@
 // own. MigrateDown, MigrationVersion and MigrateForce serve the command-line
 // tool.
 //
+// # Schema (version 4)
+//
+// Migration 000004 adds the catalogue's pinned titles to
+// strata_session_index (see catalog.go).
+//
+// # Schema (version 3)
+//
+// Migration 000003 gives sessions incarnations and tombstones:
+//
+//	strata_sessions.epoch       BIGINT NOT NULL    the incarnation, from the
+//	                                               sequence strata_session_epoch_seq
+//	strata_sessions.deleted_at  TIMESTAMPTZ NULL   set on a tombstone
+//	strata_sessions.user_id     now NULL on a tombstone (and only there)
+//	conversation_summaries.epoch BIGINT NOT NULL   the incarnation summarized
+//
+// and drops conversation_summaries.title (titles live in the catalogue) and
+// the summary table's foreign key to strata_sessions (the summary store
+// also serves sessions other message stores keep). A CHECK constraint
+// pins the shape of a tombstone: no owner, no messages, no first user
+// message. A trigger on strata_session_index refuses (SQLSTATE 23503, as a
+// foreign key would) a document for a missing or deleted session, under a
+// KEY SHARE lock on its row, so a document write racing a delete waits for
+// it and then fails. Existing sessions get an epoch each, existing
+// summaries their session's. The down migration drops tombstones and the
+// summaries version 2 cannot hold (of unknown sessions or of an earlier
+// incarnation).
+//
 // # Schema (version 2)
 //
 // Migration 000002 adds the conversation catalogue's table,
-// strata_session_index (one search document per session: title, the exact
-// text that was embedded, the embedding as REAL[], the embedder's model and
-// dimension, cascading from strata_sessions); its columns are listed in
-// catalog.go. EnableVectorSearch is an optional step after Migrate that adds
-// a pgvector column when the server has the extension; without it the
-// catalogue scores in process. Everything below is version 1.
+// strata_session_index (one search document per session); its columns are
+// listed in catalog.go. EnableVectorSearch is an optional step after
+// Migrate that adds a pgvector column when the server has the extension;
+// without it the catalogue scores in process. Everything below is
+// version 1, as amended by version 3.
 //
 // # Schema (version 1)
 //
-// strata_sessions — one row per session, the owner row:
+// strata_sessions — one row per session id, the owner row:
 //
 //	session_id          TEXT PRIMARY KEY
-//	user_id             TEXT NOT NULL          the owner: the first writer
+//	user_id             TEXT NULL              the owner: the first writer
+//	                                           (NULL on a tombstone)
 //	message_count       BIGINT NOT NULL        kept by every append, so Tail's
 //	                                           Total costs nothing
 //	first_user_message  TEXT NULL              first 500 characters, for listings
-//	created_at          TIMESTAMPTZ NOT NULL
+//	created_at          TIMESTAMPTZ NOT NULL   creation of this incarnation
 //	last_activity       TIMESTAMPTZ NOT NULL   time of the latest append
+//	epoch               BIGINT NOT NULL        this incarnation's epoch
+//	deleted_at          TIMESTAMPTZ NULL       set while the row is a tombstone
 //	index (user_id, last_activity DESC, session_id)   "sessions of a user"
 //
 // strata_messages — the append-only message log:
@@ -52,7 +81,7 @@
 //	name          TEXT NOT NULL          tool name / generic role, or ''
 //	metadata      JSONB NULL             {"model_variant": …, …}
 //	user_id       TEXT NOT NULL          the writer (always the owner)
-//	created_at    TIMESTAMPTZ NOT NULL   transaction time of the append
+//	created_at    TIMESTAMPTZ NOT NULL   time of the append
 //	PRIMARY KEY (session_id, seq)        "last N of a session" (backward scan)
 //	                                     and "messages after seq" (range scan)
 //
@@ -63,14 +92,15 @@
 //
 // conversation_summaries — one summary per session (the reference's table):
 //
-//	session_id  TEXT PRIMARY KEY        → strata_sessions ON DELETE CASCADE
+//	session_id  TEXT PRIMARY KEY        no foreign key (see version 3)
+//	epoch       BIGINT NOT NULL         the incarnation summarized
 //	narrative   TEXT NOT NULL
 //	facts_json  JSONB NOT NULL          [{"key","value","category","extractedAt"}]
 //	up_to_seq   BIGINT NOT NULL         coverage cursor: messages with seq <= it
-//	version     BIGINT NOT NULL         1 on insert, +1 on every update
-//	title       TEXT NOT NULL
-//	created_at  TIMESTAMPTZ NOT NULL    kept by updates
-//	updated_at  TIMESTAMPTZ NOT NULL    refreshed by updates
+//	version     BIGINT NOT NULL         1 on the first save of an epoch, +1 on
+//	                                    every later save of it
+//	created_at  TIMESTAMPTZ NOT NULL    first save of the epoch
+//	updated_at  TIMESTAMPTZ NOT NULL    refreshed by every save
 //
 // strata_fold_leases — cross-process single-flight for summarization:
 //
@@ -80,38 +110,61 @@
 //
 // # Guarantees
 //
+// Ownership. Every MessageStore method checks the caller's ownership in
+// the same statement as its work, or in a transaction that holds the
+// session's row lock from the check to the commit; no owner is looked up
+// first and acted on later. Create is one INSERT … ON CONFLICT that
+// inserts the row or revives a tombstone, and otherwise returns no row
+// (memory.ErrSessionExists). Append's first statement is an INSERT … ON
+// CONFLICT … DO UPDATE … WHERE owner = caller OR tombstone: it claims a
+// missing session, revives a deleted one under the caller with a new
+// epoch, or locks the caller's own; no row back means another user's
+// session (memory.ErrNotOwner). Tail and Range are one SELECT each that
+// reads the session row and, in a lateral subquery guarded by "owner =
+// caller", the messages: one snapshot decides both. Delete locks the live
+// row FOR UPDATE, checks the owner it read, then tombstones the row in the
+// same transaction. Missing sessions and tombstones answer
+// memory.ErrNotFound everywhere, and Sessions never lists a tombstone.
+//
 // Sequence numbers. Message.Seq is drawn from the global sequence of
 // strata_messages.seq. Appends to one session are serialized by a lock on
 // its strata_sessions row and draw their numbers after taking it, so seq is
 // strictly increasing within a session (not dense), and a number is never
 // reused: a session deleted and re-created under the same id gets higher
-// numbers, so a summary cursor of the old incarnation can never match a
-// message of the new one.
+// numbers.
 //
-// Appends. One transaction per Append: an INSERT … ON CONFLICT on
-// strata_sessions creates the session for its first writer or, only when
-// the caller owns it, adds to its count — either way locking the row; a
-// single INSERT … SELECT FROM unnest(…) writes the whole batch. A foreign
-// user gets memory.ErrNotOwner; any failure rolls everything back, so a
-// user+assistant pair is stored whole or not at all and concurrent pairs
-// never interleave.
+// Epochs. Each incarnation of a session — created by Create or by a
+// claiming Append, or revived from a tombstone by either — takes a new
+// value of strata_session_epoch_seq, kept on the row and returned by Tail
+// and Append. Values are positive and never reused.
+//
+// Appends. One transaction per Append with messages: the statement above
+// locks the row, and a single INSERT … SELECT FROM unnest(…) writes the
+// whole batch. Any failure rolls everything back, so a user+assistant pair
+// is stored whole or not at all and concurrent pairs never interleave. An
+// Append without messages is the claiming statement alone.
 //
 // Loads. Tail is one statement: the session's count plus a backward index
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan.
 //
-// Summaries. Save is one INSERT … SELECT … ON CONFLICT (session_id) DO
-// UPDATE … WHERE EXCLUDED.up_to_seq >= conversation_summaries.up_to_seq:
-// a save never lowers the cursor. Its source row exists only while the
-// session is alive and holds the message at the cursor, and it takes a KEY
-// SHARE lock on the session row; Delete takes FOR UPDATE on that row first.
-// So a summarization that finishes after its session was deleted (or
-// deleted and re-created) writes nothing, and a save racing a delete is
-// either removed by it or skipped. Facts that fail to decode are dropped
-// with a warning on the store's logger; the rest of the summary loads.
+// Deletion. MessageStore.Delete removes the session's messages, summary
+// and catalogue document and turns its row into a tombstone, in one
+// transaction. It never touches fold leases: a fold that is still running
+// keeps its lease until it releases it or the lease expires.
 //
-// Deletion. MessageStore.Delete removes the session's messages, summary,
-// fold lease and owner row in one transaction.
+// Summaries. Save is one statement (see SummaryStore.Save): it reads the
+// session's row, if strata_sessions has one, under FOR KEY SHARE — which
+// waits for a Delete in progress (it holds FOR UPDATE) and then reads the
+// row as the Delete left it — and writes nothing, returning
+// summary.ErrSessionGone, when that row is a tombstone or carries another
+// epoch than the summary. A session strata_sessions does not know (another
+// message store keeps it) is saved unconditionally. Within an epoch the
+// upsert never lowers the cursor (summary.ErrStale); a summary of another
+// epoch is replaced. So a fold that finishes on one replica after another
+// replica deleted (or deleted and re-created) its session stores nothing.
+// Facts that fail to decode are dropped with a warning on the store's
+// logger; the rest of the summary loads.
 //
 // Single-flight. Both stores implement memory.FoldLocker with lease rows
 // (INSERT … ON CONFLICT DO UPDATE … WHERE expires_at <= clock_timestamp()),
@@ -124,11 +177,25 @@
 // its lease may lapse and another replica may fold too; the monotonic save
 // keeps that harmless.
 //
-// Listings. MessageStore also implements memory.SessionLister from
-// strata_sessions alone.
+// Listings. MessageStore.Sessions reads strata_sessions alone: live
+// sessions of the user, empty ones included.
 //
-// Faults. Every database error is returned wrapped ("db: append to session
-// …: %w") and leaves stored data as it was. Broken connections are dropped
-// by the pool (lib/pq reports them as driver.ErrBadConn), so calls succeed
-// again as soon as the server is reachable.
+// Outages and timeouts. Every database error is returned wrapped ("db:
+// append to session …: %w") and leaves stored data as it was. Failures
+// that mean the database could not be reached or did not answer in time —
+// refused or broken connections (driver.ErrBadConn), network errors and
+// timeouts, SQLSTATE classes 08 (connection exception), 53 (insufficient
+// resources), 57 (operator intervention: statement timeout 57014, admin
+// shutdown 57P01, cannot connect now 57P03, …) and 58 (system error), plus
+// lock and idle-in-transaction timeouts — additionally wrap
+// memory.ErrUnavailable, the original error staying in the chain. A call
+// its caller cancelled is not an outage: its error carries
+// context.Canceled instead. Open sets a connect timeout
+// (DefaultConnectTimeout) and a statement timeout
+// (DefaultStatementTimeout) on every connection unless the data source
+// name or the environment sets them, and bounds how long a connection
+// waits for a reply (the statement timeout plus the connect timeout), so a
+// server that accepts connections but never answers fails calls instead
+// of blocking them. Broken connections are dropped by the pool, so calls
+// succeed again as soon as the server is reachable.
 package db

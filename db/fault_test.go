@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
 )
 
 // terminateBackends kills every server connection of the test's own pools
@@ -81,14 +82,14 @@ func TestAppendKilledMidTransaction(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Append did not return after its backend was terminated")
 	}
-	if err == nil || !strings.HasPrefix(err.Error(), "db: append") {
-		t.Fatalf("Append = %v, want a wrapped connection error", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("Append = %v, want a wrapped connection error marked ErrUnavailable", err)
 	}
 	t.Logf("surfaced error: %v", err)
 
 	// Nothing half-written, and the store works again at once.
 	assertConsistent(t, ctx, f, "s")
-	tail, err := f.messages.Tail(ctx, "s", 10)
+	tail, err := f.messages.Tail(ctx, "s", "alice", 10)
 	if err != nil {
 		t.Fatalf("Tail after the fault: %v", err)
 	}
@@ -117,6 +118,9 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 	ctx := testCtx(t)
 	const workers = 6
 	sessions := []string{"s0", "s1", "s2"}
+	for _, s := range sessions { // so that loads never meet a missing session
+		mustAppend(t, ctx, f.messages, s, "alice", user("qinit"), assistant("ainit"))
+	}
 
 	var (
 		wg                 sync.WaitGroup
@@ -136,7 +140,7 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 				s := sessions[(w+i)%len(sessions)]
 				res, err := f.messages.Append(ctx, s, "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i)))
 				if err != nil {
-					if !strings.HasPrefix(err.Error(), "db: ") || errors.Is(err, context.DeadlineExceeded) {
+					if !strings.HasPrefix(err.Error(), "db: ") || errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, memory.ErrUnavailable) {
 						t.Errorf("unexpected append error: %v", err)
 						return
 					}
@@ -150,7 +154,11 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 					acked[s] = append(acked[s], res.LastSeq)
 					mu.Unlock()
 				}
-				if _, err := f.messages.Tail(ctx, s, 10); err != nil {
+				if _, err := f.messages.Tail(ctx, s, "alice", 10); err != nil {
+					if !errors.Is(err, memory.ErrUnavailable) {
+						t.Errorf("unexpected load error: %v", err)
+						return
+					}
 					loadFailed.Add(1)
 				} else {
 					loadOK.Add(1)
@@ -182,7 +190,7 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 	for _, s := range sessions {
 		assertConsistent(t, ctx, f, s)
 		stored := map[int64]bool{}
-		for _, m := range allMessages(t, ctx, f.messages, s) {
+		for _, m := range allMessages(t, ctx, f.messages, s, "alice") {
 			stored[m.Seq] = true
 		}
 		for _, seq := range acked[s] {
@@ -230,11 +238,11 @@ func TestServerRestartUnderLoad(t *testing.T) {
 				s := sessions[(w+i)%len(sessions)]
 				_, err := f.messages.Append(ctx, s, "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i)))
 				if err == nil {
-					_, err = f.messages.Tail(ctx, s, 10)
+					_, err = f.messages.Tail(ctx, s, "alice", 10)
 				}
 				if err != nil {
-					if !strings.HasPrefix(err.Error(), "db: ") {
-						t.Errorf("unwrapped error: %v", err)
+					if !strings.HasPrefix(err.Error(), "db: ") || !errors.Is(err, memory.ErrUnavailable) {
+						t.Errorf("error not wrapped as an outage: %v", err)
 					}
 					failed.Add(1)
 					mu.Lock()

@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -63,14 +65,34 @@ func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, sessio
 	return res
 }
 
-// allMessages reads a session's whole history through Range.
-func allMessages(t testing.TB, ctx context.Context, s memory.MessageStore, session string) []memory.Message {
+// allMessages reads a session's whole history through Range, as its
+// owner.
+func allMessages(t testing.TB, ctx context.Context, s memory.MessageStore, session, owner string) []memory.Message {
 	t.Helper()
-	msgs, err := s.Range(ctx, session, 0, 1<<62, 0)
+	msgs, err := s.Range(ctx, session, owner, 0, 1<<62, 0)
 	if err != nil {
-		t.Fatalf("Range(%q): %v", session, err)
+		t.Fatalf("Range(%q, %q): %v", session, owner, err)
 	}
 	return msgs
+}
+
+// sessionRow reads a session's row in strata_sessions: owner ("" for a
+// tombstone), epoch, whether it is a tombstone, and whether it exists.
+func sessionRow(t testing.TB, ctx context.Context, d *sqlx.DB, session string) (owner string, epoch int64, deleted, exists bool) {
+	t.Helper()
+	var r struct {
+		Owner   sql.NullString `db:"user_id"`
+		Epoch   int64          `db:"epoch"`
+		Deleted bool           `db:"deleted"`
+	}
+	err := d.GetContext(ctx, &r, `SELECT user_id, epoch, deleted_at IS NOT NULL AS deleted FROM strata_sessions WHERE session_id = $1`, session)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, false, false
+	}
+	if err != nil {
+		t.Fatalf("read session row %q: %v", session, err)
+	}
+	return r.Owner.String, r.Epoch, r.Deleted, true
 }
 
 // countRows counts rows of table matching session_id.

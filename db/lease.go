@@ -91,7 +91,7 @@ func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID
 		// is ours alone, so dropping it is always safe, and it keeps a
 		// lease that nobody would release from blocking the session.
 		l.release()
-		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
+		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, classify(ctx, err))
 	}
 	if ttl > slice {
 		l.stop, l.done = make(chan struct{}), make(chan struct{})
@@ -168,7 +168,8 @@ func newToken() (string, error) {
 // while held, so a holder that dies frees it within one slice. release
 // deletes it if it is still this caller's, and is safe to call more than
 // once. The message store and the summary store share the lease table, so
-// either may be used.
+// either may be used. Deleting the session leaves the lease alone: only
+// its holder's release or its expiry ends it.
 func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
 }

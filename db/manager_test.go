@@ -157,7 +157,7 @@ func TestManagerConcurrentSaveTurnsKeepPairsAdjacent(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if n := len(allMessages(t, ctx, f.messages, "s")); n != 40 {
+	if n := len(allMessages(t, ctx, f.messages, "s", "alice")); n != 40 {
 		t.Fatalf("%d messages, want 40", n)
 	}
 	assertConsistent(t, ctx, f, "s")
@@ -287,15 +287,15 @@ func testManagersFoldOnce(t *testing.T, policy memory.Policy, replicas int) {
 		t.Error("the summarizer was never called")
 	}
 	for _, sess := range sessions {
-		assertConsistentPairs(t, ctx, rs[0].d, sess, 2*turns*replicas)
+		assertConsistentPairs(t, ctx, rs[0].d, sess, "alice", 2*turns*replicas)
 	}
 }
 
-// assertConsistentPairs checks a session holds want messages in whole,
-// adjacent "q X"/"a X" pairs.
-func assertConsistentPairs(t *testing.T, ctx context.Context, s memory.MessageStore, session string, want int) {
+// assertConsistentPairs checks that owner's session holds want messages
+// in whole, adjacent "q X"/"a X" pairs.
+func assertConsistentPairs(t *testing.T, ctx context.Context, s memory.MessageStore, session, owner string, want int) {
 	t.Helper()
-	msgs := allMessages(t, ctx, s, session)
+	msgs := allMessages(t, ctx, s, session, owner)
 	if len(msgs) != want {
 		t.Errorf("%s: %d messages, want %d", session, len(msgs), want)
 	}
@@ -370,12 +370,11 @@ func TestDeleteOnOtherReplicaDuringFoldWritesNothing(t *testing.T) {
 			if sm, err := a.sums.Get(ctx, "s"); err != nil || sm != nil {
 				t.Errorf("summary after delete = %+v, %v; want none", sm, err)
 			}
-			wantMsgs := 0
-			if recreate {
-				wantMsgs = 2
-			}
-			if msgs := allMessages(t, ctx, a.d, "s"); len(msgs) != wantMsgs {
-				t.Errorf("%d messages after delete, want %d", len(msgs), wantMsgs)
+			switch msgs, err := a.d.Range(ctx, "s", "alice", 0, 1<<62, 0); {
+			case recreate && (err != nil || len(msgs) != 2):
+				t.Errorf("re-created session: %d messages, %v; want 2", len(msgs), err)
+			case !recreate && !errors.Is(err, memory.ErrNotFound):
+				t.Errorf("deleted session: %d messages, %v; want ErrNotFound", len(msgs), err)
 			}
 		})
 	}
@@ -428,8 +427,12 @@ func TestManagerRecoversFromKilledConnections(t *testing.T) {
 	began := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := r.mgr.SaveTurn(rctx, "s", "alice", "q final", "a final"); err != nil {
-		t.Fatalf("SaveTurn after the faults: %v", err)
+	// Enough turns to pass the fold trigger, however few the faults let
+	// through.
+	for k := range 4 {
+		if err := r.mgr.SaveTurn(rctx, "s", "alice", fmt.Sprint("q final ", k), fmt.Sprint("a final ", k)); err != nil {
+			t.Fatalf("SaveTurn after the faults: %v", err)
+		}
 	}
 	if err := r.mgr.Flush(rctx); err != nil {
 		t.Fatal(err)
@@ -439,8 +442,8 @@ func TestManagerRecoversFromKilledConnections(t *testing.T) {
 		t.Fatalf("Load after the faults: mode %s, %v", h.Mode, err)
 	}
 	t.Logf("recovered in %v", time.Since(began).Round(time.Millisecond))
-	msgs := allMessages(t, ctx, r.d, "s")
-	assertConsistentPairs(t, ctx, r.d, "s", len(msgs)-len(msgs)%2)
+	msgs := allMessages(t, ctx, r.d, "s", "alice")
+	assertConsistentPairs(t, ctx, r.d, "s", "alice", len(msgs)-len(msgs)%2)
 	if len(msgs)%2 != 0 {
 		t.Errorf("odd number of messages (%d): a half-written turn", len(msgs))
 	}

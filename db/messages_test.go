@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 )
 
@@ -46,7 +49,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		t.Fatalf("Total = %d, want %d", res.Total, len(want))
 	}
 
-	got := allMessages(t, ctx, f.messages, "s1")
+	got := allMessages(t, ctx, f.messages, "s1", "alice")
 	if len(got) != len(want) {
 		t.Fatalf("read %d messages, want %d", len(got), len(want))
 	}
@@ -71,12 +74,15 @@ func TestMessageRoundTrip(t *testing.T) {
 		t.Errorf("LastSeq = %d, want %d", res.LastSeq, got[len(got)-1].Seq)
 	}
 
-	tail, err := f.messages.Tail(ctx, "s1", 3)
+	tail, err := f.messages.Tail(ctx, "s1", "alice", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tail.Total != len(want) || len(tail.Messages) != 3 || !reflect.DeepEqual(tail.Messages, got[len(got)-3:]) {
 		t.Errorf("Tail(3) = %d, %+v; want the last 3 of %d", tail.Total, tail.Messages, len(want))
+	}
+	if tail.Epoch <= 0 || tail.Epoch != res.Epoch {
+		t.Errorf("Tail.Epoch = %d, Append's = %d; want the same positive epoch", tail.Epoch, res.Epoch)
 	}
 }
 
@@ -100,7 +106,7 @@ func TestChatMessagesRoundTrip(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	mustAppend(t, ctx, f.messages, "chat", "u", msgs...)
-	got := memory.ChatMessages(allMessages(t, ctx, f.messages, "chat"))
+	got := memory.ChatMessages(allMessages(t, ctx, f.messages, "chat", "u"))
 	if !reflect.DeepEqual(got, chat) {
 		t.Errorf("round trip:\n got %#v\nwant %#v", got, chat)
 	}
@@ -123,8 +129,8 @@ func TestAppendRejectsInvalidMessages(t *testing.T) {
 		if !errors.Is(err, memory.ErrInvalidMessage) {
 			t.Errorf("%s: err = %v, want ErrInvalidMessage", name, err)
 		}
-		if owner, err := f.messages.Owner(ctx, "s-"+name); err != nil || owner != "" {
-			t.Errorf("%s: Owner = %q, %v; want no session", name, owner, err)
+		if _, _, _, exists := sessionRow(t, ctx, f.d, "s-"+name); exists {
+			t.Errorf("%s: the session was created by a rejected append", name)
 		}
 	}
 	if _, err := f.messages.Append(ctx, "bad\x00id", "alice", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
@@ -133,9 +139,18 @@ func TestAppendRejectsInvalidMessages(t *testing.T) {
 	if _, err := f.messages.Append(ctx, "s", "bad\xff", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
 		t.Errorf("invalid user id: err = %v, want ErrInvalidMessage", err)
 	}
-	// Reads of ids that cannot exist answer "nothing", not an error.
-	if tail, err := f.messages.Tail(ctx, "bad\x00id", 5); err != nil || tail.Total != 0 {
-		t.Errorf("Tail(NUL id) = %+v, %v", tail, err)
+	if err := f.messages.Create(ctx, "bad\x00id", "alice"); !errors.Is(err, memory.ErrInvalidMessage) {
+		t.Errorf("Create(NUL id): err = %v, want ErrInvalidMessage", err)
+	}
+	// Ids that cannot be stored name no session.
+	if _, err := f.messages.Tail(ctx, "bad\x00id", "alice", 5); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Tail(NUL id) = %v, want ErrNotFound", err)
+	}
+	if _, err := f.messages.Range(ctx, "bad\xffid", "alice", 0, 10, 0); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Range(invalid id) = %v, want ErrNotFound", err)
+	}
+	if err := f.messages.Delete(ctx, "bad\x00id", "alice"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Delete(NUL id) = %v, want ErrNotFound", err)
 	}
 	var n int
 	if err := f.d.GetContext(ctx, &n, `SELECT count(*) FROM strata_messages`); err != nil || n != 0 {
@@ -175,8 +190,8 @@ func TestAppendBatchIsAtomic(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "boom rejected") || !strings.HasPrefix(err.Error(), "db: append") {
 		t.Fatalf("err = %v, want the wrapped trigger error", err)
 	}
-	if owner, _ := f.messages.Owner(ctx, "new"); owner != "" {
-		t.Errorf("Owner = %q after a failed first append, want none", owner)
+	if _, _, _, exists := sessionRow(t, ctx, f.d, "new"); exists {
+		t.Error("a failed first append left the session behind")
 	}
 	if n := countRows(t, ctx, f.d, "strata_messages", "new"); n != 0 {
 		t.Errorf("%d messages stored, want 0", n)
@@ -189,7 +204,7 @@ func TestAppendBatchIsAtomic(t *testing.T) {
 	if _, err := f.messages.Append(ctx, "old", "alice", user("q2"), assistant("boom")); err == nil {
 		t.Fatal("append with a rejected message succeeded")
 	}
-	tail, err := f.messages.Tail(ctx, "old", 10)
+	tail, err := f.messages.Tail(ctx, "old", "alice", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,10 +221,7 @@ func TestOwnershipEnforced(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	if owner, err := f.messages.Owner(ctx, "s"); err != nil || owner != "" {
-		t.Fatalf("Owner(unknown) = %q, %v", owner, err)
-	}
-	mustAppend(t, ctx, f.messages, "s", "alice", user("mine"))
+	res := mustAppend(t, ctx, f.messages, "s", "alice", user("mine"))
 	_, err := f.messages.Append(ctx, "s", "bob", user("intrusion"), assistant("x"))
 	if !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("foreign append: err = %v, want ErrNotOwner", err)
@@ -217,19 +229,77 @@ func TestOwnershipEnforced(t *testing.T) {
 	if _, err := f.messages.Append(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Errorf("empty foreign append: err = %v, want ErrNotOwner", err)
 	}
-	if res, err := f.messages.Append(ctx, "s", "alice"); err != nil || res.Total != 1 {
-		t.Errorf("empty append by owner = %+v, %v; want Total 1", res, err)
+	if r, err := f.messages.Append(ctx, "s", "alice"); err != nil || r.Total != 1 || r.Epoch != res.Epoch || r.LastSeq != 0 {
+		t.Errorf("empty append by owner = %+v, %v; want Total 1, epoch %d, LastSeq 0", r, err, res.Epoch)
 	}
-	if owner, _ := f.messages.Owner(ctx, "s"); owner != "alice" {
-		t.Errorf("Owner = %q, want alice", owner)
+	if _, err := f.messages.Tail(ctx, "s", "bob", 10); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("foreign Tail: err = %v, want ErrNotOwner", err)
 	}
-	msgs := allMessages(t, ctx, f.messages, "s")
+	if got, err := f.messages.Range(ctx, "s", "bob", 0, 1<<62, 0); !errors.Is(err, memory.ErrNotOwner) || got != nil {
+		t.Errorf("foreign Range = %v, %v; want nothing and ErrNotOwner", got, err)
+	}
+	if err := f.messages.Delete(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("foreign Delete: err = %v, want ErrNotOwner", err)
+	}
+	if err := f.messages.Create(ctx, "s", "bob"); !errors.Is(err, memory.ErrSessionExists) {
+		t.Errorf("Create on another user's id: err = %v, want ErrSessionExists", err)
+	}
+	if err := f.messages.Create(ctx, "s", "alice"); !errors.Is(err, memory.ErrSessionExists) {
+		t.Errorf("Create on one's own id: err = %v, want ErrSessionExists", err)
+	}
+	if owner, _, _, _ := sessionRow(t, ctx, f.d, "s"); owner != "alice" {
+		t.Errorf("owner = %q, want alice", owner)
+	}
+	msgs := allMessages(t, ctx, f.messages, "s", "alice")
 	if len(msgs) != 1 || msgs[0].Content != "mine" {
 		t.Errorf("history = %+v, want only alice's message", msgs)
 	}
 	var count int
 	if err := f.d.GetContext(ctx, &count, `SELECT message_count FROM strata_sessions WHERE session_id = 's'`); err != nil || count != 1 {
 		t.Errorf("message_count = %d (%v), want 1", count, err)
+	}
+	for _, op := range []struct {
+		name string
+		err  error
+	}{
+		{"Tail", func() error { _, err := f.messages.Tail(ctx, "none", "alice", 5); return err }()},
+		{"Range", func() error { _, err := f.messages.Range(ctx, "none", "alice", 0, 10, 0); return err }()},
+		{"Delete", f.messages.Delete(ctx, "none", "alice")},
+	} {
+		if !errors.Is(op.err, memory.ErrNotFound) {
+			t.Errorf("%s of a missing session: err = %v, want ErrNotFound", op.name, op.err)
+		}
+	}
+}
+
+// TestCreateMakesVisibleEmptySession: a created session is a real row,
+// seen at once by another replica (another pool), listed, readable by its
+// owner with zero messages, and the first append keeps its epoch.
+func TestCreateMakesVisibleEmptySession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	other := db.NewMessageStore(dbtest.Open(t, f.schema.URL))
+	if err := f.messages.Create(ctx, "c", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	tail, err := other.Tail(ctx, "c", "alice", 10)
+	if err != nil || tail.Total != 0 || len(tail.Messages) != 0 || tail.Epoch <= 0 {
+		t.Fatalf("Tail on another replica = %+v, %v; want an empty session with an epoch", tail, err)
+	}
+	if err := other.Create(ctx, "c", "bob"); !errors.Is(err, memory.ErrSessionExists) {
+		t.Errorf("second Create on another replica: %v, want ErrSessionExists", err)
+	}
+	if _, err := other.Append(ctx, "c", "bob", user("x")); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("foreign append to a created session: %v, want ErrNotOwner", err)
+	}
+	page, total, err := other.Sessions(ctx, "alice", 0, 0)
+	if err != nil || total != 1 || len(page) != 1 || page[0].SessionID != "c" || page[0].MessageCount != 0 || page[0].Preview != "Empty conversation" {
+		t.Errorf("Sessions = %+v, %d, %v; want the empty session", page, total, err)
+	}
+	res := mustAppend(t, ctx, other, "c", "alice", user("first"))
+	if res.Epoch != tail.Epoch || res.Total != 1 {
+		t.Errorf("first append = %+v, want Total 1 in epoch %d", res, tail.Epoch)
 	}
 }
 
@@ -266,11 +336,11 @@ func TestConcurrentFirstWritersOneOwner(t *testing.T) {
 	if winner < 0 {
 		t.Fatal("nobody could append")
 	}
-	owner, _ := f.messages.Owner(ctx, "contested")
+	owner, _, _, _ := sessionRow(t, ctx, f.d, "contested")
 	if want := fmt.Sprintf("user-%d", winner); owner != want {
-		t.Errorf("Owner = %q, want %q", owner, want)
+		t.Errorf("owner = %q, want %q", owner, want)
 	}
-	for _, m := range allMessages(t, ctx, f.messages, "contested") {
+	for _, m := range allMessages(t, ctx, f.messages, "contested", owner) {
 		if m.UserID != owner {
 			t.Errorf("message by %q in %q's session", m.UserID, owner)
 		}
@@ -291,8 +361,8 @@ func TestSeqMonotonicAndNeverReused(t *testing.T) {
 		// Another session's appends interleave; they must not disturb s.
 		mustAppend(t, ctx, f.messages, "other", "alice", user("x"))
 	}
-	old := allMessages(t, ctx, f.messages, "s")
-	if err := f.messages.Delete(ctx, "s"); err != nil {
+	old := allMessages(t, ctx, f.messages, "s", "alice")
+	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	res := mustAppend(t, ctx, f.messages, "s", "bob", user("new life"))
@@ -300,7 +370,7 @@ func TestSeqMonotonicAndNeverReused(t *testing.T) {
 		t.Fatalf("after re-creation: %+v, want Total 1 and a seq above %d", res, last)
 	}
 	for _, m := range old {
-		if got, _ := f.messages.Range(ctx, "s", m.Seq-1, m.Seq, 0); len(got) != 0 {
+		if got, _ := f.messages.Range(ctx, "s", "bob", m.Seq-1, m.Seq, 0); len(got) != 0 {
 			t.Errorf("old seq %d answers in the new incarnation: %+v", m.Seq, got)
 		}
 	}
@@ -313,7 +383,7 @@ func TestTailAndRange(t *testing.T) {
 	for i := range 25 {
 		mustAppend(t, ctx, f.messages, "s", "u", user(fmt.Sprint(i)))
 	}
-	all := allMessages(t, ctx, f.messages, "s")
+	all := allMessages(t, ctx, f.messages, "s", "u")
 	if len(all) != 25 {
 		t.Fatalf("%d messages, want 25", len(all))
 	}
@@ -323,7 +393,7 @@ func TestTailAndRange(t *testing.T) {
 		}
 	}
 	for _, n := range []int{-1, 0, 1, 10, 25, 100} {
-		tail, err := f.messages.Tail(ctx, "s", n)
+		tail, err := f.messages.Tail(ctx, "s", "u", n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,13 +405,10 @@ func TestTailAndRange(t *testing.T) {
 			t.Errorf("Tail(%d) = total %d, %d messages; want 25, %d", n, tail.Total, len(tail.Messages), len(want))
 		}
 	}
-	if tail, err := f.messages.Tail(ctx, "unknown", 5); err != nil || tail.Total != 0 || len(tail.Messages) != 0 {
-		t.Errorf("Tail(unknown) = %+v, %v", tail, err)
-	}
 
 	check := func(after, through int64, limit int, want []memory.Message) {
 		t.Helper()
-		got, err := f.messages.Range(ctx, "s", after, through, limit)
+		got, err := f.messages.Range(ctx, "s", "u", after, through, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,29 +422,61 @@ func TestTailAndRange(t *testing.T) {
 	check(all[24].Seq, all[24].Seq+1000, 0, nil)
 	check(all[10].Seq, all[10].Seq, 0, nil)
 	check(all[10].Seq, all[5].Seq, 0, nil)
-	if got, err := f.messages.Range(ctx, "unknown", 0, 1<<62, 0); err != nil || len(got) != 0 {
-		t.Errorf("Range(unknown) = %v, %v", got, err)
-	}
 }
 
-func TestDeleteRemovesEverything(t *testing.T) {
+// TestDeleteLeavesTombstone: a delete removes the session's messages,
+// summary and catalogue document in one transaction and keeps a tombstone
+// (no owner, no messages) that reads as a missing session everywhere; the
+// fold lease of a fold still running survives. The id is then free for
+// anyone, under a new epoch.
+func TestDeleteLeavesTombstone(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
 	mustAppend(t, ctx, f.messages, "keep", "alice", user("q"), assistant("a"))
-	saveSummary(t, ctx, f, "s", res.LastSeq, 3)
-	if _, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute); err != nil || !ok {
+	saveSummary(t, ctx, f, "s", res.Epoch, res.LastSeq, 3)
+	if _, err := f.d.ExecContext(ctx, `INSERT INTO strata_session_index (session_id, title, source) VALUES ('s', 'Trip', 'turns')`); err != nil {
+		t.Fatal(err)
+	}
+	release, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
+	if err != nil || !ok {
 		t.Fatalf("TryLockFold = %v, %v", ok, err)
 	}
 
-	if err := f.messages.Delete(ctx, "s"); err != nil {
+	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"strata_messages", "strata_sessions", "conversation_summaries", "strata_fold_leases"} {
+	for _, table := range []string{"strata_messages", "conversation_summaries", "strata_session_index"} {
 		if n := countRows(t, ctx, f.d, table, "s"); n != 0 {
 			t.Errorf("%s still has %d rows of the deleted session", table, n)
 		}
+	}
+	owner, epoch, deleted, exists := sessionRow(t, ctx, f.d, "s")
+	if !exists || !deleted || owner != "" || epoch != res.Epoch {
+		t.Errorf("session row after delete: owner %q epoch %d deleted %v exists %v; want an ownerless tombstone of epoch %d",
+			owner, epoch, deleted, exists, res.Epoch)
+	}
+	if n := countRows(t, ctx, f.d, "strata_fold_leases", "s"); n != 1 {
+		t.Errorf("the running fold's lease was removed by the delete (%d lease rows)", n)
+	}
+	if _, ok, _ := f.sums.TryLockFold(ctx, "s", time.Minute); ok {
+		t.Error("another fold got the lease of a fold still running, after a delete")
+	}
+	release()
+
+	// The tombstone reads as a missing session.
+	if _, err := f.messages.Tail(ctx, "s", "alice", 5); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Tail after delete: %v, want ErrNotFound", err)
+	}
+	if _, err := f.messages.Range(ctx, "s", "alice", 0, 1<<62, 0); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Range after delete: %v, want ErrNotFound", err)
+	}
+	if err := f.messages.Delete(ctx, "s", "alice"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	}
+	if page, total, err := f.messages.Sessions(ctx, "alice", 0, 0); err != nil || total != 1 || len(page) != 1 || page[0].SessionID != "keep" {
+		t.Errorf("Sessions after delete = %+v, %d, %v; want only keep", page, total, err)
 	}
 	if sm, err := f.sums.Get(ctx, "s"); err != nil || sm != nil {
 		t.Errorf("summary after delete = %+v, %v", sm, err)
@@ -385,11 +484,35 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	if n := countRows(t, ctx, f.d, "strata_messages", "keep"); n != 2 {
 		t.Errorf("other session lost messages: %d left", n)
 	}
-	if err := f.messages.Delete(ctx, "never-existed"); err != nil {
-		t.Errorf("Delete(unknown) = %v", err)
+	// The database refuses catalogue documents for a tombstone, as it
+	// refuses them for a missing session.
+	_, err = f.d.ExecContext(ctx, `INSERT INTO strata_session_index (session_id, source) VALUES ('s', 'turns')`)
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Code != "23503" {
+		t.Errorf("catalogue document for a deleted session: %v, want SQLSTATE 23503", err)
 	}
-	// The deleted id is free again, for anyone.
-	mustAppend(t, ctx, f.messages, "s", "bob", user("fresh"))
+
+	// The deleted id is free again, for anyone, under a new epoch.
+	revived := mustAppend(t, ctx, f.messages, "s", "bob", user("fresh"))
+	if revived.Total != 1 || revived.Epoch == res.Epoch || revived.Epoch <= 0 {
+		t.Errorf("revival = %+v; want Total 1 and an epoch other than %d", revived, res.Epoch)
+	}
+	if _, err := f.messages.Tail(ctx, "s", "alice", 5); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("old owner's Tail after revival: %v, want ErrNotOwner", err)
+	}
+	if err := f.messages.Delete(ctx, "s", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.messages.Create(ctx, "s", "carol"); err != nil {
+		t.Fatalf("Create on a deleted id: %v", err)
+	}
+	tail, err := f.messages.Tail(ctx, "s", "carol", 5)
+	if err != nil || tail.Total != 0 || tail.Epoch == revived.Epoch || tail.Epoch == res.Epoch {
+		t.Errorf("created over a tombstone: %+v, %v; want an empty session with a third epoch", tail, err)
+	}
+	if page, _, _ := f.messages.Sessions(ctx, "carol", 0, 0); len(page) != 1 || page[0].Preview != "Empty conversation" || page[0].MessageCount != 0 {
+		t.Errorf("carol's sessions = %+v", page)
+	}
 }
 
 // TestDeleteRacesWithAppends deletes a session over and over while pairs
@@ -418,14 +541,24 @@ func TestDeleteRacesWithAppends(t *testing.T) {
 			}
 		}()
 	}
+	deleted := 0
 	for range 30 {
-		if err := f.messages.Delete(ctx, "s"); err != nil {
+		switch err := f.messages.Delete(ctx, "s", "alice"); {
+		case err == nil:
+			deleted++
+		case !errors.Is(err, memory.ErrNotFound): // between a delete and the next append
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
+	if deleted == 0 {
+		t.Fatal("no delete happened")
+	}
+	if _, _, deleted, _ := sessionRow(t, ctx, f.d, "s"); deleted {
+		mustAppend(t, ctx, f.messages, "s", "alice", user("qlast"), assistant("alast"))
+	}
 	assertConsistent(t, ctx, f, "s")
 }
 
@@ -459,20 +592,20 @@ func TestConcurrentAppendsKeepPairsAdjacent(t *testing.T) {
 		}
 		seen[tot] = true
 	}
-	msgs := allMessages(t, ctx, f.messages, "s")
+	msgs := allMessages(t, ctx, f.messages, "s", "alice")
 	if len(msgs) != 2*n {
 		t.Fatalf("%d messages, want %d", len(msgs), 2*n)
 	}
 	assertConsistent(t, ctx, f, "s")
 }
 
-// assertConsistent checks a session's stored invariants: message_count
-// equals the stored rows, every user message qN-M is immediately followed
-// by its answer aN-M, and seqs strictly increase.
+// assertConsistent checks a session of alice's stored invariants:
+// message_count equals the stored rows, every user message qN-M is
+// immediately followed by its answer aN-M, and seqs strictly increase.
 func assertConsistent(t *testing.T, ctx context.Context, f *fixture, session string) {
 	t.Helper()
-	msgs := allMessages(t, ctx, f.messages, session)
-	tail, err := f.messages.Tail(ctx, session, 0)
+	msgs := allMessages(t, ctx, f.messages, session, "alice")
+	tail, err := f.messages.Tail(ctx, session, "alice", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

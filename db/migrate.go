@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -70,15 +72,35 @@ func MigrateForce(ctx context.Context, d *sqlx.DB, version int) error {
 }
 
 // withMigrate runs fn with a golang-migrate instance bound to one pinned
-// connection of d. Closing that instance returns the connection to the pool
-// and leaves d open (postgres.WithInstance would close the whole pool).
+// connection. Closing that instance releases the connection and leaves d
+// open (postgres.WithInstance would close the whole pool).
+//
+// Migrations may rewrite large tables and wait for other replicas'
+// migration lock, so they run without a statement timeout and, for a pool
+// made by Open, on a connection of their own outside the pool, free of
+// Open's bound on waiting for the server. On any other pool they use one
+// of its connections, which goes back with its start-up statement timeout
+// restored (or is discarded).
 func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Migrate) error) (err error) {
 	if d == nil {
 		return fmt.Errorf("db: %s: nil database", op)
 	}
-	conn, err := d.Conn(ctx)
+	pool := d.DB
+	if own, ok := d.Driver().(*pgDriver); ok {
+		c, err := newConnector(own.c.dsn, 0)
+		if err != nil {
+			return fmt.Errorf("db: %s: %w", op, err)
+		}
+		pool = sql.OpenDB(c)
+		defer pool.Close() // runs last, after the migration instance released conn
+	}
+	conn, err := pool.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("db: %s: %w", op, err)
+		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
+	}
+	if _, err := conn.ExecContext(ctx, "SET statement_timeout = 0"); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
 	}
 	drv, err := postgres.WithConnection(ctx, conn, &postgres.Config{MigrationsTable: MigrationsTable})
 	if err != nil {
@@ -104,6 +126,7 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 			}
 		}
 	}()
+	defer restoreStatementTimeout(conn) // runs before m.Close returns conn to the pool
 
 	stop := make(chan struct{})
 	defer close(stop)
@@ -119,12 +142,23 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 	}()
 
 	if err := fn(m); err != nil {
-		return fmt.Errorf("db: %s: %w", op, err)
+		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("db: %s: %w", op, err)
 	}
 	return nil
+}
+
+// restoreStatementTimeout gives conn back its start-up statement_timeout
+// (RESET restores the value of the connection parameters); a connection
+// where that fails is discarded instead of returned to the pool.
+func restoreStatementTimeout(conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "RESET statement_timeout"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }
 
 // LatestMigration returns the version of the newest embedded migration: the

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 // schemaObjects lists the tables, indexes and sequences of the current
@@ -46,14 +49,15 @@ func TestMigrateUpDownUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := schemaObjects(t, ctx, d)
-	for _, want := range []string{"r:strata_sessions", "r:strata_messages", "r:conversation_summaries", "r:strata_fold_leases", "i:strata_messages_pkey", "S:strata_messages_seq_seq"} {
+	for _, want := range []string{"r:strata_sessions", "r:strata_messages", "r:conversation_summaries", "r:strata_fold_leases",
+		"r:strata_session_index", "i:strata_messages_pkey", "S:strata_messages_seq_seq", "S:strata_session_epoch_seq"} {
 		if !contains(up, want) {
 			t.Errorf("after up, %s is missing from %v", want, up)
 		}
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
-	if err != nil || v == 0 || dirty {
-		t.Fatalf("after up: version %d dirty %v err %v", v, dirty, err)
+	if err != nil || v != db.LatestMigration() || dirty {
+		t.Fatalf("after up: version %d dirty %v err %v; want %d", v, dirty, err, db.LatestMigration())
 	}
 	var tables []string
 	if err := d.SelectContext(ctx, &tables, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, db.MigrationsTable); err != nil || len(tables) != 1 {
@@ -72,9 +76,17 @@ func TestMigrateUpDownUp(t *testing.T) {
 		t.Fatalf("pool closed by Migrate: %v", err)
 	}
 
-	// Some data, then down: everything of ours goes.
+	// Some data (a tombstone and a foreign store's summary among it), then
+	// down: everything of ours goes.
 	ms := db.NewMessageStore(d)
 	mustAppend(t, ctx, ms, "s", "u", user("q"), assistant("a"))
+	mustAppend(t, ctx, ms, "gone", "u", user("q"), assistant("a"))
+	if err := ms.Delete(ctx, "gone", "u"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.NewSummaryStore(d).Save(ctx, summary.Summary{SessionID: "elsewhere", Epoch: 1, Narrative: "n"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.MigrateDown(ctx, d); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +142,82 @@ func TestMigrateRespectsCancelledContext(t *testing.T) {
 	cancel()
 	if err := db.Migrate(ctx, d); err == nil || !strings.HasPrefix(err.Error(), "db: migrate up") {
 		t.Errorf("Migrate(cancelled) = %v", err)
+	}
+}
+
+// TestMigration3KeepsExistingData migrates a version-2 database holding
+// sessions, messages, summaries (with titles) and catalogue documents to
+// version 3: every session gets its own epoch, every summary its
+// session's, the data stays readable through the new API, and the way
+// back to version 2 keeps what version 2 can hold.
+func TestMigration3KeepsExistingData(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.MigrateTo(ctx, d, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO strata_sessions (session_id, user_id, message_count, first_user_message) VALUES ('a', 'alice', 2, 'hello'), ('b', 'bob', 0, NULL)`,
+		`INSERT INTO strata_messages (session_id, role, content, user_id) VALUES ('a', 'user', 'hello', 'alice'), ('a', 'assistant', 'hi', 'alice')`,
+		`INSERT INTO conversation_summaries (session_id, narrative, up_to_seq, title) SELECT 'a', 'old narrative', max(seq), 'Greetings' FROM strata_messages`,
+		`INSERT INTO strata_session_index (session_id, title, source) VALUES ('a', 'Greetings', 'turns')`,
+	} {
+		if _, err := d.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	ta, err := ms.Tail(ctx, "a", "alice", 10)
+	if err != nil || ta.Total != 2 || len(ta.Messages) != 2 || ta.Epoch <= 0 {
+		t.Fatalf("Tail(a) after migration = %+v, %v", ta, err)
+	}
+	tb, err := ms.Tail(ctx, "b", "bob", 10)
+	if err != nil || tb.Total != 0 || tb.Epoch <= 0 || tb.Epoch == ta.Epoch {
+		t.Fatalf("Tail(b) after migration = %+v, %v; want its own epoch (a has %d)", tb, err, ta.Epoch)
+	}
+	sm, err := sums.Get(ctx, "a")
+	if err != nil || sm == nil || sm.Epoch != ta.Epoch || sm.Narrative != "old narrative" || sm.UpToSeq != ta.Messages[1].Seq {
+		t.Fatalf("summary after migration = %+v, %v; want epoch %d", sm, err, ta.Epoch)
+	}
+	if err := sums.Save(ctx, summary.Summary{SessionID: "a", Epoch: ta.Epoch, Narrative: "newer", UpToSeq: sm.UpToSeq}); err != nil {
+		t.Errorf("Save for a migrated session: %v", err)
+	}
+	if _, err := ms.Append(ctx, "b", "alice", user("x")); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("ownership lost in the migration: %v", err)
+	}
+	// New sessions draw epochs past the migrated ones.
+	tc := mustAppend(t, ctx, ms, "c", "carol", user("q"))
+	if tc.Epoch <= max(ta.Epoch, tb.Epoch) {
+		t.Errorf("new session's epoch %d is not above the migrated %d, %d", tc.Epoch, ta.Epoch, tb.Epoch)
+	}
+	if err := ms.Delete(ctx, "c", "carol"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back to version 2: live sessions, their messages, their current
+	// summary and the catalogue stay; the tombstone goes.
+	if err := db.MigrateTo(ctx, d, 2); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM strata_sessions`); err != nil || n != 2 {
+		t.Errorf("%d sessions at version 2 (%v), want a and b", n, err)
+	}
+	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM strata_messages WHERE session_id = 'a'`); err != nil || n != 2 {
+		t.Errorf("%d messages of a at version 2 (%v), want 2", n, err)
+	}
+	var narrative string
+	if err := d.GetContext(ctx, &narrative, `SELECT narrative FROM conversation_summaries WHERE session_id = 'a'`); err != nil || narrative != "newer" {
+		t.Errorf("summary of a at version 2 = %q (%v)", narrative, err)
+	}
+	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM strata_session_index`); err != nil || n != 1 {
+		t.Errorf("%d catalogue documents at version 2 (%v), want 1", n, err)
 	}
 }
 

@@ -2,14 +2,25 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
 	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
 )
 
 func TestOpenErrorRedactsPassword(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Port 1 on loopback refuses connections at once.
@@ -20,7 +31,374 @@ func TestOpenErrorRedactsPassword(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "alice:xxxxx@127.0.0.1:1") || !strings.HasPrefix(err.Error(), "db: open") {
 		t.Errorf("error = %q", err)
 	}
+	if !errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("connection refused is not reported as an outage: %v", err)
+	}
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) {
+		t.Errorf("the network error is not kept in the chain: %v", err)
+	}
 	if _, err := db.Open(ctx, "  "); err == nil {
 		t.Error("Open accepted an empty data source name")
+	}
+	// An unparsable URL: the parser's error quotes it, password included.
+	_, err = db.Open(ctx, "postgres://alice:hunter2@127.0.0.1:5x/app")
+	if err == nil || strings.Contains(err.Error(), "hunter2") || errors.Is(err, memory.ErrUnavailable) {
+		t.Errorf("unparsable URL: %v; want an error without the password, not an outage", err)
+	}
+}
+
+// silentServer listens on 127.0.0.1 and accepts connections without ever
+// answering: a PostgreSQL server that hangs. It returns its address.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }() // read, never write
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// openBounded runs db.Open with a context that never expires, so that
+// only the connect timeout can end a hang, and fails the test if Open has
+// not returned within a generous bound.
+func openBounded(t *testing.T, dsn string, opts ...db.OpenOption) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		d, err := db.Open(context.Background(), dsn, opts...)
+		if d != nil {
+			_ = d.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatal("Open against a server that never answers did not return")
+		return nil
+	}
+}
+
+// TestOpenHungServerFailsByConnectTimeout: a server that accepts the
+// connection but never answers the start-up handshake makes Open fail by
+// the connect timeout, reported as an outage — with the default timeout,
+// with WithConnectTimeout, and with a connect_timeout in the data source
+// name, which wins over the option.
+func TestOpenHungServerFailsByConnectTimeout(t *testing.T) {
+	t.Parallel()
+	addr := silentServer(t)
+	base := "postgres://u:p@" + addr + "/app?sslmode=disable"
+	for name, c := range map[string]struct {
+		dsn  string
+		opts []db.OpenOption
+	}{
+		"default":        {dsn: base},
+		"option":         {dsn: base, opts: []db.OpenOption{db.WithConnectTimeout(time.Second)}},
+		"dsn wins":       {dsn: base + "&connect_timeout=1", opts: []db.OpenOption{db.WithConnectTimeout(time.Hour)}},
+		"key=value form": {dsn: "host=127.0.0.1 port=" + addr[strings.LastIndexByte(addr, ':')+1:] + " user=u dbname=app sslmode=disable connect_timeout=1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := openBounded(t, c.dsn, c.opts...)
+			if err == nil {
+				t.Fatal("Open succeeded against a server that never answers")
+			}
+			var netErr net.Error
+			if !errors.As(err, &netErr) || !netErr.Timeout() {
+				t.Errorf("Open = %v, want a network timeout", err)
+			}
+			if !errors.Is(err, memory.ErrUnavailable) {
+				t.Errorf("Open = %v, want it to wrap memory.ErrUnavailable", err)
+			}
+		})
+	}
+}
+
+func showStatementTimeout(t *testing.T, ctx context.Context, dsn string, opts ...db.OpenOption) string {
+	t.Helper()
+	d, err := db.Open(ctx, dsn, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var v string
+	if err := d.GetContext(ctx, &v, `SHOW statement_timeout`); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestOpenStatementTimeout: Open sets statement_timeout on its
+// connections (30s by default), the option changes it, a value in the
+// data source name wins, and a statement that runs past it fails as an
+// outage, through the stores too.
+func TestOpenStatementTimeout(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	ctx := testCtx(t)
+	if got := showStatementTimeout(t, ctx, s.URL); got != "30s" {
+		t.Errorf("default statement_timeout = %q, want 30s", got)
+	}
+	if got := showStatementTimeout(t, ctx, s.URL, db.WithStatementTimeout(1500*time.Millisecond)); got != "1500ms" {
+		t.Errorf("WithStatementTimeout(1.5s): statement_timeout = %q", got)
+	}
+	if got := showStatementTimeout(t, ctx, s.URL, db.WithStatementTimeout(0)); got != "0" {
+		t.Errorf("WithStatementTimeout(0): statement_timeout = %q, want the server's 0", got)
+	}
+	withParam, err := db.WithDSNParams(s.URL, map[string]string{"statement_timeout": "1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := showStatementTimeout(t, ctx, withParam, db.WithStatementTimeout(time.Hour)); got != "1234ms" {
+		t.Errorf("statement_timeout in the DSN: %q, want 1234ms", got)
+	}
+
+	d, err := db.Open(ctx, s.URL, db.WithStatementTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.ExecContext(ctx, `SELECT pg_sleep(30)`)
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Code != "57014" {
+		t.Fatalf("pg_sleep past the statement timeout: %v, want SQLSTATE 57014", err)
+	}
+
+	// The same through a store: an append held up by a slow trigger.
+	for _, q := range []string{
+		`CREATE FUNCTION strata_test_sleep() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		   IF NEW.content = 'slow' THEN PERFORM pg_sleep(30); END IF;
+		   RETURN NEW;
+		 END $$`,
+		`CREATE TRIGGER strata_test_sleep BEFORE INSERT ON strata_messages
+		 FOR EACH ROW EXECUTE FUNCTION strata_test_sleep()`,
+	} {
+		if _, err := d.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := db.NewMessageStore(d)
+	mustAppend(t, ctx, store, "s", "alice", user("q0"), assistant("a0"))
+	_, err = store.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
+	if !errors.Is(err, memory.ErrUnavailable) || !errors.As(err, &pqErr) || pqErr.Code != "57014" {
+		t.Fatalf("Append past the statement timeout = %v, want ErrUnavailable wrapping SQLSTATE 57014", err)
+	}
+	if tail, err := store.Tail(ctx, "s", "alice", 10); err != nil || tail.Total != 2 {
+		t.Errorf("after the timed-out append: %+v, %v; want the 2 earlier messages", tail, err)
+	}
+}
+
+// freezableProxy forwards TCP connections to target until frozen; while
+// frozen it keeps the connections open but forwards nothing, like a server
+// or network that stopped answering.
+type freezableProxy struct {
+	addr string
+
+	mu     sync.Mutex
+	frozen bool
+	thaw   chan struct{}
+}
+
+func newFreezableProxy(t *testing.T, target string) *freezableProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezableProxy{addr: ln.Addr().String(), thaw: make(chan struct{})}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); p.pipe(up, c) }()
+			go func() { defer wg.Done(); p.pipe(c, up) }()
+		}
+	}()
+	t.Cleanup(func() {
+		p.setFrozen(false)
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return p
+}
+
+func (p *freezableProxy) setFrozen(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on == p.frozen {
+		return
+	}
+	p.frozen = on
+	if !on {
+		close(p.thaw)
+		p.thaw = make(chan struct{})
+	}
+}
+
+// pipe copies src to dst, holding every chunk while the proxy is frozen.
+func (p *freezableProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			for {
+				p.mu.Lock()
+				frozen, thaw := p.frozen, p.thaw
+				p.mu.Unlock()
+				if !frozen {
+					break
+				}
+				<-thaw
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+// TestHungServerFailsCallsByReadBound: when the server stops answering on
+// connections already open, neither its statement_timeout (it is not
+// running the statement) nor the caller's context (lib/pq would only send
+// it a cancel request) can end a call. Open's bound on waiting for the
+// server — statement timeout plus connect timeout — ends every call with
+// an outage error, and calls work again once the server answers.
+func TestHungServerFailsCallsByReadBound(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	u, err := url.Parse(s.URL)
+	if err != nil || u.Host == "" {
+		t.Skipf("the test server's address is not a URL host (%v)", err)
+	}
+	ctx := testCtx(t)
+	proxy := newFreezableProxy(t, u.Host)
+	u.Host = proxy.addr
+	d, err := db.Open(ctx, u.String(), db.WithStatementTimeout(300*time.Millisecond), db.WithConnectTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	store, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	mustAppend(t, ctx, store, "s", "alice", user("q"), assistant("a"))
+
+	proxy.setFrozen(true)
+	for name, call := range map[string]func() error{
+		"Tail":   func() error { _, err := store.Tail(ctx, "s", "alice", 5); return err },
+		"Append": func() error { _, err := store.Append(ctx, "s", "alice", user("q2"), assistant("a2")); return err },
+		"Get":    func() error { _, err := sums.Get(ctx, "s"); return err },
+	} {
+		done := make(chan error, 1)
+		go func() { done <- call() }()
+		select {
+		case err := <-done:
+			var netErr net.Error
+			if !errors.Is(err, memory.ErrUnavailable) || !errors.As(err, &netErr) || !netErr.Timeout() {
+				t.Errorf("%s against a hung server = %v, want ErrUnavailable wrapping a network timeout", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s against a hung server did not return", name)
+		}
+	}
+	proxy.setFrozen(false)
+	if tail, err := store.Tail(ctx, "s", "alice", 5); err != nil || tail.Total < 2 {
+		t.Errorf("Tail once the server answers again = %+v, %v", tail, err)
+	}
+}
+
+// TestMigrateRunsWithoutStatementTimeout: migrations are not cut short by
+// the pool's statement timeout, and a pool not made by Open gets its
+// connection back with the timeout it had.
+func TestMigrateRunsWithoutStatementTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+
+	// A pool made by Open, whose statement timeout no migration could meet.
+	s := dbtest.NewEmptySchema(t)
+	d, err := db.Open(ctx, s.URL, db.WithStatementTimeout(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatalf("Migrate on a pool with a 1µs statement timeout: %v", err)
+	}
+
+	// Any other pool: its one connection keeps its statement timeout.
+	s2 := dbtest.NewEmptySchema(t)
+	dsn, err := db.WithDSNParams(s2.URL, map[string]string{"statement_timeout": "4321"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sqlx.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	if err := db.Migrate(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	if err := other.GetContext(ctx, &v, `SHOW statement_timeout`); err != nil || v != "4321ms" {
+		t.Errorf("statement_timeout after Migrate = %q (%v), want 4321ms", v, err)
+	}
+	if got := db.LatestMigration(); got == 0 {
+		t.Fatal("no embedded migration")
+	}
+	if v, _, err := db.MigrationVersion(ctx, other); err != nil || v != db.LatestMigration() {
+		t.Errorf("version %d (%v), want %d", v, err, db.LatestMigration())
 	}
 }

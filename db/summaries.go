@@ -19,6 +19,12 @@ import (
 // conversation_summaries table. It also implements memory.FoldLocker (the
 // same leases as MessageStore.TryLockFold). It is safe for concurrent use,
 // within one process and across processes sharing the database.
+//
+// It works beside any memory.MessageStore. For sessions kept by the
+// MessageStore of the same database, Save refuses a summary whose session
+// was deleted or re-created since it was made, whichever replica did it;
+// for sessions that store does not know (another MessageStore keeps
+// them), it saves unconditionally.
 type SummaryStore struct {
 	d   *sqlx.DB
 	opt options
@@ -30,30 +36,24 @@ var (
 )
 
 // NewSummaryStore returns a summary store over d, whose schema must have
-// been migrated (Migrate). The store never closes d. It works together
-// with the message store of the same database: a summary is saved only
-// while its session holds the message at its cursor.
+// been migrated (Migrate). The store never closes d.
 func NewSummaryStore(d *sqlx.DB, opts ...Option) summary.Store {
-	return newSummaryStore(d, opts...)
-}
-
-func newSummaryStore(d *sqlx.DB, opts ...Option) *SummaryStore {
 	return &SummaryStore{d: d, opt: buildOptions(opts)}
 }
 
 // getSummarySQL reads one summary.
 const getSummarySQL = `
-SELECT session_id, narrative, facts_json, up_to_seq, version, title, created_at, updated_at
+SELECT session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at
   FROM conversation_summaries
  WHERE session_id = $1`
 
 type summaryRow struct {
 	SessionID string    `db:"session_id"`
+	Epoch     int64     `db:"epoch"`
 	Narrative string    `db:"narrative"`
 	FactsJSON []byte    `db:"facts_json"`
 	UpToSeq   int64     `db:"up_to_seq"`
 	Version   int64     `db:"version"`
-	Title     string    `db:"title"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
 }
@@ -72,7 +72,7 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("db: get summary of session %q: %w", sessionID, err)
+		return nil, fmt.Errorf("db: get summary of session %q: %w", sessionID, classify(ctx, err))
 	}
 	facts, ferr := decodeFacts(r.FactsJSON)
 	if ferr != nil {
@@ -84,48 +84,72 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 		Narrative: r.Narrative,
 		Facts:     facts,
 		UpToSeq:   r.UpToSeq,
+		Epoch:     r.Epoch,
 		Version:   r.Version,
-		Title:     r.Title,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
 	}, nil
 }
 
-// saveSummarySQL upserts a summary in one statement. The INSERT's source
-// row exists only while the session is alive and holds the message at the
-// cursor $4 (no message has seq 0, so a zero cursor needs only the
-// session); FOR KEY SHARE locks the session row against a concurrent
-// Delete, which therefore either waits for this save and then removes the
-// summary, or commits first and leaves this save without a source row.
-// The conflict branch updates only when the new cursor is not below the
-// stored one, so a save never regresses. created_at is kept, updated_at
-// refreshed, version incremented, and an empty title keeps the stored one.
+// saveSummarySQL is the guarded upsert of a summary ($1 session, $2 epoch,
+// $3 narrative, $4 facts, $5 cursor), in one statement:
+//
+//   - s reads the session's row in strata_sessions, if the message store
+//     of this database has one, and takes FOR KEY SHARE on it. That lock
+//     conflicts with the FOR UPDATE a Delete takes first and with the
+//     revival of a tombstone, so it waits for either to commit and then
+//     reads the row as they left it (PostgreSQL re-reads a row it had to
+//     wait for), not as the statement's snapshot saw it.
+//   - gone is true when that row is a tombstone or carries another epoch:
+//     the session was deleted, or deleted and re-created, after the summary
+//     was made. Then nothing is written. No row at all means a session
+//     kept by another message store: the summary is saved.
+//   - The upsert replaces a summary of another epoch (it belonged to a
+//     deleted predecessor) and, within the epoch, only one whose cursor is
+//     not above $5, so a save never lowers the cursor. Within an epoch
+//     created_at is kept and version counts the saves; a new epoch starts
+//     both afresh.
+//
+// saved says whether a row was written; gone = false and saved = false
+// means a newer summary of the same epoch is stored.
 const saveSummarySQL = `
-INSERT INTO conversation_summaries AS cs
-       (session_id, narrative, facts_json, up_to_seq, title, version, created_at, updated_at)
-SELECT s.session_id, $2::text, $3::jsonb, $4::bigint, $5::text, 1, now(), now()
-  FROM strata_sessions s
- WHERE s.session_id = $1
-   AND ($4::bigint = 0 OR EXISTS (SELECT 1 FROM strata_messages m WHERE m.session_id = $1 AND m.seq = $4))
-   FOR KEY SHARE OF s
-ON CONFLICT (session_id) DO UPDATE
-   SET narrative  = EXCLUDED.narrative,
-       facts_json = EXCLUDED.facts_json,
-       up_to_seq  = EXCLUDED.up_to_seq,
-       title      = COALESCE(NULLIF(EXCLUDED.title, ''), cs.title),
-       version    = cs.version + 1,
-       updated_at = now()
- WHERE EXCLUDED.up_to_seq >= cs.up_to_seq`
+WITH s AS MATERIALIZED (
+    SELECT deleted_at IS NOT NULL OR epoch <> $2 AS gone
+      FROM strata_sessions
+     WHERE session_id = $1
+       FOR KEY SHARE
+), ins AS (
+    INSERT INTO conversation_summaries AS cs
+           (session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at)
+    SELECT $1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint, 1, now(), now()
+     WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.gone)
+    ON CONFLICT (session_id) DO UPDATE
+       SET epoch      = EXCLUDED.epoch,
+           narrative  = EXCLUDED.narrative,
+           facts_json = EXCLUDED.facts_json,
+           up_to_seq  = EXCLUDED.up_to_seq,
+           version    = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.version + 1 ELSE 1 END,
+           created_at = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.created_at ELSE EXCLUDED.created_at END,
+           updated_at = now()
+     WHERE cs.epoch <> EXCLUDED.epoch OR EXCLUDED.up_to_seq >= cs.up_to_seq
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
 
-// Save implements summary.Store as an upsert that never lowers the cursor.
-// It writes nothing, and returns nil, when the stored cursor is higher or
-// when the session no longer holds the message at s.UpToSeq (it was
-// deleted, possibly re-created, while the summary was being made). The
-// timestamps and Version of s are ignored: the database sets them. Text
-// that PostgreSQL cannot store (NUL bytes, invalid UTF-8) is cleaned.
+// Save implements summary.Store with one guarded statement
+// (saveSummarySQL). It returns an error wrapping summary.ErrSessionGone,
+// writing nothing, when this database's message store knows the session
+// and it was deleted or carries another epoch than sm.Epoch; one wrapping
+// summary.ErrStale when a summary of the same epoch with a higher cursor
+// is stored. A summary of another epoch is replaced. The timestamps and
+// Version of sm are ignored: the database sets them. Text that PostgreSQL
+// cannot store (NUL bytes, invalid UTF-8) is cleaned.
 func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
+	if sm.SessionID == "" {
+		return fmt.Errorf("db: save summary: %w", summary.ErrNoSessionID)
+	}
 	if !validID(sm.SessionID) {
-		return nil // no such session can exist
+		return fmt.Errorf("db: save summary: session id %s", invalidID)
 	}
 	if sm.UpToSeq < 0 {
 		return fmt.Errorf("db: save summary of session %q: negative cursor %d", sm.SessionID, sm.UpToSeq)
@@ -134,13 +158,15 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
-	res, err := s.d.ExecContext(ctx, saveSummarySQL, sm.SessionID, cleanText(sm.Narrative), facts, sm.UpToSeq, cleanText(sm.Title))
-	if err != nil {
-		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		s.opt.logger.DebugContext(ctx, "db: summary not saved: session gone or a newer summary is stored",
-			"session_id", sm.SessionID, "up_to_seq", sm.UpToSeq)
+	var gone, saved bool
+	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	switch {
+	case err != nil:
+		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, classify(ctx, err))
+	case gone:
+		return fmt.Errorf("db: save summary of session %q (epoch %d): %w", sm.SessionID, sm.Epoch, summary.ErrSessionGone)
+	case !saved:
+		return fmt.Errorf("db: save summary of session %q through seq %d: %w", sm.SessionID, sm.UpToSeq, summary.ErrStale)
 	}
 	return nil
 }
@@ -153,7 +179,7 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 	}
 	const q = `DELETE FROM conversation_summaries WHERE session_id = $1`
 	if _, err := s.d.ExecContext(ctx, q, sessionID); err != nil {
-		return fmt.Errorf("db: delete summary of session %q: %w", sessionID, err)
+		return fmt.Errorf("db: delete summary of session %q: %w", sessionID, classify(ctx, err))
 	}
 	return nil
 }

@@ -49,9 +49,14 @@ type Config struct {
 	// active threshold applies.
 	FoldTokenThreshold int
 	FoldTokenFraction  float64
-	// ContextWindowTokens is the model's context window, for
-	// FoldTokenFraction (default 128000).
+	// ContextWindowTokens is the model's context window (default 128000)
+	// and OutputReserveTokens the part of it kept for the model's answer
+	// (default 4096). Together with the estimator (WithEstimator) they are
+	// the one token budget: Manager.Prompt fits every prompt into it, the
+	// chunked policy folds before unfolded messages would not fit it, and
+	// FoldTokenFraction is a fraction of it.
 	ContextWindowTokens int
+	OutputReserveTokens int
 	// SafetyTurns (chunked): fold at least every this many user turns, even
 	// when small (default 15; 0 = off).
 	SafetyTurns int
@@ -63,11 +68,53 @@ type Config struct {
 	// range is folded in successive chunks (default 8000; 0 = no cap).
 	MaxFoldInputTokens int
 	// PromptMemoryBudget (chunked) caps the tokens of summary + verbatim
-	// window in what the model sees: the oldest verbatim turns are dropped
-	// first, down to MinTailMessages, then the narrative is truncated (0 =
-	// off). Dropped verbatim messages are always already folded.
+	// tail in what the model sees (0 = the token trigger's threshold, and
+	// never more than ContextWindowTokens − OutputReserveTokens): when the
+	// tail does not fit, its oldest messages are folded first — down to
+	// MinTailMessages — and only then is the narrative truncated for the
+	// view. Every message after the summary's cursor is always shown.
 	PromptMemoryBudget int
 	MinTailMessages    int
+
+	// LoadGrace is how long a load waits for the regeneration of a stale
+	// summary (default 300ms). A fast summarizer, such as the offline one,
+	// finishes within it, so the load shows the fresh summary as the
+	// reference does; a slower fold goes on in the background while the load
+	// shows the stale summary plus every message after its cursor verbatim.
+	LoadGrace time.Duration
+	// FoldWait bounds how long a load waits for a session's first summary
+	// (none usable yet) before it degrades — parity: takeLast; chunked: the
+	// whole unfolded tail — and how long a fold waits for another process's
+	// fold of the same session (default 10s). A load never waits past its
+	// context's deadline either: it returns the degraded view in time.
+	FoldWait time.Duration
+	// FoldLockTTL is how long a cross-process fold lock (FoldLocker) is held
+	// at most before another replica may take it over (default 2m; keep it
+	// above the summarizer's timeout).
+	FoldLockTTL time.Duration
+	// SupersedeDelay (parity) is how long a background fold that superseded
+	// a still-running one waits before it reads anything (default 100ms).
+	// Under a burst of saves each fold is superseded by the next save; the
+	// delay lets the burst settle so that only its last fold works.
+	SupersedeDelay time.Duration
+	// CloseTimeout bounds Manager.Close (default 5s): background folds are
+	// cancelled and waited for at most this long; a summarizer that ignores
+	// cancellation is abandoned, and its result is never saved.
+	CloseTimeout time.Duration
+}
+
+// withDefaults fills the timing fields a literal left zero.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&c.LoadGrace, &d.LoadGrace}, {&c.FoldWait, &d.FoldWait}, {&c.FoldLockTTL, &d.FoldLockTTL},
+		{&c.SupersedeDelay, &d.SupersedeDelay}, {&c.CloseTimeout, &d.CloseTimeout},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	return c
 }
 
 // Policy names a folding policy.
@@ -105,22 +152,46 @@ func DefaultConfig() Config {
 		BufferMessageCount:   20,
 		FoldTokenFraction:    0.7,
 		ContextWindowTokens:  128_000,
+		OutputReserveTokens:  4096,
 		SafetyTurns:          15,
 		FoldMode:             FoldIncremental,
 		MaxFoldInputTokens:   8_000,
 		MinTailMessages:      4,
+		LoadGrace:            300 * time.Millisecond,
+		FoldWait:             10 * time.Second,
+		FoldLockTTL:          2 * time.Minute,
+		SupersedeDelay:       100 * time.Millisecond,
+		CloseTimeout:         5 * time.Second,
 	}
 }
 
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("memory: invalid config")
 
+// FieldError is the error Validate returns: the Config field at fault, its
+// value and what is allowed. It wraps ErrInvalidConfig. Configuration
+// loaders map Field to their own key names (errors.As) rather than
+// validating the same rules again.
+type FieldError struct {
+	Field string // the Config field, e.g. "RecentMessageCount"
+	Value any    // the rejected value
+	Want  string // what is allowed, e.g. ">= 1"
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%v: %s = %v, want %s", ErrInvalidConfig, e.Field, e.Value, e.Want)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
 // Validate reports the first invalid setting, naming it and its allowed
 // range. It rejects the values that make the reference misbehave silently
 // (negative windows, a trigger below the verbatim window).
 func (c Config) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v, want %s", ErrInvalidConfig, field, v, want)
+		return &FieldError{Field: field, Value: v, Want: want}
 	}
 	switch {
 	case c.MaxConversationTurns < 1:
@@ -147,8 +218,10 @@ func (c Config) Validate() error {
 		return bad("FoldTokenThreshold", c.FoldTokenThreshold, ">= 0 (0 = off)")
 	case c.FoldTokenFraction < 0 || c.FoldTokenFraction > 1:
 		return bad("FoldTokenFraction", c.FoldTokenFraction, "between 0 and 1 (0 = off)")
-	case c.FoldTokenFraction > 0 && c.ContextWindowTokens < 1:
-		return bad("ContextWindowTokens", c.ContextWindowTokens, ">= 1 when FoldTokenFraction is set")
+	case c.ContextWindowTokens < 1:
+		return bad("ContextWindowTokens", c.ContextWindowTokens, ">= 1 (start from DefaultConfig())")
+	case c.OutputReserveTokens < 0 || c.OutputReserveTokens >= c.ContextWindowTokens:
+		return bad("OutputReserveTokens", c.OutputReserveTokens, fmt.Sprintf(">= 0 and < ContextWindowTokens (%d)", c.ContextWindowTokens))
 	case c.SafetyTurns < 0:
 		return bad("SafetyTurns", c.SafetyTurns, ">= 0 (0 = off)")
 	case c.FoldMode != "" && c.FoldMode != FoldIncremental && c.FoldMode != FoldFull:
@@ -159,6 +232,16 @@ func (c Config) Validate() error {
 		return bad("PromptMemoryBudget", c.PromptMemoryBudget, ">= 0 (0 = off)")
 	case c.MinTailMessages < 0:
 		return bad("MinTailMessages", c.MinTailMessages, ">= 0")
+	case c.LoadGrace < 0:
+		return bad("LoadGrace", c.LoadGrace, ">= 0 (0 = default 300ms)")
+	case c.FoldWait < 0:
+		return bad("FoldWait", c.FoldWait, ">= 0 (0 = default 10s)")
+	case c.FoldLockTTL < 0:
+		return bad("FoldLockTTL", c.FoldLockTTL, ">= 0 (0 = default 2m)")
+	case c.SupersedeDelay < 0:
+		return bad("SupersedeDelay", c.SupersedeDelay, ">= 0 (0 = default 100ms)")
+	case c.CloseTimeout < 0:
+		return bad("CloseTimeout", c.CloseTimeout, ">= 0 (0 = default 5s)")
 	}
 	return nil
 }

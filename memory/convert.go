@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/chatmsg"
 )
 
 // FromChatMessage converts a langchaingo chat message into a storable
@@ -14,14 +16,11 @@ import (
 // user message; a deprecated function message is stored as a tool message
 // named after the function.
 func FromChatMessage(cm llms.ChatMessage) (Message, error) {
-	switch m := cm.(type) {
+	switch m := chatmsg.Value(cm).(type) {
+	case nil:
+		return Message{}, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	case llms.HumanChatMessage:
 		return Message{Role: RoleUser, Content: m.Content}, nil
-	case *llms.HumanChatMessage:
-		if m == nil {
-			break
-		}
-		return FromChatMessage(*m)
 	case llms.AIChatMessage:
 		msg := Message{Role: RoleAssistant, Content: m.Content, ToolCalls: cloneToolCalls(m.ToolCalls)}
 		if m.FunctionCall != nil && len(m.ToolCalls) == 0 {
@@ -29,32 +28,14 @@ func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 			msg.ToolCalls = []llms.ToolCall{{Type: "function", FunctionCall: &fc}}
 		}
 		return msg, nil
-	case *llms.AIChatMessage:
-		if m == nil {
-			break
-		}
-		return FromChatMessage(*m)
 	case llms.SystemChatMessage:
 		return Message{Role: RoleSystem, Content: m.Content}, nil
-	case *llms.SystemChatMessage:
-		if m == nil {
-			break
-		}
-		return FromChatMessage(*m)
 	case llms.ToolChatMessage:
 		return Message{Role: RoleTool, Content: m.Content, ToolCallID: m.ID}, nil
-	case *llms.ToolChatMessage:
-		if m == nil {
-			break
-		}
-		return FromChatMessage(*m)
 	case llms.FunctionChatMessage:
 		return Message{Role: RoleTool, Content: m.Content, Name: m.Name}, nil
 	case llms.GenericChatMessage:
 		return Message{Role: RoleUser, Content: m.Content, Name: m.Role}, nil
-	}
-	if cm == nil {
-		return Message{}, fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
 	return Message{}, fmt.Errorf("%w: unsupported message type %T", ErrInvalidMessage, cm)
 }

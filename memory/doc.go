@@ -1,12 +1,26 @@
-// Package memory is Strata's conversation manager. It saves a session's
-// messages (tool calls and results included) through a MessageStore, and
-// assembles what the model sees: the newest messages verbatim (takeLast)
-// while a conversation is short, and once it passes the trigger, a
-// "Conversation Facts:" system message, a "Conversation Summary:" system
-// message and the last RecentMessageCount messages. Older messages are folded
-// into that summary by a summary.Service in the background after each save,
-// one fold per session at a time, with a synchronous fallback at load time
-// and a takeLast degradation when the summarizer fails. Sessions belong to
-// their first writer. The package also adapts a session to langchaingo's
-// schema.Memory and schema.ChatMessageHistory.
+// Package memory is Strata's conversation manager, the one door to session
+// data. It saves a session's messages (tool calls and results included)
+// through a MessageStore, assembles what the model sees, fits prompts into
+// one token budget, and folds old messages into a summary.Summary (facts and
+// a narrative) in the background.
+//
+// One turn flows downward through it:
+//
+//	Load       read the session's tail and summary (ownership checked by the
+//	           store in the same step); the policy — parity or chunked —
+//	           decides the view. A stale summary is regenerated, but waited
+//	           for only Config.LoadGrace; a first summary at most
+//	           Config.FoldWait and never past the caller's deadline. Past
+//	           that the view is the stale summary plus every message after its
+//	           cursor, or the degraded view (takeLast / the unfolded tail).
+//	Prompt     the system prompt and the view, fitted into ContextWindowTokens
+//	           − OutputReserveTokens without splitting a tool group.
+//	Save       append the turn atomically; past the trigger a background fold
+//	           starts (single-flight per session, a lease across processes).
+//	Fold       summarize, merge into the ledger (summary.Apply), save only if
+//	           the session was not deleted meanwhile, then tell observers.
+//
+// Sessions belong to their first writer (or creator); another user's session
+// answers ErrNotOwner and shows nothing. The package also adapts a session to
+// langchaingo's schema.Memory and schema.ChatMessageHistory.
 package memory

@@ -1,57 +1,123 @@
 package memory
 
 import (
+	"cmp"
+	"container/list"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 )
 
-// InMemoryOption configures the in-memory message store.
+// defaultMaxSessions is how many sessions an InMemoryStore holds when
+// WithMaxSessions is not given (or is given n <= 0). Past it, creating a
+// session evicts the least recently used one.
+const defaultMaxSessions = 10_000
+
+// emptyPreview is the listing preview of a session without a user message.
+const emptyPreview = "Empty conversation"
+
+// previewRunes is how many characters of the first user message a listing
+// preview keeps before appending "...".
+const previewRunes = 50
+
+// InMemoryOption configures an InMemoryStore.
 type InMemoryOption func(*InMemoryStore)
 
-// WithRetention keeps at most n messages per session, dropping the oldest
-// ones on append (n <= 0: keep everything, the default). Dropped messages are
-// gone: only use it when summaries cover them, or when forgetting is wanted.
-func WithRetention(n int) InMemoryOption { return func(s *InMemoryStore) { s.retain = n } }
-
-// WithStoreClock sets the store's clock (tests).
-func WithStoreClock(now func() time.Time) InMemoryOption {
-	return func(s *InMemoryStore) { s.now = now }
+// WithMaxSessions bounds the store to n sessions (n <= 0: 10 000, the
+// default). When a new session would exceed the bound, the least recently
+// used session (by create, append, tail or range of its owner) is evicted
+// with all its messages, and a warning is logged.
+func WithMaxSessions(n int) InMemoryOption {
+	return func(s *InMemoryStore) {
+		if n > 0 {
+			s.maxSessions = n
+		}
+	}
 }
 
-// InMemoryStore is a goroutine-safe MessageStore that keeps sessions in
-// process memory. It keeps every message unless WithRetention says
-// otherwise (no silent FIFO eviction), stores tool calls and results
-// losslessly, and answers Tail and Range without copying the whole history.
+// WithStoreLogger sets the logger that reports evictions. By default the
+// store logs nothing.
+func WithStoreLogger(l *slog.Logger) InMemoryOption {
+	return func(s *InMemoryStore) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// InMemoryStore is a MessageStore that keeps sessions in process memory. It
+// is a development store, for tests, demos and single-process tools:
+// nothing survives a restart, folds are coordinated within the process only
+// (it is no FoldLocker), and it is bounded (10 000 sessions unless
+// WithMaxSessions says otherwise), evicting the least recently used session
+// when full. An evicted session is gone like a deleted one: its id is free,
+// and a session re-created under it gets a new Epoch. Use the PostgreSQL
+// store of package db in production.
+//
+// Within a session it keeps every message, stores tool calls and results
+// losslessly, and answers Tail and Range without copying the whole
+// history. It is safe for concurrent use; each operation checks ownership
+// and does its work in one critical section.
 type InMemoryStore struct {
-	mu       sync.RWMutex
+	maxSessions int
+	log         *slog.Logger
+
+	mu       sync.Mutex
 	sessions map[string]*memSession
-	lastSeq  int64 // store-wide, so a re-created session never reuses a Seq
-	retain   int
-	now      func() time.Time
+	byUser   map[string]map[string]*memSession
+	lru      list.List // of *memSession, most recently used first
+	lastSeq  int64     // store-wide, so no Seq is ever reused
+	epoch    int64     // store-wide, so no Epoch is ever reused
+	activity int64     // store-wide tick ordering listings exactly
 }
 
+// memSession is one incarnation of a session. Its fields are guarded by
+// InMemoryStore.mu.
 type memSession struct {
-	owner    string
-	created  time.Time
-	msgs     []Message // oldest first; msgs[i].Seq strictly increasing
-	dropped  int       // messages removed by retention
-	lastUsed time.Time
+	id, owner    string
+	epoch        int64
+	created      time.Time
+	lastActivity time.Time
+	activity     int64     // tick of the creation or of the latest append
+	firstUser    string    // content of the first user message
+	hasUser      bool      // whether firstUser is set
+	msgs         []Message // oldest first; msgs[i].Seq strictly increasing
+	elem         *list.Element
 }
 
-// NewInMemoryStore returns an empty in-memory message store that keeps every
-// message.
-func NewInMemoryStore() MessageStore { return NewInMemoryStoreWith() }
+var _ MessageStore = (*InMemoryStore)(nil)
 
-// NewInMemoryStoreWith returns an in-memory store with options.
-func NewInMemoryStoreWith(opts ...InMemoryOption) *InMemoryStore {
-	s := &InMemoryStore{sessions: map[string]*memSession{}, now: time.Now}
+// NewInMemoryStore returns an empty in-memory message store.
+func NewInMemoryStore(opts ...InMemoryOption) *InMemoryStore {
+	s := &InMemoryStore{
+		maxSessions: defaultMaxSessions,
+		log:         slog.New(slog.DiscardHandler),
+		sessions:    map[string]*memSession{},
+		byUser:      map[string]map[string]*memSession{},
+	}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
+}
+
+// Create implements MessageStore.
+func (s *InMemoryStore) Create(ctx context.Context, sessionID, userID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[sessionID] != nil {
+		return ErrSessionExists
+	}
+	s.create(sessionID, userID, time.Now())
+	return nil
 }
 
 // Append implements MessageStore.
@@ -59,75 +125,73 @@ func (s *InMemoryStore) Append(ctx context.Context, sessionID, userID string, ms
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, err
 	}
-	for i := range msgs {
-		if err := msgs[i].Validate(0); err != nil {
+	stored := make([]Message, len(msgs))
+	for i, m := range msgs {
+		if err := m.Validate(0); err != nil {
 			return AppendResult{}, fmt.Errorf("message %d: %w", i, err)
 		}
+		stored[i] = cloneMessage(m)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	sess := s.sessions[sessionID]
-	if sess == nil {
-		sess = &memSession{owner: userID, created: now}
-		s.sessions[sessionID] = sess
-	} else if sess.owner != userID {
-		return AppendResult{}, ErrNotOwner
+	now := time.Now()
+	sess, err := s.owned(sessionID, userID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		sess = s.create(sessionID, userID, now)
+	case err != nil:
+		return AppendResult{}, err
 	}
-	for _, m := range msgs {
+	s.lru.MoveToFront(sess.elem)
+	if len(stored) == 0 {
+		return AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
+	}
+	for i := range stored {
 		s.lastSeq++
-		m = cloneMessage(m)
-		m.Seq, m.UserID, m.CreatedAt = s.lastSeq, userID, now
-		sess.msgs = append(sess.msgs, m)
+		stored[i].Seq, stored[i].UserID, stored[i].CreatedAt = s.lastSeq, userID, now
+		if !sess.hasUser && stored[i].Role == RoleUser {
+			sess.firstUser, sess.hasUser = stored[i].Content, true
+		}
 	}
-	sess.lastUsed = now
-	if s.retain > 0 && len(sess.msgs) > s.retain {
-		drop := len(sess.msgs) - s.retain
-		sess.dropped += drop
-		// Copy so the dropped prefix can be collected.
-		sess.msgs = append([]Message(nil), sess.msgs[drop:]...)
-	}
-	return AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq}, nil
-}
-
-// Owner implements MessageStore.
-func (s *InMemoryStore) Owner(ctx context.Context, sessionID string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if sess := s.sessions[sessionID]; sess != nil {
-		return sess.owner, nil
-	}
-	return "", nil
+	sess.msgs = append(sess.msgs, stored...)
+	s.activity++
+	sess.lastActivity, sess.activity = now, s.activity
+	return AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
 }
 
 // Tail implements MessageStore.
-func (s *InMemoryStore) Tail(ctx context.Context, sessionID string, n int) (Tail, error) {
+func (s *InMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error) {
 	if err := ctx.Err(); err != nil {
 		return Tail{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sess := s.sessions[sessionID]
-	if sess == nil {
-		return Tail{}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.owned(sessionID, userID)
+	if err != nil {
+		return Tail{}, err
 	}
+	s.lru.MoveToFront(sess.elem)
 	total := len(sess.msgs)
-	n = min(max(n, 0), total)
-	return Tail{Total: total, Messages: cloneMessages(sess.msgs[total-n:])}, nil
+	t := Tail{Total: total, Epoch: sess.epoch}
+	if n = min(n, total); n > 0 {
+		t.Messages = cloneMessages(sess.msgs[total-n:])
+	}
+	return t, nil
 }
 
 // Range implements MessageStore.
-func (s *InMemoryStore) Range(ctx context.Context, sessionID string, afterSeq, throughSeq int64, limit int) ([]Message, error) {
+func (s *InMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sess := s.sessions[sessionID]
-	if sess == nil || throughSeq <= afterSeq {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.owned(sessionID, userID)
+	if err != nil {
+		return nil, err
+	}
+	s.lru.MoveToFront(sess.elem)
+	if throughSeq <= afterSeq {
 		return nil, nil
 	}
 	lo := sort.Search(len(sess.msgs), func(i int) bool { return sess.msgs[i].Seq > afterSeq })
@@ -135,84 +199,133 @@ func (s *InMemoryStore) Range(ctx context.Context, sessionID string, afterSeq, t
 	if limit > 0 && hi-lo > limit {
 		hi = lo + limit
 	}
+	if lo == hi {
+		return nil, nil
+	}
 	return cloneMessages(sess.msgs[lo:hi]), nil
 }
 
 // Delete implements MessageStore.
-func (s *InMemoryStore) Delete(ctx context.Context, sessionID string) error {
+func (s *InMemoryStore) Delete(ctx context.Context, sessionID, userID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.sessions, sessionID)
+	sess, err := s.owned(sessionID, userID)
+	if err != nil {
+		return err
+	}
+	s.remove(sess)
 	return nil
 }
 
-// SessionInfo describes one session of a user, for listings.
-type SessionInfo struct {
-	SessionID    string
-	UserID       string
-	MessageCount int
-	CreatedAt    time.Time
-	LastActivity time.Time
-	// Preview is the first user message, cut to 50 characters plus "..."
-	// ("Empty conversation" when there is none), as the reference shows it.
-	Preview string
-}
-
-var _ SessionLister = (*InMemoryStore)(nil)
-
-// Sessions implements SessionLister.
+// Sessions implements MessageStore. Sessions whose latest activity is the
+// same instant are listed in the order their activity happened, newest
+// first.
 func (s *InMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	s.mu.RLock()
-	var all []SessionInfo
-	for id, sess := range s.sessions {
-		if sess.owner != userID {
-			continue
-		}
-		info := SessionInfo{SessionID: id, UserID: sess.owner, MessageCount: len(sess.msgs), CreatedAt: sess.created, LastActivity: sess.lastUsed, Preview: "Empty conversation"}
-		for _, m := range sess.msgs {
-			if m.Role == RoleUser {
-				info.Preview = Preview(m.Content)
-				break
-			}
-		}
-		all = append(all, info)
+	type entry struct {
+		info     SessionInfo
+		activity int64
 	}
-	s.mu.RUnlock()
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].LastActivity.Equal(all[j].LastActivity) {
-			return all[i].LastActivity.After(all[j].LastActivity)
+	s.mu.Lock()
+	all := make([]entry, 0, len(s.byUser[userID]))
+	for _, sess := range s.byUser[userID] {
+		info := SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
+			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: emptyPreview}
+		if sess.hasUser {
+			info.Preview = preview(sess.firstUser)
 		}
-		return all[i].SessionID < all[j].SessionID
+		all = append(all, entry{info, sess.activity})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := b.info.LastActivity.Compare(a.info.LastActivity); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.activity, a.activity)
 	})
-	return page(all, limit, offset), len(all), nil
-}
-
-// Preview cuts text to 50 characters plus "..." when longer, as the
-// reference's session listing does.
-func Preview(text string) string {
-	r := []rune(text)
-	if len(r) <= 50 {
-		return text
-	}
-	return string(r[:50]) + "..."
-}
-
-func page[T any](all []T, limit, offset int) []T {
+	total := len(all)
 	offset = max(offset, 0)
-	if offset >= len(all) {
-		return nil
+	if offset >= total {
+		return nil, total, nil
 	}
 	all = all[offset:]
 	if limit > 0 && len(all) > limit {
 		all = all[:limit]
 	}
-	return all
+	page := make([]SessionInfo, len(all))
+	for i, e := range all {
+		page[i] = e.info
+	}
+	return page, total, nil
+}
+
+// owned returns the session if userID owns it, ErrNotFound when there is
+// none and ErrNotOwner when another user owns it. s.mu must be held.
+func (s *InMemoryStore) owned(sessionID, userID string) (*memSession, error) {
+	sess := s.sessions[sessionID]
+	switch {
+	case sess == nil:
+		return nil, ErrNotFound
+	case sess.owner != userID:
+		return nil, ErrNotOwner
+	}
+	return sess, nil
+}
+
+// create makes a new, empty incarnation of sessionID owned by userID,
+// evicting the least recently used sessions past the bound. The id must be
+// free. s.mu must be held.
+func (s *InMemoryStore) create(sessionID, userID string, now time.Time) *memSession {
+	for len(s.sessions) >= s.maxSessions {
+		old := s.lru.Back().Value.(*memSession)
+		s.remove(old)
+		s.log.Warn("strata: in-memory store full, evicted the least recently used session",
+			"session_id", old.id, "user_id", old.owner, "messages", len(old.msgs),
+			"max_sessions", s.maxSessions)
+	}
+	s.epoch++
+	s.activity++
+	sess := &memSession{id: sessionID, owner: userID, epoch: s.epoch, created: now,
+		lastActivity: now, activity: s.activity}
+	sess.elem = s.lru.PushFront(sess)
+	s.sessions[sessionID] = sess
+	mine := s.byUser[userID]
+	if mine == nil {
+		mine = map[string]*memSession{}
+		s.byUser[userID] = mine
+	}
+	mine[sessionID] = sess
+	return sess
+}
+
+// remove forgets a session and its messages. s.mu must be held.
+func (s *InMemoryStore) remove(sess *memSession) {
+	delete(s.sessions, sess.id)
+	s.lru.Remove(sess.elem)
+	if mine := s.byUser[sess.owner]; mine != nil {
+		delete(mine, sess.id)
+		if len(mine) == 0 {
+			delete(s.byUser, sess.owner)
+		}
+	}
+}
+
+// preview cuts text to previewRunes characters plus "..." when longer, as
+// the reference's session listing does.
+func preview(text string) string {
+	n := 0
+	for i := range text {
+		if n == previewRunes {
+			return text[:i] + "..."
+		}
+		n++
+	}
+	return text
 }
 
 func cloneMessages(in []Message) []Message {

@@ -3,131 +3,157 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"math"
+	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memorytest"
 )
 
-func msg(role memory.Role, content string) memory.Message {
-	return memory.Message{Role: role, Content: content}
+func TestInMemoryConformance(t *testing.T) {
+	memorytest.Run(t, func(*testing.T) memory.MessageStore { return memory.NewInMemoryStore() })
 }
 
-func TestInMemoryTailAndRange(t *testing.T) {
-	s := memory.NewInMemoryStore()
-	ctx := context.Background()
-	seed(t, s, "s", "alice", 50)
-	tail, err := s.Tail(ctx, "s", 3)
-	if err != nil || tail.Total != 100 || len(tail.Messages) != 3 || tail.Messages[2].Content != "a50" {
-		t.Fatalf("tail = %+v, %v", tail, err)
-	}
-	if tail, _ := s.Tail(ctx, "s", 1000); len(tail.Messages) != 100 {
-		t.Fatalf("oversized tail returned %d", len(tail.Messages))
-	}
-	if tail, _ := s.Tail(ctx, "unknown", 5); tail.Total != 0 || len(tail.Messages) != 0 {
-		t.Fatalf("unknown session tail = %+v", tail)
-	}
-	r, _ := s.Range(ctx, "s", 10, 14, 0)
-	if len(r) != 4 || r[0].Seq != 11 || r[3].Seq != 14 {
-		t.Fatalf("range = %+v", r)
-	}
-	if r, _ := s.Range(ctx, "s", 10, math.MaxInt64, 2); len(r) != 2 || r[0].Seq != 11 {
-		t.Fatalf("limited range = %+v", r)
-	}
-	// Returned messages are copies.
-	tail.Messages[0].Content = "mutated"
-	if again, _ := s.Tail(ctx, "s", 3); again.Messages[0].Content == "mutated" {
-		t.Fatal("store shares memory with callers")
-	}
+// TestInMemoryConformanceSharedStore runs the suite on one store for all
+// subtests, the way it runs on a shared database.
+func TestInMemoryConformanceSharedStore(t *testing.T) {
+	shared := memory.NewInMemoryStore()
+	memorytest.Run(t, func(*testing.T) memory.MessageStore { return shared })
 }
 
-func TestInMemorySeqNeverReused(t *testing.T) {
-	s := memory.NewInMemoryStore()
-	ctx := context.Background()
-	first, _ := s.Append(ctx, "s", "alice", msg(memory.RoleUser, "one"))
-	_ = s.Delete(ctx, "s")
-	second, _ := s.Append(ctx, "s", "bob", msg(memory.RoleUser, "again"))
-	if second.LastSeq <= first.LastSeq || second.Total != 1 {
-		t.Fatalf("re-created session reused a sequence: %+v after %+v", second, first)
+func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := t.Context()
+	var logs testutil.Buffer
+	s := memory.NewInMemoryStore(memory.WithMaxSessions(3),
+		memory.WithStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	mustCreate := func(id string) {
+		t.Helper()
+		if err := s.Create(ctx, id, "alice"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if owner, _ := s.Owner(ctx, "s"); owner != "bob" {
-		t.Fatalf("owner after re-creation = %q", owner)
+	wantSessions := func(want ...string) {
+		t.Helper()
+		page, total, err := s.Sessions(ctx, "alice", 0, 0)
+		var got []string
+		for _, info := range page {
+			got = append(got, info.SessionID)
+		}
+		if err != nil || total != len(want) || strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("sessions = %v (total %d), %v; want %v", got, total, err, want)
+		}
 	}
+	wantEvicted := func(id string, messages int) {
+		t.Helper()
+		if _, err := s.Tail(ctx, id, "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+			t.Fatalf("%s should have been evicted: Tail err = %v", id, err)
+		}
+		line := fmt.Sprintf("session_id=%s user_id=alice messages=%d max_sessions=3", id, messages)
+		if !strings.Contains(logs.String(), line) || !strings.Contains(logs.String(), "level=WARN") {
+			t.Fatalf("no warning with %q in the log:\n%s", line, logs.String())
+		}
+	}
+
+	mustCreate("s1")
+	if _, err := s.Append(ctx, "s2", "alice", memory.Message{Role: memory.RoleUser, Content: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	old2, _ := s.Tail(ctx, "s2", "alice", 0)
+	mustCreate("s3")
+	if logs.String() != "" {
+		t.Fatalf("logged below the bound:\n%s", logs.String())
+	}
+	// Reading s1 makes s2 the least recently used.
+	if _, err := s.Tail(ctx, "s1", "alice", 1); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate("s4")
+	wantEvicted("s2", 1)
+	wantSessions("s4", "s3", "s1")
+
+	// Range and Append count as use too; another user's refused read does
+	// not.
+	if _, err := s.Range(ctx, "s3", "alice", 0, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s4", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tail(ctx, "s1", "bob", 0); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("bob's Tail: %v", err)
+	}
+	if _, err := s.Append(ctx, "s5", "alice"); err != nil { // claims
+		t.Fatal(err)
+	}
+	wantEvicted("s1", 0)
+	wantSessions("s5", "s4", "s3")
+
+	// An evicted id is free, and its successor is a new incarnation.
+	if _, err := s.Append(ctx, "s2", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := s.Tail(ctx, "s2", "bob", 0); now.Epoch == old2.Epoch || now.Total != 0 {
+		t.Fatalf("re-created evicted session = %+v, old epoch %d", now, old2.Epoch)
+	}
+	wantEvicted("s3", 0)
 }
 
-func TestInMemoryOwnershipIsAtomic(t *testing.T) {
-	s := memory.NewInMemoryStore()
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	winners := map[string]bool{}
-	for _, u := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		wg.Add(1)
-		go func(u string) {
-			defer wg.Done()
-			if _, err := s.Append(ctx, "s", u, msg(memory.RoleUser, u)); err == nil {
-				mu.Lock()
-				winners[u] = true
-				mu.Unlock()
-			} else if !errors.Is(err, memory.ErrNotOwner) {
-				t.Error(err)
+func TestInMemoryDefaultBound(t *testing.T) {
+	const bound = 10_000 // documented default of WithMaxSessions
+	ctx := t.Context()
+	for name, s := range map[string]*memory.InMemoryStore{
+		"default":             memory.NewInMemoryStore(),
+		"WithMaxSessions(0)":  memory.NewInMemoryStore(memory.WithMaxSessions(0)),
+		"WithMaxSessions(-1)": memory.NewInMemoryStore(memory.WithMaxSessions(-1)),
+	} {
+		for i := range bound + 1 {
+			if err := s.Create(ctx, fmt.Sprint(i), "alice"); err != nil {
+				t.Fatal(err)
 			}
-		}(u)
-	}
-	wg.Wait()
-	if tail, _ := s.Tail(ctx, "s", 10); len(winners) != 1 || tail.Total != 1 {
-		t.Fatalf("winners %v, stored %d", winners, tail.Total)
-	}
-}
-
-func TestInMemoryRetentionIsExplicit(t *testing.T) {
-	s := memory.NewInMemoryStoreWith(memory.WithRetention(4))
-	seed(t, s, "s", "alice", 5)
-	tail, _ := s.Tail(context.Background(), "s", 10)
-	if tail.Total != 4 || tail.Messages[0].Content != "u4" {
-		t.Fatalf("retention kept %+v", tail)
-	}
-	unbounded := memory.NewInMemoryStore()
-	seed(t, unbounded, "s", "alice", 100)
-	if tail, _ := unbounded.Tail(context.Background(), "s", 0); tail.Total != 200 {
-		t.Fatalf("default store dropped messages: %d", tail.Total)
+		}
+		if _, total, _ := s.Sessions(ctx, "alice", 1, 0); total != bound {
+			t.Errorf("%s: %d sessions held, want %d", name, total, bound)
+		}
+		if _, err := s.Tail(ctx, "0", "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+			t.Errorf("%s: the oldest session survived past the bound: %v", name, err)
+		}
+		if _, err := s.Tail(ctx, "1", "alice", 0); err != nil {
+			t.Errorf("%s: the second oldest session was evicted: %v", name, err)
+		}
 	}
 }
 
-func TestInMemorySessionsListing(t *testing.T) { // E36 listing rules
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := memory.NewInMemoryStoreWith(memory.WithStoreClock(func() time.Time { now = now.Add(time.Second); return now }))
-	ctx := context.Background()
-	long := strings.Repeat("é", 60)
-	_, _ = s.Append(ctx, "old", "alice", msg(memory.RoleAssistant, "hello"), msg(memory.RoleUser, long))
-	_, _ = s.Append(ctx, "bob-1", "bob", msg(memory.RoleUser, "bob's"))
-	_, _ = s.Append(ctx, "new", "alice", msg(memory.RoleSystem, "sys"))
-	page, total, err := s.Sessions(ctx, "alice", 1, 0)
-	if err != nil || total != 2 || len(page) != 1 || page[0].SessionID != "new" || page[0].Preview != "Empty conversation" {
-		t.Fatalf("page 1 = %+v, total %d, %v", page, total, err)
-	}
-	page, _, _ = s.Sessions(ctx, "alice", 1, 1)
-	if len(page) != 1 || page[0].SessionID != "old" || page[0].Preview != strings.Repeat("é", 50)+"..." || page[0].MessageCount != 2 {
-		t.Fatalf("page 2 = %+v", page)
-	}
-	if page, _, _ := s.Sessions(ctx, "alice", 10, 5); len(page) != 0 {
-		t.Fatalf("offset past the end = %+v", page)
-	}
-	if page, total, _ := s.Sessions(ctx, "alice", 0, -3); total != 2 || len(page) != 2 {
-		t.Fatalf("negative offset = %+v", page)
-	}
-}
-
-func TestInMemoryRejectsInvalidMessagesAtomically(t *testing.T) {
+func TestInMemoryHonoursCancelledContext(t *testing.T) {
 	s := memory.NewInMemoryStore()
-	_, err := s.Append(context.Background(), "s", "alice", msg(memory.RoleUser, "ok"), msg(memory.Role("robot"), "x"))
-	if !errors.Is(err, memory.ErrInvalidMessage) {
-		t.Fatalf("err = %v", err)
+	if err := s.Create(t.Context(), "s", "alice"); err != nil {
+		t.Fatal(err)
 	}
-	if tail, _ := s.Tail(context.Background(), "s", 5); tail.Total != 0 {
-		t.Fatal("half a batch was stored")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	msg := memory.Message{Role: memory.RoleUser, Content: "hi"}
+	errs := map[string]error{
+		"Create": s.Create(ctx, "t", "alice"),
+		"Append": func() error { _, err := s.Append(ctx, "s", "alice", msg); return err }(),
+		"Tail":   func() error { _, err := s.Tail(ctx, "s", "alice", 1); return err }(),
+		"Range":  func() error { _, err := s.Range(ctx, "s", "alice", 0, 10, 0); return err }(),
+		"Delete": s.Delete(ctx, "s", "alice"),
+		"Sessions": func() error {
+			_, _, err := s.Sessions(ctx, "alice", 0, 0)
+			return err
+		}(),
+	}
+	for op, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v", op, err)
+		}
+	}
+	if tail, err := s.Tail(t.Context(), "s", "alice", 1); err != nil || tail.Total != 0 {
+		t.Fatalf("cancelled operations changed the store: %+v, %v", tail, err)
+	}
+	if _, err := s.Tail(t.Context(), "t", "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("cancelled Create made a session: %v", err)
 	}
 }

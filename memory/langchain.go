@@ -2,8 +2,8 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -122,7 +122,10 @@ func (c *ConversationMemory) SaveContext(ctx context.Context, inputs, outputs ma
 
 // Clear implements schema.Memory: deletes the session.
 func (c *ConversationMemory) Clear(ctx context.Context) error {
-	return c.m.DeleteSession(ctx, c.sessionID, c.userID)
+	if err := c.m.DeleteSession(ctx, c.sessionID, c.userID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // pickValue returns values[key] as a string; when key is absent and values
@@ -219,12 +222,18 @@ func (h *ChatHistory) AddAIMessage(ctx context.Context, text string) error {
 
 // Clear implements schema.ChatMessageHistory: deletes the session.
 func (h *ChatHistory) Clear(ctx context.Context) error {
-	return h.m.DeleteSession(ctx, h.sessionID, h.userID)
+	if err := h.m.DeleteSession(ctx, h.sessionID, h.userID); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // Messages implements schema.ChatMessageHistory: every stored message.
 func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) {
-	msgs, err := h.m.Messages(ctx, h.sessionID, h.userID)
+	msgs, err := h.m.Messages(ctx, h.sessionID, h.userID, 0, 0)
+	if errors.Is(err, ErrNotFound) {
+		return []llms.ChatMessage{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -234,24 +243,8 @@ func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) 
 // SetMessages implements schema.ChatMessageHistory: replaces the session's
 // history (and drops its summary).
 func (h *ChatHistory) SetMessages(ctx context.Context, msgs []llms.ChatMessage) error {
-	if err := h.Clear(ctx); err != nil {
+	if err := h.Clear(ctx); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return h.m.SaveMessages(ctx, h.sessionID, h.userID, msgs...)
-}
-
-// Messages returns every stored message of the session, oldest first,
-// after the ownership check.
-func (m *Manager) Messages(ctx context.Context, sessionID, userID string) ([]Message, error) {
-	if sessionID == "" {
-		return nil, nil
-	}
-	if err := m.checkOwner(ctx, sessionID, normUser(userID)); err != nil {
-		return nil, err
-	}
-	msgs, err := m.store.Range(ctx, sessionID, 0, math.MaxInt64, 0)
-	if err != nil {
-		return nil, fmt.Errorf("memory: messages %q: %w", sessionID, err)
-	}
-	return msgs, nil
 }

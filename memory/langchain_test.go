@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -63,8 +64,7 @@ func orderSummarizer() summary.Service {
 
 func smallHierManager(t *testing.T) *memory.Manager {
 	t.Helper()
-	cfg := memory.DefaultConfig()
-	cfg.Enabled = true
+	cfg := hierConfig()
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 6, 4
 	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
 		memory.WithSummaries(summary.NewInMemoryStore(0), orderSummarizer()), memory.WithLogger(quiet))
@@ -97,7 +97,7 @@ func TestMemoryWithConversationChain(t *testing.T) {
 	if !strings.Contains(p, "Human: Hello again\nAI: ok") {
 		t.Fatalf("recent turn missing:\n%s", p)
 	}
-	msgs, err := mgr.Messages(ctx, "s", "alice")
+	msgs, err := mgr.Messages(ctx, "s", "alice", 0, 0)
 	if err != nil || len(msgs) != 12 {
 		t.Fatalf("stored %d messages, %v", len(msgs), err)
 	}
@@ -127,7 +127,7 @@ func TestMemoryWithConversationalAgentExecutor(t *testing.T) {
 	if !strings.Contains(p, "- order_id: #A-1234") || strings.Contains(p, "Human: My order is") {
 		t.Fatalf("prompt does not carry the folded fact:\n%s", p)
 	}
-	msgs, _ := mgr.Messages(ctx, "s", "alice")
+	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
 	if msgs[1].Content != "noted" { // the agent's leading space is not stored
 		t.Fatalf("stored answer = %q", msgs[1].Content)
 	}
@@ -175,7 +175,14 @@ func TestChatHistoryAdapter(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].GetContent() != "x" {
 		t.Fatalf("Messages = %v, %v", got, err)
 	}
-	if _, err := mgr.ChatHistory("s", "bob").Messages(ctx); err == nil {
-		t.Fatal("another user read the history")
+	if got, err := mgr.ChatHistory("s", "bob").Messages(ctx); !errors.Is(err, memory.ErrNotOwner) || len(got) != 0 {
+		t.Fatalf("another user read the history: %v, %v", got, err)
+	}
+	// A missing session reads as empty; Clear of a missing session is fine.
+	if got, err := mgr.ChatHistory("missing", "alice").Messages(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("missing session = %v, %v", got, err)
+	}
+	if err := mgr.ChatHistory("missing", "alice").Clear(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

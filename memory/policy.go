@@ -1,48 +1,50 @@
 package memory
 
 import (
-	"context"
-	"fmt"
-	"math"
-	"time"
-
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
-// The chunked policy (seeds 000/001). What the model sees is the summary
-// plus every message the summary does not cover yet — the "no message
-// leaves the view unless folded" invariant — and that verbatim tail is kept
-// between K = RecentMessageCount and K+B messages by folding the oldest
-// messages down to K, in the background, when a trigger fires:
-//
-//	token    summary + unfolded messages exceed the token threshold
-//	overflow more than K+B unfolded messages
-//	safety   SafetyTurns user turns since the last fold
-//
-// with that priority (it only names the fold; one fold per cycle). A load
-// that finds the tail over K+B (background folds lagging or failing) folds
-// synchronously; when that fails too it shows the whole unfolded tail rather
-// than drop anything.
+// policy decides what the model sees of a session and when, and up to
+// where, old messages are folded. The two policies are the types parity and
+// chunked; everything else (reading, waiting, folding, saving) is shared by
+// the Manager and the fold engine.
+type policy interface {
+	// loadSize is how many of the newest messages a load reads.
+	loadSize() int
+	// triggers reports whether a save that left total messages in the
+	// session may start a background fold.
+	triggers(total int) bool
+	// target is the cursor the summary must reach — the Seq of the last
+	// message to fold — or 0 when no fold is needed. s is the usable summary
+	// (nil: none), unfolded the messages after its cursor (chunked only).
+	// background says whether a save asks (its triggers apply) or a load
+	// (what the view needs).
+	target(v view, s *summary.Summary, unfolded []Message, background bool) (cut int64, trigger string)
+	// show assembles the view from a usable summary s (nil: none) that
+	// target was satisfied with, or that is stale (then unfolded are the
+	// messages after its cursor, all shown).
+	show(v view, s *summary.Summary, unfolded []Message) History
+	// degraded is the view when no summary is usable and the fold did not
+	// finish in time or failed.
+	degraded(v view, unfolded []Message) History
+	// incremental reports whether a fold sends only the messages after the
+	// summary's cursor (with the summary) rather than all of them.
+	incremental() bool
+	// wantsUnfolded reports whether target and show need the messages after
+	// the cursor even when the summary is fresh.
+	wantsUnfolded() bool
+}
 
-func (m *Manager) chunked() bool { return m.cfg.Policy == PolicyChunked }
+func newPolicy(cfg Config, cost *trimmer.Trimmer) policy {
+	if cfg.Policy == PolicyChunked {
+		return chunked{cfg: cfg, cost: cost}
+	}
+	return parity{cfg: cfg}
+}
 
-// unfolded returns the messages after cursor (all of them, oldest first)
-// and the session's message count, reading only the tail when the tail
-// reaches back to the cursor.
-func (m *Manager) unfolded(ctx context.Context, sessionID string, cursor int64) ([]Message, int, error) {
-	t, err := m.store.Tail(ctx, sessionID, m.cfg.RecentMessageCount+m.cfg.BufferMessageCount+alignSlack)
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(t.Messages) == t.Total || (len(t.Messages) > 0 && t.Messages[0].Seq <= cursor) {
-		i := 0
-		for i < len(t.Messages) && t.Messages[i].Seq <= cursor {
-			i++
-		}
-		return t.Messages[i:], t.Total, nil
-	}
-	msgs, err := m.store.Range(ctx, sessionID, cursor, math.MaxInt64, 0)
-	return msgs, t.Total, err
+func covers(s *summary.Summary, cut int64) bool {
+	return s != nil && s.UpToSeq >= cut && !s.IsEmpty()
 }
 
 func cursorOf(s *summary.Summary) int64 {
@@ -52,16 +54,129 @@ func cursorOf(s *summary.Summary) int64 {
 	return s.UpToSeq
 }
 
+func shown(s *summary.Summary, msgs []Message, mode Mode, total int) History {
+	out := append(s.Blocks(), ChatMessages(msgs)...)
+	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
+}
+
+// takeLast is the newest n messages (aligned), no summary.
+func takeLast(v view, n int, mode Mode) History {
+	recent, _ := v.recent(n)
+	return shown(nil, recent, mode, v.total)
+}
+
+// parity behaves as the reference: takeLast up to the trigger; above it,
+// the facts and narrative of everything before the verbatim window of the
+// last RecentMessageCount messages, folded after every save.
+type parity struct{ cfg Config }
+
+func (p parity) takeLastN() int { return 2 * p.cfg.MaxConversationTurns }
+
+func (p parity) loadSize() int { return max(p.takeLastN(), p.cfg.RecentMessageCount) }
+
+func (p parity) triggers(total int) bool { return total > p.cfg.TriggerMessageCount }
+
+func (p parity) target(v view, s *summary.Summary, _ []Message, background bool) (int64, string) {
+	if v.total <= p.cfg.TriggerMessageCount {
+		return 0, ""
+	}
+	_, cut := v.recent(p.cfg.RecentMessageCount)
+	if cut == 0 || covers(s, cut) {
+		return 0, ""
+	}
+	if background {
+		return cut, "save"
+	}
+	return cut, "load"
+}
+
+func (p parity) show(v view, s *summary.Summary, unfolded []Message) History {
+	if v.total <= p.cfg.TriggerMessageCount {
+		return takeLast(v, p.takeLastN(), ModeTakeLast)
+	}
+	recent, cut := v.recent(p.cfg.RecentMessageCount)
+	switch {
+	case cut == 0:
+		return shown(nil, recent, ModeAll, v.total)
+	case covers(s, cut):
+		return shown(s, recent, ModeHierarchical, v.total)
+	case s != nil:
+		return shown(s, unfolded, ModeStale, v.total)
+	}
+	return p.degraded(v, nil)
+}
+
+func (p parity) degraded(v view, _ []Message) History {
+	return takeLast(v, p.takeLastN(), ModeFallback)
+}
+
+func (parity) incremental() bool   { return false }
+func (parity) wantsUnfolded() bool { return false }
+
+// chunked shows the summary plus every message it does not cover yet — so
+// no message leaves the view unless folded — and keeps that verbatim tail
+// between K = RecentMessageCount and K+B messages by folding the oldest ones
+// down to K, in the background, when a trigger fires:
+//
+//	token    summary + unfolded messages exceed the token threshold
+//	overflow more than K+B unfolded messages
+//	safety   SafetyTurns user turns since the last fold
+//
+// with that priority (it only names the fold). A load that finds the tail
+// over K+B, or over the token budget, asks for a fold too; when that does not
+// finish in time it shows the whole unfolded tail rather than drop anything.
+type chunked struct {
+	cfg  Config
+	cost *trimmer.Trimmer
+}
+
+func (c chunked) loadSize() int { return c.cfg.RecentMessageCount + c.cfg.BufferMessageCount }
+
+func (c chunked) triggers(total int) bool { return total > c.cfg.RecentMessageCount }
+
+func (c chunked) target(_ view, s *summary.Summary, unfolded []Message, background bool) (int64, string) {
+	if background {
+		trigger := c.foldTrigger(s, unfolded)
+		start := alignedStart(unfolded, c.cfg.RecentMessageCount)
+		if trigger == "" || start == 0 {
+			return 0, ""
+		}
+		return unfolded[start-1].Seq, trigger
+	}
+	if start := c.keepFrom(s, unfolded); start > 0 {
+		return unfolded[start-1].Seq, "load"
+	}
+	return 0, ""
+}
+
+func (c chunked) show(v view, s *summary.Summary, unfolded []Message) History {
+	if s.IsEmpty() {
+		return shown(nil, unfolded, ModeAll, v.total)
+	}
+	mode := ModeHierarchical
+	if c.keepFrom(s, unfolded) > 0 {
+		mode = ModeStale
+	}
+	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total)
+}
+
+func (c chunked) degraded(v view, unfolded []Message) History {
+	return shown(nil, unfolded, ModeFallback, v.total)
+}
+
+func (c chunked) incremental() bool { return c.cfg.FoldMode != FoldFull }
+func (chunked) wantsUnfolded() bool { return true }
+
 // foldTrigger names the highest-priority trigger that fires, "" for none.
-func (m *Manager) foldTrigger(s *summary.Summary, unfolded []Message) string {
-	k, b := m.cfg.RecentMessageCount, m.cfg.BufferMessageCount
-	if th := m.tokenThreshold(); th > 0 && m.summaryTokens(s)+m.messageTokens(unfolded) > th {
+func (c chunked) foldTrigger(s *summary.Summary, unfolded []Message) string {
+	k, b := c.cfg.RecentMessageCount, c.cfg.BufferMessageCount
+	if th := c.tokenThreshold(); th > 0 && c.summaryTokens(s)+c.messageTokens(unfolded) > th {
 		return "token"
 	}
 	if len(unfolded) > k+b {
 		return "overflow"
 	}
-	if n := m.cfg.SafetyTurns; n > 0 {
+	if n := c.cfg.SafetyTurns; n > 0 {
 		turns := 0
 		for _, msg := range unfolded {
 			if msg.Role == RoleUser {
@@ -77,10 +192,10 @@ func (m *Manager) foldTrigger(s *summary.Summary, unfolded []Message) string {
 
 // tokenThreshold is the smaller of the absolute and the fractional token
 // triggers that are on, 0 when both are off.
-func (m *Manager) tokenThreshold() int {
-	th := m.cfg.FoldTokenThreshold
-	if f := m.cfg.FoldTokenFraction; f > 0 {
-		frac := int(f * float64(m.cfg.ContextWindowTokens))
+func (c chunked) tokenThreshold() int {
+	th := c.cfg.FoldTokenThreshold
+	if f := c.cfg.FoldTokenFraction; f > 0 {
+		frac := int(f * float64(c.cfg.ContextWindowTokens))
 		if th == 0 || frac < th {
 			th = frac
 		}
@@ -88,115 +203,64 @@ func (m *Manager) tokenThreshold() int {
 	return th
 }
 
-func (m *Manager) backgroundChunked(ctx context.Context, sessionID string) error {
-	s, err := m.sums.Get(ctx, sessionID)
-	if err != nil {
-		return err
+// viewBudget is the token budget of summary + verbatim tail in what the
+// model sees: PromptMemoryBudget when set, else the token trigger's
+// threshold, and never more than the prompt budget of the window — so a
+// tail the prompt could not hold is folded first instead of being trimmed
+// away unfolded.
+func (c chunked) viewBudget() int {
+	limit := c.cfg.ContextWindowTokens - c.cfg.OutputReserveTokens
+	b := c.cfg.PromptMemoryBudget
+	if b == 0 {
+		b = c.tokenThreshold()
 	}
-	unfolded, _, err := m.unfolded(ctx, sessionID, cursorOf(s))
-	if err != nil {
-		return err
+	if b == 0 || b > limit {
+		b = limit
 	}
-	trigger := m.foldTrigger(s, unfolded)
-	start := alignedStart(unfolded, m.cfg.RecentMessageCount)
-	if trigger == "" || start == 0 {
-		return nil
-	}
-	m.stats.backgroundFolds.Add(1)
-	_, err = m.fold(ctx, sessionID, unfolded[start-1].Seq, false, trigger)
-	return err
-}
-
-func (m *Manager) loadChunked(ctx context.Context, sessionID string) (History, error) {
-	s, err := m.sums.Get(ctx, sessionID)
-	if err != nil {
-		m.stats.fallbacks.Add(1)
-		m.log.WarnContext(ctx, "strata: summary store unavailable, using takeLast", "session_id", sessionID, "error", err)
-		return m.loadTakeLast(ctx, sessionID, m.cfg.RecentMessageCount+m.cfg.BufferMessageCount, ModeFallback)
-	}
-	unfolded, total, err := m.unfolded(ctx, sessionID, cursorOf(s))
-	if err != nil {
-		m.stats.loadErrors.Add(1)
-		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
-	}
-	if total == 0 {
-		return History{Mode: ModeEmpty}, nil
-	}
-	mode := ModeHierarchical
-	// Twice at most: a fold grows the summary, which can push a prompt-memory
-	// budget over again.
-	for range 2 {
-		start := m.keepFrom(s, unfolded)
-		if start == 0 {
-			break
-		}
-		m.stats.lazyFolds.Add(1)
-		folded, err := m.fold(ctx, sessionID, unfolded[start-1].Seq, true, "load")
-		if ctx.Err() != nil {
-			return History{Mode: ModeEmpty}, ctx.Err()
-		}
-		if err != nil { // keep every unfolded message: never drop what is not folded
-			m.stats.fallbacks.Add(1)
-			mode = ModeFallback
-			m.log.WarnContext(ctx, "strata: fold on load failed, showing the whole unfolded tail",
-				"session_id", sessionID, "unfolded", len(unfolded), "error", err)
-			break
-		}
-		s, unfolded = folded, unfolded[start:]
-	}
-	if s.IsEmpty() {
-		s = nil
-	}
-	if s == nil && mode == ModeHierarchical {
-		mode = ModeAll
-	}
-	shown := m.fitNarrative(ctx, sessionID, s, unfolded)
-	return History{Messages: Assemble(shown, ChatMessages(unfolded)), Mode: mode, Summary: s, Recent: unfolded, Total: total}, nil
+	return b
 }
 
 // keepFrom returns the index of the first unfolded message the view keeps:
 // 0 keeps all; a larger index means the messages before it must be folded
-// first (overflow beyond K+B, or the prompt-memory budget).
-func (m *Manager) keepFrom(s *summary.Summary, unfolded []Message) int {
+// first (overflow beyond K+B, or the view's token budget).
+func (c chunked) keepFrom(s *summary.Summary, unfolded []Message) int {
 	start := 0
-	if len(unfolded) > m.cfg.RecentMessageCount+m.cfg.BufferMessageCount {
-		start = alignedStart(unfolded, m.cfg.RecentMessageCount)
+	if len(unfolded) > c.cfg.RecentMessageCount+c.cfg.BufferMessageCount {
+		start = alignedStart(unfolded, c.cfg.RecentMessageCount)
 	}
-	if budget := m.cfg.PromptMemoryBudget; budget > 0 {
-		avail := budget - m.summaryTokens(s)
-		fit := 0
-		for i := len(unfolded) - 1; i >= 0; i-- {
-			avail -= m.messageTokens(unfolded[i : i+1])
-			if avail < 0 {
-				break
-			}
-			fit++
+	budget := c.viewBudget()
+	avail := budget - c.summaryTokens(s)
+	fit := 0
+	for i := len(unfolded) - 1; i >= 0; i-- {
+		avail -= c.messageTokens(unfolded[i : i+1])
+		if avail < 0 {
+			break
 		}
-		if from := alignedStart(unfolded, max(fit, m.cfg.MinTailMessages)); from > start {
-			start = from
-			m.log.Debug("strata: prompt-memory budget drops oldest verbatim messages (folding them first)",
-				"budget", budget, "dropped", from)
-		}
+		fit++
+	}
+	if from := alignedStart(unfolded, max(fit, c.cfg.MinTailMessages)); from > start {
+		start = from
 	}
 	return start
 }
 
 // fitNarrative returns s with its narrative cut (oldest part first) when
-// summary + tail still exceed the prompt-memory budget: the last resort of
-// seed 000 §5.1 step 5. Facts are never cut. The stored summary is
+// summary + tail exceed the prompt-memory budget: the last resort, after
+// dropping folded verbatim turns. Facts are never cut. The stored summary is
 // unchanged.
-func (m *Manager) fitNarrative(ctx context.Context, sessionID string, s *summary.Summary, tail []Message) *summary.Summary {
-	budget := m.cfg.PromptMemoryBudget
+func (c chunked) fitNarrative(s *summary.Summary, tail []Message) *summary.Summary {
+	budget := c.cfg.PromptMemoryBudget
 	if budget == 0 || s == nil {
 		return s
 	}
-	over := m.summaryTokens(s) + m.messageTokens(tail) - budget
+	over := c.summaryTokens(s) + c.messageTokens(tail) - budget
 	if over <= 0 {
 		return s
 	}
+	est := c.cost.Estimator()
 	r := []rune(s.Narrative)
 	keep := len(r)
-	for keep > 0 && m.est.Estimate(string(r[len(r)-keep:])) > m.est.Estimate(s.Narrative)-over {
+	for keep > 0 && est.Estimate(string(r[len(r)-keep:])) > est.Estimate(s.Narrative)-over {
 		keep -= max(keep/8, 1)
 	}
 	cut := *s
@@ -204,23 +268,35 @@ func (m *Manager) fitNarrative(ctx context.Context, sessionID string, s *summary
 	if keep > 0 {
 		cut.Narrative = "…" + string(r[len(r)-keep:])
 	}
-	m.log.InfoContext(ctx, "strata: prompt-memory budget truncated the narrative", "session_id", sessionID,
-		"budget", budget, "over_tokens", over, "narrative_runes_before", len(r), "narrative_runes_after", keep)
 	return &cut
 }
 
-// chunks splits msgs into runs of at most MaxFoldInputTokens (chunked
-// policy), each at least one message and never starting with a tool result
-// when that can be avoided. Parity folds are one chunk.
-func (m *Manager) chunks(msgs []Message) [][]Message {
-	limit := m.cfg.MaxFoldInputTokens
-	if !m.chunked() || limit <= 0 {
+func (c chunked) messageTokens(msgs []Message) int {
+	if len(msgs) == 0 {
+		return 0
+	}
+	return c.cost.Cost(ChatMessages(msgs))
+}
+
+// summaryTokens prices the system messages a summary becomes.
+func (c chunked) summaryTokens(s *summary.Summary) int {
+	if s == nil {
+		return 0
+	}
+	return c.cost.Cost(s.Blocks())
+}
+
+// chunks splits msgs into runs of at most limit tokens (limit <= 0: one
+// run), each at least one message and never starting with a tool result
+// when that can be avoided.
+func chunks(msgs []Message, limit int, cost *trimmer.Trimmer) [][]Message {
+	if limit <= 0 {
 		return [][]Message{msgs}
 	}
 	var out [][]Message
 	start, used := 0, 0
 	for i := range msgs {
-		c := m.messageTokens(msgs[i : i+1])
+		c := cost.Cost(ChatMessages(msgs[i : i+1]))
 		if i > start && used+c > limit && msgs[i].Role != RoleTool {
 			out = append(out, msgs[start:i])
 			start, used = i, 0
@@ -228,40 +304,4 @@ func (m *Manager) chunks(msgs []Message) [][]Message {
 		used += c
 	}
 	return append(out, msgs[start:])
-}
-
-func (m *Manager) messageTokens(msgs []Message) int {
-	if len(msgs) == 0 {
-		return 0
-	}
-	return m.cost.Cost(ChatMessages(msgs))
-}
-
-// summaryTokens prices the system messages a summary becomes.
-func (m *Manager) summaryTokens(s *summary.Summary) int {
-	if s == nil {
-		return 0
-	}
-	return m.cost.Cost(Assemble(s, nil))
-}
-
-// foldRecord collects what one fold did, for its log record.
-type foldRecord struct {
-	trigger      string
-	messages     int
-	calls        int
-	tokensBefore int
-	inputTokens  int
-}
-
-func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
-	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
-		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.summaryTokens(s),
-		"input_tokens_reported", r.inputTokens, "duration", m.now().Sub(began)}
-	m.observeFold(ctx, r, err)
-	if err != nil {
-		m.log.WarnContext(ctx, "strata: fold failed", append(attrs, "outcome", "error", "error", err)...)
-		return
-	}
-	m.log.DebugContext(ctx, "strata: fold", append(attrs, "outcome", "ok", "up_to_seq", s.UpToSeq, "facts", len(s.Facts))...)
 }

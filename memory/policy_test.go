@@ -91,49 +91,64 @@ func TestChunkedFullModeResummarizesFromOriginals(t *testing.T) {
 	}
 }
 
-func TestChunkedTriggersAndPriority(t *testing.T) {
-	var mu sync.Mutex
-	var triggers []string
-	logger := slog.New(recordHandler(func(r slog.Record) {
-		if r.Message == "strata: fold" {
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key == "trigger" {
-					mu.Lock()
-					triggers = append(triggers, a.Value.String())
-					mu.Unlock()
-				}
-				return true
-			})
+// triggerLog records the trigger of every fold the manager logs.
+type triggerLog struct {
+	mu       sync.Mutex
+	triggers []string
+}
+
+func (l *triggerLog) logger() *slog.Logger {
+	return slog.New(recordHandler(func(r slog.Record) {
+		if r.Message != "strata: fold" {
+			return
 		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "trigger" {
+				l.mu.Lock()
+				l.triggers = append(l.triggers, a.Value.String())
+				l.mu.Unlock()
+			}
+			return true
+		})
 	}))
+}
+
+func (l *triggerLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.triggers, ",")
+}
+
+func TestChunkedTriggersAndPriority(t *testing.T) {
 	t.Run("safety", func(t *testing.T) {
-		triggers = nil
+		var log triggerLog
 		cfg := chunkedConfig(2, 100)
 		cfg.SafetyTurns = 3
-		f := newFixture(t, cfg, memory.WithLogger(logger))
+		f := newFixture(t, cfg, memory.WithLogger(log.logger()))
 		saveTurns(t, f.mgr, "s", 1, 3)
-		if f.svc.calls.Load() != 1 || strings.Join(triggers, ",") != "safety" {
-			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), triggers)
+		if f.svc.calls.Load() != 1 || log.String() != "safety" {
+			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), log.String())
 		}
 	})
 	t.Run("token beats overflow", func(t *testing.T) {
-		triggers = nil
+		var log triggerLog
 		cfg := chunkedConfig(2, 2)
 		cfg.FoldTokenThreshold = 100 // 5 messages × 21 tokens > 100 exactly when overflow fires too
-		f := newFixture(t, cfg, memory.WithLogger(logger))
+		f := newFixture(t, cfg, memory.WithLogger(log.logger()))
 		saveTurns(t, f.mgr, "s", 1, 3)
-		if f.svc.calls.Load() != 1 || strings.Join(triggers, ",") != "token" {
-			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), triggers)
+		if f.svc.calls.Load() != 1 || log.String() != "token" {
+			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), log.String())
 		}
 	})
 	t.Run("fraction of the window", func(t *testing.T) {
-		triggers = nil
+		var log triggerLog
 		cfg := chunkedConfig(2, 100)
-		cfg.FoldTokenFraction, cfg.ContextWindowTokens = 0.5, 130 // threshold 65 tokens ≈ 3 messages
-		f := newFixture(t, cfg, memory.WithLogger(logger))
+		// threshold 0.5 × 130 = 65 tokens ≈ 3 messages
+		cfg.FoldTokenFraction, cfg.ContextWindowTokens, cfg.OutputReserveTokens = 0.5, 130, 10
+		f := newFixture(t, cfg, memory.WithLogger(log.logger()))
 		saveTurns(t, f.mgr, "s", 1, 2)
-		if f.svc.calls.Load() != 1 || strings.Join(triggers, ",") != "token" {
-			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), triggers)
+		if f.svc.calls.Load() != 1 || log.String() != "token" {
+			t.Fatalf("calls %d, triggers %v", f.svc.calls.Load(), log.String())
 		}
 	})
 }
@@ -152,12 +167,12 @@ func TestChunkedInputCapFoldsInChunksAndKeepsProgress(t *testing.T) {
 	cfg := chunkedConfig(2, 8)
 	cfg.MaxFoldInputTokens = 50 // two messages of ~21 tokens per call
 	f := newFixture(t, cfg)
-	f.svc.fn = func(_ context.Context, call int64, req summary.Request) (summary.Result, error) {
+	f.svc.set(func(_ context.Context, call int64, req summary.Request) (summary.Result, error) {
 		if call == 3 {
 			return summary.Result{}, errors.New("rate limited")
 		}
 		return countingResult(req), nil
-	}
+	})
 	seed(t, f.store, "s", "alice", 6) // +1 turn = 14 messages > K+B: fold 12 in chunks of 2
 	if err := f.mgr.SaveTurn(context.Background(), "s", "alice", "u7", "a7"); err != nil {
 		t.Fatal(err)
@@ -169,39 +184,46 @@ func TestChunkedInputCapFoldsInChunksAndKeepsProgress(t *testing.T) {
 		}
 	}
 	// Calls 1 and 2 succeeded before the failure: their progress is stored.
+	msgs := mustMessages(t, f.mgr, "s", "alice", 0)
 	s, _ := f.sums.Get(context.Background(), "s")
-	if s == nil || s.UpToSeq != 4 {
-		t.Fatalf("progress after a failed chunk = %+v, want cursor 4", s)
+	if s == nil || s.UpToSeq != msgs[3].Seq {
+		t.Fatalf("progress after a failed chunk = %+v, want cursor at the 4th message", s)
 	}
 	// The view still shows every unfolded message.
 	h, err := f.mgr.Load(context.Background(), "s", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertNoDropWithoutFold(t, f.store, h)
+	assertNoDropWithoutFold(t, f.mgr, "s", "alice", h)
 }
 
 func TestPromptMemoryBudgetFoldsBeforeDropping(t *testing.T) {
 	cfg := chunkedConfig(6, 10)
 	cfg.PromptMemoryBudget, cfg.MinTailMessages = 120, 2
 	f := newFixture(t, cfg)
-	f.svc.fn = func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+	f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
 		return summary.Result{Narrative: strings.Repeat("long story. ", 60), Facts: []summary.Fact{{Key: "k", Value: "v"}}}, nil
+	})
+	seed(t, f.store, "s", "alice", 5) // 10 messages, below K+B: no save would fold yet
+	// Each load folds what the budget cannot hold, never dropping a message
+	// unfolded; as the summary grows, the next load folds further, down to
+	// MinTailMessages verbatim.
+	var h memory.History
+	for i := 0; i < 5 && h.Mode != memory.ModeHierarchical; i++ {
+		var err error
+		if h, err = f.mgr.Load(context.Background(), "s", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		assertNoDropWithoutFold(t, f.mgr, "s", "alice", h)
 	}
-	seed(t, f.store, "s", "alice", 5) // 10 messages, below K+B: nothing folded yet
-	h, err := f.mgr.Load(context.Background(), "s", "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertNoDropWithoutFold(t, f.store, h)
-	if len(h.Recent) != 2 {
-		t.Fatalf("budget kept %d verbatim messages, want MinTailMessages=2", len(h.Recent))
+	if h.Mode != memory.ModeHierarchical || len(h.Recent) != 2 {
+		t.Fatalf("mode %s with %d verbatim messages, want hierarchical with MinTailMessages=2", h.Mode, len(h.Recent))
 	}
 	narr := h.Messages[1].GetContent()
-	if !strings.HasPrefix(narr, "Conversation Summary:\n…") || len(narr) > 400 {
+	if !strings.HasPrefix(narr, summary.NarrativeHeader+"\n…") || len(narr) > 400 {
 		t.Fatalf("narrative not truncated to the budget: %d bytes", len(narr))
 	}
-	if h.Messages[0].GetContent() != "Conversation Facts:\n- k: v" {
+	if h.Messages[0].GetContent() != summary.FactsHeader+"\n- k: v" {
 		t.Fatalf("facts must never be cut: %q", h.Messages[0].GetContent())
 	}
 	stored, _ := f.sums.Get(context.Background(), "s")
@@ -213,7 +235,7 @@ func TestPromptMemoryBudgetFoldsBeforeDropping(t *testing.T) {
 func TestModelVariantMetadataIsStoredNotUsed(t *testing.T) {
 	f := newFixture(t, chunkedConfig(2, 2))
 	ctx := context.Background()
-	err := f.mgr.AppendMessages(ctx, "s", "alice",
+	_, err := f.mgr.Append(ctx, "s", "alice",
 		memory.Message{Role: memory.RoleUser, Content: "deep question"},
 		memory.Message{Role: memory.RoleAssistant, Content: "deep answer", Metadata: map[string]string{memory.MetadataModelVariant: "deep-dive"}})
 	if err != nil {
@@ -230,10 +252,10 @@ func TestModelVariantMetadataIsStoredNotUsed(t *testing.T) {
 
 // assertNoDropWithoutFold checks the invariant: every stored message is
 // either covered by the summary the view shows or shown verbatim.
-func assertNoDropWithoutFold(t *testing.T, store memory.MessageStore, h memory.History) {
+func assertNoDropWithoutFold(t *testing.T, mgr *memory.Manager, session, user string, h memory.History) {
 	t.Helper()
-	all, err := store.Range(context.Background(), "s", 0, math.MaxInt64, 0)
-	if err != nil {
+	all, err := mgr.Messages(context.Background(), session, user, 0, 0)
+	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		t.Fatal(err)
 	}
 	var cursor int64
@@ -312,25 +334,57 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		cfg.PromptMemoryBudget, cfg.MinTailMessages = 80+rng.IntN(200), rng.IntN(4)
 	}
 	store, sums := memory.NewInMemoryStore(), summary.NewInMemoryStore(0)
+	// The summarizer's behaviour changes during a schedule: it answers at
+	// once, fails, is slow (yields while saves, loads and cancellations
+	// interleave), or blocks until cancelled or until it leaves that mode.
+	const (
+		answer = iota
+		fail
+		slow
+		block
+	)
 	var mu sync.Mutex
-	failing, slow := false, false
+	mode, hold := answer, make(chan struct{})
+	setMode := func(m int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if mode == block && m != block {
+			close(hold)
+			hold = make(chan struct{})
+		}
+		mode = m
+	}
 	svc := summary.ServiceFunc(func(ctx context.Context, req summary.Request) (summary.Result, error) {
 		mu.Lock()
-		fail, delay := failing, slow
+		m, h := mode, hold
 		mu.Unlock()
-		if delay { // slow: let saves, loads and cancellations interleave
+		switch m {
+		case slow:
 			for i := 0; i < 20 && ctx.Err() == nil; i++ {
 				runtime.Gosched()
 			}
-			if ctx.Err() != nil {
-				return summary.Result{}, ctx.Err()
+		case block:
+			select {
+			case <-h:
+			case <-ctx.Done():
 			}
-		}
-		if fail {
+		case fail:
 			return summary.Result{}, errors.New("summarizer down")
+		}
+		if err := ctx.Err(); err != nil {
+			return summary.Result{}, err
 		}
 		return countingResult(req), nil
 	})
+	// Short waits: loads rarely wait for folds and show stale summaries or
+	// degrade; only then may the summarizer block (a load would otherwise
+	// wait Config.FoldWait for it).
+	short := rng.IntN(2) == 0
+	modes := []int{answer, fail, slow}
+	if short {
+		modes = append(modes, block)
+		cfg = waits(cfg, time.Millisecond, time.Millisecond)
+	}
 	open := func() *memory.Manager {
 		mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
 		if err != nil {
@@ -339,7 +393,10 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		return mgr
 	}
 	mgr := open()
-	defer func() { _ = mgr.Close() }()
+	defer func() {
+		setMode(answer)
+		_ = mgr.Close()
+	}()
 	ctx := context.Background()
 	for step := 0; step < 25; step++ {
 		switch op := rng.IntN(10); {
@@ -356,23 +413,24 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 			}
 		case op < 7:
 		case op == 7:
-			mu.Lock()
-			failing, slow = rng.IntN(3) == 0, rng.IntN(2) == 0
-			mu.Unlock()
+			setMode(modes[rng.IntN(len(modes))])
 		case op == 8:
 			mgr.CancelSummarization("s")
 		default:
 			_ = mgr.Close()
 			mgr = open()
 		}
-		if rng.IntN(2) == 0 {
+		mu.Lock()
+		blocked := mode == block
+		mu.Unlock()
+		if !blocked && rng.IntN(2) == 0 {
 			_ = mgr.Flush(ctx)
 		}
 		h, err := mgr.Load(ctx, "s", "alice")
 		if err != nil {
 			t.Fatalf("schedule %d step %d: load: %v", n, step, err)
 		}
-		assertNoDropWithoutFold(t, store, h)
+		assertNoDropWithoutFold(t, mgr, "s", "alice", h)
 		if h.Total >= cfg.RecentMessageCount && len(h.Recent) < min(cfg.RecentMessageCount, max(cfg.MinTailMessages, 1)) && cfg.PromptMemoryBudget == 0 {
 			t.Fatalf("schedule %d step %d: only %d verbatim messages, want >= K=%d", n, step, len(h.Recent), cfg.RecentMessageCount)
 		}
@@ -421,9 +479,10 @@ func locomoTurns(t *testing.T) []string {
 	return texts
 }
 
-// TestChunkedCallsVersusParityOnLoCoMo is the acceptance check:
-// with B>0 and the token trigger on, at least 5× fewer summarizer calls than
-// parity while the model always sees >= K verbatim messages.
+// TestChunkedCallsVersusParityOnLoCoMo checks what the chunked policy is
+// for, on a real dialogue: with B>0 and the token trigger on, at least 5×
+// fewer summarizer calls than parity while the model always sees >= K
+// verbatim messages.
 func TestChunkedCallsVersusParityOnLoCoMo(t *testing.T) {
 	texts := locomoTurns(t)
 	run := func(cfg memory.Config) (calls int64, minRecent int) {
@@ -451,6 +510,7 @@ func TestChunkedCallsVersusParityOnLoCoMo(t *testing.T) {
 	cfg := memory.DefaultConfig()
 	cfg.Enabled, cfg.Policy = true, memory.PolicyChunked // defaults: B=20, token trigger 0.7 × window
 	cfg.FailureCooldown, cfg.MaxFailureCooldown = 0, 0
+	cfg.LoadGrace = hierConfig().LoadGrace
 	chunkedCalls, minRecent := run(cfg)
 	t.Logf("LoCoMo conv 0, %d messages: parity %d calls, chunked %d calls (%.1f× fewer), min verbatim %d",
 		len(texts), parityCalls, chunkedCalls, float64(parityCalls)/float64(chunkedCalls), minRecent)
@@ -459,5 +519,40 @@ func TestChunkedCallsVersusParityOnLoCoMo(t *testing.T) {
 	}
 	if minRecent < cfg.RecentMessageCount {
 		t.Fatalf("model saw only %d verbatim messages, want >= K=%d", minRecent, cfg.RecentMessageCount)
+	}
+}
+
+// Saves that race a chunked fold finishing are never lost: each either
+// makes the running fold check again or starts a new one, so once
+// everything settles the unfolded tail is back within K+B.
+func TestChunkedSavesRacingAFoldAreNotLost(t *testing.T) {
+	cfg := chunkedConfig(2, 0)
+	for round := 0; round < 20; round++ {
+		f := newFixture(t, cfg)
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 25; i++ {
+					if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := f.sums.Get(ctx, "s")
+		if s == nil {
+			t.Fatal("nothing folded")
+		}
+		if n := len(mustMessages(t, f.mgr, "s", "alice", s.UpToSeq)); n > cfg.RecentMessageCount+cfg.BufferMessageCount {
+			t.Fatalf("round %d: %d messages left unfolded after the last save's fold, want <= K+B = %d", round, n, cfg.RecentMessageCount+cfg.BufferMessageCount)
+		}
+		_ = f.mgr.Close()
 	}
 }

@@ -20,21 +20,6 @@ const (
 	RoleTool      Role = "tool"
 )
 
-// ParseRole maps a stored role string, case-insensitively, to a Role;
-// unknown strings map to RoleUser.
-func ParseRole(s string) Role {
-	switch Role(lowerASCII(s)) {
-	case RoleAssistant:
-		return RoleAssistant
-	case RoleSystem:
-		return RoleSystem
-	case RoleTool:
-		return RoleTool
-	default:
-		return RoleUser
-	}
-}
-
 // Message is one stored message of a session. It holds everything a
 // langchaingo chat message carries, losslessly, plus the store's bookkeeping.
 type Message struct {
@@ -69,78 +54,110 @@ type AppendResult struct {
 	// Total is the number of messages the session holds after the append,
 	// read atomically with it.
 	Total int
-	// LastSeq is the sequence number of the last message appended.
+	// LastSeq is the sequence number of the last message appended (0 when
+	// nothing was appended).
 	LastSeq int64
+	// Epoch identifies the incarnation of the session the messages went to
+	// (see Tail.Epoch).
+	Epoch int64
 }
 
 // Tail is the newest part of a session.
 type Tail struct {
 	// Total is the number of messages the session holds.
 	Total int
+	// Epoch identifies this incarnation of the session: it is fixed when the
+	// session is created and differs for a session re-created under the same
+	// id after a delete. Summaries record it, so a summary made for a deleted
+	// session is never shown for its successor.
+	Epoch int64
 	// Messages are at most the requested number of newest messages, oldest
 	// first.
 	Messages []Message
 }
 
-// MessageStore persists the raw messages of sessions. Implementations must be
-// safe for concurrent use. The in-memory store (NewInMemoryStore) and the
-// PostgreSQL store (package db) implement it.
+// SessionInfo describes one session of a user, for listings.
+type SessionInfo struct {
+	SessionID    string
+	UserID       string
+	MessageCount int
+	CreatedAt    time.Time
+	LastActivity time.Time
+	// Preview is the first user message, cut to 50 characters plus "..."
+	// ("Empty conversation" when there is none), as the reference shows it.
+	Preview string
+}
+
+// MessageStore is the driver contract behind a Manager: it persists the raw
+// messages of sessions and who owns them. The in-memory store
+// (NewInMemoryStore) and the PostgreSQL store (package db) implement it, and
+// both run the conformance suite in package memory/memorytest.
+//
+// Ownership is part of every operation: each takes the caller's user id and
+// checks it in the same atomic step as the work it guards (one SQL
+// statement, or one critical section), so no interleaving of another
+// caller's create or delete can expose one user's messages to another.
+// Operations on a session that does not exist return ErrNotFound; on a
+// session another user owns, ErrNotOwner. Implementations must be safe for
+// concurrent use.
 type MessageStore interface {
+	// Create makes an empty session owned by userID, visible at once to
+	// every user of the store. It returns ErrSessionExists when the id is
+	// already in use, whoever owns it.
+	Create(ctx context.Context, sessionID, userID string) error
 	// Append atomically appends msgs to the session as userID: either all
-	// of them are stored, contiguously and in order, or none. The first
-	// writer of a session becomes its owner; an append by another user
-	// returns ErrNotOwner and stores nothing.
+	// of them are stored, contiguously and in order, or none. A session
+	// that does not exist is created, owned by userID (the first writer
+	// owns it; with no msgs the session is only claimed). A session another
+	// user owns returns ErrNotOwner and stores nothing.
 	Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error)
-	// Owner returns the session's owner, or "" when the session is unknown.
-	Owner(ctx context.Context, sessionID string) (string, error)
-	// Tail returns the message count and the newest n messages (n <= 0:
-	// none), without reading the rest of the history.
-	Tail(ctx context.Context, sessionID string, n int) (Tail, error)
+	// Tail returns the message count, the epoch and the newest n messages
+	// (n <= 0: none), without reading the rest of the history.
+	Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error)
 	// Range returns the messages with afterSeq < Seq <= throughSeq, oldest
 	// first; limit > 0 caps how many (the oldest ones are returned).
-	Range(ctx context.Context, sessionID string, afterSeq, throughSeq int64, limit int) ([]Message, error)
+	Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error)
 	// Delete removes every message and the ownership of the session.
-	// Deleting an unknown session is not an error.
-	Delete(ctx context.Context, sessionID string) error
+	Delete(ctx context.Context, sessionID, userID string) error
+	// Sessions lists userID's sessions, newest activity first. total is
+	// the number of the user's sessions before pagination; limit <= 0
+	// means no limit; a negative offset counts as 0.
+	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
 }
 
 // Errors returned by the manager and the stores; check them with errors.Is.
 var (
-	// ErrNotOwner: the session belongs to another user.
+	// ErrNotOwner: the session belongs to another user. HTTP layers answer
+	// it exactly as they answer ErrNotFound, so that ids of other users'
+	// sessions cannot be probed.
 	ErrNotOwner = errors.New("memory: session is owned by another user")
+	// ErrNotFound: no session has this id.
+	ErrNotFound = errors.New("memory: session not found")
+	// ErrSessionExists: Create was given an id that is already in use.
+	ErrSessionExists = errors.New("memory: session already exists")
 	// ErrInvalidMessage: a message cannot be stored as given (unknown type,
 	// invalid UTF-8, NUL byte, tool result without call id, ...).
 	ErrInvalidMessage = errors.New("memory: invalid message")
 	// ErrMessageTooLarge: a message exceeds Config.MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("memory: message too large")
-	// ErrClosed: the store or manager has been closed.
+	// ErrUnavailable: the store could not be reached or did not answer in
+	// time (database down, connection refused, statement timeout). Stores
+	// wrap such failures with it so that callers can tell an outage, worth
+	// retrying later, from a bad request.
+	ErrUnavailable = errors.New("memory: store unavailable")
+	// ErrClosed: the manager has been closed.
 	ErrClosed = errors.New("memory: closed")
 )
 
-func lowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// FoldLocker is implemented by stores that coordinate summarization across
-// processes (the PostgreSQL store does). When the manager's message store or
-// summary store implements it, every fold of a session first takes this
-// lock, so two replicas never summarize the same session at the same time.
+// FoldLocker is an optional capability of a MessageStore or summary.Store
+// that coordinates summarization across processes (the PostgreSQL stores
+// have it). When either store implements it, every fold of a session first
+// takes this lock, so two replicas never summarize one session at the same
+// time. Without it, folds are single-flight within one process only.
 type FoldLocker interface {
 	// TryLockFold tries to take the session's fold lock for at most ttl. ok
 	// is false when another holder has it. release must be called when ok.
+	// Deleting a session does not release or remove its lock: a fold that
+	// is still running keeps it until it ends or the lock expires.
 	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error)
-}
-
-// SessionLister is implemented by message stores that can list a user's
-// sessions, newest activity first (both built-in stores do). total is the
-// number of the user's sessions before pagination; limit <= 0 means no
-// limit; a negative offset counts as 0.
-type SessionLister interface {
-	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
 }

@@ -2,23 +2,18 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
-	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/summary"
 )
 
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, testConfig(t))
+	ts := stack{}.start(t)
 	cases := []struct {
 		name, header, wantMsg string
 		invalidToken          bool
@@ -32,7 +27,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, target := range []struct{ method, path string }{
-			{"GET", "/v1/sessions"}, {"GET", "/v1/sessions/s1/context"}, {"POST", "/v1/sessions"}, {"GET", "/v1/nope"},
+			{"GET", "/v1/sessions"}, {"GET", "/v1/sessions/s-1/context"}, {"POST", "/v1/sessions"}, {"GET", "/v1/nope"},
 		} {
 			var headers []string
 			if c.header != "" {
@@ -66,11 +61,13 @@ func TestAuthentication(t *testing.T) {
 // TestBadRequests covers the strict decoding and validation paths.
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, testConfig(t,
-		"arc.reactor.memory.server.max-body-bytes=4096",
-		"arc.reactor.memory.store.max-message-bytes=1024"))
+	mcfg := testMemoryConfig()
+	mcfg.MaxMessageBytes = 1024
+	ts := stack{mcfg: &mcfg, cfg: Config{MaxBodyBytes: 4096}}.start(t)
 	turn := func(u string) map[string]any { return map[string]any{"turn": map[string]string{"user": u}} }
-	ts.must(200, "POST", "/v1/sessions/s1/messages", keyAlice, turn("hello"), nil)
+	s1 := ts.create(keyAlice, nil)
+	ts.must(200, "POST", "/v1/sessions/"+s1+"/messages", keyAlice, turn("hello"), nil)
+	msgs, sess := "/v1/sessions/"+s1+"/messages", "/v1/sessions/"+s1
 
 	cases := []struct {
 		name         string
@@ -80,41 +77,42 @@ func TestBadRequests(t *testing.T) {
 		status       int
 		code, want   string
 	}{
-		{"oversized body", "POST", "/v1/sessions/s1/messages", `{"turn":{"user":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, "body_too_large", "larger than 4096 bytes"},
-		{"oversized chunked body", "POST", "/v1/sessions/s1/messages", io.MultiReader(strings.NewReader(`{"turn":{"user":"` + strings.Repeat("x", 5000) + `"}}`)), nil, 413, "body_too_large", "larger than 4096 bytes"},
+		{"oversized body", "POST", msgs, `{"turn":{"user":"` + strings.Repeat("x", 5000) + `"}}`, nil, 413, "body_too_large", "larger than 4096 bytes"},
+		{"oversized chunked body", "POST", msgs, io.MultiReader(strings.NewReader(`{"turn":{"user":"` + strings.Repeat("x", 5000) + `"}}`)), nil, 413, "body_too_large", "larger than 4096 bytes"},
 		{"oversized create", "POST", "/v1/sessions", `{"title":"` + strings.Repeat("x", 5000) + `"}`, nil, 413, "body_too_large", "larger than 4096 bytes"},
-		{"message over the store limit", "POST", "/v1/sessions/s1/messages", turn(strings.Repeat("y", 2000)), nil, 413, "message_too_large", "messages[0]: message too large: 2000 bytes, limit 1024"},
-		{"malformed JSON", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": "hi",}}`, nil, 400, "bad_request", "malformed JSON at byte"},
-		{"truncated JSON", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": "hi"`, nil, 400, "bad_request", "unexpected end of body"},
-		{"unknown field", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": "hi"}, "foo": 1}`, nil, 400, "bad_request", `unknown field "foo"`},
-		{"unknown nested field", "POST", "/v1/sessions/s1/messages", `{"messages": [{"role": "user", "content": "hi", "colour": "red"}]}`, nil, 400, "bad_request", `unknown field "colour"`},
-		{"seq is not an input", "POST", "/v1/sessions/s1/messages", `{"messages": [{"role": "user", "content": "hi", "seq": 3}]}`, nil, 400, "bad_request", `unknown field "seq"`},
-		{"trailing data", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": "hi"}} {"turn": {"user": "again"}}`, nil, 400, "bad_request", "unexpected data after the JSON object"},
-		{"trailing garbage", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": "hi"}} x`, nil, 400, "bad_request", "unexpected data after the JSON object"},
-		{"empty body", "POST", "/v1/sessions/s1/messages", "", nil, 400, "bad_request", "empty body"},
-		{"not an object", "POST", "/v1/sessions/s1/messages", `[1,2]`, nil, 400, "bad_request", "want a JSON object"},
-		{"wrong type", "POST", "/v1/sessions/s1/messages", `{"turn": {"user": 42}}`, nil, 400, "bad_request", `field "turn.user": want a string`},
-		{"nothing to append", "POST", "/v1/sessions/s1/messages", `{}`, nil, 400, "bad_request", "nothing to append"},
-		{"turn and messages", "POST", "/v1/sessions/s1/messages", `{"turn":{"user":"a"},"messages":[{"role":"user","content":"b"}]}`, nil, 400, "bad_request", "not both"},
-		{"turn without user", "POST", "/v1/sessions/s1/messages", `{"turn":{"assistant":"a"}}`, nil, 400, "bad_request", "turn.user is missing"},
-		{"bad role", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"bot","content":"b"}]}`, nil, 400, "invalid_message", `messages[0].role = "bot"`},
-		{"tool without call id", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"tool","content":"{}"}]}`, nil, 400, "invalid_message", "messages[0].tool_call_id is missing"},
-		{"tool calls on a user message", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"user","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, nil, 400, "invalid_message", "only assistant messages make tool calls"},
-		{"tool call without name", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"arguments":"{}"}}]}]}`, nil, 400, "invalid_message", "tool_calls[0].function.name is missing"},
-		{"NUL byte", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"user","content":"a\u0000b"}]}`, nil, 400, "invalid_message", "NUL byte"},
-		{"reserved metadata", "POST", "/v1/sessions/s1/messages", `{"messages":[{"role":"user","content":"a","metadata":{"strata.title":"x"}}]}`, nil, 400, "invalid_message", "reserved"},
-		{"non-JSON content type", "POST", "/v1/sessions/s1/messages", `user=hi`, []string{"Content-Type: application/x-www-form-urlencoded"}, 415, "unsupported_media_type", "want application/json"},
+		{"message over the store limit", "POST", msgs, turn(strings.Repeat("y", 2000)), nil, 413, "message_too_large", "messages[0]: message too large: 2000 bytes, limit 1024"},
+		{"malformed JSON", "POST", msgs, `{"turn": {"user": "hi",}}`, nil, 400, "bad_request", "malformed JSON at byte"},
+		{"truncated JSON", "POST", msgs, `{"turn": {"user": "hi"`, nil, 400, "bad_request", "unexpected end of body"},
+		{"unknown field", "POST", msgs, `{"turn": {"user": "hi"}, "foo": 1}`, nil, 400, "bad_request", `unknown field "foo"`},
+		{"unknown nested field", "POST", msgs, `{"messages": [{"role": "user", "content": "hi", "colour": "red"}]}`, nil, 400, "bad_request", `unknown field "colour"`},
+		{"seq is not an input", "POST", msgs, `{"messages": [{"role": "user", "content": "hi", "seq": 3}]}`, nil, 400, "bad_request", `unknown field "seq"`},
+		{"trailing data", "POST", msgs, `{"turn": {"user": "hi"}} {"turn": {"user": "again"}}`, nil, 400, "bad_request", "unexpected data after the JSON object"},
+		{"trailing garbage", "POST", msgs, `{"turn": {"user": "hi"}} x`, nil, 400, "bad_request", "unexpected data after the JSON object"},
+		{"empty body", "POST", msgs, "", nil, 400, "bad_request", "empty body"},
+		{"not an object", "POST", msgs, `[1,2]`, nil, 400, "bad_request", "want a JSON object"},
+		{"wrong type", "POST", msgs, `{"turn": {"user": 42}}`, nil, 400, "bad_request", `field "turn.user": want a string`},
+		{"nothing to append", "POST", msgs, `{}`, nil, 400, "bad_request", "nothing to append"},
+		{"turn and messages", "POST", msgs, `{"turn":{"user":"a"},"messages":[{"role":"user","content":"b"}]}`, nil, 400, "bad_request", "not both"},
+		{"turn without user", "POST", msgs, `{"turn":{"assistant":"a"}}`, nil, 400, "bad_request", "turn.user is missing"},
+		{"bad role", "POST", msgs, `{"messages":[{"role":"bot","content":"b"}]}`, nil, 400, "invalid_message", `messages[0].role = "bot"`},
+		{"tool without call id", "POST", msgs, `{"messages":[{"role":"tool","content":"{}"}]}`, nil, 400, "invalid_message", "messages[0].tool_call_id is missing"},
+		{"tool calls on a user message", "POST", msgs, `{"messages":[{"role":"user","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, nil, 400, "invalid_message", "only assistant messages make tool calls"},
+		{"tool call without name", "POST", msgs, `{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"arguments":"{}"}}]}]}`, nil, 400, "invalid_message", "tool_calls[0].function.name is missing"},
+		{"NUL byte", "POST", msgs, `{"messages":[{"role":"user","content":"a\u0000b"}]}`, nil, 400, "invalid_message", "NUL byte"},
+		{"reserved metadata", "POST", msgs, `{"messages":[{"role":"user","content":"a","metadata":{"strata.title":"x"}}]}`, nil, 400, "invalid_message", "reserved"},
+		{"non-JSON content type", "POST", msgs, `user=hi`, []string{"Content-Type: application/x-www-form-urlencoded"}, 415, "unsupported_media_type", "want application/json"},
 		{"invalid session id", "POST", "/v1/sessions/bad%20id/messages", turn("x"), nil, 400, "bad_request", "invalid session id"},
 		{"session id too long", "GET", "/v1/sessions/" + strings.Repeat("a", 129), nil, nil, 400, "bad_request", "invalid session id"},
-		{"bad budget", "GET", "/v1/sessions/s1/context?budget=-5", nil, nil, 400, "bad_request", "query parameter budget"},
-		{"bad limit", "GET", "/v1/sessions/s1?limit=0", nil, nil, 400, "bad_request", "query parameter limit"},
-		{"bad after_seq", "GET", "/v1/sessions/s1?after_seq=x", nil, nil, 400, "bad_request", "query parameter after_seq"},
+		{"bad budget", "GET", sess + "/context?budget=-5", nil, nil, 400, "bad_request", "query parameter budget"},
+		{"bad limit", "GET", sess + "?limit=0", nil, nil, 400, "bad_request", "query parameter limit"},
+		{"bad after_seq", "GET", sess + "?after_seq=x", nil, nil, 400, "bad_request", "query parameter after_seq"},
 		{"bad list limit", "GET", "/v1/sessions?limit=1000", nil, nil, 400, "bad_request", "between 1 and 100"},
 		{"empty search", "GET", "/v1/sessions?search=", nil, nil, 400, "bad_request", "search is empty"},
-		{"long title", "POST", "/v1/sessions", map[string]string{"title": strings.Repeat("t", 201)}, nil, 400, "bad_request", "title is longer than 200"},
+		{"long title", "POST", "/v1/sessions", map[string]string{"title": strings.Repeat("t", 81)}, nil, 400, "bad_request", "title is longer than 80"},
+		{"control character in title", "POST", "/v1/sessions", map[string]string{"title": "a\x07b"}, nil, 400, "bad_request", "control characters"},
 		{"unknown session", "GET", "/v1/sessions/nope", nil, nil, 404, "not_found", "session not found"},
 		{"no such endpoint", "GET", "/v1/elsewhere", nil, nil, 404, "not_found", "no such endpoint"},
-		{"method not allowed", "PUT", "/v1/sessions/s1", `{}`, nil, 405, "method_not_allowed", "method PUT not allowed"},
+		{"method not allowed", "PUT", sess, `{}`, nil, 405, "method_not_allowed", "method PUT not allowed"},
 	}
 	for _, c := range cases {
 		r := ts.do(c.method, c.path, keyAlice, c.body, c.headers...)
@@ -132,10 +130,10 @@ func TestBadRequests(t *testing.T) {
 	}
 	// Nothing of the above was stored; the connection-closing 413 did not
 	// break the client.
-	var sess wireSession
-	ts.must(200, "GET", "/v1/sessions/s1", keyAlice, nil, &sess)
-	if sess.MessageCount != 1 {
-		t.Fatalf("rejected requests stored messages: %d", sess.MessageCount)
+	var got wireSession
+	ts.must(200, "GET", sess, keyAlice, nil, &got)
+	if got.MessageCount != 1 {
+		t.Fatalf("rejected requests stored messages: %d", got.MessageCount)
 	}
 	// A request id is echoed when sensible, replaced otherwise.
 	if r := ts.do("GET", "/healthz", "", nil, "X-Request-Id: abc-123"); r.header.Get(RequestIDHeader) != "abc-123" {
@@ -146,186 +144,33 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
-// TestCreateWithoutMessages: a session created empty exists for its creator
-// until the first message, which carries its title from then on.
-func TestCreateWithoutMessages(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, testConfig(t))
-	var created wireAppend
-	ts.must(201, "POST", "/v1/sessions", keyAlice, `{"title": "  Trip to Lisbon  "}`, &created)
-	if created.Title != "Trip to Lisbon" || created.Stored != 0 || created.Total == nil || *created.Total != 0 {
-		t.Fatalf("create: %+v", created)
-	}
-	var empty wireSession
-	ts.must(200, "GET", "/v1/sessions/"+created.ID, keyAlice, nil, &empty)
-	if empty.Title != "Trip to Lisbon" || empty.MessageCount != 0 || len(empty.Messages) != 0 || empty.Summary != nil {
-		t.Fatalf("empty session: %+v", empty)
-	}
-	var ctx wireContext
-	ts.must(200, "GET", "/v1/sessions/"+created.ID+"/context", keyAlice, nil, &ctx)
-	if ctx.Mode != "empty" || len(ctx.Messages) != 0 || ctx.Tokens.Budget != 128000-4096 {
-		t.Fatalf("empty context: %+v", ctx)
-	}
-	// Another user can neither see nor take it.
-	ts.must(404, "GET", "/v1/sessions/"+created.ID, keyBob, nil, nil)
-	ts.must(404, "POST", "/v1/sessions/"+created.ID+"/messages", keyBob, `{"turn":{"user":"mine"}}`, nil)
-	ts.must(404, "DELETE", "/v1/sessions/"+created.ID, keyBob, nil, nil)
-
-	ts.must(200, "POST", "/v1/sessions/"+created.ID+"/messages", keyAlice, `{"turn":{"user":"Flights to Lisbon in May?","assistant":"Several.","model_variant":"arco"}}`, nil)
-	var sess wireSession
-	ts.must(200, "GET", "/v1/sessions/"+created.ID, keyAlice, nil, &sess)
-	if sess.Title != "Trip to Lisbon" || sess.MessageCount != 2 || sess.Messages[0].Metadata != nil || sess.Messages[1].Metadata["model_variant"] != "arco" {
-		t.Fatalf("after the first message: %+v", sess)
-	}
-	if m, _ := ts.srv.store.Range(context.Background(), created.ID, 0, 1<<62, 1); len(m) != 1 || m[0].Metadata[MetadataTitle] != "Trip to Lisbon" {
-		t.Fatalf("title not stored with the first message: %+v", m)
-	}
-	// Creating with neither title nor body works too.
-	ts.must(201, "POST", "/v1/sessions", keyAlice, nil, &created)
-	ts.must(204, "DELETE", "/v1/sessions/"+created.ID, keyAlice, nil, nil)
-	ts.must(404, "GET", "/v1/sessions/"+created.ID, keyAlice, nil, nil)
-}
-
-// panicStore panics on one session id.
-type panicStore struct{ *memory.InMemoryStore }
-
-func (p panicStore) Owner(ctx context.Context, id string) (string, error) {
-	if id == "boom" {
-		panic("store exploded")
-	}
-	return p.InMemoryStore.Owner(ctx, id)
-}
-
-// failingStore fails every owner lookup when broken is set.
-type failingStore struct {
-	memory.MessageStore
-	broken atomic.Bool
-}
-
-func (f *failingStore) Owner(ctx context.Context, id string) (string, error) {
-	if f.broken.Load() {
-		return "", errors.New("connection refused: db.internal:5432")
-	}
-	return f.MessageStore.Owner(ctx, id)
-}
-
-// newRuntime builds a runtime around store by hand, as New's callers do.
-func newRuntime(t *testing.T, store memory.MessageStore, svc summary.Service, opts ...memory.Option) *autoconfig.Runtime {
-	t.Helper()
-	acfg := testConfig(t)
-	sums := summary.NewInMemoryStore(0)
-	mgr, err := memory.NewManager(store, acfg.Memory, append([]memory.Option{memory.WithSummaries(sums, svc), memory.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &autoconfig.Runtime{Config: acfg, Manager: mgr, Messages: store, Summaries: sums, Summarizer: svc}
-}
-
-func TestPanicRecovery(t *testing.T) {
-	t.Parallel()
-	logs := &testutil.Buffer{}
-	rt := newRuntime(t, panicStore{memory.NewInMemoryStoreWith()}, summary.NewExtractiveService())
-	cfg, err := ConfigFrom(testConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(rt, cfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := serveOn(t, srv, logs)
-	r := ts.do("GET", "/v1/sessions/boom", keyAlice, nil, "X-Request-Id: panic-1")
-	if r.status != 500 {
-		t.Fatalf("panic: %s", r)
-	}
-	if e := r.errorOf(t); e.RequestID != "panic-1" || e.Code != "internal" || strings.Contains(e.Error, "exploded") {
-		t.Fatalf("panic response: %+v", e)
-	}
-	if !strings.Contains(logs.String(), "store exploded") || !strings.Contains(logs.String(), "request_id=panic-1") {
-		t.Errorf("the panic is not logged with its request id")
-	}
-	ts.must(404, "GET", "/v1/sessions/calm", keyAlice, nil, nil) // still serving
-	// Search without a catalogue: 501; listing falls back to the store.
-	ts.must(501, "GET", "/v1/sessions?search=x", keyAlice, nil, nil)
-	ts.must(200, "GET", "/v1/sessions", keyAlice, nil, nil)
-}
-
-func TestReadiness(t *testing.T) {
-	t.Parallel()
-	store := &failingStore{MessageStore: memory.NewInMemoryStore()}
-	rt := newRuntime(t, store, summary.NewExtractiveService())
-	cfg, err := ConfigFrom(testConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var extra atomic.Pointer[error]
-	srv, err := New(rt, cfg, WithLogger(slog.New(slog.DiscardHandler)),
-		WithReadiness(func(context.Context) error {
-			if e := extra.Load(); e != nil {
-				return *e
-			}
-			return nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := serveOn(t, srv, &testutil.Buffer{})
-	ts.must(200, "GET", "/readyz", "", nil, nil)
-	store.broken.Store(true)
-	r := ts.must(503, "GET", "/readyz", "", nil, nil)
-	if strings.Contains(string(r.body), "db.internal") || r.header.Get("Retry-After") == "" {
-		t.Fatalf("readyz leaks the error or lacks Retry-After: %s", r)
-	}
-	ts.must(200, "GET", "/healthz", "", nil, nil)
-	// A store error on an API call: 500 without details.
-	r = ts.must(500, "GET", "/v1/sessions/s1/context", keyAlice, nil, nil)
-	if e := r.errorOf(t); e.Error != "internal error" {
-		t.Fatalf("store error: %+v", e)
-	}
-	store.broken.Store(false)
-	down := errors.New("dependency down")
-	extra.Store(&down)
-	ts.must(503, "GET", "/readyz", "", nil, nil)
-	extra.Store(nil)
-	ts.must(200, "GET", "/readyz", "", nil, nil)
-	srv.draining.Store(true)
-	var st statusResponse
-	ts.must(503, "GET", "/readyz", "", nil, &st)
-	if st.Status != "shutting down" {
-		t.Fatalf("draining: %+v", st)
-	}
-}
-
 func TestNewErrors(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, memory.NewInMemoryStore(), summary.NewExtractiveService())
-	defer rt.Close()
-	for _, c := range []struct {
-		keys []APIKey
-		want string
-	}{
-		{nil, "no API keys configured"},
-		{[]APIKey{{UserID: "a", Key: "short"}}, "shorter than 16"},
-		{[]APIKey{{UserID: "", Key: keyAlice}}, "missing or invalid user id"},
-		{[]APIKey{{UserID: "a", SHA256: "zz"}}, "64 hexadecimal"},
-		{[]APIKey{{UserID: "a", Key: keyAlice, SHA256: HashKey(keyAlice)}}, "not both"},
-		{[]APIKey{{UserID: "a", Key: keyAlice}, {UserID: "b", SHA256: HashKey(keyAlice)}}, "API keys 1 and 2 are the same key"},
-	} {
-		_, err := New(rt, Config{APIKeys: c.keys})
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("keys %+v: %v, want …%s…", c.keys, err, c.want)
-		}
-	}
-	if _, err := New(nil, Config{}); err == nil {
-		t.Error("nil runtime accepted")
-	}
-	// A key-env variable that is not set names the variable.
-	acfg, err := autoconfig.LoadWith(autoconfig.LoadOptions{Environ: []string{}, Overrides: baseOverrides()})
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(context.Background(), acfg); err == nil || !strings.Contains(err.Error(), "STRATA_TEST_KEY_ALICE") {
-		t.Fatalf("Open without the key variable: %v", err)
+	defer mgr.Close()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "no API keys configured"},
+		{Config{APIKeys: []APIKey{{UserID: "a", Key: "short"}}}, "shorter than 16"},
+		{Config{APIKeys: []APIKey{{UserID: "", Key: keyAlice}}}, "missing or invalid user id"},
+		{Config{APIKeys: []APIKey{{UserID: "a", SHA256: "zz"}}}, "64 hexadecimal"},
+		{Config{APIKeys: []APIKey{{UserID: "a", Key: keyAlice, SHA256: HashKey(keyAlice)}}}, "not both"},
+		{Config{APIKeys: []APIKey{{UserID: "a", Key: keyAlice}, {UserID: "b", SHA256: HashKey(keyAlice)}}}, "API keys 1 and 2 are the same key"},
+		{Config{APIKeys: testKeys(), MaxBodyBytes: 10}, "MaxBodyBytes = 10"},
+		{Config{APIKeys: testKeys(), ContextBudget: -1}, "ContextBudget = -1"},
+	} {
+		_, err := New(mgr, nil, c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want …%s…", c.cfg, err, c.want)
+		}
+	}
+	if _, err := New(nil, nil, Config{APIKeys: testKeys()}); err == nil {
+		t.Error("nil manager accepted")
 	}
 }
 
@@ -341,15 +186,16 @@ func TestKeyring(t *testing.T) {
 			t.Errorf("lookup(%q) = %q, %v; want %q", key, got, ok, want)
 		}
 	}
-	// The configured plain keys are not kept.
-	rt := newRuntime(t, memory.NewInMemoryStore(), summary.NewExtractiveService())
-	srv, err := New(rt, Config{APIKeys: []APIKey{{UserID: "alice", Key: keyAlice, Plaintext: true}}}, WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The configured plain keys are not kept; a plain key in a
+	// configuration file is warned about, without showing it.
+	logs := &testutil.Buffer{}
+	srv := stack{logs: logs, cfg: Config{APIKeys: []APIKey{{UserID: "carol", Key: "carol-plain-key-0123456789", Plaintext: true}}}}.build(t)
 	defer srv.Close()
 	if len(srv.Config().APIKeys) != 0 {
 		t.Fatal("Config keeps the API keys")
+	}
+	if !strings.Contains(logs.String(), "in plain text") || strings.Contains(logs.String(), "carol-plain-key") {
+		t.Errorf("no warning about the plain key, or the key is logged: %s", logs)
 	}
 }
 
@@ -371,14 +217,7 @@ func TestValidSessionID(t *testing.T) {
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
 	logs := &testutil.Buffer{}
-	acfg := testConfig(t, "arc.reactor.memory.server.api-keys=carol=key:carol-plain-key-0123456789")
-	srv, err := Open(context.Background(), acfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(logs.String(), "in plain text") || strings.Contains(logs.String(), "carol-plain-key") {
-		t.Errorf("no warning about the plain key, or the key is logged: %s", logs)
-	}
+	srv := stack{logs: logs, cfg: Config{Addr: "127.0.0.1:0"}}.build(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.ListenAndServe(ctx) }()
@@ -393,11 +232,7 @@ func TestListenAndServe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("ListenAndServe: %v", err)
 	}
-	rt := newRuntime(t, memory.NewInMemoryStore(), summary.NewExtractiveService())
-	srv, err = New(rt, Config{APIKeys: []APIKey{{UserID: "a", Key: keyAlice}}}, WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv = stack{}.build(t)
 	defer srv.Close()
 	if err := srv.ListenAndServe(context.Background()); err == nil || !strings.Contains(err.Error(), "no listen address") {
 		t.Fatalf("ListenAndServe without an address: %v", err)

@@ -8,31 +8,27 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/strata-go/strata/autoconfig"
 )
 
-// Defaults of a Config's zero fields (the same as autoconfig's).
+// Defaults of a Config's zero fields. Configuration layers (package
+// autoconfig) take their defaults from these.
 const (
 	// DefaultMaxBodyBytes caps request bodies: 1 MiB.
-	DefaultMaxBodyBytes = autoconfig.DefaultServerMaxBodyBytes
+	DefaultMaxBodyBytes = 1 << 20
 	// DefaultReadHeaderTimeout bounds reading a request's headers: 10 s.
-	DefaultReadHeaderTimeout = autoconfig.DefaultServerReadHeaderTimeout
+	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading a whole request: 30 s.
-	DefaultReadTimeout = autoconfig.DefaultServerReadTimeout
+	DefaultReadTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds handling a request and writing its
-	// response: 90 s, above the summarizer's default timeout (a context
-	// load may fold synchronously).
-	DefaultWriteTimeout = autoconfig.DefaultServerWriteTimeout
+	// response: 90 s, above a summarizer's usual timeout (a context load
+	// may fold synchronously).
+	DefaultWriteTimeout = 90 * time.Second
 	// DefaultIdleTimeout closes idle keep-alive connections: 2 min.
-	DefaultIdleTimeout = autoconfig.DefaultServerIdleTimeout
+	DefaultIdleTimeout = 2 * time.Minute
 	// DefaultShutdownTimeout bounds a graceful shutdown: 30 s.
-	DefaultShutdownTimeout = autoconfig.DefaultServerShutdownTimeout
-	// DefaultContextBudget is the context endpoint's budget when neither
-	// the Config nor the runtime's configuration gives one.
-	DefaultContextBudget = autoconfig.DefaultMaxContextWindowTokens - autoconfig.DefaultMaxOutputTokens
+	DefaultShutdownTimeout = 30 * time.Second
 	// MinKeyLength is the shortest API key accepted.
-	MinKeyLength = autoconfig.MinAPIKeyLength
+	MinKeyLength = 16
 )
 
 // Config configures a Server. Zero durations and sizes mean the defaults
@@ -57,8 +53,9 @@ type Config struct {
 	// background folds.
 	ShutdownTimeout time.Duration
 	// ContextBudget is the token budget of GET /v1/sessions/{id}/context
-	// when the request has no budget parameter (0: the runtime's
-	// max-context-window-tokens − max-output-tokens).
+	// when the request has no budget parameter. 0 (or a value above it)
+	// means the manager's budget: its context window minus its output
+	// reserve. No context is ever larger than the manager's budget.
 	ContextBudget int
 }
 
@@ -72,50 +69,20 @@ type APIKey struct {
 	Key string
 	// SHA256 is the key's hex SHA-256 digest (HashKey), instead of Key.
 	SHA256 string
-	// Plaintext marks a key written in plain text in a configuration file
-	// (server.api-keys entry with key:); New logs a warning for it.
+	// Plaintext marks a key written in plain text in a configuration file;
+	// New logs a warning for it.
 	Plaintext bool
 }
 
-// HashKey returns the hex SHA-256 digest of an API key, the form
-// server.api-keys accepts as sha256 (the same as `printf %s KEY | sha256sum`).
+// HashKey returns the hex SHA-256 digest of an API key, the form APIKey's
+// SHA256 takes (the same as `printf %s KEY | sha256sum`).
 func HashKey(key string) string {
 	h := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(h[:])
 }
 
-// ConfigFrom builds a Config from Strata's configuration
-// (arc.reactor.memory.server.*): key-env entries are read from the
-// configuration's environment, and a context budget of 0 becomes
-// max-context-window-tokens − max-output-tokens. A missing key variable is
-// an error naming it.
-func ConfigFrom(acfg *autoconfig.Config) (Config, error) {
-	sc := acfg.Server
-	cfg := Config{
-		Addr:              sc.Listen,
-		MaxBodyBytes:      int64(sc.MaxBodyBytes),
-		ReadHeaderTimeout: sc.ReadHeaderTimeout,
-		ReadTimeout:       sc.ReadTimeout,
-		WriteTimeout:      sc.WriteTimeout,
-		IdleTimeout:       sc.IdleTimeout,
-		ShutdownTimeout:   sc.ShutdownTimeout,
-		ContextBudget:     sc.ContextBudget,
-	}
-	if cfg.ContextBudget == 0 {
-		cfg.ContextBudget = acfg.Memory.ContextWindowTokens - acfg.LLM.MaxOutputTokens
-	}
-	for _, k := range sc.APIKeys {
-		key, err := acfg.ResolveAPIKey(k)
-		if err != nil {
-			return Config{}, err
-		}
-		cfg.APIKeys = append(cfg.APIKeys, APIKey{UserID: k.UserID, Key: key, SHA256: k.SHA256, Plaintext: k.Kind() == "key"})
-	}
-	return cfg, nil
-}
-
 // withDefaults fills the zero fields.
-func (c Config) withDefaults(budget int) Config {
+func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -129,9 +96,6 @@ func (c Config) withDefaults(budget int) Config {
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	if c.ContextBudget == 0 {
-		c.ContextBudget = budget
-	}
 	return c
 }
 
@@ -142,10 +106,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: MaxBodyBytes = %d, want >= 1024", c.MaxBodyBytes)
 	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
 		return errors.New("server: timeouts must be > 0")
-	case c.ContextBudget < 1:
-		return fmt.Errorf("server: ContextBudget = %d, want >= 1", c.ContextBudget)
+	case c.ContextBudget < 0:
+		return fmt.Errorf("server: ContextBudget = %d, want >= 0", c.ContextBudget)
 	case len(c.APIKeys) == 0:
-		return errors.New("server: no API keys configured (set arc.reactor.memory.server.api-keys)")
+		return errors.New("server: no API keys configured")
 	}
 	return nil
 }

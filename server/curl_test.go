@@ -17,7 +17,7 @@ func TestCurlScript(t *testing.T) {
 			t.Skipf("%s not found: skipping the curl script test (install curl and jq to run it)", tool)
 		}
 	}
-	ts := startServer(t, testConfig(t))
+	ts := stack{}.start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "testdata/curl_e2e.sh")

@@ -1,6 +1,6 @@
 // Package server is Strata's HTTP API (strata serve): a small JSON API over
-// the same manager, stores and configuration a Go application links, for
-// backends in other languages.
+// a conversation manager (package memory) and, optionally, a conversation
+// catalogue (package catalog), for backends in other languages.
 //
 // # Endpoints
 //
@@ -13,48 +13,50 @@
 //	GET    /v1/sessions/{id}            200 {title, messages, summary, …}    full history for a UI, ?limit=&after_seq= pages
 //	GET    /v1/sessions                 200 {sessions, total, …}             the caller's sessions, ?limit=&offset=
 //	GET    /v1/sessions?search=q        200 {matches, best, ambiguous}       search by what conversations were about
-//	DELETE /v1/sessions/{id}            204                                  cancel fold → delete messages → summary (idempotent)
+//	DELETE /v1/sessions/{id}            204                                  cancel fold → delete messages → summary
 //	GET    /healthz                     200                                  the process is up
-//	GET    /readyz                      200 | 503                            the store answers
+//	GET    /readyz                      200 | 503                            every readiness check passes
 //	GET    /openapi.json                200                                  the API's OpenAPI 3.1 document
 //
 // Errors are {"error": "…", "code": "…", "request_id": "…"}: 400 for
 // malformed JSON, unknown fields (named), trailing data and invalid messages;
 // 401 with WWW-Authenticate: Bearer without a valid key; 404 "session not
-// found" both for a session that does not exist and for another user's (the
-// same body, so a session's existence is never revealed); 413 for a body over
-// the limit or a message over store.max-message-bytes; 415 for a non-JSON
-// Content-Type; 503 with Retry-After on timeouts and during shutdown.
+// found" for a session that does not exist (never created, or deleted) and
+// for another user's, on every endpoint and method, with the same body, so
+// that a session's existence is never revealed; 413 for a body over the
+// limit or a message over the manager's MaxMessageBytes; 415 for a non-JSON
+// Content-Type; 503 with Retry-After when the store is unreachable
+// (memory.ErrUnavailable), on timeouts and during shutdown — an outage is
+// never a 500.
 //
 // Messages are OpenAI-like: {role: user|assistant|system|tool, content,
 // tool_calls?: [{id, type: "function", function: {name, arguments}}],
 // tool_call_id?, name?, metadata?: {model_variant: …}}. The context
-// endpoint returns the facts and summary system messages first, then the
-// verbatim window, trimmed without separating a tool call from its results,
-// so the list passes trimmer.Validate and can be sent to a provider as is.
+// endpoint returns the manager's assembled history (facts and summary
+// system messages first, then the verbatim window) fitted to the budget by
+// the manager's one prompt builder (memory.Manager.Prompt): a budget below
+// the manager's is passed to it as a reserve, a larger one is lowered to
+// the manager's, and a context is never larger than its budget. Tool calls
+// are never separated from their results, so the list passes
+// trimmer.Validate and can be sent to a provider as is.
 //
 // # Sessions, users and titles
 //
 // Each API key is bound to one user id, and every manager call is made as
-// that user: the first writer of a session owns it. Clients with ids of
-// their own (a chat UUID) append to /v1/sessions/{their-id}/messages
-// directly; POST /v1/sessions is for clients that want the server to pick
-// an id. A title given at creation is stored as metadata (MetadataTitle) of
-// the session's first message, so it needs no schema of its own and
-// survives restarts; a session created without messages is remembered by
-// this process only (for 24 hours, 100 000 at most) until its first
-// message. Without a given title, the title is the catalogue's, generated
-// from the summary.
+// that user. The manager is the only door to session data: the server
+// holds no store of its own. POST /v1/sessions creates the session in the
+// store (memory.Manager.Create) with a random id, owned by the caller and
+// visible at once to every server sharing the store, even while empty;
+// appending to an id that was never created answers 404 and creates
+// nothing. A title given at creation is kept by the catalogue, which also
+// generates titles from summaries; without a catalogue there are no titles.
 //
-// Listing and search go through the conversation catalogue (package
-// catalog; Open builds it over the runtime's stores, with db.NewCatalogIndex
-// on PostgreSQL — using pgvector when the server has it and the schema is
-// migrated on start), whose documents follow every fold and every delete. A search first indexes
-// the caller's sessions that have no document yet or a stale one (bounded
-// to a few seconds), so a short conversation that was never folded is found
-// too. The default embedder is lexical and offline; give the catalogue a
-// model embedder (WithCatalogOptions(catalog.WithEmbedder(…))) for semantic
-// search.
+// Listing and search go through the catalogue when the server has one
+// (search answers 501 without); its documents follow every fold and every
+// delete when its observers are registered with the manager. A search
+// first indexes the caller's sessions that have no document yet or a stale
+// one (bounded to a few seconds), so a short conversation that was never
+// folded is found too.
 //
 // # Security and robustness
 //
@@ -62,10 +64,12 @@
 // hashed and compared with every digest in constant time, without an early
 // exit. Request bodies are limited (http.MaxBytesReader) and decoded strictly;
 // the server has read, header, write and idle timeouts, and each request's
-// context ends at the write timeout. Serve shuts down gracefully: it stops
+// context ends at the write timeout. GET /readyz runs the checks given with
+// WithReadiness concurrently, each with a deadline, and answers within two
+// seconds even when a check hangs. Serve shuts down gracefully: it stops
 // accepting connections, finishes in-flight requests, waits for background
-// folds and catalogue refreshes, then closes the runtime, all within
-// Config.ShutdownTimeout.
+// folds and catalogue refreshes, then closes the manager, the catalogue and
+// whatever WithOnClose names, all within Config.ShutdownTimeout.
 //
 // Every request gets an id (X-Request-Id, taken from the client when
 // reasonable), one access-log line (log/slog: method, route pattern, status,
@@ -75,10 +79,12 @@
 // strata.memory.load/save/fold spans are its children. Panics become 500s
 // with the request id.
 //
-// # Configuration
+// # Wiring
 //
-// Open builds a Server from autoconfig (arc.reactor.memory.server.*: listen,
-// api-keys, max-body-bytes, the timeouts, context-budget; see
-// config.example.yaml), with the catalogue wired to the manager's folds; New
-// takes an existing runtime.
+// New takes a manager, an optional catalogue and a Config; package
+// autoconfig builds all three from Strata's configuration
+// (autoconfig.OpenServer: arc.reactor.memory.server.*, the stores, the
+// catalogue wired to the manager's folds and deletes, and a readiness
+// check pinging the database). This package depends on neither autoconfig
+// nor a database driver.
 package server

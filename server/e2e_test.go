@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -8,9 +9,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/autoconfig"
-	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -46,7 +46,7 @@ type (
 		ID     string `json:"id"`
 		Title  string `json:"title"`
 		Stored int    `json:"stored"`
-		Total  *int   `json:"total"`
+		Total  int    `json:"total"`
 	}
 )
 
@@ -92,20 +92,19 @@ func toChat(t *testing.T, msgs []wireMessage) []llms.ChatMessage {
 
 func TestEndToEndInMemory(t *testing.T) {
 	t.Parallel()
-	runEndToEnd(t, testConfig(t))
+	runEndToEnd(t, stack{})
 }
 
 func TestEndToEndPostgres(t *testing.T) {
 	t.Parallel()
-	schema := dbtest.NewSchema(t)
-	runEndToEnd(t, testConfig(t, "arc.reactor.memory.datasource.url="+schema.URL))
+	runEndToEnd(t, stack{pg: true})
 }
 
 // runEndToEnd drives a real server over loopback: a 60-turn conversation
 // with folds, the context endpoint under a small budget, the history, the
 // catalogue and search, another user, deletion.
-func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
-	ts := startServer(t, acfg)
+func runEndToEnd(t *testing.T, st stack) {
+	ts := st.start(t)
 	const turns = 60
 
 	// Create the session with a title and the first turn.
@@ -116,7 +115,7 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 		"messages": []map[string]any{{"role": "user", "content": u0},
 			{"role": "assistant", "content": a0, "metadata": map[string]string{"model_variant": "arco"}}},
 	}, &created)
-	if created.ID == "" || created.Stored != 2 || created.Total == nil || *created.Total != 2 || r.header.Get("Location") != "/v1/sessions/"+created.ID {
+	if created.ID == "" || created.Stored != 2 || created.Total != 2 || r.header.Get("Location") != "/v1/sessions/"+created.ID {
 		t.Fatalf("create: %s", r)
 	}
 	sid := created.ID
@@ -134,7 +133,7 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 		var ap wireAppend
 		ts.must(200, "POST", "/v1/sessions/"+sid+"/messages", keyAlice, body, &ap)
 		stored += n
-		if ap.ID != sid || ap.Stored != n || ap.Total == nil || *ap.Total != stored {
+		if ap.ID != sid || ap.Stored != n || ap.Total != stored {
 			t.Fatalf("turn %d: append = %+v, want stored %d total %d", i, ap, n, stored)
 		}
 	}
@@ -192,11 +191,11 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 		t.Fatalf("full context: mode %s stored %d removed %d", full.Mode, full.StoredMessages, full.Removed)
 	}
 	facts := full.Messages[0]
-	if facts.Role != "system" || !strings.HasPrefix(facts.Content, memory.FactsHeader) ||
+	if facts.Role != "system" || !strings.HasPrefix(facts.Content, summary.FactsHeader) ||
 		!strings.Contains(facts.Content, "dana.whitfield@example.com") || !strings.Contains(facts.Content, "#A-7731") {
 		t.Fatalf("first context message is not the facts: %+v", facts)
 	}
-	if n := full.Messages[1]; n.Role != "system" || !strings.HasPrefix(n.Content, memory.NarrativeHeader) {
+	if n := full.Messages[1]; n.Role != "system" || !strings.HasPrefix(n.Content, summary.NarrativeHeader) {
 		t.Fatalf("second context message is not the narrative: %+v", n)
 	}
 	fullChat := toChat(t, full.Messages)
@@ -221,7 +220,7 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 		len(small.Messages) >= len(full.Messages) || small.Tokens.BeforeTrim != full.Tokens.Total {
 		t.Fatalf("trimmed context: %d messages, tokens %+v, removed %d (budget %d)", len(small.Messages), small.Tokens, small.Removed, budget)
 	}
-	if small.Messages[0].Content != facts.Content || !strings.HasPrefix(small.Messages[1].Content, memory.NarrativeHeader) {
+	if small.Messages[0].Content != facts.Content || !strings.HasPrefix(small.Messages[1].Content, summary.NarrativeHeader) {
 		t.Fatalf("the facts and narrative must stay first: %+v", small.Messages[:2])
 	}
 	if got := small.Messages[len(small.Messages)-1]; got.Content != full.Messages[len(full.Messages)-1].Content {
@@ -297,14 +296,15 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 		t.Fatalf("bob's requests changed alice's session: %d messages", still.MessageCount)
 	}
 
-	// Delete: cascade, then 404, then 204 again.
+	// Delete: cascade, then 404 everywhere, deleting again included.
 	if r := ts.do("DELETE", "/v1/sessions/"+sid, keyAlice, nil); r.status != 204 || len(r.body) != 0 {
 		t.Fatalf("delete: %s", r)
 	}
 	ts.must(404, "GET", "/v1/sessions/"+sid, keyAlice, nil, nil)
 	ts.must(404, "GET", "/v1/sessions/"+sid+"/context", keyAlice, nil, nil)
-	ts.must(204, "DELETE", "/v1/sessions/"+sid, keyAlice, nil, nil)
-	ts.must(204, "DELETE", "/v1/sessions/never-existed", keyAlice, nil, nil)
+	ts.must(404, "POST", "/v1/sessions/"+sid+"/messages", keyAlice, turn("again", ""), nil)
+	ts.must(404, "DELETE", "/v1/sessions/"+sid, keyAlice, nil, nil)
+	ts.must(404, "DELETE", "/v1/sessions/never-existed", keyAlice, nil, nil)
 	found = searchResponse{}
 	ts.must(200, "GET", "/v1/sessions?search=blender+refund", keyAlice, nil, &found)
 	for _, m := range found.Matches {
@@ -317,11 +317,8 @@ func runEndToEnd(t *testing.T, acfg *autoconfig.Config) {
 	if list.Total != 1 || list.Sessions[0].ID != other.ID {
 		t.Fatalf("list after delete: %+v", list)
 	}
-	if ts.srv.rt.Summaries != nil {
-		// The summary went with the session.
-		if s, err := ts.srv.rt.Summaries.Get(t.Context(), sid); err != nil || s != nil {
-			t.Fatalf("summary after delete: %+v, %v", s, err)
-		}
+	if sum, err := ts.srv.mgr.Summary(t.Context(), sid, "alice"); !errors.Is(err, memory.ErrNotFound) || sum != nil {
+		t.Fatalf("summary after delete: %+v, %v", sum, err)
 	}
 
 	// The access log names users and routes, never keys.

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"context"
-	"io"
-	"log/slog"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,10 +21,7 @@ func FuzzAppendBody(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	srv, err := Open(context.Background(), testConfig(f), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		f.Fatal(err)
-	}
+	srv := stack{quiet: true}.build(f)
 	f.Cleanup(func() { _ = srv.Close() })
 	h := srv.Handler()
 	call := func(method, path, body string) *httptest.ResponseRecorder {
@@ -37,13 +32,18 @@ func FuzzAppendBody(f *testing.F) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
+	created := call(http.MethodPost, "/v1/sessions", "")
+	var session struct{ ID string }
+	if err := json.Unmarshal(created.Body.Bytes(), &session); created.Code != http.StatusCreated || err != nil {
+		f.Fatalf("create: %d %s", created.Code, created.Body)
+	}
 	f.Fuzz(func(t *testing.T, body string) {
-		rec := call(http.MethodPost, "/v1/sessions/fuzz/messages", body)
+		rec := call(http.MethodPost, "/v1/sessions/"+session.ID+"/messages", body)
 		if rec.Code >= 500 {
 			t.Fatalf("%d for body %q: %s", rec.Code, body, rec.Body)
 		}
 		if rec.Code == http.StatusOK {
-			if got := call(http.MethodGet, "/v1/sessions/fuzz?limit=5", ""); got.Code != http.StatusOK {
+			if got := call(http.MethodGet, "/v1/sessions/"+session.ID+"?limit=5", ""); got.Code != http.StatusOK {
 				t.Fatalf("accepted body %q, then GET answered %d: %s", body, got.Code, got.Body)
 			}
 		}

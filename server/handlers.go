@@ -14,8 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/summary"
-	"github.com/strata-go/strata/trimmer"
 )
 
 // Query parameter bounds.
@@ -53,13 +51,24 @@ func (s *Server) routeTable() []route {
 	}
 }
 
+// Seconds a client is told to wait (Retry-After) before retrying a 503.
+const (
+	// retryAfterOutage follows a store outage: the database is down or
+	// does not answer.
+	retryAfterOutage = "5"
+	// retryAfterBusy follows a timeout or a shutdown.
+	retryAfterBusy = "1"
+)
+
 // fail answers with the response err calls for. Store and internal errors
-// are logged and answered without details.
+// are logged and answered without details. A session that does not exist
+// and one another user owns get the same answer.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	retry := retryAfterBusy
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
-	case errors.Is(err, memory.ErrNotOwner):
+	case errors.Is(err, memory.ErrNotFound), errors.Is(err, memory.ErrNotOwner):
 		ae = errNotFound
 	case errors.Is(err, memory.ErrMessageTooLarge):
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "message_too_large", msg: memoryReason(err)}
@@ -67,6 +76,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: memoryReason(err)}
 	case errors.Is(err, memory.ErrClosed):
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "server is shutting down"}
+	case errors.Is(err, memory.ErrUnavailable):
+		s.log.WarnContext(r.Context(), "strata serve: store unavailable", "request_id", stateOf(r.Context()).id, "error", err)
+		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "storage temporarily unavailable, retry later"}
+		retry = retryAfterOutage
 	case errors.Is(err, context.DeadlineExceeded):
 		s.log.WarnContext(r.Context(), "strata serve: request timed out", "request_id", stateOf(r.Context()).id, "error", err)
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "timeout", msg: "request timed out"}
@@ -77,7 +90,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error"}
 	}
 	if ae.status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retry)
 	}
 	s.writeError(w, r, ae)
 }
@@ -148,12 +161,20 @@ func (s *Server) convert(in []wireMessage) ([]memory.Message, *apiError) {
 	return out, nil
 }
 
-func setMetadata(m *memory.Message, k, v string) {
-	if m.Metadata == nil {
-		m.Metadata = map[string]string{}
-	}
-	m.Metadata[k] = v
+// exists checks that the session exists and belongs to user, reading at
+// most one message: ErrNotFound or ErrNotOwner otherwise.
+func (s *Server) exists(ctx context.Context, id, user string) error {
+	_, err := s.mgr.Messages(ctx, id, user, 0, 1)
+	return err
 }
+
+// maxCreateAttempts bounds the new ids tried by POST /v1/sessions when an
+// id is already in use (with random UUIDs, practically never).
+const maxCreateAttempts = 3
+
+// discardTimeout bounds the removal of a session whose creation failed
+// half-way.
+const discardTimeout = 5 * time.Second
 
 // --- POST /v1/sessions -------------------------------------------------
 
@@ -166,7 +187,7 @@ type appendResponse struct {
 	ID     string `json:"id"`
 	Title  string `json:"title,omitempty"`
 	Stored int    `json:"stored"`
-	Total  *int   `json:"total"`
+	Total  int    `json:"total"`
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -186,26 +207,48 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	id := newSessionID()
-	st.session = id
-	resp := appendResponse{ID: id, Title: title, Stored: len(msgs)}
-	if len(msgs) == 0 {
-		s.pending.add(id, st.user, title)
-		zero := 0
-		resp.Total = &zero
-	} else {
-		if title != "" {
-			setMetadata(&msgs[0], MetadataTitle, title)
+	var id string
+	for range maxCreateAttempts {
+		id = newSessionID()
+		if err = s.mgr.Create(ctx, id, st.user); !errors.Is(err, memory.ErrSessionExists) {
+			break
 		}
-		res, err := s.mgr.Append(ctx, id, st.user, msgs...)
-		if err != nil {
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st.session = id
+	resp := appendResponse{ID: id, Stored: len(msgs)}
+	if title != "" && s.cat != nil {
+		if err := s.setTitle(ctx, id, st.user, title); err != nil {
+			s.discard(ctx, id, st.user)
 			s.fail(w, r, err)
 			return
 		}
-		resp.Total = &res.Total
+		resp.Title = title
+	}
+	if len(msgs) > 0 {
+		res, err := s.mgr.Append(ctx, id, st.user, msgs...)
+		if err != nil {
+			s.discard(ctx, id, st.user)
+			s.fail(w, r, err)
+			return
+		}
+		resp.Total = res.Total
 	}
 	w.Header().Set("Location", "/v1/sessions/"+id)
 	s.writeJSON(w, http.StatusCreated, resp)
+}
+
+// discard deletes a session whose creation failed half-way, so that a
+// failed POST /v1/sessions leaves nothing behind. Failures are logged.
+func (s *Server) discard(ctx context.Context, id, user string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	if err := s.mgr.DeleteSession(ctx, id, user); err != nil {
+		s.log.WarnContext(ctx, "strata serve: could not remove a half-created session", "session_id", id, "error", err)
+	}
 }
 
 // --- POST /v1/sessions/{id}/messages ------------------------------------
@@ -267,38 +310,31 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	p, pending := s.pending.get(id)
-	if pending {
-		if p.user != st.user {
-			s.writeError(w, r, errNotFound)
-			return
-		}
-		if p.title != "" {
-			setMetadata(&msgs[0], MetadataTitle, p.title)
-		}
+	// Sessions are created by POST /v1/sessions only: an unknown id is
+	// 404, like another user's session, and is not created here.
+	if err := s.exists(ctx, id, st.user); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	res, err := s.mgr.Append(ctx, id, st.user, msgs...)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if pending {
-		s.pending.remove(id)
-	}
-	s.writeJSON(w, http.StatusOK, appendResponse{ID: id, Stored: len(msgs), Total: &res.Total})
+	s.writeJSON(w, http.StatusOK, appendResponse{ID: id, Stored: len(msgs), Total: res.Total})
 }
 
 // --- GET /v1/sessions/{id}/context --------------------------------------
 
 type contextResponse struct {
-	SessionID      string         `json:"session_id"`
-	Mode           string         `json:"mode"`
-	Messages       []wireMessage  `json:"messages"`
-	Tokens         contextTokens  `json:"tokens"`
-	Removed        int            `json:"removed"`
-	OverBudget     bool           `json:"over_budget"`
-	StoredMessages int            `json:"stored_messages"`
-	Summary        *contextSumary `json:"summary,omitempty"`
+	SessionID      string          `json:"session_id"`
+	Mode           string          `json:"mode"`
+	Messages       []wireMessage   `json:"messages"`
+	Tokens         contextTokens   `json:"tokens"`
+	Removed        int             `json:"removed"`
+	OverBudget     bool            `json:"over_budget"`
+	StoredMessages int             `json:"stored_messages"`
+	Summary        *contextSummary `json:"summary,omitempty"`
 }
 
 type contextTokens struct {
@@ -307,7 +343,7 @@ type contextTokens struct {
 	BeforeTrim int `json:"before_trim"`
 }
 
-type contextSumary struct {
+type contextSummary struct {
 	Facts     []wireFact `json:"facts"`
 	Narrative string     `json:"narrative"`
 	UpToSeq   int64      `json:"up_to_seq"`
@@ -320,34 +356,41 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	budget, e := intParam(r, "budget", int64(s.cfg.ContextBudget), 1, maxBudget)
+	requested, e := intParam(r, "budget", int64(s.ctxBudget), 1, maxBudget)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
+	// The manager's budget is the ceiling; a smaller one is asked of the
+	// manager's prompt builder as a reserve.
+	budget := min(int(requested), s.budget)
 	h, err := s.mgr.Load(ctx, id, st.user)
+	if err == nil && h.Total == 0 {
+		// An empty history is an empty session or none at all.
+		err = s.exists(ctx, id, st.user)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	resp := contextResponse{SessionID: id, Mode: string(h.Mode), Messages: []wireMessage{},
-		Tokens: contextTokens{Budget: int(budget)}, StoredMessages: h.Total}
-	if h.Total == 0 {
-		if p, ok := s.pending.get(id); !ok || p.user != st.user {
-			s.writeError(w, r, errNotFound)
-			return
+		Tokens: contextTokens{Budget: budget}, StoredMessages: h.Total}
+	if len(h.Messages) > 0 {
+		out := s.mgr.Prompt("", h.Messages, s.budget-budget)
+		resp.Tokens.BeforeTrim = s.meter.Cost(h.Messages)
+		resp.Tokens.Total = s.meter.Cost(out)
+		if resp.Tokens.Total > budget {
+			// Even the last user message and what must stay with it do
+			// not fit: nothing is returned rather than too much.
+			out, resp.Tokens.Total, resp.OverBudget = nil, 0, true
 		}
-		s.writeJSON(w, http.StatusOK, resp)
-		return
+		resp.Removed = len(h.Messages) - len(out)
+		for _, cm := range out {
+			resp.Messages = append(resp.Messages, fromChat(cm))
+		}
 	}
-	out, rep := trimmer.New(int(budget), 0, s.est).TrimReport(h.Messages, "", 0)
-	for _, cm := range out {
-		resp.Messages = append(resp.Messages, fromChat(cm))
-	}
-	resp.Tokens.Total, resp.Tokens.BeforeTrim = rep.TokensAfter, rep.TokensBefore
-	resp.Removed, resp.OverBudget = rep.Removed, rep.OverBudget
 	if h.Summary != nil && !h.Summary.IsEmpty() {
-		resp.Summary = &contextSumary{Facts: wireFacts(h.Summary.Facts), Narrative: h.Summary.Narrative, UpToSeq: h.Summary.UpToSeq}
+		resp.Summary = &contextSummary{Facts: wireFacts(h.Summary.Facts), Narrative: h.Summary.Narrative, UpToSeq: h.Summary.UpToSeq}
 	}
 	s.writeJSON(w, http.StatusOK, resp)
 }
@@ -368,7 +411,6 @@ type sessionSummary struct {
 	Narrative string     `json:"narrative"`
 	UpToSeq   int64      `json:"up_to_seq"`
 	Version   int64      `json:"version"`
-	Title     string     `json:"title,omitempty"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 
@@ -389,91 +431,40 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	owner, err := s.store.Owner(ctx, id)
+	msgs, err := s.mgr.Messages(ctx, id, st.user, after, int(limit)+1)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := sessionResponse{ID: id, Messages: []storedMessage{}}
-	switch owner {
-	case st.user:
-	case "":
-		p, ok := s.pending.get(id)
-		if !ok || p.user != st.user {
-			s.writeError(w, r, errNotFound)
-			return
-		}
-		resp.Title = p.title
-		s.writeJSON(w, http.StatusOK, resp)
-		return
-	default:
-		s.writeError(w, r, errNotFound)
-		return
-	}
-	msgs, err := s.store.Range(ctx, id, after, math.MaxInt64, int(limit)+1)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
+	resp := sessionResponse{ID: id, Messages: make([]storedMessage, 0, min(len(msgs), int(limit)))}
 	if len(msgs) > int(limit) {
 		msgs = msgs[:limit]
 		next := msgs[len(msgs)-1].Seq
 		resp.NextAfterSeq = &next
 	}
-	var first *memory.Message
-	for i, m := range msgs {
-		if m.UserID != "" && m.UserID != st.user { // deleted and re-created meanwhile
-			s.writeError(w, r, errNotFound)
-			return
-		}
-		if i == 0 && after == 0 {
-			first = &msgs[0]
-		}
+	for _, m := range msgs {
 		resp.Messages = append(resp.Messages, storedMessage{Seq: m.Seq, wireMessage: fromMemory(m), CreatedAt: m.CreatedAt})
 	}
-	tail, err := s.store.Tail(ctx, id, 0)
+	if after == 0 && resp.NextAfterSeq == nil {
+		resp.MessageCount = len(msgs) // the page is the whole session
+	} else if resp.MessageCount, err = s.count(ctx, id, st.user); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sum, err := s.mgr.Summary(ctx, id, st.user)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp.MessageCount = tail.Total
-	var sum *summary.Summary
-	if s.sums != nil {
-		if sum, err = s.sums.Get(ctx, id); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
 	if sum != nil {
 		resp.Summary = &sessionSummary{Facts: wireFacts(sum.Facts), Narrative: sum.Narrative, UpToSeq: sum.UpToSeq,
-			Version: sum.Version, Title: sum.Title, UpdatedAt: sum.UpdatedAt}
+			Version: sum.Version, UpdatedAt: sum.UpdatedAt}
 	}
-	resp.Title = s.title(ctx, id, first, sum, "")
+	if resp.Title, err = s.title(ctx, id, st.user); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.writeJSON(w, http.StatusOK, resp)
-}
-
-// title returns a session's title: the one given at creation (kept on its
-// first message), else the summary's, else the catalogue's (fallback).
-// first is the session's first message when the caller has it.
-func (s *Server) title(ctx context.Context, id string, first *memory.Message, sum *summary.Summary, fallback string) string {
-	if first == nil {
-		msgs, err := s.store.Range(ctx, id, 0, math.MaxInt64, 1)
-		if err == nil && len(msgs) > 0 {
-			first = &msgs[0]
-		}
-	}
-	if first != nil && first.Metadata[MetadataTitle] != "" {
-		return first.Metadata[MetadataTitle]
-	}
-	if sum != nil && sum.Title != "" {
-		return sum.Title
-	}
-	if fallback == "" && s.cat != nil {
-		if d, err := s.cat.Index().Get(ctx, id); err == nil && d != nil {
-			return d.Title
-		}
-	}
-	return fallback
 }
 
 // --- GET /v1/sessions ------------------------------------------------------
@@ -528,34 +519,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := listResponse{Sessions: []listEntry{}, Limit: int(limit), Offset: int(offset)}
-	switch lister, ok := s.store.(memory.SessionLister); {
-	case s.cat != nil:
-		page, err := s.cat.List(ctx, st.user, int(limit), int(offset))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		resp.Total = page.Total
-		for _, e := range page.Sessions {
-			resp.Sessions = append(resp.Sessions, listEntry{ID: e.SessionID, Title: s.title(ctx, e.SessionID, nil, nil, e.Title),
-				Preview: e.Preview, MessageCount: e.MessageCount, CreatedAt: e.CreatedAt, LastActivity: e.LastActivity})
-		}
-	case ok:
-		infos, total, err := lister.Sessions(ctx, st.user, int(limit), int(offset))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		resp.Total = total
-		for _, in := range infos {
-			resp.Sessions = append(resp.Sessions, listEntry{ID: in.SessionID, Title: s.title(ctx, in.SessionID, nil, nil, ""),
-				Preview: in.Preview, MessageCount: in.MessageCount, CreatedAt: in.CreatedAt, LastActivity: in.LastActivity})
-		}
-	default:
-		s.writeError(w, r, &apiError{status: http.StatusNotImplemented, code: "not_implemented",
-			msg: "listing sessions needs a catalogue or a message store that can list sessions"})
+	entries, total, err := s.list(ctx, st.user, int(limit), int(offset))
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
+	resp.Sessions, resp.Total = append(resp.Sessions, entries...), total
 	if next := int(offset) + len(resp.Sessions); len(resp.Sessions) > 0 && next < resp.Total {
 		resp.NextOffset = &next
 	}
@@ -582,27 +551,17 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	// Sessions without a document yet (short, never folded, never listed)
-	// or with a stale one are indexed first, within a bound; the rest is
-	// searched as it is.
-	rctx, cancel := context.WithTimeout(ctx, reindexTimeout)
-	if _, err := s.cat.Reindex(rctx, st.user); err != nil && ctx.Err() == nil {
-		s.log.WarnContext(ctx, "strata serve: reindex before search", "user_id", st.user, "error", err)
-	}
-	cancel()
-	matches, err := s.cat.Search(ctx, st.user, q, int(limit))
+	found, err := s.search(ctx, st.user, q, int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := searchResponse{Query: q, Matches: []searchMatch{}}
-	winner, ambiguous := s.cat.Decide(matches)
-	if winner != nil {
-		resp.Best = &winner.SessionID
+	resp := searchResponse{Query: q, Matches: []searchMatch{}, Ambiguous: found.Ambiguous}
+	if found.Best != nil {
+		resp.Best = &found.Best.SessionID
 	}
-	resp.Ambiguous = ambiguous
-	for _, m := range matches {
-		resp.Matches = append(resp.Matches, searchMatch{ID: m.SessionID, Title: s.title(ctx, m.SessionID, nil, nil, m.Title),
+	for _, m := range found.Matches {
+		resp.Matches = append(resp.Matches, searchMatch{ID: m.SessionID, Title: m.Title,
 			Score: m.Score, Similarity: m.Similarity, Recency: m.Recency, Text: m.Text})
 	}
 	s.writeJSON(w, http.StatusOK, resp)
@@ -617,23 +576,12 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	if p, ok := s.pending.get(id); ok {
-		if p.user != st.user {
-			s.writeError(w, r, errNotFound)
-			return
-		}
-		s.pending.remove(id)
-	}
-	// Cancels the session's fold, then deletes its messages and summary
-	// (behaviour §1.11); unknown sessions are not an error.
+	// Cancels the session's fold, then deletes its messages and summary;
+	// the manager's delete observer drops its catalogue document. A
+	// session that does not exist (any more) is 404, like another user's.
 	if err := s.mgr.DeleteSession(ctx, id, st.user); err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	if s.cat != nil {
-		if err := s.cat.Delete(ctx, id); err != nil {
-			s.log.WarnContext(ctx, "strata serve: catalogue delete", "session_id", id, "error", err)
-		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -650,26 +598,13 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfterBusy)
 		s.writeJSON(w, http.StatusServiceUnavailable, statusResponse{Status: "shutting down"})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	err := func() error {
-		if _, err := s.store.Owner(ctx, "__readyz__"); err != nil {
-			return err
-		}
-		for _, check := range s.ready {
-			if err := check(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
-	if err != nil {
-		s.log.WarnContext(ctx, "strata serve: not ready", "error", err)
-		w.Header().Set("Retry-After", "1")
+	if err := s.checkReady(r.Context()); err != nil {
+		s.log.WarnContext(r.Context(), "strata serve: not ready", "error", err)
+		w.Header().Set("Retry-After", retryAfterOutage)
 		s.writeJSON(w, http.StatusServiceUnavailable, statusResponse{Status: "unavailable"})
 		return
 	}

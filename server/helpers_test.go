@@ -11,13 +11,18 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
-	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/internal/testutil"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 func TestMain(m *testing.M) {
@@ -29,39 +34,117 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// Test API keys: alice's comes from an environment variable, bob's is
-// configured as a digest.
+// Test API keys: alice's is configured in plain form, bob's as a digest.
 const (
 	keyAlice = "alice-key-0123456789abcdef"
 	keyBob   = "bob-key-0123456789abcdef-xyz"
 )
 
-// baseOverrides is a small hierarchical configuration: chunked folds with
-// the extractive summarizer, K = 6 verbatim messages growing to 12 before a
-// fold.
-func baseOverrides() []string {
-	return []string{
-		"arc.reactor.memory.summary.enabled=true",
-		"arc.reactor.memory.summary.trigger-message-count=10",
-		"arc.reactor.memory.summary.recent-message-count=6",
-		"arc.reactor.memory.policy.name=chunked",
-		"arc.reactor.memory.policy.buffer-message-count=6",
-		"arc.reactor.memory.server.listen=127.0.0.1:0",
-		"arc.reactor.memory.server.api-keys=alice=key-env:STRATA_TEST_KEY_ALICE,bob=sha256:" + HashKey(keyBob),
-	}
+// testKeys are the API keys of the test servers.
+func testKeys() []APIKey {
+	return []APIKey{{UserID: "alice", Key: keyAlice}, {UserID: "bob", SHA256: HashKey(keyBob)}}
 }
 
-// testConfig loads the test configuration plus extra overrides.
-func testConfig(t testing.TB, extra ...string) *autoconfig.Config {
+// testMemoryConfig is a small hierarchical configuration: chunked folds
+// with the extractive summarizer, K = 6 verbatim messages growing to 12
+// before a fold.
+func testMemoryConfig() memory.Config {
+	c := memory.DefaultConfig()
+	c.Enabled = true
+	c.TriggerMessageCount = 10
+	c.RecentMessageCount = 6
+	c.Policy = memory.PolicyChunked
+	c.BufferMessageCount = 6
+	return c
+}
+
+// stack describes the parts a test server is built from; zero fields take
+// the defaults of build.
+type stack struct {
+	mcfg  *memory.Config      // default testMemoryConfig()
+	store memory.MessageStore // default in memory
+	sums  summary.Store       // default in memory (with summaries on)
+	svc   summary.Service     // default extractive
+	idx   catalog.Index       // default in memory
+	// noCatalog builds the server without a catalogue.
+	noCatalog bool
+	// pg builds the stores and the index on a fresh PostgreSQL schema, with
+	// a readiness check pinging it (the test is skipped without a database).
+	pg      bool
+	cfg     Config // APIKeys default to testKeys()
+	mgrOpts []memory.Option
+	srvOpts []Option
+	logs    *testutil.Buffer // default a new buffer
+	quiet   bool             // discard the logs
+}
+
+// build makes the manager, the catalogue and the server as an application
+// (or autoconfig.OpenServer) wires them. Closing the server releases it
+// all.
+func (st stack) build(t testing.TB) *Server {
 	t.Helper()
-	acfg, err := autoconfig.LoadWith(autoconfig.LoadOptions{
-		Environ:   []string{"STRATA_TEST_KEY_ALICE=" + keyAlice},
-		Overrides: append(baseOverrides(), extra...),
-	})
+	if st.logs == nil {
+		st.logs = &testutil.Buffer{}
+	}
+	var out io.Writer = st.logs
+	if st.quiet {
+		out = io.Discard
+	}
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	mcfg := testMemoryConfig()
+	if st.mcfg != nil {
+		mcfg = *st.mcfg
+	}
+	var onClose []Option
+	if st.pg {
+		d := dbtest.New(t)
+		d.SetMaxOpenConns(20)
+		st.store, st.idx = db.NewMessageStore(d), db.NewCatalogIndex(d)
+		if mcfg.Enabled {
+			st.sums = db.NewSummaryStore(d)
+		}
+		onClose = append(onClose, WithReadiness("postgres", d.PingContext))
+	}
+	if st.store == nil {
+		st.store = memory.NewInMemoryStore()
+	}
+	if mcfg.Enabled && st.sums == nil {
+		st.sums = summary.NewInMemoryStore(0)
+	}
+	if mcfg.Enabled && st.svc == nil {
+		st.svc = summary.NewExtractiveService()
+	}
+	var catRef atomic.Pointer[catalog.Catalog]
+	mopts := append([]memory.Option{memory.WithLogger(logger)}, catalog.Observers(&catRef)...)
+	if mcfg.Enabled {
+		mopts = append(mopts, memory.WithSummaries(st.sums, st.svc))
+	}
+	mgr, err := memory.NewManager(st.store, mcfg, append(mopts, st.mgrOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return acfg
+	var cat *catalog.Catalog
+	if !st.noCatalog {
+		if st.idx == nil {
+			st.idx = catalog.NewMemoryIndex()
+		}
+		if cat, err = catalog.New(mgr, st.idx, catalog.WithLogger(logger)); err != nil {
+			t.Fatal(err)
+		}
+		catRef.Store(cat)
+	}
+	if st.cfg.APIKeys == nil {
+		st.cfg.APIKeys = testKeys()
+	}
+	srv, err := New(mgr, cat, st.cfg, append(append([]Option{WithLogger(logger)}, onClose...), st.srvOpts...)...)
+	if err != nil {
+		_ = mgr.Close()
+		if cat != nil {
+			_ = cat.Close()
+		}
+		t.Fatal(err)
+	}
+	return srv
 }
 
 // testServer is a Server serving on a loopback port.
@@ -74,22 +157,19 @@ type testServer struct {
 	stop   func() error // graceful stop; idempotent
 }
 
-// startServer opens a server from acfg and serves it on 127.0.0.1:0 until
-// the test ends.
-func startServer(t testing.TB, acfg *autoconfig.Config, opts ...Option) *testServer {
+// start builds the stack and serves it on 127.0.0.1:0 until the test ends.
+func (st stack) start(t testing.TB) *testServer {
 	t.Helper()
-	logs := &testutil.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if st.logs == nil {
+		st.logs = &testutil.Buffer{}
+	}
+	logs := st.logs
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs)
 		}
 	})
-	srv, err := Open(context.Background(), acfg, append([]Option{WithLogger(logger)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return serveOn(t, srv, logs)
+	return serveOn(t, st.build(t), logs)
 }
 
 // serveOn serves srv on a loopback port until the test ends.
@@ -238,4 +318,20 @@ func (ts *testServer) flush() {
 	if err := ts.srv.Flush(ctx); err != nil {
 		ts.t.Fatalf("Flush: %v", err)
 	}
+}
+
+// create makes a session for the user of key and returns its id.
+func (ts *testServer) create(key string, body any) string {
+	ts.t.Helper()
+	var created wireAppend
+	ts.must(201, "POST", "/v1/sessions", key, body, &created)
+	if !validSessionID(created.ID) {
+		ts.t.Fatalf("create: id %q", created.ID)
+	}
+	return created.ID
+}
+
+// turn is the body of a one-turn append.
+func turn(user, assistant string) map[string]any {
+	return map[string]any{"turn": map[string]string{"user": user, "assistant": assistant}}
 }

@@ -8,9 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/strata-go/strata/autoconfig"
-	"github.com/strata-go/strata/db/dbtest"
 )
 
 // TestLoad drives the server with 50 concurrent clients over loopback for
@@ -19,23 +16,31 @@ import (
 // appends race on it. It asserts no 5xx, no transport error, and no lost or
 // interleaved message; it makes no timing assertion.
 func TestLoad(t *testing.T) {
-	runLoad(t, testConfig(t))
+	runLoad(t, stack{})
 }
 
 // TestLoadPostgres is TestLoad against PostgreSQL stores (skipped without a
 // database; see db/dbtest).
 func TestLoadPostgres(t *testing.T) {
-	schema := dbtest.NewSchema(t)
-	runLoad(t, testConfig(t, "arc.reactor.memory.datasource.url="+schema.URL))
+	runLoad(t, stack{pg: true})
 }
 
-func runLoad(t *testing.T, acfg *autoconfig.Config) {
+func runLoad(t *testing.T, st stack) {
 	const clients = 50
 	duration := 3 * time.Second
 	if os.Getenv("STRATA_LOAD_TEST") == "1" {
 		duration = 20 * time.Second
 	}
-	ts := startServer(t, acfg)
+	ts := st.start(t)
+	// One session per pair of clients, half of them bob's.
+	sessions := make([]string, clients/2)
+	for i := range sessions {
+		key := keyAlice
+		if (2*i)%4 >= 2 {
+			key = keyBob
+		}
+		sessions[i] = ts.create(key, nil)
+	}
 
 	type result struct {
 		latencies []time.Duration
@@ -54,7 +59,7 @@ func runLoad(t *testing.T, acfg *autoconfig.Config) {
 			defer wg.Done()
 			res := &results[c]
 			res.byStatus = map[int]int{}
-			session := fmt.Sprintf("load-%d", c/2)
+			session := sessions[c/2]
 			key := keyAlice
 			if c%4 >= 2 { // half the sessions belong to bob
 				key = keyBob
@@ -134,7 +139,7 @@ func runLoad(t *testing.T, acfg *autoconfig.Config) {
 		var msgs []storedMessage
 		for after := int64(0); ; {
 			var page wireSession
-			ts.must(200, "GET", fmt.Sprintf("/v1/sessions/load-%d?limit=1000&after_seq=%d", sIdx, after), key, nil, &page)
+			ts.must(200, "GET", fmt.Sprintf("/v1/sessions/%s?limit=1000&after_seq=%d", sessions[sIdx], after), key, nil, &page)
 			msgs = append(msgs, page.Messages...)
 			if page.MessageCount != want {
 				t.Fatalf("session load-%d: %d messages stored, %d acknowledged", sIdx, page.MessageCount, want)

@@ -130,10 +130,11 @@ func (s *recSpan) TracerProvider() trace.TracerProvider { return recProvider{rec
 // spans are its children, and that an incoming traceparent is honoured.
 // Not parallel: the recorder is global.
 func TestSpans(t *testing.T) {
-	ts := startServer(t, testConfig(t))
+	ts := stack{}.start(t)
+	id := ts.create(keyAlice, nil)
 	spans.start()
 	const traceID = "4bf92f3577b34da6a3ce929d0e0736aa"
-	r := ts.do("POST", "/v1/sessions/span-1/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "hi", "assistant": "hello"}},
+	r := ts.do("POST", "/v1/sessions/"+id+"/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "hi", "assistant": "hello"}},
 		"traceparent: 00-"+traceID+"-00f067aa0ba902b7-01", "X-Request-Id: span-req-1")
 	if r.status != 200 {
 		t.Fatalf("append: %s", r)
@@ -147,7 +148,7 @@ func TestSpans(t *testing.T) {
 		switch {
 		case s.name == "POST /v1/sessions/{id}/messages":
 			server = s
-		case s.name == "strata.memory.save" && s.attrs["session.id"].AsString() == "span-1":
+		case s.name == "strata.memory.save" && s.attrs["session.id"].AsString() == id:
 			save = s
 		case s.name == "GET /v1/sessions/{id}":
 			notFound = s
@@ -161,7 +162,7 @@ func TestSpans(t *testing.T) {
 	}
 	for k, want := range map[string]any{
 		"http.request.method": "POST", "http.route": "/v1/sessions/{id}/messages", "http.response.status_code": int64(200),
-		"strata.request.id": "span-req-1", "enduser.id": "alice", "session.id": "span-1", "url.path": "/v1/sessions/span-1/messages",
+		"strata.request.id": "span-req-1", "enduser.id": "alice", "session.id": id, "url.path": "/v1/sessions/" + id + "/messages",
 	} {
 		if v := server.attrs[k].AsInterface(); v != want {
 			t.Errorf("server span %s = %v, want %v", k, v, want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -14,39 +15,39 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/catalog"
-	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
 // instrumentationName names the server's tracer.
 const instrumentationName = "github.com/strata-go/strata/server"
 
-// readyTimeout bounds the store check of GET /readyz.
-const readyTimeout = 2 * time.Second
-
-// Server is Strata's HTTP API over one runtime (manager, stores, catalogue).
-// Build it with Open (from configuration) or New, serve it with Serve or
-// ListenAndServe (or mount Handler), and it releases the runtime when it
-// stops. A Server is safe for concurrent use.
+// Server is Strata's HTTP API over one conversation manager and,
+// optionally, a conversation catalogue. Build it with New, serve it with
+// Serve or ListenAndServe (or mount Handler); it closes the manager and the
+// catalogue when it stops. A Server is safe for concurrent use.
 type Server struct {
 	cfg     Config
-	rt      *autoconfig.Runtime
 	mgr     *memory.Manager
-	store   memory.MessageStore
-	sums    summary.Store
 	cat     *catalog.Catalog
 	keys    *keyring
 	log     *slog.Logger
-	est     trimmer.Estimator
 	tracer  trace.Tracer
-	pending *pendingSessions
-	ready   []func(context.Context) error
 	routes  []route
 	handler http.Handler
+
+	// budget is the manager's prompt budget, the ceiling of every context;
+	// ctxBudget is the budget of a context request without one.
+	budget    int
+	ctxBudget int
+	// meter prices messages with the manager's estimator, for the token
+	// counts of context responses.
+	meter *trimmer.Trimmer
+
+	ready      []readiness
+	readyLimit time.Duration // GET /readyz answers within this
+	onClose    []func() error
 
 	serving   atomic.Bool
 	draining  atomic.Bool
@@ -54,19 +55,23 @@ type Server struct {
 	closeErr  error
 }
 
+// readiness is one named check of GET /readyz.
+type readiness struct {
+	name  string
+	check func(context.Context) error
+}
+
 // Option configures a Server.
 type Option func(*options)
 
 type options struct {
-	logger    *slog.Logger
-	cat       *catalog.Catalog
-	ready     []func(context.Context) error
-	buildOpts []autoconfig.BuildOption
-	catOpts   []catalog.Option
+	logger  *slog.Logger
+	ready   []readiness
+	onClose []func() error
 }
 
 // WithLogger sets the logger of the access log and of the server's own
-// messages (default slog.Default()). Open also gives it to the runtime.
+// messages (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -75,129 +80,63 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithCatalog sets the conversation catalogue behind GET /v1/sessions
-// (listing and search); register its Observer with the manager
-// (memory.WithFoldObserver) so that titles and search follow folds. The
-// Server closes it when it stops. Without one, New lists sessions through
-// the message store (memory.SessionLister) and answers search with 501;
-// Open always builds one.
-func WithCatalog(c *catalog.Catalog) Option {
-	return func(o *options) { o.cat = c }
-}
-
-// WithReadiness adds a check to GET /readyz: the server is ready when the
-// message store answers and every check returns nil. Each runs with a short
-// deadline.
-func WithReadiness(check func(ctx context.Context) error) Option {
+// WithReadiness adds a check to GET /readyz, e.g. a ping of the database
+// the stores use: the server is ready when every check returns nil. The
+// checks run concurrently, each with a deadline of 1.5 s; one that has not
+// returned shortly after counts as failed, so /readyz answers within 2 s
+// even when a check ignores its context. name identifies the check in the
+// log.
+func WithReadiness(name string, check func(ctx context.Context) error) Option {
 	return func(o *options) {
 		if check != nil {
-			o.ready = append(o.ready, check)
+			o.ready = append(o.ready, readiness{name: name, check: check})
 		}
 	}
 }
 
-// WithBuildOptions passes options to autoconfig.BuildRuntime (Open only),
-// e.g. autoconfig.WithSummarizer.
-func WithBuildOptions(opts ...autoconfig.BuildOption) Option {
-	return func(o *options) { o.buildOpts = append(o.buildOpts, opts...) }
-}
-
-// WithCatalogOptions passes options to catalog.New (Open only), e.g. an
-// embedder for semantic search.
-func WithCatalogOptions(opts ...catalog.Option) Option {
-	return func(o *options) { o.catOpts = append(o.catOpts, opts...) }
-}
-
-// Open builds everything strata serve runs from Strata's configuration:
-// the runtime (autoconfig.BuildRuntime: manager and stores, PostgreSQL or
-// in memory), a conversation catalogue over the same stores whose titles
-// and search documents follow every fold, and the Server (ConfigFrom).
-// The Server owns all of it: Serve, ListenAndServe or Close release it.
-func Open(ctx context.Context, acfg *autoconfig.Config, opts ...Option) (*Server, error) {
-	if acfg == nil {
-		acfg = autoconfig.Default()
-	}
-	o := collect(opts)
-	cfg, err := ConfigFrom(acfg)
-	if err != nil {
-		return nil, err
-	}
-	// The catalogue needs the stores BuildRuntime makes, and the manager
-	// needs the catalogue's fold observer: bind it late.
-	var catRef atomic.Pointer[catalog.Catalog]
-	observe := func(ctx context.Context, s summary.Summary) {
-		if c := catRef.Load(); c != nil {
-			c.Observer()(ctx, s)
+// WithOnClose adds a function Close calls after closing the manager and the
+// catalogue, e.g. to close the database pool under the stores. Functions
+// run in the reverse order of their options.
+func WithOnClose(fn func() error) Option {
+	return func(o *options) {
+		if fn != nil {
+			o.onClose = append(o.onClose, fn)
 		}
 	}
-	forget := func(ctx context.Context, sessionID string) {
-		if c := catRef.Load(); c != nil {
-			c.DeleteObserver()(ctx, sessionID)
-		}
-	}
-	bopts := append([]autoconfig.BuildOption{autoconfig.WithLogger(o.logger),
-		autoconfig.WithManagerOptions(memory.WithFoldObserver(observe), memory.WithDeleteObserver(forget))}, o.buildOpts...)
-	rt, err := autoconfig.BuildRuntime(ctx, acfg, bopts...)
-	if err != nil {
-		return nil, err
-	}
-	if o.cat == nil {
-		var idx catalog.Index
-		if rt.DB != nil {
-			// pgvector when the server has it; the portable column otherwise.
-			// It is DDL, so only where the schema is managed on start.
-			if acfg.Datasource.MigrateOnStart {
-				if err := db.EnableVectorSearch(ctx, rt.DB); err != nil {
-					o.logger.InfoContext(ctx, "strata serve: catalogue scores in process (no pgvector)", "reason", err)
-				}
-			}
-			idx = db.NewCatalogIndex(rt.DB)
-		} else {
-			idx = catalog.NewMemoryIndex()
-		}
-		copts := append([]catalog.Option{catalog.WithLogger(o.logger)}, o.catOpts...)
-		o.cat = catalog.New(rt.Messages, rt.Summaries, idx, copts...)
-	}
-	catRef.Store(o.cat)
-	opts = append(opts, WithCatalog(o.cat))
-	s, err := New(rt, cfg, opts...)
-	if err != nil {
-		_ = o.cat.Close()
-		_ = rt.Close()
-		return nil, err
-	}
-	return s, nil
 }
 
-func collect(opts []Option) options {
+// readyLimit is the time GET /readyz answers within. Each check gets
+// three quarters of it, and the probe stops waiting at seven eighths.
+const readyLimit = 2 * time.Second
+
+// New returns a Server over mgr and, when cat is not nil, the conversation
+// catalogue that keeps titles and answers listings and search (without one,
+// sessions are listed through the manager without titles, and search
+// answers 501). The catalogue must read through mgr and follow its folds
+// and deletes: build mgr with catalog.Observers for it.
+//
+// The Server takes ownership of mgr and cat: it closes them when it stops
+// (Serve, Close). On error nothing is closed.
+//
+// cfg's zero fields take the defaults. At least one API key is required.
+// Plain keys are hashed at once: only their SHA-256 digests are kept.
+func New(mgr *memory.Manager, cat *catalog.Catalog, cfg Config, opts ...Option) (*Server, error) {
+	if mgr == nil {
+		return nil, errors.New("server: nil manager")
+	}
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return o
-}
-
-// New returns a Server over rt — its manager, stores and, when rt.DB is set,
-// its database pool (checked by GET /readyz). The Server takes ownership of
-// rt (and of the catalogue given with WithCatalog): it closes them when it
-// stops. On error nothing is closed.
-//
-// cfg's zero fields take the defaults; a budget of 0 becomes
-// rt.Config's max-context-window-tokens − max-output-tokens. At least one
-// API key is required. Plain keys are hashed at once: only their SHA-256
-// digests are kept.
-func New(rt *autoconfig.Runtime, cfg Config, opts ...Option) (*Server, error) {
-	if rt == nil || rt.Manager == nil {
-		return nil, errors.New("server: nil runtime or manager")
-	}
-	o := collect(opts)
-	budget := DefaultContextBudget
-	if rt.Config != nil {
-		budget = rt.Config.Memory.ContextWindowTokens - rt.Config.LLM.MaxOutputTokens
-	}
-	cfg = cfg.withDefaults(budget)
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	mc := mgr.Config()
+	budget := mc.ContextWindowTokens - mc.OutputReserveTokens
+	if budget < 1 {
+		return nil, fmt.Errorf("server: the manager's prompt budget is %d tokens (context window %d − output reserve %d), want >= 1",
+			budget, mc.ContextWindowTokens, mc.OutputReserveTokens)
 	}
 	keys, err := newKeyring(cfg.APIKeys)
 	if err != nil {
@@ -205,35 +144,33 @@ func New(rt *autoconfig.Runtime, cfg Config, opts ...Option) (*Server, error) {
 	}
 	for _, k := range cfg.APIKeys {
 		if k.Plaintext {
-			o.logger.Warn("strata serve: an API key is written in plain text in the configuration; prefer key-env or sha256 in server.api-keys", "user_id", k.UserID)
+			o.logger.Warn("strata serve: an API key is written in plain text in the configuration; prefer a key from the environment or its SHA-256", "user_id", k.UserID)
 		}
 	}
 	// Keep the digests only.
 	cfg.APIKeys = nil
-	store := rt.Messages
-	if store == nil {
-		store = rt.Manager.Store()
-	}
-	sums := rt.Summaries
-	if sums == nil {
-		sums = rt.Manager.SummaryStore()
+	ctxBudget := cfg.ContextBudget
+	switch {
+	case ctxBudget == 0:
+		ctxBudget = budget
+	case ctxBudget > budget:
+		o.logger.Warn("strata serve: the context budget exceeds the manager's prompt budget; using the manager's",
+			"context_budget", ctxBudget, "manager_budget", budget)
+		ctxBudget = budget
 	}
 	s := &Server{
-		cfg:     cfg,
-		rt:      rt,
-		mgr:     rt.Manager,
-		store:   store,
-		sums:    sums,
-		cat:     o.cat,
-		keys:    keys,
-		log:     o.logger,
-		est:     trimmer.NewEstimator(),
-		tracer:  otel.Tracer(instrumentationName),
-		pending: newPendingSessions(maxPendingSessions, pendingTTL),
-		ready:   o.ready,
-	}
-	if rt.DB != nil {
-		s.ready = append([]func(context.Context) error{rt.DB.PingContext}, s.ready...)
+		cfg:        cfg,
+		mgr:        mgr,
+		cat:        cat,
+		keys:       keys,
+		log:        o.logger,
+		tracer:     otel.Tracer(instrumentationName),
+		budget:     budget,
+		ctxBudget:  ctxBudget,
+		meter:      trimmer.New(math.MaxInt32, 0, mgr.Estimator()),
+		ready:      o.ready,
+		readyLimit: readyLimit,
+		onClose:    o.onClose,
 	}
 	s.handler = s.buildHandler()
 	return s, nil
@@ -248,17 +185,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Config returns the server's configuration, without API keys.
 func (s *Server) Config() Config { return s.cfg }
 
-// Catalog returns the conversation catalogue, nil when there is none.
-func (s *Server) Catalog() *catalog.Catalog { return s.cat }
-
-// Manager returns the conversation manager the server uses.
-func (s *Server) Manager() *memory.Manager { return s.mgr }
-
 // ListenAndServe listens on Config.Addr and serves until ctx is done, then
 // shuts down gracefully (see Serve).
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	if s.cfg.Addr == "" {
-		return errors.New("server: no listen address (arc.reactor.memory.server.listen)")
+		return errors.New("server: no listen address (Config.Addr)")
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
@@ -272,10 +203,10 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // gracefully within Config.ShutdownTimeout: it stops accepting connections
 // and waits for in-flight requests (connections still busy at the
 // deadline are closed), then waits for background folds and catalogue
-// refreshes with the rest of the deadline, then closes the catalogue and
-// the runtime (folds still running are cancelled, their results
-// discarded). It returns nil after a graceful stop, or what went wrong.
-// Serve may be called once.
+// refreshes with the rest of the deadline, then closes everything (see
+// Close; folds still running are cancelled, their results discarded). It
+// returns nil after a graceful stop, or what went wrong. Serve may be
+// called once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if !s.serving.CompareAndSwap(false, true) {
 		_ = ln.Close()
@@ -352,8 +283,8 @@ func (s *Server) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the catalogue and the runtime (manager, summarizer,
-// database pool) without waiting for background folds: they are cancelled.
+// Close closes the manager, the catalogue, then runs the WithOnClose
+// functions, without waiting for background folds: they are cancelled.
 // Serve calls it after draining; call it yourself when you only used
 // Handler. Close is idempotent.
 func (s *Server) Close() error {
@@ -369,76 +300,57 @@ func (s *Server) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		if err := s.rt.Close(); err != nil {
-			errs = append(errs, err)
+		for i := len(s.onClose) - 1; i >= 0; i-- {
+			if err := s.onClose[i](); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }
 
-// pendingSessions remembers sessions created without messages (POST
-// /v1/sessions with no messages) until their first message: their owner and
-// title. They live in this process only, for at most ttl.
-type pendingSessions struct {
-	mu  sync.Mutex
-	m   map[string]pendingSession
-	max int
-	ttl time.Duration
-}
-
-type pendingSession struct {
-	user    string
-	title   string
-	created time.Time
-}
-
-// Bounds of the pending sessions.
-const (
-	maxPendingSessions = 100_000
-	pendingTTL         = 24 * time.Hour
-)
-
-func newPendingSessions(max int, ttl time.Duration) *pendingSessions {
-	return &pendingSessions{m: map[string]pendingSession{}, max: max, ttl: ttl}
-}
-
-func (p *pendingSessions) add(id, user, title string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	if len(p.m) >= p.max {
-		var oldestID string
-		var oldest time.Time
-		for k, v := range p.m {
-			if now.Sub(v.created) > p.ttl {
-				delete(p.m, k)
-				continue
+// checkReady runs the readiness checks concurrently, each bounded by three
+// quarters of s.readyLimit, and returns their failures within seven
+// eighths of it. A check that has not returned by then (it ignores its
+// context) counts as failed and is left to finish on its own.
+func (s *Server) checkReady(ctx context.Context) error {
+	if len(s.ready) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.readyLimit*3/4)
+	defer cancel()
+	results := make(chan error, len(s.ready)) // never blocks a late check
+	for _, rc := range s.ready {
+		go func() {
+			err := func() (err error) {
+				defer func() {
+					if v := recover(); v != nil {
+						err = fmt.Errorf("panic: %v", v)
+					}
+				}()
+				return rc.check(ctx)
+			}()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", rc.name, err)
 			}
-			if oldestID == "" || v.created.Before(oldest) {
-				oldestID, oldest = k, v.created
+			results <- err
+		}()
+	}
+	// Checks that honour their context have returned by their deadline;
+	// an eighth more lets them report before the probe answers.
+	grace := time.NewTimer(s.readyLimit * 7 / 8)
+	defer grace.Stop()
+	var errs []error
+	for range s.ready {
+		select {
+		case err := <-results:
+			if err != nil {
+				errs = append(errs, err)
 			}
-		}
-		if len(p.m) >= p.max {
-			delete(p.m, oldestID)
+		case <-grace.C:
+			return errors.Join(append(errs, fmt.Errorf("readiness checks did not answer within %s", s.readyLimit*7/8))...)
 		}
 	}
-	p.m[id] = pendingSession{user: user, title: title, created: now}
-}
-
-func (p *pendingSessions) get(id string) (pendingSession, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	v, ok := p.m[id]
-	if ok && time.Since(v.created) > p.ttl {
-		delete(p.m, id)
-		return pendingSession{}, false
-	}
-	return v, ok
-}
-
-func (p *pendingSessions) remove(id string) {
-	p.mu.Lock()
-	delete(p.m, id)
-	p.mu.Unlock()
+	return errors.Join(errs...)
 }

@@ -3,10 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,15 +15,16 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// slowStore blocks appends to the session "slow" until released.
+// slowStore blocks appends to the session named by slow until released.
 type slowStore struct {
 	*memory.InMemoryStore
+	slow    atomic.Value // string
 	entered chan struct{}
 	release chan struct{}
 }
 
 func (s *slowStore) Append(ctx context.Context, id, user string, msgs ...memory.Message) (memory.AppendResult, error) {
-	if id == "slow" {
+	if slow, _ := s.slow.Load().(string); id == slow && len(msgs) > 0 {
 		s.entered <- struct{}{}
 		<-s.release
 	}
@@ -48,24 +49,20 @@ func slowSummarizer(started chan<- struct{}, delay time.Duration) summary.Servic
 
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{InMemoryStore: memory.NewInMemoryStoreWith(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := &slowStore{InMemoryStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	foldStarted := make(chan struct{})
-	rt := newRuntime(t, store, slowSummarizer(foldStarted, 400*time.Millisecond))
-	cfg, err := ConfigFrom(testConfig(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ShutdownTimeout = 20 * time.Second
+	sums := summary.NewInMemoryStore(0)
 	logs := &testutil.Buffer{}
-	srv, err := New(rt, cfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := serveOn(t, srv, logs)
+	ts := stack{store: store, sums: sums, svc: slowSummarizer(foldStarted, 400*time.Millisecond), logs: logs,
+		cfg: Config{ShutdownTimeout: 20 * time.Second}}.start(t)
+	srv := ts.srv
+	slow := ts.create(keyAlice, nil)
+	store.slow.Store(slow)
 
 	// Enough turns for a background fold, which the summarizer makes slow.
+	fold := ts.create(keyAlice, nil)
 	for i := range 8 {
-		ts.must(200, "POST", "/v1/sessions/fold-1/messages", keyAlice,
+		ts.must(200, "POST", "/v1/sessions/"+fold+"/messages", keyAlice,
 			map[string]any{"turn": map[string]string{"user": fmt.Sprintf("Order #F-%d please", i), "assistant": "ok"}}, nil)
 	}
 	select {
@@ -81,7 +78,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	inflight := make(chan res, 1)
 	go func() {
-		r, err := ts.try(context.Background(), "POST", "/v1/sessions/slow/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "still there?"}})
+		r, err := ts.try(context.Background(), "POST", "/v1/sessions/"+slow+"/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "still there?"}})
 		inflight <- res{r, err}
 	}()
 	<-store.entered
@@ -117,11 +114,11 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("graceful stop: %v", err)
 	}
 	// The background fold was flushed before the runtime closed.
-	s, err := rt.Summaries.Get(context.Background(), "fold-1")
+	s, err := sums.Get(context.Background(), fold)
 	if err != nil || s == nil || s.UpToSeq == 0 || srv.mgr.Stats().Folds == 0 {
 		t.Fatalf("the background fold did not finish before exit: %+v, %v, stats %+v", s, err, srv.mgr.Stats())
 	}
-	if m, _ := store.Tail(context.Background(), "slow", 0); m.Total != 1 {
+	if m, _ := store.Tail(context.Background(), slow, "alice", 0); m.Total != 1 {
 		t.Fatalf("the in-flight append was lost: %d messages", m.Total)
 	}
 	if !strings.Contains(logs.String(), "strata serve: stopped") {
@@ -133,17 +130,13 @@ func TestGracefulShutdown(t *testing.T) {
 // off, and Serve says so.
 func TestShutdownDeadline(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{InMemoryStore: memory.NewInMemoryStoreWith(), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	rt := newRuntime(t, store, summary.NewExtractiveService())
-	cfg, err := ConfigFrom(testConfig(t))
-	if err != nil {
+	store := &slowStore{InMemoryStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := stack{store: store, quiet: true, cfg: Config{ShutdownTimeout: 300 * time.Millisecond}}.build(t)
+	slow := newSessionID()
+	if err := srv.mgr.Create(context.Background(), slow, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	cfg.ShutdownTimeout = 300 * time.Millisecond
-	srv, err := New(rt, cfg, WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store.slow.Store(slow)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +149,7 @@ func TestShutdownDeadline(t *testing.T) {
 
 	inflight := make(chan error, 1)
 	go func() {
-		_, err := ts.try(context.Background(), "POST", "/v1/sessions/slow/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "x"}})
+		_, err := ts.try(context.Background(), "POST", "/v1/sessions/"+slow+"/messages", keyAlice, map[string]any{"turn": map[string]string{"user": "x"}})
 		inflight <- err
 	}()
 	<-store.entered

@@ -18,19 +18,16 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// MetadataTitle is the message metadata key under which a session's title
-// (POST /v1/sessions {"title"}) is kept, on the session's first message.
-// Clients cannot set metadata keys starting with "strata."; the API never
-// shows them in a message's metadata.
-const MetadataTitle = "strata.title"
-
-// reservedMetadataPrefix marks metadata keys the server owns.
+// reservedMetadataPrefix marks metadata keys the server keeps for itself:
+// clients cannot set keys starting with it, and the API never shows them in
+// a message's metadata (earlier versions stored a session's title under
+// "strata.title" on its first message).
 const reservedMetadataPrefix = "strata."
 
 // Limits of request contents.
 const (
 	maxMessagesPerRequest = 1000
-	maxTitleRunes         = 200
+	maxTitleRunes         = 80 // the catalogue's longest title
 	maxSessionIDLength    = 128
 	maxSearchQueryRunes   = 1000
 )
@@ -182,9 +179,10 @@ func fromChat(cm llms.ChatMessage) wireMessage {
 	return out
 }
 
-// cleanTitle validates a session title.
+// cleanTitle validates a session title and collapses its white space, as
+// the catalogue keeps it.
 func cleanTitle(t string) (string, error) {
-	t = strings.TrimSpace(t)
+	t = strings.Join(strings.Fields(t), " ")
 	switch {
 	case !utf8.ValidString(t):
 		return "", errors.New("title is not valid UTF-8")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/chatmsg"
 )
 
 // Defaults of the LLM summarizer.
@@ -343,16 +345,8 @@ func messageText(m llms.ChatMessage) string {
 
 // toolCalls lists the function calls an assistant message makes.
 func toolCalls(m llms.ChatMessage) []llms.FunctionCall {
-	var ai llms.AIChatMessage
-	switch v := m.(type) {
-	case llms.AIChatMessage:
-		ai = v
-	case *llms.AIChatMessage:
-		if v == nil {
-			return nil
-		}
-		ai = *v
-	default:
+	ai, ok := chatmsg.Value(m).(llms.AIChatMessage)
+	if !ok {
 		return nil
 	}
 	var calls []llms.FunctionCall

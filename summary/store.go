@@ -73,9 +73,9 @@ func (s *inMemoryStore) Save(ctx context.Context, sum Summary) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if old, ok := s.cache.Get(sum.SessionID); ok {
+	if old, ok := s.cache.Get(sum.SessionID); ok && old.Epoch == sum.Epoch {
 		if sum.UpToSeq < old.UpToSeq {
-			return nil
+			return ErrStale
 		}
 		sum.CreatedAt = old.CreatedAt
 		sum.Version = old.Version + 1

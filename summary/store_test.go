@@ -21,7 +21,7 @@ func TestInMemoryStoreUpsertGetDelete(t *testing.T) {
 		t.Fatalf("Delete(unknown) = %v", err)
 	}
 
-	first := Summary{SessionID: "s1", Narrative: "n1", Facts: []Fact{{Key: "order_id", Value: "#1234", Category: Entity}}, UpToSeq: 10, Title: "Refund"}
+	first := Summary{SessionID: "s1", Narrative: "n1", Facts: []Fact{{Key: "order_id", Value: "#1234", Category: Entity}}, UpToSeq: 10}
 	if err := st.Save(ctx, first); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestInMemoryStoreUpsertGetDelete(t *testing.T) {
 	if err != nil || got == nil {
 		t.Fatalf("Get = %v, %v", got, err)
 	}
-	if got.Narrative != "n1" || got.UpToSeq != 10 || got.Version != 1 || got.Title != "Refund" || len(got.Facts) != 1 {
+	if got.Narrative != "n1" || got.UpToSeq != 10 || got.Version != 1 || len(got.Facts) != 1 {
 		t.Fatalf("first save stored %+v", got)
 	}
 	if got.CreatedAt.IsZero() || !got.UpdatedAt.Equal(got.CreatedAt) {
@@ -89,12 +89,21 @@ func TestInMemoryStoreNeverLowersCursor(t *testing.T) {
 	ctx := context.Background()
 	st := NewInMemoryStore(10)
 	_ = st.Save(ctx, Summary{SessionID: "s", Narrative: "newer", UpToSeq: 40})
-	if err := st.Save(ctx, Summary{SessionID: "s", Narrative: "older", UpToSeq: 30}); err != nil {
-		t.Fatalf("stale save returned %v, want nil", err)
+	if err := st.Save(ctx, Summary{SessionID: "s", Narrative: "older", UpToSeq: 30}); !errors.Is(err, ErrStale) {
+		t.Fatalf("stale save returned %v, want ErrStale", err)
 	}
 	got, _ := st.Get(ctx, "s")
 	if got.Narrative != "newer" || got.UpToSeq != 40 || got.Version != 1 {
 		t.Fatalf("stale save changed the summary: %+v", got)
+	}
+	// Another epoch (the session was re-created) replaces it, whatever the
+	// cursor: the old summary belonged to a deleted predecessor.
+	if err := st.Save(ctx, Summary{SessionID: "s", Epoch: 2, Narrative: "successor", UpToSeq: 5}); err != nil {
+		t.Fatalf("save of a new epoch: %v", err)
+	}
+	got, _ = st.Get(ctx, "s")
+	if got.Narrative != "successor" || got.Epoch != 2 || got.Version != 1 {
+		t.Fatalf("new epoch stored %+v", got)
 	}
 }
 

@@ -68,11 +68,12 @@ type Summary struct {
 	// into it. A cursor, not a count, so retention or re-creation of a
 	// session never makes a stale summary look fresh.
 	UpToSeq int64
+	// Epoch is the incarnation of the session the summary was made for
+	// (memory.Tail.Epoch). A summary whose epoch differs from the session's
+	// belongs to a deleted predecessor of the same id and is never shown.
+	Epoch int64
 	// Version counts the saves of this session's summary; stores set it.
-	Version int64
-	// Title is a short, human-readable name for the conversation (may be
-	// empty).
-	Title     string
+	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -130,10 +131,14 @@ func (f ServiceFunc) Summarize(ctx context.Context, req Request) (Result, error)
 
 // Store persists one summary per session.
 //
-// Save is an upsert keyed by SessionID that never lowers the cursor: a save
-// whose UpToSeq is below the stored one is ignored (nil error), so a slow,
-// older summarization can never overwrite a newer summary. Stores keep
-// CreatedAt from the first save, refresh UpdatedAt and increment Version.
+// Save is an upsert keyed by SessionID that never lowers the cursor of the
+// same epoch: a save whose UpToSeq is below the stored one of the same
+// Epoch writes nothing and returns ErrStale, so a slow, older summarization
+// can never overwrite a newer summary. A save with a different Epoch
+// replaces the stored summary (it belonged to a deleted predecessor). A
+// store that knows the session was deleted or re-created since the summary
+// was made refuses it with ErrSessionGone. Stores keep CreatedAt from the
+// first save of an epoch, refresh UpdatedAt and increment Version.
 type Store interface {
 	Get(ctx context.Context, sessionID string) (*Summary, error) // nil, nil when absent
 	Save(ctx context.Context, s Summary) error
@@ -143,6 +148,14 @@ type Store interface {
 // ErrTimeout reports that the summarizer did not answer within its time
 // limit. A timeout is an error, never an empty summary.
 var ErrTimeout = errors.New("summary: summarizer timed out")
+
+// ErrStale: Save wrote nothing because the store holds a summary of the
+// same epoch with a higher cursor.
+var ErrStale = errors.New("summary: a newer summary is already stored")
+
+// ErrSessionGone: Save wrote nothing because the session was deleted or
+// re-created after the summary was made.
+var ErrSessionGone = errors.New("summary: session deleted or re-created; summary not saved")
 
 // ErrEmptyReply reports a summarizer reply with neither facts nor narrative.
 var ErrEmptyReply = errors.New("summary: summarizer returned an empty summary")

@@ -26,7 +26,8 @@ type EstimatorFunc func(string) int
 // Estimate calls f(text).
 func (f EstimatorFunc) Estimate(text string) int { return f(text) }
 
-// Cache limits of the memoising estimator (behaviour §2.17).
+// Cache limits of the memoising estimator: bounded, so a long-running process
+// that prices many distinct texts keeps a fixed memory footprint.
 const (
 	// EstimatorCacheSize is the number of texts a cached estimator remembers.
 	EstimatorCacheSize = 50_000
@@ -40,7 +41,7 @@ const (
 // cjkClass holds the scripts that tokenizers split at about 2/3 token per
 // character. It extends the reference's four blocks (unified ideographs,
 // Hangul syllables, Hiragana, Katakana) with the neighbouring CJK blocks that
-// it counted at 1/3 (behaviour §5.2 item 13).
+// it counted at 1/3, which undercounted text in those blocks.
 var cjkClass = &unicode.RangeTable{
 	R16: []unicode.Range16{
 		{Lo: 0x1100, Hi: 0x11FF, Stride: 1}, // Hangul Jamo

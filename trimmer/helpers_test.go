@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/chatmsg"
 )
 
 // lenEst counts one token per byte, like the reference tests' text.length.
@@ -59,7 +61,7 @@ func render1(m llms.ChatMessage) string {
 		}
 		return "*tool:" + v.ID + ":" + v.Content
 	}
-	if isNil(m) {
+	if chatmsg.Value(m) == nil {
 		return "<nil>"
 	}
 	prefix := ""

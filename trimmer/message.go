@@ -1,10 +1,11 @@
 package trimmer
 
 import (
-	"reflect"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/chatmsg"
 )
 
 // role is the part of a message's type that trimming and validation care
@@ -44,52 +45,26 @@ func describe(m llms.ChatMessage, est Estimator) item {
 }
 
 func classify(m llms.ChatMessage) item {
-	switch v := m.(type) {
+	switch v := chatmsg.Value(m).(type) {
+	case nil:
+		return item{role: roleNone}
 	case llms.HumanChatMessage:
 		return item{role: roleUser}
-	case *llms.HumanChatMessage:
-		return nonNil(v != nil, item{role: roleUser})
 	case llms.SystemChatMessage:
 		return item{role: roleSystem}
-	case *llms.SystemChatMessage:
-		return nonNil(v != nil, item{role: roleSystem})
 	case llms.AIChatMessage:
-		return item{role: roleAssistant, calls: v.ToolCalls}
-	case *llms.AIChatMessage:
-		if v == nil {
-			return item{role: roleNone}
-		}
 		return item{role: roleAssistant, calls: v.ToolCalls}
 	case llms.ToolChatMessage:
 		return item{role: roleTool, toolID: v.ID}
-	case *llms.ToolChatMessage:
-		if v == nil {
-			return item{role: roleNone}
-		}
-		return item{role: roleTool, toolID: v.ID}
 	case llms.GenericChatMessage:
-		return item{role: genericRole(v.Role)}
-	case *llms.GenericChatMessage:
-		if v == nil {
-			return item{role: roleNone}
-		}
 		return item{role: genericRole(v.Role)}
 	case llms.FunctionChatMessage:
 		// Legacy function results pair with AIChatMessage.FunctionCall, which
 		// providers do not validate the way they validate tool calls.
 		return item{role: roleOther}
-	case *llms.FunctionChatMessage:
-		return nonNil(v != nil, item{role: roleOther})
 	default:
 		return classifyOther(m)
 	}
-}
-
-func nonNil(ok bool, it item) item {
-	if !ok {
-		return item{role: roleNone}
-	}
-	return it
 }
 
 // genericRole maps a GenericChatMessage role the way provider adapters read
@@ -111,9 +86,6 @@ func genericRole(r string) role {
 // GetType, after ruling out nil (an interface holding a nil pointer would
 // panic on a value-receiver method).
 func classifyOther(m llms.ChatMessage) item {
-	if isNil(m) {
-		return item{role: roleNone}
-	}
 	switch m.GetType() {
 	case llms.ChatMessageTypeSystem:
 		return item{role: roleSystem}
@@ -131,30 +103,12 @@ func classifyOther(m llms.ChatMessage) item {
 	}
 }
 
-func isNil(m llms.ChatMessage) bool {
-	if m == nil {
-		return true
-	}
-	v := reflect.ValueOf(m)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
-		return v.IsNil()
-	default:
-		return false
-	}
-}
-
-// price returns the content tokens of m (behaviour §2.16 step 3): the text,
+// price returns the content tokens of m, as the reference prices them: the text,
 // plus E(name+arguments) for each tool call of an assistant message.
 func price(m llms.ChatMessage, est Estimator) int {
-	switch v := m.(type) {
+	switch v := chatmsg.Value(m).(type) {
 	case llms.AIChatMessage:
 		return priceAI(v, est)
-	case *llms.AIChatMessage:
-		if v == nil {
-			return 0
-		}
-		return priceAI(*v, est)
 	default:
 		return est.Estimate(content(m))
 	}
@@ -181,7 +135,7 @@ func callText(fc *llms.FunctionCall) string {
 
 // content returns m's text, or "" for nil messages of any type.
 func content(m llms.ChatMessage) string {
-	if isNil(m) {
+	if m = chatmsg.Value(m); m == nil {
 		return ""
 	}
 	return m.GetContent()

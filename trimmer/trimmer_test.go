@@ -515,7 +515,7 @@ func checkGroupsWhole(t testing.TB, in, out []llms.ChatMessage) {
 }
 
 // Without a user message the newest group is the anchor and leading systems
-// stay (the reference kept the oldest message instead, §5.2 item 12).
+// stay (the reference kept the oldest message instead).
 func TestTrimWithoutUserKeepsNewestGroup(t *testing.T) {
 	tests := []struct {
 		name string

@@ -1,9 +1,10 @@
 // Package catalogtest is a conformance suite for the conversation catalogue:
 // Run checks a catalog.Index together with the message and summary stores
-// it serves (listing, pagination, user isolation, search filters and
-// ranking, titles after folds, deleted sessions, failing embedders), so
-// that the in-memory and the PostgreSQL implementations are held to the
-// same tests.
+// whose sessions it serves — listing, pagination, user isolation, the index
+// contract, search filters and ranking, titles after folds, pinned titles,
+// deleted and re-created sessions, refreshes racing a delete, failing
+// embedders — through a memory.Manager and a catalog.Catalog, so that the
+// in-memory and the PostgreSQL implementations are held to the same tests.
 package catalogtest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,8 +23,9 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// Env is what one test runs on: fresh, empty stores and index that belong
-// together (the index lists and searches the sessions of Store).
+// Env is what one test runs on: fresh, empty stores and the index that
+// belongs with them (a PostgreSQL index over the same database as the
+// stores).
 type Env struct {
 	Store     memory.MessageStore
 	Summaries summary.Store
@@ -31,12 +34,21 @@ type Env struct {
 
 // Run runs the suite; newEnv is called once per subtest.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {
-	t.Run("ListPaginationAndIsolation", func(t *testing.T) { testList(t, newEnv(t)) })
-	t.Run("IndexContract", func(t *testing.T) { testIndexContract(t, newEnv(t)) })
-	t.Run("SearchFiltersAndRanking", func(t *testing.T) { testSearch(t, newEnv(t)) })
-	t.Run("TitlesFollowFolds", func(t *testing.T) { testTitles(t, newEnv(t)) })
-	t.Run("DeletedSessionsDisappear", func(t *testing.T) { testDeleted(t, newEnv(t)) })
-	t.Run("FailingEmbedderNeverBreaksConversation", func(t *testing.T) { testFailingEmbedder(t, newEnv(t)) })
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, env Env)
+	}{
+		{"ListPaginationAndIsolation", testList},
+		{"IndexContract", testIndexContract},
+		{"SearchFiltersAndRanking", testSearch},
+		{"TitlesFollowFolds", testTitles},
+		{"PinnedTitles", testPinned},
+		{"DeletedSessionsDisappear", testDeleted},
+		{"RefreshRacingDeleteWritesNothing", testRefreshRacingDelete},
+		{"FailingEmbedderNeverBreaksConversation", testFailingEmbedder},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newEnv(t)) })
+	}
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -45,37 +57,43 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// foldConfig folds early: above 6 messages, keeping the last 2 verbatim.
-func foldConfig() memory.Config {
+// FoldConfig folds early: above 6 messages, keeping the last 2 verbatim.
+func FoldConfig() memory.Config {
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 6, 2
 	return cfg
 }
 
-// NewManager returns a manager over env's stores with the extractive
-// summarizer and cat's observer, closed when the test ends.
-func NewManager(t *testing.T, env Env, cat *catalog.Catalog, cfg memory.Config) *memory.Manager {
+// Open returns a manager over env's stores, with the extractive summarizer,
+// and a catalogue reading through it and keeping its documents in
+// env.Index, wired as the manager's fold and delete observers. Both are
+// closed when the test ends, the catalogue first; its log goes to the
+// test's log.
+func Open(t *testing.T, env Env, cfg memory.Config, opts ...catalog.Option) (*memory.Manager, *catalog.Catalog) {
 	t.Helper()
-	mgr, err := memory.NewManager(env.Store, cfg,
-		memory.WithSummaries(env.Summaries, summary.NewExtractiveService()),
-		memory.WithFoldObserver(cat.Observer()), memory.WithDeleteObserver(cat.DeleteObserver()))
+	var ref atomic.Pointer[catalog.Catalog]
+	mopts := append(catalog.Observers(&ref), memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))
+	mgr, err := memory.NewManager(env.Store, cfg, mopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mgr.Close() })
-	return mgr
-}
-
-func newCatalog(t *testing.T, env Env, opts ...catalog.Option) *catalog.Catalog {
-	t.Helper()
 	opts = append([]catalog.Option{catalog.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil)))}, opts...)
-	cat := catalog.New(env.Store, env.Summaries, env.Index, opts...)
-	t.Cleanup(func() { _ = cat.Close() })
-	return cat
+	cat, err := catalog.New(mgr, env.Index, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Store(cat)
+	t.Cleanup(func() {
+		if err := cat.Close(); err != nil {
+			t.Errorf("catalogue Close: %v", err)
+		}
+	})
+	return mgr, cat
 }
 
-// testWriter sends the catalog's log lines to the test's log.
+// testWriter sends log lines to the test's log.
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -84,12 +102,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func flush(t *testing.T, ctx context.Context, mgr *memory.Manager, cat *catalog.Catalog) {
+// Flush waits for the manager's folds and observers, then for the
+// catalogue's refreshes.
+func Flush(t *testing.T, ctx context.Context, mgr *memory.Manager, cat *catalog.Catalog) {
 	t.Helper()
-	if mgr != nil {
-		if err := mgr.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+	if err := mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if err := cat.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -105,13 +123,7 @@ func save(t *testing.T, ctx context.Context, mgr *memory.Manager, sid, uid, u, a
 
 func testList(t *testing.T, env Env) {
 	ctx := ctxFor(t)
-	cat := newCatalog(t, env)
-	cfg := memory.DefaultConfig() // no folds: titles come from the first turns
-	mgr, err := memory.NewManager(env.Store, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mgr.Close() })
+	mgr, cat := Open(t, env, memory.DefaultConfig()) // no folds: titles come from the first turns
 
 	long := "Please help me get a refund for the blender I ordered last week, it arrived broken"
 	for i := range 7 {
@@ -121,7 +133,7 @@ func testList(t *testing.T, env Env) {
 	save(t, ctx, mgr, "alice-long", "alice", long, "")
 	time.Sleep(2 * time.Millisecond)
 	// A session without any user message.
-	if _, err := env.Store.Append(ctx, "alice-silent", "alice", memory.Message{Role: memory.RoleAssistant, Content: "Welcome back!"}); err != nil {
+	if _, err := mgr.Append(ctx, "alice-silent", "alice", memory.Message{Role: memory.RoleAssistant, Content: "Welcome back!"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -139,9 +151,6 @@ func testList(t *testing.T, env Env) {
 	for i, e := range all.Sessions {
 		if e.SessionID != wantOrder[i] {
 			t.Fatalf("order: got %v, want %v", ids(all.Sessions), wantOrder)
-		}
-		if strings.HasPrefix(e.SessionID, "bob") {
-			t.Fatalf("alice sees %s", e.SessionID)
 		}
 		if i > 0 && e.LastActivity.After(all.Sessions[i-1].LastActivity) {
 			t.Errorf("%s is more recent than %s but listed after it", e.SessionID, all.Sessions[i-1].SessionID)
@@ -198,25 +207,28 @@ func testList(t *testing.T, env Env) {
 
 	// The listing indexed the sessions in the background: titles now come
 	// from the index, and the sessions can be searched.
-	flush(t, ctx, nil, cat)
+	Flush(t, ctx, mgr, cat)
 	again, err := cat.List(ctx, "alice", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range again.Sessions {
 		if !e.Indexed {
-			t.Errorf("%s not indexed after the lazy refresh", e.SessionID)
+			t.Errorf("%s not indexed after the background refresh", e.SessionID)
+		}
+		if e.SessionID == "alice-3" && e.Title != "Question number 3 about my garden" {
+			t.Errorf("alice-3 indexed title %q", e.Title)
 		}
 	}
-	ms, err := cat.Search(ctx, "alice", "refund for the broken blender", 3)
+	res, err := cat.Search(ctx, "alice", "refund for the broken blender", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 || ms[0].SessionID != "alice-long" {
-		t.Errorf("search after lazy indexing: %+v", ms)
+	if res.Best == nil || res.Best.SessionID != "alice-long" {
+		t.Errorf("search after background indexing: %+v", res)
 	}
-	if ms, _ := cat.Search(ctx, "bob", "refund for the broken blender", 3); len(ms) != 0 {
-		t.Errorf("bob finds alice's session: %+v", ms)
+	if res, _ := cat.Search(ctx, "bob", "refund for the broken blender", 3); len(res.Matches) != 0 {
+		t.Errorf("bob finds alice's session: %+v", res)
 	}
 }
 
@@ -228,79 +240,132 @@ func ids(es []catalog.Entry) []string {
 	return out
 }
 
-func appendUser(t *testing.T, ctx context.Context, st memory.MessageStore, sid, uid, text string) {
+// appendUser appends one user message through mgr and returns the append's
+// result (sequence number and epoch).
+func appendUser(t *testing.T, ctx context.Context, mgr *memory.Manager, sid, uid, text string) memory.AppendResult {
 	t.Helper()
-	if _, err := st.Append(ctx, sid, uid, memory.Message{Role: memory.RoleUser, Content: text}); err != nil {
+	r, err := mgr.Append(ctx, sid, uid, memory.Message{Role: memory.RoleUser, Content: text})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return r
 }
 
 func vec(xs ...float32) []float32 { return xs }
 
 func testIndexContract(t *testing.T, env Env) {
 	ctx := ctxFor(t)
+	mgr, _ := Open(t, env, memory.DefaultConfig())
 	idx := env.Index
-	appendUser(t, ctx, env.Store, "s1", "alice", "hello")
-	appendUser(t, ctx, env.Store, "s2", "bob", "hello")
+	r1 := appendUser(t, ctx, mgr, "s1", "alice", "hello")
+	r2 := appendUser(t, ctx, mgr, "s1", "alice", "my blender is broken")
+	r3 := appendUser(t, ctx, mgr, "s1", "alice", "I want a refund")
+	appendUser(t, ctx, mgr, "s2", "bob", "hello")
 
-	if d, err := idx.Get(ctx, "s1"); err != nil || d != nil {
-		t.Fatalf("Get before Upsert = %+v, %v", d, err)
+	if d, err := idx.Get(ctx, "s1", "alice"); err != nil || d != nil {
+		t.Fatalf("Get before Upsert = %s, %v", show(d), err)
 	}
-	doc := catalog.Doc{SessionID: "s1", UserID: "alice", Title: "Refund", Fingerprint: "blender refund",
-		Source: catalog.SourceSummary, SourceSeq: 10, MessageCount: 12,
+	doc := catalog.Doc{SessionID: "s1", UserID: "alice", Epoch: r1.Epoch, Title: "Refund", Fingerprint: "blender refund",
+		Source: catalog.SourceSummary, SourceSeq: r2.LastSeq, MessageCount: 12,
 		Text: "Title: Refund\nblender refund", Embedding: vec(1, 0, 0), Model: "m"}
 	if err := idx.Upsert(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
-	got, err := idx.Get(ctx, "s1")
+	got, err := idx.Get(ctx, "s1", "alice")
 	if err != nil || got == nil {
-		t.Fatalf("Get = %+v, %v", got, err)
+		t.Fatalf("Get = %s, %v", show(got), err)
 	}
-	if got.Title != "Refund" || got.Fingerprint != "blender refund" || got.Source != catalog.SourceSummary ||
-		got.SourceSeq != 10 || got.MessageCount != 12 || got.Text != doc.Text || got.Model != "m" ||
-		len(got.Embedding) != 3 || got.Embedding[0] != 1 || got.UserID != "alice" {
-		t.Errorf("Get = %+v", got)
+	if got.Title != "Refund" || got.Pinned || got.Fingerprint != "blender refund" || got.Source != catalog.SourceSummary ||
+		got.SourceSeq != r2.LastSeq || got.MessageCount != 12 || got.Text != doc.Text || got.Model != "m" ||
+		len(got.Embedding) != 3 || got.Embedding[0] != 1 || got.UserID != "alice" || got.Epoch != r1.Epoch {
+		t.Errorf("Get = %s", show(got))
+	}
+	// Reads are filtered by user.
+	if d, err := idx.Get(ctx, "s1", "bob"); err != nil || d != nil {
+		t.Errorf("bob gets alice's document: %s, %v", show(d), err)
 	}
 
 	// Older and turns-based versions never replace it.
 	older := doc
-	older.Title, older.SourceSeq = "Older", 9
+	older.Title, older.SourceSeq = "Older", r1.LastSeq
 	turns := doc
-	turns.Title, turns.Source, turns.SourceSeq = "Turns", catalog.SourceTurns, 99
+	turns.Title, turns.Source, turns.SourceSeq, turns.Epoch = "Turns", catalog.SourceTurns, r3.LastSeq, 0
 	for _, d := range []catalog.Doc{older, turns} {
 		if err := idx.Upsert(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := idx.Get(ctx, "s1"); got == nil || got.Title != "Refund" {
-		t.Errorf("a superseded document replaced the stored one: %+v", got)
+	if got, _ := idx.Get(ctx, "s1", "alice"); got == nil || got.Title != "Refund" {
+		t.Errorf("a superseded document replaced the stored one: %s", show(got))
 	}
 	// A newer one does, and a document without embedding drops text and model.
 	newer := doc
-	newer.Title, newer.SourceSeq, newer.Text, newer.Embedding, newer.Model = "Newer", 11, "", nil, ""
+	newer.Title, newer.SourceSeq, newer.Text, newer.Embedding, newer.Model = "Newer", r3.LastSeq, "", nil, ""
 	if err := idx.Upsert(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := idx.Get(ctx, "s1"); got == nil || got.Title != "Newer" || got.Text != "" || got.Model != "" || len(got.Embedding) != 0 {
-		t.Errorf("after a newer upsert: %+v", got)
+	if got, _ := idx.Get(ctx, "s1", "alice"); got == nil || got.Title != "Newer" || got.Text != "" || got.Model != "" || len(got.Embedding) != 0 {
+		t.Errorf("after a newer upsert: %s", show(got))
 	}
-	// An unknown session is not an error.
+
+	// A pinned title survives upserts; unpinned, upserts set it again.
+	if err := idx.SetTitle(ctx, "s1", "alice", "My blender"); err != nil {
+		t.Fatal(err)
+	}
+	newer.Title, newer.Text, newer.Embedding, newer.Model = "Generated", "Title: Generated\nblender", vec(0, 1, 0), "m"
+	if err := idx.Upsert(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.Get(ctx, "s1", "alice"); got == nil || got.Title != "My blender" || !got.Pinned || got.Text != newer.Text {
+		t.Errorf("after an upsert over a pinned title: %s", show(got))
+	}
+	ms, err := idx.Search(ctx, catalog.Query{UserID: "alice", Vector: vec(0, 1, 0), Model: "m", Weight: 1})
+	if err != nil || len(ms) != 1 || ms[0].Title != "My blender" || ms[0].Text != newer.Text {
+		t.Errorf("search shows the pinned title: %+v, %v", ms, err)
+	}
+	if err := idx.SetTitle(ctx, "s1", "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.Get(ctx, "s1", "alice"); got == nil || got.Pinned {
+		t.Errorf("after unpinning: %s", show(got))
+	}
+	if err := idx.Upsert(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.Get(ctx, "s1", "alice"); got == nil || got.Title != "Generated" || got.Pinned {
+		t.Errorf("upsert after unpinning: %s", show(got))
+	}
+	// Pinning a session without document creates one without text.
+	if err := idx.SetTitle(ctx, "s2", "bob", "Bob's plans"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := idx.Get(ctx, "s2", "bob"); got == nil || got.Title != "Bob's plans" || !got.Pinned || got.Text != "" || len(got.Embedding) != 0 {
+		t.Errorf("pinned without document: %s", show(got))
+	}
+	if err := idx.SetTitle(ctx, "s2", "alice", "Mine now"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("SetTitle on another user's document = %v, want ErrNotOwner", err)
+	}
+
+	// Unknown sessions are not errors.
 	if err := idx.Upsert(ctx, catalog.Doc{SessionID: "nope", UserID: "alice", Source: catalog.SourceTurns}); err != nil {
 		t.Errorf("Upsert of an unknown session: %v", err)
 	}
-	if err := idx.Delete(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := idx.Get(ctx, "s1"); err != nil || got != nil {
-		t.Errorf("Get after Delete = %+v, %v", got, err)
-	}
 	if err := idx.Delete(ctx, "never-there"); err != nil {
 		t.Errorf("Delete of an unknown session: %v", err)
+	}
+	// Deleting the session through the manager (whose observer calls
+	// Delete) removes the document.
+	if err := mgr.DeleteSession(ctx, "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := idx.Get(ctx, "s1", "alice"); err != nil || got != nil {
+		t.Errorf("Get after the session was deleted = %s, %v", show(got), err)
 	}
 }
 
 func testSearch(t *testing.T, env Env) {
 	ctx := ctxFor(t)
+	mgr, _ := Open(t, env, memory.DefaultConfig())
 	idx := env.Index
 	now := time.Now()
 	type sess struct {
@@ -317,89 +382,87 @@ func testSearch(t *testing.T, env Env) {
 		{"bobs", "bob", "m", vec(1, 0, 0)},
 	}
 	for _, s := range sessions {
-		appendUser(t, ctx, env.Store, s.id, s.user, "text of "+s.id)
-		tail, err := env.Store.Tail(ctx, s.id, 1)
-		if err != nil {
-			t.Fatal(err)
+		r := appendUser(t, ctx, mgr, s.id, s.user, "text of "+s.id)
+		msgs, err := mgr.Messages(ctx, s.id, s.user, 0, 1)
+		if err != nil || len(msgs) != 1 {
+			t.Fatal(msgs, err)
 		}
-		d := catalog.Doc{SessionID: s.id, UserID: s.user, Title: s.id, Source: catalog.SourceSummary,
-			SourceSeq: 1, Text: "text of " + s.id, Embedding: s.v, Model: s.model,
-			LastActivity: tail.Messages[0].CreatedAt}
+		d := catalog.Doc{SessionID: s.id, UserID: s.user, Epoch: r.Epoch, Title: s.id, Source: catalog.SourceSummary,
+			SourceSeq: r.LastSeq, Text: "text of " + s.id, Embedding: s.v, Model: s.model,
+			LastActivity: msgs[0].CreatedAt}
 		if err := idx.Upsert(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond) // "new" is clearly more recent than "old"
 	}
-	q := catalog.Query{UserID: "alice", Vector: vec(1, 0, 0), Model: "m", MinSimilarity: -1,
-		Ranking: catalog.Ranking{Weight: 1, HalfLife: time.Hour, Now: now}}
+	q := catalog.Query{UserID: "alice", Vector: vec(1, 0, 0), Model: "m", MinSimilarity: -1, Weight: 1, HalfLife: time.Hour, Now: now}
 	res, err := idx.Search(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := scoredIDs(res)
 	// Similarity only: old and new tie at 1 (ties by session id), then near, then far.
-	if strings.Join(got, ",") != "new,old,near,far" {
+	if got := matchIDs(res); strings.Join(got, ",") != "new,old,near,far" {
 		t.Errorf("weight 1: %v", got)
 	}
 	for _, r := range res {
-		if r.Doc.SessionID == "near" && (r.Similarity < 0.99 || r.Similarity > 0.995) {
+		if r.SessionID == "near" && (r.Similarity < 0.99 || r.Similarity > 0.995) {
 			t.Errorf("near: similarity %.4f, want cos = 0.9939", r.Similarity)
 		}
-		if r.Doc.Text != "text of "+r.Doc.SessionID || r.Doc.Title != r.Doc.SessionID {
-			t.Errorf("%s: text %q title %q", r.Doc.SessionID, r.Doc.Text, r.Doc.Title)
+		if r.Text != "text of "+r.SessionID || r.Title != r.SessionID || r.LastActivity.IsZero() {
+			t.Errorf("%s: text %q title %q last activity %v", r.SessionID, r.Text, r.Title, r.LastActivity)
 		}
 	}
 	// Recency decides between equal similarities: new before old.
-	q.Ranking = catalog.Ranking{Weight: 0.5, HalfLife: 100 * time.Millisecond, Now: time.Now()}
+	q.Weight, q.HalfLife, q.Now = 0.5, 100*time.Millisecond, time.Now()
 	res, err = idx.Search(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := scoredIDs(res); len(got) < 2 || got[0] != "new" {
+	if got := matchIDs(res); len(got) < 2 || got[0] != "new" {
 		t.Errorf("weight 0.5: %v", got)
 	}
 	for _, r := range res {
 		want := 0.5*r.Similarity + 0.5*r.Recency
 		if d := r.Score - want; d > 1e-6 || d < -1e-6 || r.Recency <= 0 || r.Recency > 1 {
-			t.Errorf("%s: score %.6f recency %.6f, want score %.6f", r.Doc.SessionID, r.Score, r.Recency, want)
+			t.Errorf("%s: score %.6f recency %.6f, want score %.6f", r.SessionID, r.Score, r.Recency, want)
 		}
 	}
 	// Floor and limit.
-	q.Ranking, q.MinSimilarity, q.Limit = catalog.Ranking{Weight: 1, Now: now}, 0.5, 2
+	q.Weight, q.HalfLife, q.Now, q.MinSimilarity, q.Limit = 1, 0, now, 0.5, 2
 	res, err = idx.Search(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := scoredIDs(res); strings.Join(got, ",") != "new,old" {
+	if got := matchIDs(res); strings.Join(got, ",") != "new,old" {
 		t.Errorf("floor 0.5, limit 2: %v", got)
 	}
 	q.Limit = 0
 	res, _ = idx.Search(ctx, q)
-	if got := scoredIDs(res); strings.Join(got, ",") != "new,old,near" {
+	if got := matchIDs(res); strings.Join(got, ",") != "new,old,near" {
 		t.Errorf("floor 0.5: %v", got)
 	}
 	// Other models and dimensions are invisible; so are other users.
-	res, _ = idx.Search(ctx, catalog.Query{UserID: "alice", Vector: vec(1, 0, 0), Model: "m2", Ranking: catalog.Ranking{Weight: 1}})
-	if got := scoredIDs(res); strings.Join(got, ",") != "other-model" {
+	res, _ = idx.Search(ctx, catalog.Query{UserID: "alice", Vector: vec(1, 0, 0), Model: "m2", Weight: 1})
+	if got := matchIDs(res); strings.Join(got, ",") != "other-model" {
 		t.Errorf("model m2: %v", got)
 	}
-	res, _ = idx.Search(ctx, catalog.Query{UserID: "alice", Vector: vec(1, 0, 0, 0), Model: "m", Ranking: catalog.Ranking{Weight: 1}})
-	if got := scoredIDs(res); strings.Join(got, ",") != "other-dims" {
+	res, _ = idx.Search(ctx, catalog.Query{UserID: "alice", Vector: vec(1, 0, 0, 0), Model: "m", Weight: 1})
+	if got := matchIDs(res); strings.Join(got, ",") != "other-dims" {
 		t.Errorf("4 dims: %v", got)
 	}
-	res, _ = idx.Search(ctx, catalog.Query{UserID: "bob", Vector: vec(1, 0, 0), Model: "m", Ranking: catalog.Ranking{Weight: 1}})
-	if got := scoredIDs(res); strings.Join(got, ",") != "bobs" {
+	res, _ = idx.Search(ctx, catalog.Query{UserID: "bob", Vector: vec(1, 0, 0), Model: "m", Weight: 1})
+	if got := matchIDs(res); strings.Join(got, ",") != "bobs" {
 		t.Errorf("bob: %v", got)
 	}
 	if res, _ := idx.Search(ctx, catalog.Query{UserID: "carol", Vector: vec(1, 0, 0), Model: "m"}); len(res) != 0 {
-		t.Errorf("carol: %v", scoredIDs(res))
+		t.Errorf("carol: %v", matchIDs(res))
 	}
 }
 
-func scoredIDs(res []catalog.Scored) []string {
+func matchIDs(res []catalog.Match) []string {
 	out := make([]string, len(res))
 	for i, r := range res {
-		out[i] = r.Doc.SessionID
+		out[i] = r.SessionID
 	}
 	return out
 }
@@ -423,37 +486,58 @@ var (
 	}
 )
 
+// show prints a document without its vector.
+func show(d *catalog.Doc) string {
+	if d == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("{%s user=%s epoch=%d title=%q pinned=%v source=%s/%d messages=%d model=%q dims=%d text=%q}",
+		d.SessionID, d.UserID, d.Epoch, d.Title, d.Pinned, d.Source, d.SourceSeq, d.MessageCount, d.Model, len(d.Embedding), d.Text)
+}
+
+func getDoc(t *testing.T, ctx context.Context, idx catalog.Index, sid, uid string) *catalog.Doc {
+	t.Helper()
+	d, err := idx.Get(ctx, sid, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func testTitles(t *testing.T, env Env) {
 	ctx := ctxFor(t)
-	cat := newCatalog(t, env)
-	mgr := NewManager(t, env, cat, foldConfig())
+	mgr, cat := Open(t, env, FoldConfig())
 	const sid, uid = "chat", "alice"
 	for _, tr := range refundTurns {
 		save(t, ctx, mgr, sid, uid, tr[0], tr[1])
 	}
-	flush(t, ctx, mgr, cat)
-	d, err := env.Index.Get(ctx, sid)
-	if err != nil || d == nil {
-		t.Fatalf("no document after the first folds: %+v, %v", d, err)
+	Flush(t, ctx, mgr, cat)
+	d := getDoc(t, ctx, env.Index, sid, uid)
+	if d == nil {
+		t.Fatal("no document after the first folds")
 	}
-	if d.Source != catalog.SourceSummary || d.Title == "" || d.Model != cat.Model() || len(d.Embedding) == 0 ||
-		!strings.Contains(d.Text, "Title: "+d.Title) || !strings.Contains(d.Text, "Conversation Summary:") {
-		t.Fatalf("document after folds: %+v", d)
+	sum, err := mgr.Summary(ctx, sid, uid)
+	if err != nil || sum == nil {
+		t.Fatalf("no summary after the first folds: %v", err)
+	}
+	if d.Source != catalog.SourceSummary || d.SourceSeq != sum.UpToSeq || d.Title == "" || d.Pinned || len(d.Embedding) == 0 ||
+		!strings.Contains(d.Text, "Title: "+d.Title) || !strings.Contains(d.Text, summary.NarrativeHeader) {
+		t.Fatalf("document after folds: %s", show(d))
 	}
 	first := d.Title
 	if !strings.Contains(strings.ToLower(first), "blender") && !strings.Contains(strings.ToLower(first), "refund") {
 		t.Errorf("title %q does not name the topic", first)
 	}
-	if s, _ := env.Summaries.Get(ctx, sid); s == nil || s.Title != first {
-		t.Errorf("summary title = %+v, want %q", s, first)
+	if got, err := cat.Title(ctx, sid, uid); err != nil || got != first {
+		t.Errorf("Title = %q, %v; want %q", got, err, first)
 	}
 
 	// A small update on the same topic keeps the title.
 	save(t, ctx, mgr, sid, uid, refundMore[0], refundMore[1])
-	flush(t, ctx, mgr, cat)
-	d2, _ := env.Index.Get(ctx, sid)
+	Flush(t, ctx, mgr, cat)
+	d2 := getDoc(t, ctx, env.Index, sid, uid)
 	if d2 == nil || d2.SourceSeq <= d.SourceSeq {
-		t.Fatalf("no newer document after another fold: %+v", d2)
+		t.Fatalf("no newer document after another fold: %s", show(d2))
 	}
 	if d2.Title != first {
 		t.Errorf("title changed on a small update: %q -> %q (fingerprints %q vs %q)", first, d2.Title, d.Fingerprint, d2.Fingerprint)
@@ -463,61 +547,137 @@ func testTitles(t *testing.T, env Env) {
 	for _, tr := range travelTurns {
 		save(t, ctx, mgr, sid, uid, tr[0], tr[1])
 	}
-	flush(t, ctx, mgr, cat)
-	d3, _ := env.Index.Get(ctx, sid)
+	Flush(t, ctx, mgr, cat)
+	d3 := getDoc(t, ctx, env.Index, sid, uid)
 	if d3 == nil || d3.Title == first {
-		t.Fatalf("title kept after a topic switch: %+v", d3)
+		t.Fatalf("title kept after a topic switch: %s", show(d3))
 	}
-	t.Logf("title %q (fingerprint %q) -> small update: kept -> topic switch: %q (fingerprint %q, Jaccard %.2f)",
-		first, d.Fingerprint, d3.Title, d3.Fingerprint, catalog.Jaccard(d.Fingerprint, d3.Fingerprint))
+	t.Logf("title %q (fingerprint %q) -> small update: kept -> topic switch: %q (fingerprint %q)",
+		first, d.Fingerprint, d3.Title, d3.Fingerprint)
 	if !strings.Contains(strings.ToLower(d3.Title+" "+d3.Fingerprint), "tokyo") {
 		t.Errorf("new title %q (fingerprint %q) does not follow the new topic", d3.Title, d3.Fingerprint)
 	}
-	if s, _ := env.Summaries.Get(ctx, sid); s == nil || s.Title != d3.Title {
-		t.Errorf("summary title = %+v, want %q", s, d3.Title)
-	}
 	// And the conversation is found by both topics, by its owner only.
 	for _, query := range []string{"the chat about the Tokyo trip", "blender refund"} {
-		ms, err := cat.Search(ctx, uid, query, 5)
+		res, err := cat.Search(ctx, uid, query, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w, _ := cat.Decide(ms); w == nil || w.SessionID != sid || w.Title != d3.Title || w.Text == "" {
-			t.Errorf("Search(%q) = %+v", query, ms)
+		if w := res.Best; w == nil || w.SessionID != sid || w.Title != d3.Title || w.Text == "" {
+			t.Errorf("Search(%q) = %+v", query, res)
 		}
-		if ms, _ := cat.Search(ctx, "mallory", query, 5); len(ms) != 0 {
-			t.Errorf("another user finds the session: %+v", ms)
+		if res, _ := cat.Search(ctx, "mallory", query, 5); len(res.Matches) != 0 {
+			t.Errorf("another user finds the session: %+v", res)
 		}
+	}
+}
+
+func testPinned(t *testing.T, env Env) {
+	ctx := ctxFor(t)
+	mgr, cat := Open(t, env, FoldConfig())
+	const sid, uid = "pinned", "alice"
+	if err := mgr.Create(ctx, sid, uid); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.SetTitle(ctx, sid, uid, "  Kitchen appliances  "); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.SetTitle(ctx, sid, "mallory", "Mine"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("SetTitle by another user = %v, want ErrNotOwner", err)
+	}
+	if err := cat.SetTitle(ctx, "missing", uid, "Nothing"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("SetTitle of a missing session = %v, want ErrNotFound", err)
+	}
+	if got, err := cat.Title(ctx, sid, uid); err != nil || got != "Kitchen appliances" {
+		t.Errorf("Title = %q, %v", got, err)
+	}
+	if _, err := cat.Title(ctx, sid, "mallory"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("Title for another user = %v, want ErrNotOwner", err)
+	}
+	if _, err := cat.Title(ctx, "missing", uid); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Title of a missing session = %v, want ErrNotFound", err)
+	}
+
+	// Folds and refreshes keep the pinned title, and index it.
+	for _, tr := range append(append([][2]string{}, refundTurns...), refundMore) {
+		save(t, ctx, mgr, sid, uid, tr[0], tr[1])
+	}
+	Flush(t, ctx, mgr, cat)
+	if n, err := cat.Reindex(ctx, uid); err != nil {
+		t.Fatalf("Reindex = %d, %v", n, err)
+	}
+	d := getDoc(t, ctx, env.Index, sid, uid)
+	if d == nil || d.Title != "Kitchen appliances" || !d.Pinned || d.Source != catalog.SourceSummary ||
+		!strings.HasPrefix(d.Text, "Title: Kitchen appliances\n") {
+		t.Fatalf("document of a pinned session after folds: %s", show(d))
+	}
+	pg, err := cat.List(ctx, uid, 0, 0)
+	if err != nil || len(pg.Sessions) != 1 || pg.Sessions[0].Title != "Kitchen appliances" || !pg.Sessions[0].Indexed {
+		t.Errorf("List = %+v, %v", pg, err)
+	}
+	res, err := cat.Search(ctx, uid, "blender refund", 5)
+	if err != nil || res.Best == nil || res.Best.Title != "Kitchen appliances" {
+		t.Errorf("Search = %+v, %v", res, err)
+	}
+
+	// Unpinned, a title is generated again.
+	if err := cat.SetTitle(ctx, sid, uid, ""); err != nil {
+		t.Fatal(err)
+	}
+	Flush(t, ctx, mgr, cat)
+	if d := getDoc(t, ctx, env.Index, sid, uid); d == nil || d.Pinned || d.Title == "" || d.Title == "Kitchen appliances" {
+		t.Errorf("after unpinning: %s", show(d))
+	}
+
+	// The pin goes with the session: a new session of the same id starts
+	// without it.
+	if err := cat.SetTitle(ctx, sid, uid, "Kitchen appliances"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.DeleteSession(ctx, sid, uid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Title(ctx, sid, uid); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("Title of a deleted session = %v, want ErrNotFound", err)
+	}
+	save(t, ctx, mgr, sid, uid, "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")
+	if got, err := cat.Title(ctx, sid, uid); err != nil || got != "Which tomato varieties grow well on a balcony" {
+		t.Errorf("Title of the new session = %q, %v", got, err)
+	}
+	Flush(t, ctx, mgr, cat)
+	if _, err := cat.Reindex(ctx, uid); err != nil {
+		t.Fatal(err)
+	}
+	if d := getDoc(t, ctx, env.Index, sid, uid); d == nil || d.Pinned || d.Title != "Which tomato varieties grow well on a balcony" {
+		t.Errorf("document of the new session: %s", show(d))
 	}
 }
 
 func testDeleted(t *testing.T, env Env) {
 	ctx := ctxFor(t)
-	cat := newCatalog(t, env)
-	mgr := NewManager(t, env, cat, foldConfig())
+	mgr, cat := Open(t, env, FoldConfig())
 	for _, tr := range refundTurns {
 		save(t, ctx, mgr, "gone", "alice", tr[0], tr[1])
 		save(t, ctx, mgr, "kept", "alice", strings.ReplaceAll(tr[0], "blender", "toaster"), strings.ReplaceAll(tr[1], "blender", "toaster"))
 	}
-	flush(t, ctx, mgr, cat)
-	if ms, _ := cat.Search(ctx, "alice", "blender refund", 5); len(ms) == 0 || ms[0].SessionID != "gone" {
-		t.Fatalf("before delete: %+v", ms)
+	Flush(t, ctx, mgr, cat)
+	if res, _ := cat.Search(ctx, "alice", "blender refund", 5); len(res.Matches) == 0 || res.Matches[0].SessionID != "gone" {
+		t.Fatalf("before delete: %+v", res)
 	}
 	if err := mgr.DeleteSession(ctx, "gone", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := cat.Search(ctx, "alice", "blender refund", 5)
+	res, err := cat.Search(ctx, "alice", "blender refund", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
+	for _, m := range res.Matches {
 		if m.SessionID == "gone" {
-			t.Errorf("a deleted session is still found: %+v", ms)
+			t.Errorf("a deleted session is still found: %+v", res)
 		}
 	}
-	// The manager's delete hook dropped the document (no cat.Delete needed).
-	if d, err := env.Index.Get(ctx, "gone"); err != nil || d != nil {
-		t.Errorf("document of a deleted session: %+v, %v", d, err)
+	if d := getDoc(t, ctx, env.Index, "gone", "alice"); d != nil {
+		t.Errorf("document of a deleted session: %s", show(d))
 	}
 	pg, err := cat.List(ctx, "alice", 0, 0)
 	if err != nil || pg.Total != 1 || pg.Sessions[0].SessionID != "kept" {
@@ -525,23 +685,131 @@ func testDeleted(t *testing.T, env Env) {
 	}
 	// Re-created by another user: the old document never surfaces for either.
 	save(t, ctx, mgr, "gone", "bob", "A new chat about gardening tomatoes.", "Happy to help with tomatoes.")
-	if err := cat.Refresh(ctx, "gone"); err != nil {
+	if _, err := cat.Reindex(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	if ms, _ := cat.Search(ctx, "alice", "blender refund", 5); len(ms) != 1 || ms[0].SessionID != "kept" {
-		t.Errorf("alice after re-creation: %+v", ms)
+	if res, _ := cat.Search(ctx, "alice", "blender refund", 5); len(res.Matches) != 1 || res.Matches[0].SessionID != "kept" {
+		t.Errorf("alice after re-creation: %+v", res)
 	}
-	if ms, _ := cat.Search(ctx, "bob", "gardening tomatoes", 5); len(ms) != 1 || ms[0].SessionID != "gone" {
-		t.Errorf("bob after re-creation: %+v", ms)
+	if res, _ := cat.Search(ctx, "bob", "gardening tomatoes", 5); len(res.Matches) != 1 || res.Matches[0].SessionID != "gone" {
+		t.Errorf("bob after re-creation: %+v", res)
+	}
+	if res, _ := cat.Search(ctx, "bob", "blender refund", 5); len(res.Matches) != 0 {
+		t.Errorf("bob finds alice's deleted conversation: %+v", res)
+	}
+	if d := getDoc(t, ctx, env.Index, "gone", "bob"); d == nil || strings.Contains(d.Text, "blender") {
+		t.Errorf("bob's document: %s", show(d))
 	}
 }
 
-// FlakyEmbedder fails (or panics) while Fail is set, and embeds lexically
-// otherwise; it counts calls.
+// gateEmbedder embeds lexically, but holds every document text containing
+// block until release is closed (or the context ends), after telling
+// entered once.
+type gateEmbedder struct {
+	catalog.Embedder
+	block   string
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate(block string) *gateEmbedder {
+	return &gateEmbedder{Embedder: catalog.NewLexicalEmbedder(0), block: block,
+		entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gateEmbedder) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	for _, text := range texts {
+		if strings.Contains(text, g.block) {
+			g.once.Do(func() { close(g.entered) })
+			select {
+			case <-g.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return g.Embedder.EmbedDocuments(ctx, texts)
+}
+
+func (g *gateEmbedder) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no refresh reached the embedder")
+	}
+}
+
+// A refresh that read a session before it was deleted — and then created
+// again by its owner, with other content — writes nothing: neither for a
+// document built from the first messages nor for one built from a summary.
+func testRefreshRacingDelete(t *testing.T, env Env) {
+	ctx := ctxFor(t)
+	gate := newGate("blender")
+	mgr, cat := Open(t, env, FoldConfig(), catalog.WithEmbedder(gate, "gate"))
+	const uid = "alice"
+
+	// From the first messages (no summary), refreshed by Reindex.
+	save(t, ctx, mgr, "turns", uid, "My blender arrived broken, can I get a refund?", "Yes.")
+	done := make(chan error, 1)
+	go func() { _, err := cat.Reindex(ctx, uid); done <- err }()
+	gate.wait(t)
+	if err := mgr.DeleteSession(ctx, "turns", uid); err != nil {
+		t.Fatal(err)
+	}
+	save(t, ctx, mgr, "turns", uid, "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")
+	close(gate.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := getDoc(t, ctx, env.Index, "turns", uid); d != nil {
+		t.Errorf("a refresh of the deleted session wrote: %s", show(d))
+	}
+
+	// From a summary, refreshed after a fold.
+	gate2 := newGate("blender")
+	mgr2, cat2 := Open(t, env, FoldConfig(), catalog.WithEmbedder(gate2, "gate"))
+	for _, tr := range refundTurns {
+		save(t, ctx, mgr2, "folded", uid, tr[0], tr[1])
+	}
+	gate2.wait(t)
+	if err := mgr2.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr2.DeleteSession(ctx, "folded", uid); err != nil {
+		t.Fatal(err)
+	}
+	save(t, ctx, mgr2, "folded", uid, "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")
+	close(gate2.release)
+	Flush(t, ctx, mgr2, cat2)
+	if d := getDoc(t, ctx, env.Index, "folded", uid); d != nil && (d.Source == catalog.SourceSummary || strings.Contains(d.Text, "blender")) {
+		t.Errorf("a refresh of the deleted incarnation wrote: %s", show(d))
+	}
+	if res, err := cat2.Search(ctx, uid, "blender refund", 5); err != nil || len(res.Matches) != 0 {
+		t.Errorf("the deleted conversation is found: %+v, %v", res, err)
+	}
+
+	// The new sessions are indexed as themselves.
+	for _, c := range []*catalog.Catalog{cat, cat2} {
+		if _, err := c.Reindex(ctx, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sid := range []string{"turns", "folded"} {
+		d := getDoc(t, ctx, env.Index, sid, uid)
+		if d == nil || !strings.Contains(d.Text, "tomato") || strings.Contains(d.Text, "blender") {
+			t.Errorf("%s after re-creation: %s", sid, show(d))
+		}
+	}
+}
+
+// FlakyEmbedder fails (or panics) while Fail (or Panic) is set, and embeds
+// lexically otherwise; it counts calls.
 type FlakyEmbedder struct {
 	Fail, Panic atomic.Bool
 	Calls       atomic.Int64
-	lex         *catalog.LexicalEmbedder
+	lex         catalog.Embedder
 }
 
 // NewFlakyEmbedder returns a FlakyEmbedder that fails from the start.
@@ -579,13 +847,12 @@ func testFailingEmbedder(t *testing.T, env Env) {
 	ctx := ctxFor(t)
 	emb := NewFlakyEmbedder()
 	emb.Panic.Store(true)
-	cat := newCatalog(t, env, catalog.WithEmbedder(emb, "flaky-v1"))
-	mgr := NewManager(t, env, cat, foldConfig())
+	mgr, cat := Open(t, env, FoldConfig(), catalog.WithEmbedder(emb, "flaky-v1"))
 	const sid, uid = "chat", "alice"
 	turns := append(append([][2]string{}, refundTurns...), refundMore)
 	for i, tr := range turns {
 		if i == len(turns)-1 {
-			flush(t, ctx, mgr, cat)
+			Flush(t, ctx, mgr, cat)
 			if emb.Calls.Load() == 0 {
 				t.Fatal("the embedder was never called: no fold observed")
 			}
@@ -596,14 +863,14 @@ func testFailingEmbedder(t *testing.T, env Env) {
 			t.Fatalf("LoadHistory with a failing embedder: %v", err)
 		}
 	}
-	flush(t, ctx, mgr, cat)
+	Flush(t, ctx, mgr, cat)
 	h, err := mgr.Load(ctx, sid, uid)
 	if err != nil || h.Mode != memory.ModeHierarchical || h.Total != 2*len(turns) {
 		t.Fatalf("conversation after embedder failures: mode %s, %d messages, %v", h.Mode, h.Total, err)
 	}
-	d, _ := env.Index.Get(ctx, sid)
+	d := getDoc(t, ctx, env.Index, sid, uid)
 	if d == nil || d.Title == "" || d.Text != "" || len(d.Embedding) != 0 {
-		t.Fatalf("document with a failing embedder: %+v (want a title, no text, no embedding)", d)
+		t.Fatalf("document with a failing embedder: %s (want a title, no text, no embedding)", show(d))
 	}
 	if _, err := cat.Search(ctx, uid, "blender", 5); err == nil {
 		t.Error("Search with a failing embedder returned no error")
@@ -619,7 +886,7 @@ func testFailingEmbedder(t *testing.T, env Env) {
 	if err != nil || n != 1 {
 		t.Fatalf("Reindex = %d, %v", n, err)
 	}
-	if ms, err := cat.Search(ctx, uid, "blender refund", 5); err != nil || len(ms) != 1 || ms[0].SessionID != sid {
-		t.Errorf("Search after recovery: %+v, %v", ms, err)
+	if res, err := cat.Search(ctx, uid, "blender refund", 5); err != nil || res.Best == nil || res.Best.SessionID != sid {
+		t.Errorf("Search after recovery: %+v, %v", res, err)
 	}
 }

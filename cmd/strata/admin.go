@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -121,13 +122,15 @@ func openDatabase(ctx context.Context, cfg *autoconfig.Config, cmd string) (*sql
 	return d, nil
 }
 
-const inspectUsage = `Usage: strata inspect [flags] SESSION
+const inspectUsage = `Usage: strata inspect --user USER [flags] SESSION
 
-Prints a session stored in the configured PostgreSQL database: its owner and
-message count, its summary (facts, narrative, cursor = the last message folded
-into it) and the window (the newest messages the model sees verbatim: the
-last recent-message-count messages once the session is past the trigger with
-summaries on, else the takeLast window). Nothing is summarized or changed.
+Prints a session stored in the configured PostgreSQL database, read through
+the memory manager as its owner USER: its message count, its summary (facts,
+narrative, cursor = the last message folded into it) and the window (the
+newest messages the model sees verbatim: the last recent-message-count
+messages once the session is past the trigger with summaries on, else the
+takeLast window). Nothing is summarized or changed. A session of another
+user is reported as such and not shown.
 
 Flags:
 `
@@ -145,7 +148,6 @@ type inspectReport struct {
 type inspectSummary struct {
 	Cursor    int64          `json:"cursor"`
 	Version   int64          `json:"version"`
-	Title     string         `json:"title,omitempty"`
 	Facts     []summary.Fact `json:"facts"`
 	Narrative string         `json:"narrative"`
 	CreatedAt time.Time      `json:"created_at"`
@@ -160,11 +162,17 @@ type inspectMsg struct {
 	Metadata map[string]string `json:"metadata,omitempty"` // e.g. model_variant
 }
 
+// refuseToSummarize is inspect's summarizer: inspect only reads, so
+// nothing may be summarized.
+var refuseToSummarize = summary.ServiceFunc(func(context.Context, summary.Request) (summary.Result, error) {
+	return summary.Result{}, errors.New("strata inspect never summarizes")
+})
+
 func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
-	user := fs.String("user", "", "check that the session belongs to `USER` (default: its owner)")
+	user := fs.String("user", "", "the session's owner, `USER` (required: sessions are read as their owner)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseFlags(fs, args, inspectUsage, stdout)
 	if err != nil {
@@ -173,60 +181,66 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
 		return usagef("inspect: want exactly one SESSION (see strata inspect --help)")
 	}
+	if strings.TrimSpace(*user) == "" {
+		return usagef("inspect: want --user USER, the session's owner (see strata inspect --help)")
+	}
 	session := pos[0]
 	cfg, err := cf.load()
 	if err != nil {
 		return err
 	}
-	d, err := openDatabase(ctx, cfg, "inspect")
-	if err != nil {
+	if dsn, err := cfg.DatabaseURL(); err != nil {
 		return err
+	} else if dsn == "" {
+		return errors.New("inspect: no datasource configured (set arc.reactor.memory.datasource.url or spring.datasource.url, or ARC_REACTOR_MEMORY_DATASOURCE_URL)")
 	}
-	defer d.Close()
-	msgs := db.NewMessageStore(d)
-	sums := db.NewSummaryStore(d)
-
-	owner, err := msgs.Owner(ctx, session)
+	// The window shown follows the configuration as given; the manager is
+	// built with the summary store wired in whatever the configuration
+	// says, so that a stored summary is shown, and with a summarizer that
+	// refuses to run, so that nothing is folded. The schema is not migrated.
+	mc := cfg.Memory
+	built := cfg.Clone()
+	built.Memory.Enabled = true
+	built.Datasource.MigrateOnStart = false
+	rt, err := autoconfig.BuildRuntime(ctx, built, autoconfig.WithSummarizer(refuseToSummarize))
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	if owner == "" {
+	defer rt.Close()
+	mgr := rt.Manager
+
+	msgs, err := mgr.Messages(ctx, session, *user, 0, 0)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
 		return fmt.Errorf("inspect: session %q not found", session)
-	}
-	if *user != "" && *user != owner {
+	case errors.Is(err, memory.ErrNotOwner):
 		return fmt.Errorf("inspect: session %q: %w", session, memory.ErrNotOwner)
+	case err != nil:
+		return fmt.Errorf("inspect: %w", err)
 	}
-	s, err := sums.Get(ctx, session)
+	s, err := mgr.Summary(ctx, session, *user)
 	if err != nil {
 		return fmt.Errorf("inspect: summary: %w", err)
 	}
-	mc := cfg.Memory
 	n, mode := 2*mc.MaxConversationTurns, "take-last"
-	tail, err := msgs.Tail(ctx, session, 0)
-	if err != nil {
-		return fmt.Errorf("inspect: %w", err)
-	}
 	switch {
 	case mc.Enabled && mc.Policy == memory.PolicyChunked:
 		n, mode = mc.RecentMessageCount+mc.BufferMessageCount, "chunked"
-	case mc.Enabled && tail.Total > mc.TriggerMessageCount:
+	case mc.Enabled && len(msgs) > mc.TriggerMessageCount:
 		n, mode = mc.RecentMessageCount, "hierarchical"
 	}
-	if tail, err = msgs.Tail(ctx, session, n); err != nil {
-		return fmt.Errorf("inspect: %w", err)
-	}
-	rep := inspectReport{Session: session, Owner: owner, Messages: tail.Total, WindowFor: mode}
+	rep := inspectReport{Session: session, Owner: *user, Messages: len(msgs), WindowFor: mode}
 	var cursor int64
 	if s != nil {
 		cursor = s.UpToSeq
-		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Version: s.Version, Title: s.Title,
+		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Version: s.Version,
 			Facts: s.Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 		if rep.Summary.Facts == nil {
 			rep.Summary.Facts = []summary.Fact{}
 		}
 	}
 	rep.Window = []inspectMsg{}
-	for _, m := range tail.Messages {
+	for _, m := range msgs[max(len(msgs)-n, 0):] {
 		rep.Window = append(rep.Window, inspectMsg{Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
 			Folded: m.Seq <= cursor, Metadata: m.Metadata})
 	}
@@ -249,9 +263,6 @@ func printInspect(w io.Writer, r inspectReport) {
 	} else {
 		s := r.Summary
 		fmt.Fprintf(w, "cursor:   message #%d (summary version %d, updated %s)\n", s.Cursor, s.Version, s.UpdatedAt.Format(time.RFC3339))
-		if s.Title != "" {
-			fmt.Fprintf(w, "title:    %s\n", s.Title)
-		}
 		printFactsAndNarrative(w, s.Facts, s.Narrative)
 	}
 	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
@@ -309,8 +320,8 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, cfg.Source(k.Key))
 	}
 	fmt.Fprintf(stdout, "\nsummarizer in use: %s", cfg.EffectiveProvider())
-	if m := cfg.Model(); m != "" {
-		fmt.Fprintf(stdout, " (model %s, API key from $%s)", m, cfg.APIKeyEnv())
+	if model, keyEnv := summarizerDetails(cfg); model != "" {
+		fmt.Fprintf(stdout, " (model %s, API key from $%s)", model, keyEnv)
 	}
 	fmt.Fprintln(stdout)
 	dsn, err := cfg.DatabaseURL()

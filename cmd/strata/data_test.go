@@ -152,14 +152,17 @@ func TestMigrateAndInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay: exit %d %s", code, errOut)
 	}
-	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--session", "support-1", sample)
+	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--session", "support-1", "--user", "priya", sample)
 	wantError(t, code, errOut, 1, `session "support-1" already holds 62 messages`)
+	// Another user's session is neither counted nor deleted.
+	code, _, errOut = cli(t, "replay", "--json", "--reset", "--set", set, "--session", "support-1", sample)
+	wantError(t, code, errOut, 1, `session "support-1" belongs to another user`)
 	code, _, errOut = cli(t, "replay", "--json", "--reset", "--set", set, "--session", "support-1", "--user", "priya", sample)
 	if code != 0 {
 		t.Fatalf("replay --reset: exit %d %s", code, errOut)
 	}
 
-	code, out, errOut = cli(t, "inspect", "--set", set, "support-1")
+	code, out, errOut = cli(t, "inspect", "--set", set, "--user", "priya", "support-1")
 	if code != 0 {
 		t.Fatalf("inspect: exit %d %s", code, errOut)
 	}
@@ -182,7 +185,7 @@ func TestMigrateAndInspect(t *testing.T) {
 	}
 	code, _, errOut = cli(t, "inspect", "--set", set, "--user", "mallory", "support-1")
 	wantError(t, code, errOut, 1, "owned by another user")
-	code, _, errOut = cli(t, "inspect", "--set", set, "nope")
+	code, _, errOut = cli(t, "inspect", "--set", set, "--user", "priya", "nope")
 	wantError(t, code, errOut, 1, `session "nope" not found`)
 
 	code, out, errOut = cli(t, "migrate", "down", "--yes", "--set", set)

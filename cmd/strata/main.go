@@ -7,7 +7,7 @@
 //
 //	strata replay [flags] FILE          show what the model would receive before each user message
 //	strata migrate up|down|version      manage the database schema
-//	strata inspect [flags] SESSION      print a stored session's facts, narrative, cursor and window
+//	strata inspect --user USER SESSION  print a stored session's facts, narrative, cursor and window
 //	strata config [flags]               print the effective configuration, or the example file
 //	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
 //
@@ -36,6 +36,11 @@ import (
 	"strings"
 
 	"github.com/strata-go/strata/autoconfig"
+
+	// The summarizer providers register themselves with autoconfig when
+	// linked in, so that summarizer.provider gemini and openai work.
+	_ "github.com/strata-go/strata/providers/gemini"
+	_ "github.com/strata-go/strata/providers/openai"
 )
 
 func main() {
@@ -76,7 +81,8 @@ Commands:
                          happen, and token counts
   migrate up|down|version|force N
                          manage Strata's PostgreSQL schema
-  inspect SESSION        print a stored session's facts, narrative, cursor and window
+  inspect --user USER SESSION
+                         print a stored session's facts, narrative, cursor and window
   config                 print the effective configuration and where each value
                          comes from (--example: every key with its default)
   serve                  serve the JSON HTTP API over the configured manager and

@@ -319,7 +319,8 @@ func TestBadInputs(t *testing.T) {
 		{"migrate force bad version", []string{"migrate", "force", "x"}, 2, "VERSION must be an integer"},
 		{"migrate without datasource", []string{"migrate", "up"}, 1, "migrate: no datasource configured"},
 		{"inspect without session", []string{"inspect"}, 2, "want exactly one SESSION"},
-		{"inspect without datasource", []string{"inspect", "s1"}, 1, "inspect: no datasource configured"},
+		{"inspect without user", []string{"inspect", "s1"}, 2, "want --user USER"},
+		{"inspect without datasource", []string{"inspect", "--user", "u", "s1"}, 1, "inspect: no datasource configured"},
 		{"config extra argument", []string{"config", "x"}, 2, `unexpected argument "x"`},
 	}
 	for _, c := range cases {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,17 +132,25 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	rt, err := autoconfig.BuildRuntime(ctx, cfg, autoconfig.WithLogger(logger))
+	build := []autoconfig.BuildOption{autoconfig.WithLogger(logger)}
+	if est != nil {
+		// The manager fits prompts with the exact tokenizer too.
+		build = append(build, autoconfig.WithManagerOptions(memory.WithEstimator(est)))
+	}
+	rt, err := autoconfig.BuildRuntime(ctx, cfg, build...)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 
+	mc := rt.Manager.Config()
 	r := &replayer{
-		ctx:   ctx,
-		rt:    rt,
-		cfg:   cfg,
-		trim:  cfg.Trimmer(est),
+		ctx: ctx,
+		rt:  rt,
+		cfg: cfg,
+		// Only prices what the manager's prompt builder returns, with the
+		// manager's own estimator: it never trims.
+		price: trimmer.New(mc.ContextWindowTokens, mc.OutputReserveTokens, rt.Manager.Estimator()),
 		opts:  o,
 		out:   stdout,
 		multi: len(ts) > 1,
@@ -172,7 +182,7 @@ type replayer struct {
 	ctx      context.Context
 	rt       *autoconfig.Runtime
 	cfg      *autoconfig.Config
-	trim     *trimmer.Trimmer
+	price    *trimmer.Trimmer
 	opts     replayOptions
 	out      io.Writer
 	multi    bool
@@ -241,8 +251,8 @@ func (r *replayer) header(path, format string, ts []transcript, summariesDefault
 	if c.Memory.Enabled {
 		sum = fmt.Sprintf("on — trigger > %d messages, verbatim window %d, policy %s, summarizer %s",
 			c.Memory.TriggerMessageCount, c.Memory.RecentMessageCount, c.Memory.Policy, c.EffectiveProvider())
-		if m := c.Model(); m != "" {
-			sum += " (" + m + ")"
+		if model, _ := summarizerDetails(c); model != "" {
+			sum += " (" + model + ")"
 		}
 		if summariesDefault {
 			sum += " [replay default; set arc.reactor.memory.summary.enabled to choose]"
@@ -252,8 +262,9 @@ func (r *replayer) header(path, format string, ts []transcript, summariesDefault
 	if r.rt.DB != nil {
 		store = "PostgreSQL"
 	}
+	mc := r.rt.Manager.Config()
 	fmt.Fprintf(r.out, "summaries: %s\n", sum)
-	fmt.Fprintf(r.out, "store: %s · window %d tokens − %d output reserve\n", store, c.Memory.ContextWindowTokens, c.LLM.MaxOutputTokens)
+	fmt.Fprintf(r.out, "store: %s · window %d tokens − %d output reserve\n", store, mc.ContextWindowTokens, mc.OutputReserveTokens)
 }
 
 // replay feeds one transcript through the manager.
@@ -265,7 +276,7 @@ func (r *replayer) replay(t transcript) error {
 		session = "replay:" + t.Name
 	}
 	user := r.opts.user
-	if err := r.prepareSession(session); err != nil {
+	if err := r.prepareSession(session, user); err != nil {
 		return err
 	}
 	foldsBefore := mgr.Stats().Folds
@@ -276,11 +287,6 @@ func (r *replayer) replay(t transcript) error {
 			fmt.Fprintf(r.out, "\n══════ %s ══════\n", t.Name)
 		}
 	}
-	var sys []llms.ChatMessage
-	if t.System != "" {
-		sys = []llms.ChatMessage{llms.SystemChatMessage{Content: t.System}}
-	}
-
 	// Messages before the first user message (a greeting) are stored first.
 	i := 0
 	for i < len(t.Msgs) && t.Msgs[i].Role != memory.RoleUser {
@@ -302,15 +308,21 @@ func (r *replayer) replay(t transcript) error {
 		if err != nil {
 			return fmt.Errorf("replay: %s: turn %d: %w", t.Name, turn, err)
 		}
-		userMsg := t.Msgs[i].ChatMessage()
-		msgs := r.trim.Trim(append(h.Messages, userMsg), t.System, 0)
-		full := append(append([]llms.ChatMessage{}, sys...), msgs...)
+		// What the model would receive: the manager's one prompt builder
+		// fits the system prompt, the memory and the user message into its
+		// budget.
+		history := append(slices.Clip(h.Messages), t.Msgs[i].ChatMessage())
+		full := mgr.Prompt(t.System, history, 0)
+		sysPrompt := 0
+		if t.System != "" {
+			sysPrompt = 1
+		}
 		folds := mgr.Stats().Folds - foldsBefore
 		rec := turnRecord{
 			Sample:         sample,
 			Turn:           turn,
 			Context:        toJSONMessages(full),
-			ContextTokens:  r.trim.Cost(full),
+			ContextTokens:  r.price.Cost(full),
 			StoredMessages: h.Total,
 			Folds:          folds,
 			Mode:           h.Mode,
@@ -327,7 +339,7 @@ func (r *replayer) replay(t transcript) error {
 			} else if folds > lastFolds {
 				fmt.Fprintf(r.out, "  ↳ %d fold(s) since the last turn\n", folds-lastFolds)
 			}
-			r.turnReport(rec, h, len(full)-len(msgs), len(h.Messages)+1-len(msgs))
+			r.turnReport(rec, kinds(full, sysPrompt, h.Summary), h.Summary, len(history)-(len(full)-sysPrompt))
 		}
 		lastFolds = folds
 		if err := r.save(session, user, t.Msgs[i:j]); err != nil {
@@ -341,23 +353,30 @@ func (r *replayer) replay(t transcript) error {
 }
 
 // prepareSession makes sure the session is new (a PostgreSQL store may
-// already hold it).
-func (r *replayer) prepareSession(session string) error {
-	tail, err := r.rt.Messages.Tail(r.ctx, session, 0)
-	if err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
-	if tail.Total == 0 {
+// already hold it); with --reset it deletes the user's session first.
+func (r *replayer) prepareSession(session, user string) error {
+	mgr := r.rt.Manager
+	held, err := mgr.Messages(r.ctx, session, user, 0, 1)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
 		return nil
+	case errors.Is(err, memory.ErrNotOwner):
+		return fmt.Errorf("replay: session %q belongs to another user in the configured store; pass its owner with --user (and --reset to delete it), or choose another --session NAME", session)
+	case err != nil:
+		return fmt.Errorf("replay: %w", err)
+	case len(held) == 0:
+		return nil
+	case !r.opts.reset:
+		all, err := mgr.Messages(r.ctx, session, user, 0, 0)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		return fmt.Errorf("replay: session %q already holds %d messages in the configured store; pass --reset to delete it first, or --session NAME", session, len(all))
 	}
-	if !r.opts.reset {
-		return fmt.Errorf("replay: session %q already holds %d messages in the configured store; pass --reset to delete it first, or --session NAME", session, tail.Total)
-	}
-	owner, err := r.rt.Messages.Owner(r.ctx, session)
-	if err != nil {
+	if err := mgr.DeleteSession(r.ctx, session, user); err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return fmt.Errorf("replay: %w", err)
 	}
-	return r.rt.Manager.DeleteSession(r.ctx, session, owner)
+	return nil
 }
 
 // save stores msgs and waits for the background fold they trigger.
@@ -365,7 +384,7 @@ func (r *replayer) save(session, user string, msgs []memory.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := r.rt.Manager.AppendMessages(r.ctx, session, user, msgs...); err != nil {
+	if _, err := r.rt.Manager.Append(r.ctx, session, user, msgs...); err != nil {
 		return err
 	}
 	return r.rt.Manager.Flush(r.ctx)
@@ -382,11 +401,9 @@ func (r *replayer) final(t transcript, session, user string, turns int, foldsBef
 	if err := mgr.Flush(r.ctx); err != nil {
 		return err
 	}
-	var s *summary.Summary
-	if r.rt.Summaries != nil {
-		if s, err = r.rt.Summaries.Get(r.ctx, session); err != nil {
-			return fmt.Errorf("replay: %s: summary: %w", t.Name, err)
-		}
+	s, err := mgr.Summary(r.ctx, session, user)
+	if err != nil {
+		return fmt.Errorf("replay: %s: summary: %w", t.Name, err)
 	}
 	body := summaryBody{
 		Sample:         sample,

@@ -8,16 +8,50 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
 
 // maxFactsShown caps the fact lines of a shortened report.
 const maxFactsShown = 12
 
+// msgKind says what a message of the prompt is, for the readable report.
+type msgKind int
+
+const (
+	kindMessage      msgKind = iota // a conversation message (or a stored system message)
+	kindSystemPrompt                // the transcript's system prompt
+	kindFacts                       // the summary's facts block
+	kindNarrative                   // the summary's narrative block
+)
+
+// kinds tells the messages of a prompt apart: the first sysPrompt messages
+// are the system prompt, and a system message is the summary's facts or
+// narrative block when it is that block as rendered from s (the summary the
+// load showed). Nothing is parsed back out of the text.
+func kinds(prompt []llms.ChatMessage, sysPrompt int, s *summary.Summary) []msgKind {
+	var facts, narrative string
+	if s != nil {
+		facts, narrative = summary.FactsBlock(s.Facts), summary.NarrativeBlock(s.Narrative)
+	}
+	out := make([]msgKind, len(prompt))
+	for i, m := range prompt {
+		switch {
+		case i < sysPrompt:
+			out[i] = kindSystemPrompt
+		case m.GetType() != llms.ChatMessageTypeSystem || s == nil:
+		case facts != "" && m.GetContent() == facts:
+			out[i] = kindFacts
+		case narrative != "" && m.GetContent() == narrative:
+			out[i] = kindNarrative
+		}
+	}
+	return out
+}
+
 // turnReport prints one turn of the readable report: a header line, then
 // every message the model receives, the current user message last (▶).
-func (r *replayer) turnReport(rec turnRecord, h memory.History, sysMsgs, dropped int) {
+// kind tells the messages apart; s is the summary the load showed.
+func (r *replayer) turnReport(rec turnRecord, kind []msgKind, s *summary.Summary, dropped int) {
 	w := r.out
 	fmt.Fprintf(w, "\n── turn %d · %s · stored %d · folds %d · context %d messages, %d tokens ──\n",
 		rec.Turn, rec.Mode, rec.StoredMessages, rec.Folds, len(rec.Context), rec.ContextTokens)
@@ -26,7 +60,7 @@ func (r *replayer) turnReport(rec turnRecord, h memory.History, sysMsgs, dropped
 		if i == len(rec.Context)-1 {
 			marker = "▶ "
 		}
-		label, text := r.describe(m, i < sysMsgs)
+		label, text := r.describe(m, kind[i], s)
 		lines := strings.Split(text, "\n")
 		fmt.Fprintf(w, "%s%-10s %s\n", marker, label, lines[0])
 		for _, l := range lines[1:] {
@@ -34,30 +68,28 @@ func (r *replayer) turnReport(rec turnRecord, h memory.History, sysMsgs, dropped
 		}
 	}
 	if dropped > 0 {
-		fmt.Fprintf(w, "  (the trimmer dropped %d message(s) to fit the context window)\n", dropped)
+		fmt.Fprintf(w, "  (the prompt builder dropped %d message(s) to fit the context window)\n", dropped)
 	}
 }
 
-// describe returns a message's label and the text to print.
-func (r *replayer) describe(m jsonMessage, systemPrompt bool) (string, string) {
+// describe returns a message's label and the text to print. The facts and
+// narrative are printed from the summary itself.
+func (r *replayer) describe(m jsonMessage, kind msgKind, s *summary.Summary) (string, string) {
 	switch {
-	case systemPrompt:
+	case kind == kindSystemPrompt:
 		return "system", r.short(m.Content)
-	case m.Role == "system" && strings.HasPrefix(m.Content, memory.FactsHeader):
-		lines := strings.Split(strings.TrimPrefix(m.Content, memory.FactsHeader), "\n")
-		var facts []string
-		for _, l := range lines {
-			if l = strings.TrimSpace(l); l != "" {
-				facts = append(facts, r.shortLine(l))
-			}
+	case kind == kindFacts:
+		facts := make([]string, 0, len(s.Facts))
+		for _, f := range s.Facts {
+			facts = append(facts, r.shortLine("- "+f.Key+": "+f.Value))
 		}
 		if !r.opts.full && len(facts) > maxFactsShown {
 			n := len(facts) - maxFactsShown
 			facts = append(facts[:maxFactsShown], fmt.Sprintf("… %d more (--full shows all)", n))
 		}
 		return "facts", strings.Join(facts, "\n")
-	case m.Role == "system" && strings.HasPrefix(m.Content, memory.NarrativeHeader):
-		return "narrative", r.short(strings.TrimSpace(strings.TrimPrefix(m.Content, memory.NarrativeHeader)))
+	case kind == kindNarrative:
+		return "narrative", r.short(strings.TrimSpace(s.Narrative))
 	case m.Role == "assistant" && len(m.ToolCalls) > 0:
 		var parts []string
 		if strings.TrimSpace(m.Content) != "" {
@@ -113,7 +145,7 @@ func (r *replayer) finalReport(b summaryBody, s *summary.Summary) {
 	w := r.out
 	fmt.Fprintf(w, "\n══ final: %d turns · %d stored messages · %d folds", b.Turns, b.StoredMessages, b.Folds)
 	if s == nil {
-		if r.rt.Summaries == nil {
+		if !r.cfg.Memory.Enabled {
 			fmt.Fprintln(w, " · summaries off: no facts or narrative ══")
 		} else {
 			fmt.Fprintln(w, " · no summary yet (the conversation never passed the trigger) ══")

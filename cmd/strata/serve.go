@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
-	"github.com/strata-go/strata/server"
 )
 
 const serveUsage = `Usage: strata serve [flags]
@@ -25,12 +25,15 @@ requests finish, background folds are flushed, within
 server.shutdown-timeout.
 
   POST   /v1/sessions                  new session (title, initial messages)
-  POST   /v1/sessions/{id}/messages    append a turn or messages
+  POST   /v1/sessions/{id}/messages    append a turn or messages to a session
   GET    /v1/sessions/{id}/context     what the model should receive (?budget=N)
   GET    /v1/sessions/{id}             full history, summary and title
   GET    /v1/sessions                  the caller's sessions (?search=q to search)
-  DELETE /v1/sessions/{id}             delete (idempotent)
+  DELETE /v1/sessions/{id}             delete
   GET    /healthz, /readyz, /openapi.json
+
+Sessions are created by POST /v1/sessions; an unknown session id, like
+another user's, answers 404.
 
 Requests authenticate with Authorization: Bearer <key>; keys come from
 arc.reactor.memory.server.api-keys, each bound to one user id, e.g.
@@ -85,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 
 	logger := slog.New(handler)
-	srv, err := server.Open(ctx, cfg, server.WithLogger(logger))
+	srv, err := autoconfig.OpenServer(ctx, cfg, autoconfig.ServerOptions{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

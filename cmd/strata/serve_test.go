@@ -54,7 +54,10 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 }
 
-var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+var (
+	listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	sessionIDRE = regexp.MustCompile(`"id":"([0-9a-f-]{36})"`)
+)
 
 // startServe runs strata serve in-process and returns its URL, its outputs
 // and a channel with its exit code.
@@ -124,13 +127,23 @@ func TestServe(t *testing.T) {
 	if code, body := call(t, client, "GET", url+"/v1/sessions", "", ""); code != 401 || !strings.Contains(body, "missing API key") {
 		t.Fatalf("no key: %d %s", code, body)
 	}
+	// Appending to a session that was never created is 404.
+	if code, body := call(t, client, "POST", url+"/v1/sessions/cli-1/messages", serveKey, `{"turn":{"user":"hi"}}`); code != 404 {
+		t.Fatalf("append to an unknown session: %d %s", code, body)
+	}
+	code, body := call(t, client, "POST", url+"/v1/sessions", serveKey, `{"title":"Late orders"}`)
+	m := sessionIDRE.FindStringSubmatch(body)
+	if code != 201 || m == nil {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	id := m[1]
 	for i := range 12 {
-		if code, body := call(t, client, "POST", url+"/v1/sessions/cli-1/messages", serveKey,
+		if code, body := call(t, client, "POST", url+"/v1/sessions/"+id+"/messages", serveKey,
 			`{"turn":{"user":"My order #Z-`+string(rune('0'+i%10))+` is late","assistant":"Checking.","model_variant":"arco"}}`); code != 200 {
 			t.Fatalf("append %d: %d %s", i, code, body)
 		}
 	}
-	if code, body := call(t, client, "GET", url+"/v1/sessions/cli-1/context?budget=4000", serveKey, ""); code != 200 || !strings.Contains(body, `"mode":"hierarchical"`) {
+	if code, body := call(t, client, "GET", url+"/v1/sessions/"+id+"/context?budget=4000", serveKey, ""); code != 200 || !strings.Contains(body, `"mode":"hierarchical"`) {
 		t.Fatalf("context: %d %s", code, body)
 	}
 	client.CloseIdleConnections()

@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -72,12 +71,12 @@ func run(ctx context.Context, provider string, interactive bool, in io.Reader, o
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 8, 4
 	summarizer := summary.NewExtractiveService() // offline
-	if provider != "" {
+	if !isOffline(provider) {
 		summarizer = summary.NewLLMService(llm)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The manager and the agent log nothing unless given a logger.
 	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(summary.NewInMemoryStore(0), summarizer), memory.WithLogger(quiet))
+		memory.WithSummaries(summary.NewInMemoryStore(0), summarizer))
 	if err != nil {
 		return err
 	}
@@ -85,14 +84,20 @@ func run(ctx context.Context, provider string, interactive bool, in io.Reader, o
 
 	bot, err := agent.New(llm, mgr,
 		agent.WithSystemPrompt(systemPrompt),
-		agent.WithTools(orderLookup{}),
-		agent.WithLogger(quiet))
+		agent.WithTools(orderLookup{}))
 	if err != nil {
 		return err
 	}
 
 	const session, user = "support-chat", "dana"
 	turn := func(text string) error {
+		// The memory the agent is about to load, for the transcript: the
+		// summary it shows (facts and narrative) comes from the manager as
+		// data, never parsed back out of the prompt's text.
+		mem, err := mgr.Load(ctx, session, user)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(out, "you> %s\n", text)
 		fmt.Fprint(out, "bot> ")
 		res, err := bot.RunStream(ctx, session, user, text, func(_ context.Context, chunk []byte) error {
@@ -110,7 +115,7 @@ func run(ctx context.Context, provider string, interactive bool, in io.Reader, o
 				}
 			}
 		}
-		fmt.Fprintf(out, "      [memory] the model saw %s\n\n", describePrompt(res.Prompt))
+		fmt.Fprintf(out, "      [memory] the model saw %s\n\n", describePrompt(res.Prompt, mem.Summary))
 		// Wait for the background fold so the transcript is deterministic;
 		// a real application never waits.
 		return mgr.Flush(ctx)
@@ -144,9 +149,10 @@ func run(ctx context.Context, provider string, interactive bool, in io.Reader, o
 // newModel returns the model STRATA_LLM asks for: the offline scripted one
 // by default, Gemini, or an OpenAI-compatible endpoint.
 func newModel(ctx context.Context, provider string) (llms.Model, func(), error) {
-	switch provider {
-	case "", "offline", "scripted":
+	if isOffline(provider) {
 		return newScriptedModel(), func() {}, nil
+	}
+	switch provider {
 	case "gemini":
 		key := os.Getenv("GOOGLE_API_KEY")
 		if key == "" {
@@ -167,24 +173,30 @@ func newModel(ctx context.Context, provider string) (llms.Model, func(), error) 
 	return nil, nil, fmt.Errorf("unknown STRATA_LLM %q (want gemini or openai, or unset for offline)", provider)
 }
 
-// describePrompt summarizes what one model call received.
-func describePrompt(prompt []llms.ChatMessage) string {
+// isOffline reports whether STRATA_LLM asks for the offline scripted model.
+func isOffline(provider string) bool {
+	return provider == "" || provider == "offline" || provider == "scripted"
+}
+
+// describePrompt summarizes what one model call received: the system
+// prompt, the loaded summary's facts and narrative (s, nil when none) and
+// the conversation messages (everything but system messages).
+func describePrompt(prompt []llms.ChatMessage, s *summary.Summary) string {
 	var parts []string
 	others := 0
 	for _, m := range prompt {
 		if m.GetType() != llms.ChatMessageTypeSystem {
 			others++
-			continue
 		}
-		c := m.GetContent()
-		if strings.HasPrefix(c, systemPrompt) {
-			parts = append(parts, "the system prompt")
-		}
-		if i := strings.Index(c, memory.FactsHeader); i >= 0 {
-			n := strings.Count(strings.SplitN(c[i:], "\n\n", 2)[0], "\n- ")
+	}
+	if len(prompt) > 0 && prompt[0].GetType() == llms.ChatMessageTypeSystem && strings.HasPrefix(prompt[0].GetContent(), systemPrompt) {
+		parts = append(parts, "the system prompt")
+	}
+	if s != nil {
+		if n := len(s.Facts); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d facts", n))
 		}
-		if strings.Contains(c, memory.NarrativeHeader) {
+		if strings.TrimSpace(s.Narrative) != "" {
 			parts = append(parts, "a summary")
 		}
 	}
@@ -198,12 +210,12 @@ func describePrompt(prompt []llms.ChatMessage) string {
 
 // printMemory shows what the session's memory holds at the end.
 func printMemory(ctx context.Context, out io.Writer, mgr *memory.Manager, session, user string) error {
-	msgs, err := mgr.Messages(ctx, session, user)
+	msgs, err := mgr.Messages(ctx, session, user, 0, 0)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "=== memory: %d messages stored, tool calls and results included ===\n", len(msgs))
-	s, err := mgr.SummaryStore().Get(ctx, session)
+	s, err := mgr.Summary(ctx, session, user)
 	if err != nil || s == nil {
 		return err
 	}

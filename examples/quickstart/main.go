@@ -6,10 +6,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
@@ -41,34 +44,48 @@ func main() {
 }
 
 func run(ctx context.Context, w io.Writer) error {
+	// Small numbers for the demo: once a session holds more than 8
+	// messages, all but the last 4 are folded into facts and a narrative,
+	// and prompts are fitted into a 2 000-token window of which 500 are
+	// kept for the answer. The budget lives in the configuration only.
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 8, 4
+	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 2_000, 500
 
-	sums := summary.NewInMemoryStore(0)
 	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(sums, summary.NewExtractiveService()))
+		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))
 	if err != nil {
 		return err
 	}
 	defer mgr.Close()
-	est := trimmer.NewEstimator()
-	trim := trimmer.New(2_000, 500, est)
+	// Only to print token counts: prices messages with the manager's own
+	// estimator and budget.
+	pricer := trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, mgr.Estimator())
 
 	const session, user = "support-42", "dana"
+	const systemPrompt = "You are a helpful support agent."
 	for i, turn := range conversation {
 		history, err := mgr.LoadHistory(ctx, session, user)
 		if err != nil {
 			return err
 		}
+		// What a model call would receive: the manager's one prompt builder
+		// puts the system prompt first and fits memory + the new message
+		// into the budget.
+		prompt := mgr.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: turn[0]}), 0)
 		if i == 2 || i == 6 || i == len(conversation)-1 {
-			prompt := trim.Trim(history, "You are a helpful support agent.", 0)
-			fmt.Fprintf(w, "=== before turn %d: the model sees %d messages (~%d tokens) ===\n", i+1, len(prompt), trim.Cost(prompt))
-			for _, m := range prompt {
-				fmt.Fprintf(w, "  [%s] %s\n", m.GetType(), indent(m.GetContent()))
+			fmt.Fprintf(w, "=== before turn %d: the model sees %d messages (~%d tokens) ===\n", i+1, len(prompt), pricer.Cost(prompt))
+			for j, m := range prompt {
+				mark := ""
+				if j == len(prompt)-1 {
+					mark = "   <- current message"
+				}
+				fmt.Fprintf(w, "  [%s] %s%s\n", m.GetType(), indent(m.GetContent()), mark)
 			}
-			fmt.Fprintf(w, "  [human] %s   <- current message\n\n", turn[0])
+			fmt.Fprintln(w)
 		}
+		// ... call the model with prompt; here the scripted answer ...
 		if err := mgr.SaveTurn(ctx, session, user, turn[0], turn[1]); err != nil {
 			return err
 		}
@@ -77,11 +94,14 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 	}
 
-	s, err := sums.Get(ctx, session)
-	if err != nil || s == nil {
-		return fmt.Errorf("no summary was made (err=%v)", err)
+	s, err := mgr.Summary(ctx, session, user)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "=== final memory: %d messages folded into %d facts ===\n", s.UpToSeq, len(s.Facts))
+	if s == nil {
+		return errors.New("no summary was made")
+	}
+	fmt.Fprintf(w, "=== final memory: messages 1-%d folded into %d facts ===\n", s.UpToSeq, len(s.Facts))
 	for _, f := range s.Facts {
 		fmt.Fprintf(w, "  - %s: %s [%s]\n", f.Key, f.Value, f.Category)
 	}

@@ -8,6 +8,17 @@
 // using langchaingo's googleai model for their own calls. The prompt is
 // summary.BuildPrompt's and the reply goes through summary.ParseReply, like
 // every other Strata summarizer.
+//
+// Importing the package registers the summarizer provider "gemini" with
+// package autoconfig, as database/sql drivers register themselves, so that
+// configuration can select it (the API key is read from GOOGLE_API_KEY or
+// GEMINI_API_KEY):
+//
+//	import _ "github.com/strata-go/strata/providers/gemini"
+//
+//	arc.reactor.memory.summarizer.provider: gemini
+//
+// Only programs that import it link the Gemini SDK and gRPC.
 package gemini
 
 import (

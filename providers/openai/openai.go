@@ -8,6 +8,15 @@
 // servers that support structured outputs. The prompt is
 // summary.BuildPrompt's and the reply goes through summary.ParseReply (see
 // summary.NewLLMService).
+//
+// Importing the package registers the summarizer provider "openai" with
+// package autoconfig, as database/sql drivers register themselves, so that
+// configuration can select it:
+//
+//	import _ "github.com/strata-go/strata/providers/openai"
+//
+//	arc.reactor.memory.summarizer.provider: openai
+//	arc.reactor.memory.summarizer.base-url: http://localhost:11434/v1  # e.g. Ollama
 package openai
 
 import (

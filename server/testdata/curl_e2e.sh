@@ -43,6 +43,9 @@ step "authentication"
 LAST="no key"; req GET /v1/sessions "" ""; expect 401; check '.code == "unauthorized" and (.request_id | length > 0)'
 LAST="wrong key"; req GET /v1/sessions "" "wrong-key-0123456789abcdef"; expect 401
 
+step "sessions are created by POST /v1/sessions"
+LAST="append to an unknown session"; req POST /v1/sessions/my-own-id/messages '{"turn":{"user":"hello?"}}'; expect 404; check '.code == "not_found"'
+
 step "create a session with a title"
 LAST="POST /v1/sessions"
 req POST /v1/sessions '{"title":"Lost luggage","messages":[{"role":"user","content":"Hi, my name is Ada Byron. My booking ref is QX7Z2P."},{"role":"assistant","content":"Hello Ada, I found booking ref QX7Z2P.","metadata":{"model_variant":"arco"}}]}'
@@ -100,11 +103,13 @@ LAST="search"; req GET "/v1/sessions?search=missing%20bag%20flight"; expect 200;
 
 step "another user"
 LAST="other GET"; req GET "/v1/sessions/$id" "" "$STRATA_OTHER_KEY"; expect 404; check '.error == "session not found"'
+LAST="other append"; req POST "/v1/sessions/$id/messages" '{"turn":{"user":"mine"}}' "$STRATA_OTHER_KEY"; expect 404; check '.error == "session not found"'
 LAST="other DELETE"; req DELETE "/v1/sessions/$id" "" "$STRATA_OTHER_KEY"; expect 404
 LAST="other search"; req GET "/v1/sessions?search=bag" "" "$STRATA_OTHER_KEY"; expect 200; check "[.matches[].id] | index(\"$id\") == null"
 
 step "delete"
 LAST="DELETE"; req DELETE "/v1/sessions/$id"; expect 204
 LAST="GET deleted"; req GET "/v1/sessions/$id"; expect 404; check '.error == "session not found"'
-LAST="DELETE again"; req DELETE "/v1/sessions/$id"; expect 204
+LAST="DELETE again"; req DELETE "/v1/sessions/$id"; expect 404
+LAST="append after DELETE"; req POST "/v1/sessions/$id/messages" '{"turn":{"user":"back?"}}'; expect 404
 echo "curl_e2e: OK"

@@ -1,13 +1,15 @@
 // Command strata-bench regenerates Strata's benchmark report: it measures
 // context size, summarizer cost, load latency, trim cost, token
-// estimation, save latency, retention and concurrent load against their
-// baselines, and writes REPORT.md plus SVG plots.
+// estimation, save latency, retention, concurrent load and an agent's
+// reply latency against their baselines, and writes REPORT.md plus SVG
+// plots.
 //
 // From the repository root:
 //
 //	go run ./bench/cmd/strata-bench -out bench            # everything (make bench)
 //	go run ./bench/cmd/strata-bench -out /tmp/b -quick    # smoke run, tiny subsets
 //	go run ./bench/cmd/strata-bench -out bench -sections 1,4
+//	go run ./bench/cmd/strata-bench -out /tmp/b -sections 9   # reply latency only (≈ 1 minute)
 //
 // The data sets are read in place from -data (default ../shared/data).
 // The PostgreSQL parts (sections 3, 6 and 8) use -database-url (default
@@ -38,7 +40,7 @@ func run(args []string) int {
 	out := fs.String("out", "bench", "directory that receives REPORT.md and the SVG plots")
 	dataDir := fs.String("data", "../shared/data", "directory holding locomo/ and taubench_airline/ (read in place)")
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server for sections 3, 6 and 8 (default $DATABASE_URL; empty skips them)")
-	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-8)")
+	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-9)")
 	quick := fs.Bool("quick", false, "smoke run: tiny subsets and short timings (numbers are meaningless)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {

@@ -89,15 +89,18 @@ func TestQuickRun(t *testing.T) {
 	if os.Getenv("DATABASE_URL") == "" && !strings.Contains(text, "PostgreSQL: skipped") {
 		t.Error("without DATABASE_URL the report must say the PostgreSQL parts were skipped")
 	}
-	plots := []string{"context-locomo.svg", "context-taubench.svg", "load-latency.svg", "trim-cost.svg"}
+	plots := []string{"context-locomo.svg", "context-taubench.svg", "load-latency.svg", "trim-cost.svg", "reply-latency.svg"}
 	for _, name := range plots {
 		if !strings.Contains(text, "]("+name+")") {
 			t.Errorf("report does not link %s", name)
 		}
 		checkSVG(t, filepath.Join(out, name))
 	}
-	if len(res.Headlines) < 7 {
-		t.Errorf("got %d headlines, want one per section at least for 1–7:\n%s", len(res.Headlines), strings.Join(res.Headlines, "\n"))
+	if !strings.Contains(text, "Reply latency with a") || !strings.Contains(text, "first fold-trigger turn") {
+		t.Error("report lacks the reply-latency headline or table")
+	}
+	if len(res.Headlines) < 8 {
+		t.Errorf("got %d headlines, want one per section at least for 1–7 and 9:\n%s", len(res.Headlines), strings.Join(res.Headlines, "\n"))
 	}
 }
 
@@ -139,8 +142,8 @@ func checkSVG(t *testing.T, path string) {
 }
 
 func TestRunRejectsUnknownSection(t *testing.T) {
-	if _, err := Run(context.Background(), Options{OutDir: t.TempDir(), Sections: []int{9}}); err == nil {
-		t.Fatal("Run accepted section 9")
+	if _, err := Run(context.Background(), Options{OutDir: t.TempDir(), Sections: []int{10}}); err == nil {
+		t.Fatal("Run accepted section 10")
 	}
 }
 

@@ -2,12 +2,13 @@
 // benchmark report (REPORT.md) and its SVG plots. Every figure is measured
 // in the same run as its baseline and reported as a ratio against it.
 //
-// The eight sections follow issue 6: context size per turn, summarizer
-// cost, load latency against history length, trim cost, token estimation,
-// save latency with a slow summarizer, retention of τ-bench action
-// arguments, and load under concurrency on PostgreSQL. The data sets are
-// read in place from the shared data directory. PostgreSQL parts run when
-// a database URL is given and are skipped, with a note, otherwise.
+// The nine sections are: context size per turn, summarizer cost, load
+// latency against history length, trim cost, token estimation, save
+// latency with a slow summarizer, retention of τ-bench action arguments,
+// load under concurrency on PostgreSQL, and the reply latency of an agent
+// with a slow model and a slow summarizer. The data sets are read in place
+// from the shared data directory. PostgreSQL parts run when a database URL
+// is given and are skipped, with a note, otherwise.
 package runner
 
 import (
@@ -32,7 +33,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
 
 // Options configures a run.
 type Options struct {
@@ -87,6 +88,12 @@ type params struct {
 	concTurns             int
 	concWorkers           int
 	concThink             []time.Duration // simulated model call between load and save
+
+	// Section 9: agent.Run turns per configuration, the stand-in model's
+	// and summarizer's call durations, the user's pause between turns and
+	// the manager's load grace.
+	replyTurns                                          int
+	replyModel, replySummarizer, replyPause, replyGrace time.Duration
 }
 
 func fullParams() params {
@@ -99,7 +106,9 @@ func fullParams() params {
 		estMinTime: 300 * time.Millisecond, countTokensTexts: 20,
 		slowDelay: 2 * time.Second, slowRounds: 5, slowSaves: 100,
 		concSessions: 200, concTurns: 30, concWorkers: 50,
-		concThink: []time.Duration{0, 50 * time.Millisecond},
+		concThink:  []time.Duration{0, 50 * time.Millisecond},
+		replyTurns: 40, replyModel: time.Second, replySummarizer: 2 * time.Second,
+		replyPause: 300 * time.Millisecond, replyGrace: 300 * time.Millisecond,
 	}
 }
 
@@ -114,7 +123,9 @@ func quickParams() params {
 		estMinTime: time.Millisecond, estTexts: 200, countTokensTexts: 2,
 		slowDelay: 50 * time.Millisecond, slowRounds: 2, slowSaves: 15,
 		concSessions: 4, concTurns: 12, concWorkers: 2,
-		concThink: []time.Duration{0, time.Millisecond},
+		concThink:  []time.Duration{0, time.Millisecond},
+		replyTurns: 24, replyModel: 40 * time.Millisecond, replySummarizer: 80 * time.Millisecond,
+		replyPause: 12 * time.Millisecond, replyGrace: 12 * time.Millisecond,
 	}
 }
 
@@ -169,6 +180,7 @@ var allSections = []section{
 	{6, "Save latency with a slow summarizer", runSlowSave},
 	{7, "Retention of τ-bench action arguments", runRetention},
 	{8, "Load under concurrency (PostgreSQL)", runConcurrency},
+	{9, "Reply latency with a slow summarizer (agent.Run)", runReplyLatency},
 }
 
 // Run measures the selected sections and writes the report and plots to
@@ -184,7 +196,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, n := range opts.Sections {
 		if !slices.Contains(Sections, n) {
-			return nil, fmt.Errorf("runner: unknown section %d (want 1–8)", n)
+			return nil, fmt.Errorf("runner: unknown section %d (want 1–%d)", n, len(Sections))
 		}
 	}
 	r := &runner{

@@ -185,7 +185,7 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 // verbatim window (the last RecentMessageCount messages) of session.
 func storeCoveringSummary(ctx context.Context, store memory.MessageStore, sums summary.Store, session string) error {
 	k := parityConfig().RecentMessageCount
-	t, err := store.Tail(ctx, session, k+1)
+	t, err := store.Tail(ctx, session, benchUser, k+1)
 	if err != nil {
 		return err
 	}
@@ -194,6 +194,7 @@ func storeCoveringSummary(ctx context.Context, store memory.MessageStore, sums s
 	}
 	return sums.Save(ctx, summary.Summary{
 		SessionID: session,
+		Epoch:     t.Epoch, // the summary belongs to this incarnation of the session
 		Narrative: fixedResult.Narrative,
 		Facts:     fixedResult.Facts,
 		UpToSeq:   t.Messages[0].Seq,
@@ -204,7 +205,7 @@ func storeCoveringSummary(ctx context.Context, store memory.MessageStore, sums s
 // pgSkipNote explains why a PostgreSQL part did not run.
 func pgSkipNote(err error) string {
 	if errors.Is(err, errNoPostgres) {
-		return "**PostgreSQL: skipped** — DATABASE_URL is unset. Run `DATABASE_URL=postgres://… make bench` (any server where the role may create a schema; the run uses a throwaway schema and drops it). `scripts/test.sh` cannot yet provide its found-or-started server to another command — see bench/README.md."
+		return "**PostgreSQL: skipped** — DATABASE_URL is unset. `make bench` runs the benchmark under `scripts/with-postgres.sh`, which finds or starts a server and sets it; or run `DATABASE_URL=postgres://… go run ./bench/cmd/strata-bench` (any server where the role may create a schema; the run uses a throwaway schema and drops it)."
 	}
 	return "**PostgreSQL: unavailable** — " + err.Error()
 }

@@ -17,9 +17,12 @@ import (
 type slowSummarizer struct {
 	delay            time.Duration
 	started, aborted atomic.Int64
+	firstAt          atomic.Pointer[time.Time] // when the first call started
 }
 
 func (s *slowSummarizer) Summarize(ctx context.Context, _ summary.Request) (summary.Result, error) {
+	now := time.Now()
+	s.firstAt.CompareAndSwap(nil, &now)
 	s.started.Add(1)
 	t := time.NewTimer(s.delay)
 	defer t.Stop()
@@ -32,10 +35,19 @@ func (s *slowSummarizer) Summarize(ctx context.Context, _ summary.Request) (summ
 	}
 }
 
+// first returns when the first call started; ok is false before any call.
+func (s *slowSummarizer) first() (t time.Time, ok bool) {
+	if p := s.firstAt.Load(); p != nil {
+		return *p, true
+	}
+	return time.Time{}, false
+}
+
 // saveConfig is one configuration of section 6.
 type saveConfig struct {
 	name  string
 	store string
+	raw   memory.MessageStore // the manager's store, for seeding without folds
 	m     *memory.Manager
 	slow  *slowSummarizer
 	s     samples
@@ -51,7 +63,7 @@ func runSlowSave(ctx context.Context, r *runner, out *sectionOut) error {
 	const preSeed = 30 // messages stored before timing: above the trigger (20)
 
 	mk := func(name, store string, ms memory.MessageStore, ss summary.Store, cfg memory.Config, slow bool) (*saveConfig, error) {
-		c := &saveConfig{name: name, store: store}
+		c := &saveConfig{name: name, store: store, raw: ms}
 		var svc summary.Service
 		if slow {
 			c.slow = &slowSummarizer{delay: r.p.slowDelay}
@@ -99,11 +111,12 @@ func runSlowSave(ctx context.Context, r *runner, out *sectionOut) error {
 		if r.p.slowDelay != 2*time.Second {
 			c.name = replaceDelay(c.name, r.p.slowDelay)
 		}
-		// Pre-seed every session above the trigger, outside the timing.
+		// Pre-seed every session above the trigger, outside the timing,
+		// straight into the store: no fold starts.
 		session := fmt.Sprintf("s6-%d", i)
 		for j := 0; j < preSeed/2; j++ {
 			p := pairs[j%len(pairs)]
-			if _, err := c.m.Store().Append(ctx, session, benchUser,
+			if _, err := c.raw.Append(ctx, session, benchUser,
 				memory.Message{Role: memory.RoleUser, Content: p[0]}, memory.Message{Role: memory.RoleAssistant, Content: p[1]}); err != nil {
 				return err
 			}

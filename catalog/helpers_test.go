@@ -1,8 +1,0 @@
-package catalog_test
-
-import (
-	"io"
-	"log/slog"
-)
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

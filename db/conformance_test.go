@@ -1,0 +1,70 @@
+package db_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memorytest"
+)
+
+// TestMessageStoreConformance runs the memory.MessageStore conformance
+// suite, its 1000-round ownership race included (100 under -short),
+// against one PostgreSQL store.
+func TestMessageStoreConformance(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	d.SetMaxIdleConns(dbtest.MaxOpenConns) // the suite's 8 contenders, without reconnecting
+	store := db.NewMessageStore(d)
+	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return store })
+}
+
+// TestMessageStoreConformanceAcrossReplicas runs the suite against two
+// replicas sharing one database: every call goes to the next of two
+// stores on separate pools, so the promises must hold across processes,
+// not only within one.
+func TestMessageStoreConformanceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	r := &replicas{stores: [2]memory.MessageStore{
+		db.NewMessageStore(dbtest.Open(t, s.URL)),
+		db.NewMessageStore(dbtest.Open(t, s.URL)),
+	}}
+	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return r })
+}
+
+// replicas is a memory.MessageStore that sends each call to the next of
+// its stores in turn.
+type replicas struct {
+	stores [2]memory.MessageStore
+	n      atomic.Uint64
+}
+
+func (r *replicas) next() memory.MessageStore { return r.stores[r.n.Add(1)%2] }
+
+func (r *replicas) Create(ctx context.Context, sessionID, userID string) error {
+	return r.next().Create(ctx, sessionID, userID)
+}
+
+func (r *replicas) Append(ctx context.Context, sessionID, userID string, msgs ...memory.Message) (memory.AppendResult, error) {
+	return r.next().Append(ctx, sessionID, userID, msgs...)
+}
+
+func (r *replicas) Tail(ctx context.Context, sessionID, userID string, n int) (memory.Tail, error) {
+	return r.next().Tail(ctx, sessionID, userID, n)
+}
+
+func (r *replicas) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]memory.Message, error) {
+	return r.next().Range(ctx, sessionID, userID, afterSeq, throughSeq, limit)
+}
+
+func (r *replicas) Delete(ctx context.Context, sessionID, userID string) error {
+	return r.next().Delete(ctx, sessionID, userID)
+}
+
+func (r *replicas) Sessions(ctx context.Context, userID string, limit, offset int) ([]memory.SessionInfo, int, error) {
+	return r.next().Sessions(ctx, userID, limit, offset)
+}

@@ -1,0 +1,36 @@
+package chatmsg
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+type custom struct{ llms.HumanChatMessage }
+
+func TestValue(t *testing.T) {
+	var nilAI *llms.AIChatMessage
+	var nilCustom *custom
+	ai := llms.AIChatMessage{Content: "a", ToolCalls: []llms.ToolCall{{ID: "c1"}}}
+	cases := []struct {
+		in, want llms.ChatMessage
+	}{
+		{nil, nil},
+		{nilAI, nil},
+		{nilCustom, nil},
+		{&llms.HumanChatMessage{Content: "h"}, llms.HumanChatMessage{Content: "h"}},
+		{&ai, ai},
+		{ai, ai},
+		{&llms.SystemChatMessage{Content: "s"}, llms.SystemChatMessage{Content: "s"}},
+		{&llms.ToolChatMessage{ID: "c1", Content: "r"}, llms.ToolChatMessage{ID: "c1", Content: "r"}},
+		{&llms.GenericChatMessage{Role: "critic", Content: "g"}, llms.GenericChatMessage{Role: "critic", Content: "g"}},
+		{&llms.FunctionChatMessage{Name: "f", Content: "r"}, llms.FunctionChatMessage{Name: "f", Content: "r"}},
+		{custom{llms.HumanChatMessage{Content: "c"}}, custom{llms.HumanChatMessage{Content: "c"}}},
+	}
+	for i, c := range cases {
+		if got := Value(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("case %d: Value(%#v) = %#v, want %#v", i, c.in, got, c.want)
+		}
+	}
+}

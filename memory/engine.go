@@ -1,0 +1,431 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/strata-go/strata/internal/bg"
+	"github.com/strata-go/strata/summary"
+)
+
+// engine is the fold engine: it brings a session's summary up to what its
+// policy asks, one fold per session at a time (single-flight in process,
+// a lease across processes), on the background runner, with a cool-down
+// after failures, in chunks of bounded input, and saves each result only
+// if the session was not deleted meanwhile and the manager is not closed.
+// Callers never run a fold on their own goroutine: they start or join one
+// and wait for it as long as they choose (foldRun.wait), so loads never
+// queue behind each other.
+type engine struct {
+	m      *Manager
+	runner *bg.Runner
+	locker FoldLocker
+	cool   *cooldowns
+
+	// saveMu orders summary saves against Close: saves hold it shared and
+	// check closed, so none completes after Close has returned.
+	saveMu sync.RWMutex
+	closed atomic.Bool
+
+	mu       sync.Mutex
+	sessions map[string]*slot
+}
+
+// slot is the per-session coordination record; it lives while a fold runs
+// or a delete is in progress.
+type slot struct {
+	refs  int
+	cur   *foldRun   // the newest fold run, nil when none
+	write sync.Mutex // orders summary saves against deletes
+	gen   uint64     // bumped by a delete; guarded by write
+}
+
+// foldRun is one background fold of a session that callers can wait for.
+type foldRun struct {
+	done    chan struct{}
+	cancel  context.CancelFunc
+	stopped atomic.Bool // cancelled by a delete, CancelSummarization or a newer run
+	again   bool        // chunked: a save arrived while running; guarded by engine.mu
+	next    *foldRun    // the run that superseded this one; guarded by engine.mu
+	sum     *summary.Summary
+	err     error
+}
+
+var (
+	// errCoolingDown: a recent failure pauses this session's folds.
+	errCoolingDown = errors.New("memory: summarizer cooling down after a failure")
+	// errFoldBusy: another process holds the session's fold lock.
+	errFoldBusy = errors.New("memory: another process is folding this session")
+	// errDeleted: the session was deleted while the fold ran.
+	errDeleted = errors.New("memory: session deleted during fold")
+)
+
+func newEngine(m *Manager) *engine {
+	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}}
+	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
+	if l, ok := m.store.(FoldLocker); ok {
+		e.locker = l
+	} else if l, ok := m.sums.(FoldLocker); ok {
+		e.locker = l
+	}
+	return e
+}
+
+func (e *engine) acquireLocked(sessionID string) *slot {
+	st := e.sessions[sessionID]
+	if st == nil {
+		st = &slot{}
+		e.sessions[sessionID] = st
+	}
+	st.refs++
+	return st
+}
+
+func (e *engine) releaseLocked(sessionID string, st *slot) {
+	st.refs--
+	if st.refs == 0 && e.sessions[sessionID] == st {
+		delete(e.sessions, sessionID)
+	}
+}
+
+// request starts a background fold of the session, or joins the one
+// running, and returns it. fromSave says a save asks: under the parity
+// policy a newer save supersedes the running fold (it is cancelled and the
+// new one starts after it stopped and a short settle delay, so a burst of
+// saves folds once); under the chunked policy the running fold is asked to
+// check again when it finishes. A load joins whatever runs.
+func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *foldRun {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.acquireLocked(sessionID)
+	defer e.releaseLocked(sessionID, st)
+	prev := st.cur
+	if prev != nil && !prev.stopped.Load() {
+		if !fromSave {
+			return prev
+		}
+		if e.m.cfg.Policy == PolicyChunked {
+			prev.again = true
+			return prev
+		}
+	}
+	ctx, cancel := context.WithCancel(e.runner.Context())
+	r := &foldRun{done: make(chan struct{}), cancel: cancel}
+	if prev != nil {
+		prev.next = r
+		prev.stopped.Store(true)
+		prev.cancel()
+	}
+	st.cur = r
+	st.refs++ // held by the run until it ends
+	err := e.runner.Go("fold", func(context.Context) { e.run(ctx, sessionID, userID, trigger, st, r, prev) })
+	if err != nil { // closed
+		st.cur = nil
+		e.releaseLocked(sessionID, st)
+		cancel()
+		r.err = ErrClosed
+		close(r.done)
+	}
+	return r
+}
+
+func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st *slot, r, prev *foldRun) {
+	defer func() {
+		r.cancel()
+		e.mu.Lock()
+		if st.cur == r { // compare-and-delete: never evict a newer run
+			st.cur = nil
+		}
+		e.releaseLocked(sessionID, st)
+		e.mu.Unlock()
+		close(r.done)
+	}()
+	if prev != nil {
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			r.err = ctx.Err()
+			return
+		}
+		// Superseded a running fold: saves are arriving faster than folds.
+		if d := e.m.cfg.SupersedeDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				r.err = ctx.Err()
+				return
+			}
+		}
+	}
+	for {
+		r.sum, r.err = e.fold(ctx, sessionID, userID, trigger, st)
+		if r.err != nil && ctx.Err() == nil {
+			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", r.err)
+		}
+		e.mu.Lock()
+		again := r.again
+		r.again = false
+		if !again || ctx.Err() != nil {
+			// Deciding to end and leaving st.cur happen in one critical
+			// section: a save that asks for another pass after this point
+			// starts a new run instead of setting again on this one, which
+			// would never read it.
+			if st.cur == r {
+				st.cur = nil
+			}
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+		trigger = "save"
+	}
+}
+
+// wait waits for the run (and the runs that superseded it) to finish for at
+// most d, or until ctx is done, and returns its summary when it finished
+// without error.
+func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration) (*summary.Summary, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+		case <-t.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+		e.mu.Lock()
+		next := r.next
+		e.mu.Unlock()
+		if next == nil {
+			return r.sum, r.err == nil && r.sum != nil
+		}
+		r = next
+	}
+}
+
+// cancelRun stops the session's running fold, if any.
+func (e *engine) cancelRun(sessionID string) {
+	e.mu.Lock()
+	var r *foldRun
+	if st := e.sessions[sessionID]; st != nil {
+		r = st.cur
+	}
+	e.mu.Unlock()
+	if r != nil {
+		r.stopped.Store(true)
+		r.cancel()
+	}
+}
+
+// fold reads the session, asks the policy how far to fold, and folds: it
+// returns the summary now stored (the existing one when nothing was to do).
+func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot) (_ *summary.Summary, err error) {
+	m := e.m
+	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
+	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
+	defer func() { endSpan(span, err) }()
+	release, err := e.lock(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	st.write.Lock()
+	gen := st.gen
+	st.write.Unlock()
+	v, err := m.readTail(ctx, sessionID, userID, m.pol.loadSize())
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	existing, err := m.usableSummary(ctx, sessionID, v.epoch)
+	if err != nil {
+		return nil, err
+	}
+	var unfolded []Message
+	if m.pol.wantsUnfolded() {
+		if unfolded, err = m.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
+			return nil, fmt.Errorf("read messages: %w", err)
+		}
+	}
+	cut, why := m.pol.target(v, existing, unfolded, trigger != "load")
+	if cut == 0 {
+		return existing, nil
+	}
+	if !e.cool.ready(sessionID) {
+		return nil, errCoolingDown
+	}
+	incremental := m.pol.incremental() && existing != nil
+	var from int64
+	if incremental {
+		from = existing.UpToSeq
+	}
+	msgs, err := m.store.Range(ctx, sessionID, userID, from, cut, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read messages to fold: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("memory: no messages to fold")
+	}
+	if trigger == "load" {
+		m.stats.lazyFolds.Add(1)
+	} else {
+		m.stats.backgroundFolds.Add(1)
+	}
+	began := m.now()
+	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.Blocks()) + m.cost.Cost(ChatMessages(msgs))}
+	cur := existing
+	limit := 0
+	if m.cfg.Policy == PolicyChunked {
+		limit = m.cfg.MaxFoldInputTokens
+	}
+	for i, chunk := range chunks(msgs, limit, m.cost) {
+		req := summary.Request{SessionID: sessionID, Messages: ChatMessages(chunk), Existing: cur, Incremental: incremental || i > 0}
+		m.stats.summarizerCalls.Add(1)
+		rec.calls++
+		res, err := m.svc.Summarize(ctx, req)
+		if err == nil && res.IsEmpty() {
+			err = summary.ErrEmptyReply
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				m.stats.foldFailures.Add(1)
+				e.cool.fail(sessionID)
+			}
+			rec.finish(m, ctx, sessionID, began, cur, err)
+			return nil, fmt.Errorf("summarize: %w", err)
+		}
+		rec.inputTokens += res.Usage.InputTokens
+		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
+			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, Now: m.now(),
+		})
+		// Each chunk's result covers a whole prefix of the session: save it so
+		// progress survives a later failure.
+		if err := e.save(ctx, st, gen, next); err != nil {
+			if errors.Is(err, summary.ErrStale) { // another replica stored a newer one
+				return m.usableSummary(ctx, sessionID, v.epoch)
+			}
+			rec.finish(m, ctx, sessionID, began, cur, err)
+			return nil, err
+		}
+		cur = &next
+		e.notify(FoldEvent{SessionID: sessionID, UserID: userID, Summary: next})
+	}
+	e.cool.succeed(sessionID)
+	m.stats.folds.Add(1)
+	rec.finish(m, ctx, sessionID, began, cur, nil)
+	return cur, nil
+}
+
+// save writes s unless the manager is closed, the session was deleted
+// (gen changed) or the fold was cancelled since it started, so no late fold
+// resurrects a deleted session's summary or writes after Close.
+func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary) error {
+	e.saveMu.RLock()
+	defer e.saveMu.RUnlock()
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	st.write.Lock()
+	defer st.write.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if st.gen != gen {
+		return errDeleted
+	}
+	if err := e.m.sums.Save(ctx, s); err != nil {
+		return fmt.Errorf("save summary: %w", err)
+	}
+	return nil
+}
+
+// notify hands a stored summary to the fold observers, in the background.
+func (e *engine) notify(ev FoldEvent) {
+	for _, fn := range e.m.foldObservers {
+		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
+	}
+}
+
+// lock takes the cross-process fold lock when the stores have one, waiting
+// for another process's fold at most Config.FoldWait.
+func (e *engine) lock(ctx context.Context, sessionID string) (func(), error) {
+	if e.locker == nil {
+		return func() {}, nil
+	}
+	deadline := time.NewTimer(e.m.cfg.FoldWait)
+	defer deadline.Stop()
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		release, ok, err := e.locker.TryLockFold(ctx, sessionID, e.m.cfg.FoldLockTTL)
+		if err != nil {
+			return nil, fmt.Errorf("fold lock: %w", err)
+		}
+		if ok {
+			return release, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-deadline.C:
+			t.Stop()
+			return nil, errFoldBusy
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// close stops the engine: no run starts, running ones are cancelled and
+// waited for until ctx ends, and no summary is saved once it returns.
+func (e *engine) close(ctx context.Context) error {
+	e.closed.Store(true)
+	err := e.runner.Close(ctx)
+	// Wait for saves in progress; a save that starts now sees closed.
+	locked := make(chan struct{})
+	go func() { e.saveMu.Lock(); close(locked); e.saveMu.Unlock() }()
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("memory: a summary save still in progress: %w", ctx.Err()))
+	}
+	return err
+}
+
+// foldRecord collects what one fold did, for its log record.
+type foldRecord struct {
+	trigger      string
+	messages     int
+	calls        int
+	tokensBefore int
+	inputTokens  int
+}
+
+func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
+	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
+		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.Blocks()),
+		"input_tokens_reported", r.inputTokens, "duration", m.now().Sub(began)}
+	m.observeFold(ctx, r, err)
+	level := slog.LevelDebug
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+		attrs = append(attrs, "error", err)
+		if ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errDeleted) {
+			level = slog.LevelWarn
+		}
+	} else {
+		attrs = append(attrs, "up_to_seq", s.UpToSeq, "facts", len(s.Facts))
+	}
+	m.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
+}

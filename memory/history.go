@@ -1,0 +1,84 @@
+package memory
+
+import (
+	"reflect"
+	"sync/atomic"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/summary"
+)
+
+// Mode says how a History was assembled.
+type Mode string
+
+// The assembly modes.
+const (
+	ModeEmpty        Mode = "empty"        // no session, or no messages
+	ModeTakeLast     Mode = "take-last"    // summaries off or below the trigger
+	ModeHierarchical Mode = "hierarchical" // facts + narrative + verbatim window
+	ModeAll          Mode = "all"          // nothing is folded yet: every message
+	// ModeStale: the summary lags behind (its fold is still running);
+	// every message after its cursor is shown verbatim.
+	ModeStale Mode = "stale"
+	// ModeFallback: no summary could be had in time, or the summarizer
+	// failed: parity shows takeLast, chunked the whole unfolded tail.
+	ModeFallback Mode = "fallback"
+)
+
+// History is an assembled view of a session.
+type History struct {
+	// Messages is what the model receives (LoadHistory's result).
+	Messages []llms.ChatMessage
+	Mode     Mode
+	// Summary is the summary shown, nil when none.
+	Summary *summary.Summary
+	// Recent are the stored messages shown verbatim.
+	Recent []Message
+	// Total is the number of stored messages.
+	Total int
+}
+
+// Stats are the manager's counters since it was created.
+type Stats struct {
+	Loads           int64 // Load/LoadHistory calls with a session id
+	LoadErrors      int64 // loads that returned a store error
+	OwnerDenied     int64 // loads refused because another user owns the session
+	Fallbacks       int64 // loads that showed a stale summary or degraded
+	Saves           int64 // successful appends
+	SaveErrors      int64 // failed appends
+	LazyFolds       int64 // folds started for a load
+	BackgroundFolds int64 // folds started by saves
+	SummarizerCalls int64 // calls to the summary service
+	Folds           int64 // folds that stored their summary
+	FoldFailures    int64 // summarizer errors and empty replies
+}
+
+type counters struct {
+	loads, loadErrors, ownerDenied, fallbacks, saves, saveErrors     atomic.Int64
+	lazyFolds, backgroundFolds, summarizerCalls, folds, foldFailures atomic.Int64
+}
+
+// Stats returns a snapshot of the counters.
+func (m *Manager) Stats() Stats {
+	c := &m.stats
+	return Stats{
+		Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(), OwnerDenied: c.ownerDenied.Load(),
+		Fallbacks: c.fallbacks.Load(), Saves: c.saves.Load(), SaveErrors: c.saveErrors.Load(),
+		LazyFolds: c.lazyFolds.Load(), BackgroundFolds: c.backgroundFolds.Load(),
+		SummarizerCalls: c.summarizerCalls.Load(), Folds: c.folds.Load(), FoldFailures: c.foldFailures.Load(),
+	}
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel (a typed nil), which would panic when used.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,1171 @@
+// Package memorytest is a conformance suite for memory.MessageStore
+// implementations. Run exercises every promise of the contract through the
+// public interface only: creation and claiming by the first writer,
+// ErrNotFound and ErrNotOwner on every operation, Tail and Range bounds,
+// sequence numbers and epochs across deletes and re-creations, atomic
+// multi-message appends, session listings, concurrent appends and claims,
+// and a long race between an owner writing a session and another user
+// reading and deleting the same id. Every session and user id the suite
+// makes carries a fresh random token, so it can run again and again against
+// one shared database without collisions.
+package memorytest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+)
+
+// Run runs the suite against the stores newStore returns, one subtest per
+// promise of the contract. newStore is called once per subtest; it may
+// return a fresh store each time or the same shared one, since the
+// subtests never reuse each other's ids. A store's own test calls it as
+//
+//	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return newStore(t) })
+//
+// The ownership race runs 1000 rounds, or 100 under go test -short.
+func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
+	tests := []struct {
+		name string
+		run  func(e *env)
+	}{
+		{"CreateAndExists", testCreate},
+		{"AppendClaimsAndFirstWriterOwns", testAppendClaims},
+		{"NotOwnerOnEveryOperation", testNotOwner},
+		{"NotFoundOnEveryOperation", testNotFound},
+		{"MessagesRoundTrip", testRoundTrip},
+		{"TailSizes", testTail},
+		{"RangeBoundsAndLimit", testRange},
+		{"SeqIncreasingAndNeverReused", testSeq},
+		{"EpochPerIncarnation", testEpoch},
+		{"AtomicAppend", testAtomicAppend},
+		{"SessionsListing", testSessions},
+		{"DeleteRemovesEverything", testDelete},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"ConcurrentClaims", testConcurrentClaims},
+		{"OwnershipRace", testOwnershipRace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(&env{t: t, ctx: t.Context(), s: newStore(t), token: token(t)})
+		})
+	}
+}
+
+// env is what one subtest runs on.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	s     memory.MessageStore
+	token string
+}
+
+// token returns a random string unique to one subtest run.
+func token(t *testing.T) string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// id returns a session id unique to this subtest run.
+func (e *env) id(name string) string { return "memorytest-" + e.token + "-" + name }
+
+// user returns a user id unique to this subtest run.
+func (e *env) user(name string) string { return name + "-" + e.token }
+
+// all is a Tail size larger than any session of the suite.
+const all = 1 << 20
+
+// user returns a user message.
+func user(text string) memory.Message { return memory.Message{Role: memory.RoleUser, Content: text} }
+
+// assistant returns an assistant message.
+func assistant(text string) memory.Message {
+	return memory.Message{Role: memory.RoleAssistant, Content: text}
+}
+
+// mustAppend appends and fails the test on error.
+func (e *env) mustAppend(sessionID, userID string, msgs ...memory.Message) memory.AppendResult {
+	e.t.Helper()
+	res, err := e.s.Append(e.ctx, sessionID, userID, msgs...)
+	if err != nil {
+		e.t.Fatalf("Append(%s, %s): %v", sessionID, userID, err)
+	}
+	return res
+}
+
+// mustTail returns the whole session and fails the test on error.
+func (e *env) mustTail(sessionID, userID string) memory.Tail {
+	e.t.Helper()
+	tail, err := e.s.Tail(e.ctx, sessionID, userID, all)
+	if err != nil {
+		e.t.Fatalf("Tail(%s, %s): %v", sessionID, userID, err)
+	}
+	return tail
+}
+
+// wantContents fails the test unless msgs hold exactly want, in order.
+func (e *env) wantContents(what string, msgs []memory.Message, want ...string) {
+	e.t.Helper()
+	if got := contents(msgs); !slices.Equal(got, want) {
+		e.t.Fatalf("%s = %q, want %q", what, got, want)
+	}
+}
+
+func contents(msgs []memory.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Content
+	}
+	return out
+}
+
+func seqs(msgs []memory.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+// wantErr fails the test unless err is target.
+func (e *env) wantErr(what string, err, target error) {
+	e.t.Helper()
+	if !errors.Is(err, target) {
+		e.t.Fatalf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+func testCreate(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	id := e.id("s")
+	if err := e.s.Create(e.ctx, id, alice); err != nil {
+		e.t.Fatalf("Create: %v", err)
+	}
+	// An empty session exists: the n <= 0 tail probes it.
+	for _, n := range []int{0, -1} {
+		tail, err := e.s.Tail(e.ctx, id, alice, n)
+		if err != nil || tail.Total != 0 || tail.Epoch <= 0 || len(tail.Messages) != 0 {
+			e.t.Fatalf("Tail(n=%d) of a new session = %+v, %v; want Total 0, Epoch > 0, no messages", n, tail, err)
+		}
+	}
+	if tail := e.mustTail(id, alice); tail.Total != 0 || len(tail.Messages) != 0 {
+		e.t.Fatalf("Tail of a new session = %+v", tail)
+	}
+	if msgs, err := e.s.Range(e.ctx, id, alice, 0, math.MaxInt64, 0); err != nil || len(msgs) != 0 {
+		e.t.Fatalf("Range of a new session = %+v, %v", msgs, err)
+	}
+	e.wantErr("Create by the owner again", e.s.Create(e.ctx, id, alice), memory.ErrSessionExists)
+	e.wantErr("Create by another user", e.s.Create(e.ctx, id, bob), memory.ErrSessionExists)
+	e.wantErr("another user's probe", func() error { _, err := e.s.Tail(e.ctx, id, bob, 0); return err }(), memory.ErrNotOwner)
+	e.wantErr("probe of a missing session", func() error { _, err := e.s.Tail(e.ctx, e.id("missing"), alice, 0); return err }(), memory.ErrNotFound)
+
+	// Create makes a session that appends go to, without a new epoch.
+	before, _ := e.s.Tail(e.ctx, id, alice, 0)
+	res := e.mustAppend(id, alice, user("first"))
+	if res.Total != 1 || res.Epoch != before.Epoch {
+		e.t.Fatalf("first append to a created session = %+v, want Total 1, Epoch %d", res, before.Epoch)
+	}
+	// Creating a session whose id is in use with messages fails too.
+	e.wantErr("Create over a session with messages", e.s.Create(e.ctx, id, bob), memory.ErrSessionExists)
+	e.wantContents("messages after a refused Create", e.mustTail(id, alice).Messages, "first")
+}
+
+func testAppendClaims(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	id := e.id("claimed")
+	res := e.mustAppend(id, alice, user("hi"), assistant("hello"))
+	if res.Total != 2 || res.LastSeq <= 0 || res.Epoch <= 0 {
+		e.t.Fatalf("claiming append = %+v, want Total 2, LastSeq > 0, Epoch > 0", res)
+	}
+	_, err := e.s.Append(e.ctx, id, bob, user("intruder"))
+	e.wantErr("Append to another user's session", err, memory.ErrNotOwner)
+	_, err = e.s.Append(e.ctx, id, bob)
+	e.wantErr("claim of another user's session", err, memory.ErrNotOwner)
+	tail := e.mustTail(id, alice)
+	e.wantContents("owner's messages after refused appends", tail.Messages, "hi", "hello")
+	if tail.Total != 2 || tail.Epoch != res.Epoch {
+		e.t.Fatalf("tail = %+v, want Total 2, Epoch %d", tail, res.Epoch)
+	}
+	for _, m := range tail.Messages {
+		if m.UserID != alice {
+			e.t.Fatalf("message %q has UserID %q, want %q", m.Content, m.UserID, alice)
+		}
+	}
+	if tail.Messages[1].Seq != res.LastSeq {
+		e.t.Fatalf("last message has Seq %d, AppendResult.LastSeq %d", tail.Messages[1].Seq, res.LastSeq)
+	}
+
+	// Appending nothing to a missing session only claims it.
+	empty := e.id("claimed-empty")
+	res, err = e.s.Append(e.ctx, empty, bob)
+	if err != nil || res.Total != 0 || res.LastSeq != 0 || res.Epoch <= 0 {
+		e.t.Fatalf("empty claim = %+v, %v; want Total 0, LastSeq 0, Epoch > 0", res, err)
+	}
+	if tail := e.mustTail(empty, bob); tail.Total != 0 || tail.Epoch != res.Epoch {
+		e.t.Fatalf("claimed session = %+v, want empty with Epoch %d", tail, res.Epoch)
+	}
+	_, err = e.s.Append(e.ctx, empty, alice, user("mine?"))
+	e.wantErr("Append to a session claimed empty by another user", err, memory.ErrNotOwner)
+	e.wantErr("Create of a claimed id", e.s.Create(e.ctx, empty, alice), memory.ErrSessionExists)
+
+	// Appending nothing to one's own session changes nothing.
+	again, err := e.s.Append(e.ctx, id, alice)
+	if err != nil || again.Total != 2 || again.LastSeq != 0 || again.Epoch != tail.Epoch {
+		e.t.Fatalf("empty append to an existing session = %+v, %v; want Total 2, LastSeq 0, Epoch %d", again, err, tail.Epoch)
+	}
+	e.wantContents("messages after an empty append", e.mustTail(id, alice).Messages, "hi", "hello")
+}
+
+// op is one store operation run as user on session.
+type op struct {
+	name string
+	run  func(e *env, session, user string) error
+}
+
+// ops are the operations that fail with ErrNotFound on a missing session
+// and with ErrNotOwner on another user's.
+var ops = []op{
+	{"Tail(0)", func(e *env, id, u string) error { _, err := e.s.Tail(e.ctx, id, u, 0); return err }},
+	{"Tail(5)", func(e *env, id, u string) error { _, err := e.s.Tail(e.ctx, id, u, 5); return err }},
+	{"Range", func(e *env, id, u string) error {
+		_, err := e.s.Range(e.ctx, id, u, 0, math.MaxInt64, 0)
+		return err
+	}},
+	{"Range(limit)", func(e *env, id, u string) error { _, err := e.s.Range(e.ctx, id, u, 0, 1, 1); return err }},
+	{"Delete", func(e *env, id, u string) error { return e.s.Delete(e.ctx, id, u) }},
+}
+
+// appendOps claim a missing session instead of failing, so only
+// ErrNotOwner applies to them.
+var appendOps = []op{
+	{"Append", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u, user("x")); return err }},
+	{"Append()", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u); return err }},
+}
+
+func testNotOwner(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	full, empty := e.id("full"), e.id("empty")
+	first := e.mustAppend(full, alice, user("secret"), assistant("reply"))
+	if err := e.s.Create(e.ctx, empty, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	emptyEpoch := e.mustTail(empty, alice).Epoch
+	for _, o := range append(slices.Clone(ops), appendOps...) {
+		for _, id := range []string{full, empty} {
+			e.wantErr(o.name+" of another user's session", o.run(e, id, bob), memory.ErrNotOwner)
+		}
+		// Nothing changed for the owner.
+		tail := e.mustTail(full, alice)
+		e.wantContents("owner's session after "+o.name+" by another user", tail.Messages, "secret", "reply")
+		if tail.Epoch != first.Epoch {
+			e.t.Fatalf("epoch changed from %d to %d after %s by another user", first.Epoch, tail.Epoch, o.name)
+		}
+		if tail := e.mustTail(empty, alice); tail.Total != 0 || tail.Epoch != emptyEpoch {
+			e.t.Fatalf("owner's empty session after %s by another user = %+v", o.name, tail)
+		}
+	}
+	if page, total, err := e.s.Sessions(e.ctx, bob, 0, 0); err != nil || total != 0 || len(page) != 0 {
+		e.t.Fatalf("another user's listing = %+v, %d, %v; want nothing", page, total, err)
+	}
+}
+
+func testNotFound(e *env) {
+	alice := e.user("alice")
+	missing := e.id("missing")
+	for _, o := range ops {
+		e.wantErr(o.name+" of a missing session", o.run(e, missing, alice), memory.ErrNotFound)
+	}
+	// A deleted session is missing too.
+	deleted := e.id("deleted")
+	e.mustAppend(deleted, alice, user("bye"))
+	if err := e.s.Delete(e.ctx, deleted, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range ops {
+		e.wantErr(o.name+" of a deleted session", o.run(e, deleted, alice), memory.ErrNotFound)
+	}
+	// The failed operations created nothing.
+	if page, total, err := e.s.Sessions(e.ctx, alice, 0, 0); err != nil || total != 0 || len(page) != 0 {
+		e.t.Fatalf("listing after operations on missing sessions = %+v, %d, %v; want nothing", page, total, err)
+	}
+}
+
+// sample returns messages using every field a Message carries.
+func sample() []memory.Message {
+	return []memory.Message{
+		{Role: memory.RoleSystem, Content: "be brief"},
+		{Role: memory.RoleUser, Content: "héllo 🌍, what's the weather in Paris?"},
+		{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{
+			{ID: "call-1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}},
+			{ID: "call-2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "time", Arguments: `{}`}},
+		}},
+		{Role: memory.RoleTool, Content: `{"sky":"sunny"}`, ToolCallID: "call-1", Name: "weather"},
+		{Role: memory.RoleTool, Content: "12:00", ToolCallID: "call-2"},
+		{Role: memory.RoleAssistant, Content: "Sunny, at noon.", Metadata: map[string]string{memory.MetadataModelVariant: "fast", "k": "v"}},
+	}
+}
+
+// sameMessage reports whether got holds what want was appended with.
+func sameMessage(got, want memory.Message) bool {
+	return got.Role == want.Role && got.Content == want.Content && got.ToolCallID == want.ToolCallID &&
+		got.Name == want.Name && sameOrEmpty(got.ToolCalls, want.ToolCalls) && sameOrEmpty(got.Metadata, want.Metadata)
+}
+
+// sameOrEmpty compares two slices or maps, treating nil and empty alike.
+func sameOrEmpty(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Len() == 0 && vb.Len() == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func testRoundTrip(e *env) {
+	alice := e.user("alice")
+	id := e.id("s")
+	in := sample()
+	res := e.mustAppend(id, alice, in...)
+	tail := e.mustTail(id, alice)
+	if tail.Total != len(in) || len(tail.Messages) != len(in) {
+		e.t.Fatalf("stored %d messages (Total %d), want %d", len(tail.Messages), tail.Total, len(in))
+	}
+	for i, m := range tail.Messages {
+		if !sameMessage(m, in[i]) {
+			e.t.Fatalf("message %d = %+v, want %+v", i, m, in[i])
+		}
+		if m.UserID != alice || m.CreatedAt.IsZero() || m.Seq <= 0 {
+			e.t.Fatalf("message %d: UserID %q, CreatedAt %v, Seq %d; want %q, a time, Seq > 0", i, m.UserID, m.CreatedAt, m.Seq, alice)
+		}
+	}
+	if last := tail.Messages[len(in)-1].Seq; last != res.LastSeq {
+		e.t.Errorf("last Seq %d, AppendResult.LastSeq %d", last, res.LastSeq)
+	}
+	ranged, err := e.s.Range(e.ctx, id, alice, 0, math.MaxInt64, 0)
+	if err != nil || len(ranged) != len(tail.Messages) {
+		e.t.Fatalf("Range = %+v, %v; want what Tail returns: %+v", ranged, err, tail.Messages)
+	}
+	for i, m := range ranged {
+		if w := tail.Messages[i]; !sameMessage(m, w) || m.Seq != w.Seq || m.UserID != w.UserID || !m.CreatedAt.Equal(w.CreatedAt) {
+			e.t.Fatalf("Range message %d = %+v, Tail has %+v", i, m, w)
+		}
+	}
+
+	// Neither the caller's messages nor the returned ones are shared with
+	// the store.
+	in[1].Content = "changed"
+	in[2].ToolCalls[0].FunctionCall.Name = "changed"
+	in[5].Metadata["k"] = "changed"
+	tail.Messages[1].Content = "changed"
+	tail.Messages[2].ToolCalls[0].FunctionCall.Arguments = "changed"
+	tail.Messages[5].Metadata["k"] = "changed"
+	ranged[3].Content = "changed"
+	again := e.mustTail(id, alice)
+	for i, m := range again.Messages {
+		if !sameMessage(m, sample()[i]) {
+			e.t.Errorf("after callers changed their copies, message %d = %+v, want %+v", i, m, sample()[i])
+		}
+	}
+}
+
+func testTail(e *env) {
+	alice := e.user("alice")
+	id := e.id("s")
+	e.mustAppend(id, alice, user("m1"), assistant("m2"))
+	e.mustAppend(id, alice, user("m3"))
+	e.mustAppend(id, alice, assistant("m4"), user("m5"))
+	epoch := e.mustTail(id, alice).Epoch
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{-5, nil},
+		{0, nil},
+		{1, []string{"m5"}},
+		{2, []string{"m4", "m5"}},
+		{3, []string{"m3", "m4", "m5"}},
+		{4, []string{"m2", "m3", "m4", "m5"}},
+		{5, []string{"m1", "m2", "m3", "m4", "m5"}},
+		{6, []string{"m1", "m2", "m3", "m4", "m5"}},
+		{1000, []string{"m1", "m2", "m3", "m4", "m5"}},
+	} {
+		tail, err := e.s.Tail(e.ctx, id, alice, tc.n)
+		if err != nil {
+			e.t.Fatalf("Tail(%d): %v", tc.n, err)
+		}
+		if tail.Total != 5 || tail.Epoch != epoch {
+			e.t.Fatalf("Tail(%d) = Total %d, Epoch %d; want 5, %d", tc.n, tail.Total, tail.Epoch, epoch)
+		}
+		e.wantContents(fmt.Sprintf("Tail(%d)", tc.n), tail.Messages, tc.want...)
+		if !slices.IsSorted(seqs(tail.Messages)) {
+			e.t.Fatalf("Tail(%d) is not oldest first: seqs %v", tc.n, seqs(tail.Messages))
+		}
+	}
+}
+
+func testRange(e *env) {
+	alice := e.user("alice")
+	id := e.id("s")
+	// Another session's appends in between make the seqs of this one
+	// sparse in stores with a store-wide sequence.
+	other := e.id("other")
+	for i := 1; i <= 6; i++ {
+		e.mustAppend(id, alice, user(fmt.Sprintf("m%d", i)))
+		e.mustAppend(other, alice, user("noise"))
+	}
+	msgs := e.mustTail(id, alice).Messages
+	s := seqs(msgs)
+	e.wantContents("session", msgs, "m1", "m2", "m3", "m4", "m5", "m6")
+	for _, tc := range []struct {
+		name           string
+		after, through int64
+		limit          int
+		want           []string
+	}{
+		{"everything", 0, math.MaxInt64, 0, []string{"m1", "m2", "m3", "m4", "m5", "m6"}},
+		{"after is exclusive, through inclusive", s[1], s[3], 0, []string{"m3", "m4"}},
+		{"bounds between seqs", s[1] + 1, s[3] + 1, 0, []string{"m3", "m4"}},
+		{"single message", s[2], s[3], 0, []string{"m4"}},
+		{"through the first", 0, s[0], 0, []string{"m1"}},
+		{"after the last", s[5], math.MaxInt64, 0, nil},
+		{"empty interval", s[3], s[3], 0, nil},
+		{"inverted interval", s[4], s[1], 0, nil},
+		{"limit keeps the oldest", s[0], math.MaxInt64, 2, []string{"m2", "m3"}},
+		{"limit within bounds", 0, s[2], 2, []string{"m1", "m2"}},
+		{"limit larger than the range", s[3], math.MaxInt64, 10, []string{"m5", "m6"}},
+		{"negative limit means no limit", s[3], math.MaxInt64, -1, []string{"m5", "m6"}},
+		{"limit exactly the range", s[1], s[4], 3, []string{"m3", "m4", "m5"}},
+	} {
+		got, err := e.s.Range(e.ctx, id, alice, tc.after, tc.through, tc.limit)
+		if err != nil {
+			e.t.Fatalf("Range %s: %v", tc.name, err)
+		}
+		e.wantContents("Range "+tc.name, got, tc.want...)
+	}
+	// Pages of a Range walk cover the session once, in order.
+	var walked []string
+	for after := int64(0); ; {
+		page, err := e.s.Range(e.ctx, id, alice, after, math.MaxInt64, 4)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		walked = append(walked, contents(page)...)
+		after = page[len(page)-1].Seq
+	}
+	if want := []string{"m1", "m2", "m3", "m4", "m5", "m6"}; !slices.Equal(walked, want) {
+		e.t.Fatalf("paged Range = %q, want %q", walked, want)
+	}
+}
+
+func testSeq(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	id := e.id("s")
+	seen := map[int64]bool{}
+	// check records the seqs of one incarnation: strictly increasing within
+	// it, and never one that an earlier incarnation used.
+	check := func(who string, res memory.AppendResult) {
+		e.t.Helper()
+		msgs := e.mustTail(id, who).Messages
+		var last int64
+		for _, m := range msgs {
+			if m.Seq <= last {
+				e.t.Fatalf("seqs not strictly increasing: %v", seqs(msgs))
+			}
+			last = m.Seq
+			if seen[m.Seq] {
+				e.t.Fatalf("Seq %d reused after the session was deleted and re-created (seqs %v)", m.Seq, seqs(msgs))
+			}
+		}
+		if last != res.LastSeq {
+			e.t.Fatalf("newest Seq %d, AppendResult.LastSeq %d", last, res.LastSeq)
+		}
+		for _, m := range msgs {
+			seen[m.Seq] = true
+		}
+	}
+	e.mustAppend(id, alice, user("a1"), assistant("a2"))
+	check(alice, e.mustAppend(id, alice, user("a3")))
+
+	// Re-created by another user's claim.
+	if err := e.s.Delete(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	e.mustAppend(id, bob, user("b1"))
+	check(bob, e.mustAppend(id, bob, assistant("b2"), user("b3"), assistant("b4")))
+
+	// Re-created by Create.
+	if err := e.s.Delete(e.ctx, id, bob); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.s.Create(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	check(alice, e.mustAppend(id, alice, user("c1"), user("c2")))
+}
+
+func testEpoch(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	id := e.id("s")
+	epochs := map[int64]string{}
+	// incarnation checks that epoch is new and positive.
+	incarnation := func(how string, epoch int64) {
+		e.t.Helper()
+		if epoch <= 0 {
+			e.t.Fatalf("%s: Epoch %d, want > 0", how, epoch)
+		}
+		if prev, ok := epochs[epoch]; ok {
+			e.t.Fatalf("%s: Epoch %d already identified the incarnation made by %s", how, epoch, prev)
+		}
+		epochs[epoch] = how
+	}
+	// same checks that the session is still in incarnation epoch.
+	same := func(how string, who string, epoch int64) {
+		e.t.Helper()
+		tail, err := e.s.Tail(e.ctx, id, who, 0)
+		if err != nil || tail.Epoch != epoch {
+			e.t.Fatalf("after %s: Tail = %+v, %v; want Epoch %d", how, tail, err, epoch)
+		}
+	}
+
+	if err := e.s.Create(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	e1 := e.mustTail(id, alice).Epoch
+	incarnation("Create", e1)
+	for i := range 3 {
+		if res := e.mustAppend(id, alice, user(fmt.Sprint(i))); res.Epoch != e1 {
+			e.t.Fatalf("append %d went to Epoch %d, want %d", i, res.Epoch, e1)
+		}
+	}
+	same("appends", alice, e1)
+	_, _ = e.s.Append(e.ctx, id, bob, user("refused"))
+	_ = e.s.Delete(e.ctx, id, bob)
+	same("another user's refused append and delete", alice, e1)
+
+	if err := e.s.Delete(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	res := e.mustAppend(id, alice, user("again"))
+	incarnation("a claiming append after delete", res.Epoch)
+	same("the claiming append", alice, res.Epoch)
+	if res2 := e.mustAppend(id, alice, assistant("more")); res2.Epoch != res.Epoch {
+		e.t.Fatalf("second append went to Epoch %d, want %d", res2.Epoch, res.Epoch)
+	}
+
+	if err := e.s.Delete(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	empty, err := e.s.Append(e.ctx, id, bob)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	incarnation("an empty claim by another user after delete", empty.Epoch)
+	same("the empty claim", bob, empty.Epoch)
+
+	if err := e.s.Delete(e.ctx, id, bob); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.s.Create(e.ctx, id, bob); err != nil {
+		e.t.Fatal(err)
+	}
+	incarnation("Create after delete", e.mustTail(id, bob).Epoch)
+}
+
+func testAtomicAppend(e *env) {
+	alice := e.user("alice")
+	id := e.id("s")
+	e.mustAppend(id, alice, user("before"))
+	invalid := map[string]memory.Message{
+		"unknown role":                {Role: memory.Role("robot"), Content: "beep"},
+		"NUL byte":                    user("nul\x00byte"),
+		"invalid UTF-8":               user("bad \xff utf-8"),
+		"invalid UTF-8 in metadata":   {Role: memory.RoleUser, Content: "ok", Metadata: map[string]string{"k": "\xfe"}},
+		"tool result without call id": {Role: memory.RoleTool, Content: "42"},
+	}
+	for name, bad := range invalid {
+		for _, batch := range [][]memory.Message{
+			{bad},
+			{user("valid"), assistant("valid too"), bad},
+			{bad, user("valid")},
+		} {
+			_, err := e.s.Append(e.ctx, id, alice, batch...)
+			e.wantErr(fmt.Sprintf("Append of a batch with a message with %s", name), err, memory.ErrInvalidMessage)
+			tail := e.mustTail(id, alice)
+			if tail.Total != 1 {
+				e.t.Fatalf("after a refused batch (%s): Total %d, want 1", name, tail.Total)
+			}
+			e.wantContents("session after a refused batch ("+name+")", tail.Messages, "before")
+
+			// A refused batch does not claim a missing session either.
+			missing := e.id("missing")
+			_, err = e.s.Append(e.ctx, missing, alice, batch...)
+			e.wantErr(fmt.Sprintf("claiming Append of a batch with a message with %s", name), err, memory.ErrInvalidMessage)
+			_, err = e.s.Tail(e.ctx, missing, alice, 0)
+			e.wantErr("probe of a session whose claiming batch was refused", err, memory.ErrNotFound)
+		}
+	}
+	// A valid batch lands whole and contiguous.
+	res := e.mustAppend(id, alice, user("b1"), assistant("b2"), user("b3"))
+	if res.Total != 4 {
+		e.t.Fatalf("Total after a batch of 3 = %d, want 4", res.Total)
+	}
+	tail := e.mustTail(id, alice)
+	e.wantContents("session", tail.Messages, "before", "b1", "b2", "b3")
+	if tail.Messages[3].Seq != res.LastSeq {
+		e.t.Fatalf("last Seq %d, AppendResult.LastSeq %d", tail.Messages[3].Seq, res.LastSeq)
+	}
+}
+
+// infoIDs returns the session ids of a listing, without the token prefix.
+func (e *env) infoIDs(page []memory.SessionInfo) []string {
+	out := make([]string, len(page))
+	for i, info := range page {
+		out[i] = strings.TrimPrefix(info.SessionID, e.id(""))
+	}
+	return out
+}
+
+// sessions lists userID's sessions and fails the test on error.
+func (e *env) sessions(userID string, limit, offset int) ([]memory.SessionInfo, int) {
+	e.t.Helper()
+	page, total, err := e.s.Sessions(e.ctx, userID, limit, offset)
+	if err != nil {
+		e.t.Fatalf("Sessions(%d, %d): %v", limit, offset, err)
+	}
+	return page, total
+}
+
+func testSessions(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	long := strings.Repeat("é", 60)
+	exact := strings.Repeat("ß", 50) // as long as a preview gets, uncut
+	// Activity order, oldest first: empty, assistant-first, system-only,
+	// long (whose second append below makes it the newest).
+	if err := e.s.Create(e.ctx, e.id("empty"), alice); err != nil {
+		e.t.Fatal(err)
+	}
+	e.mustAppend(e.id("assistant-first"), alice, assistant("How can I help?"), user("short question"), user("second question"))
+	e.mustAppend(e.id("bob"), bob, user(exact))
+	e.mustAppend(e.id("system-only"), alice, memory.Message{Role: memory.RoleSystem, Content: "be brief"})
+	e.mustAppend(e.id("long"), alice, user(long))
+	e.mustAppend(e.id("claimed"), bob)
+	e.mustAppend(e.id("long"), alice, assistant("answer"))
+	want := []string{"long", "system-only", "assistant-first", "empty"}
+
+	page, total := e.sessions(alice, 0, 0)
+	if total != 4 || len(page) != 4 {
+		e.t.Fatalf("listing = %q, total %d; want %q, total 4", e.infoIDs(page), total, want)
+	}
+	e.checkOrder(page, want)
+	byID := map[string]memory.SessionInfo{}
+	for _, info := range page {
+		byID[strings.TrimPrefix(info.SessionID, e.id(""))] = info
+		if info.UserID != alice || info.CreatedAt.IsZero() || info.LastActivity.Before(info.CreatedAt) {
+			e.t.Errorf("%s: UserID %q, CreatedAt %v, LastActivity %v", info.SessionID, info.UserID, info.CreatedAt, info.LastActivity)
+		}
+	}
+	for _, w := range []struct {
+		id      string
+		count   int
+		preview string
+	}{
+		{"long", 2, strings.Repeat("é", 50) + "..."},
+		{"system-only", 1, "Empty conversation"},
+		{"assistant-first", 3, "short question"},
+		{"empty", 0, "Empty conversation"},
+	} {
+		if got := byID[w.id]; got.MessageCount != w.count || got.Preview != w.preview {
+			e.t.Errorf("%s: MessageCount %d, Preview %q; want %d, %q", w.id, got.MessageCount, got.Preview, w.count, w.preview)
+		}
+	}
+
+	// Pagination: slices of the full listing, with the full count as total.
+	ref := e.infoIDs(page)
+	for _, tc := range []struct{ limit, offset int }{
+		{2, 0}, {2, 2}, {3, 3}, {1, 1}, {10, 0}, {0, 1}, {-1, 2}, {2, -7}, {2, 4}, {0, 100},
+	} {
+		lo := min(max(tc.offset, 0), len(ref))
+		hi := len(ref)
+		if tc.limit > 0 {
+			hi = min(lo+tc.limit, hi)
+		}
+		page, total := e.sessions(alice, tc.limit, tc.offset)
+		if got := e.infoIDs(page); total != 4 || !slices.Equal(got, ref[lo:hi]) {
+			e.t.Errorf("Sessions(limit %d, offset %d) = %q, total %d; want %q, total 4", tc.limit, tc.offset, got, total, ref[lo:hi])
+		}
+	}
+
+	// Users see their own sessions only, empty claims included.
+	page, total = e.sessions(bob, 0, 0)
+	e.checkOrder(page, []string{"claimed", "bob"})
+	bobs := map[string]memory.SessionInfo{}
+	for _, info := range page {
+		bobs[strings.TrimPrefix(info.SessionID, e.id(""))] = info
+	}
+	if c, q := bobs["claimed"], bobs["bob"]; total != 2 || c.MessageCount != 0 || c.Preview != "Empty conversation" ||
+		q.MessageCount != 1 || q.Preview != exact || c.UserID != bob || q.UserID != bob {
+		e.t.Errorf("bob's listing = %+v, total %d", page, total)
+	}
+	if page, total := e.sessions(e.user("nobody"), 10, 0); total != 0 || len(page) != 0 {
+		e.t.Errorf("listing of a user without sessions = %+v, total %d", page, total)
+	}
+
+	// Deleted sessions leave the listing.
+	if err := e.s.Delete(e.ctx, e.id("system-only"), alice); err != nil {
+		e.t.Fatal(err)
+	}
+	page, total = e.sessions(alice, 0, 0)
+	if total != 3 {
+		e.t.Fatalf("total after a delete = %d, want 3", total)
+	}
+	e.checkOrder(page, []string{"long", "assistant-first", "empty"})
+}
+
+// checkOrder fails the test unless page lists exactly the sessions of
+// want, most recent activity first, where want is in the order the
+// sessions were last written, newest first. Sessions whose LastActivity
+// is the same instant may come in either order.
+func (e *env) checkOrder(page []memory.SessionInfo, want []string) {
+	e.t.Helper()
+	got := e.infoIDs(page)
+	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		e.t.Fatalf("listing = %q, want the sessions %q", got, want)
+	}
+	at := map[string]int{}
+	for i, id := range got {
+		at[id] = i
+	}
+	for i := 1; i < len(want); i++ {
+		newer, older := page[at[want[i-1]]], page[at[want[i]]]
+		if newer.LastActivity.Before(older.LastActivity) {
+			e.t.Fatalf("%s was written after %s but has an earlier LastActivity (%v < %v)",
+				want[i-1], want[i], newer.LastActivity, older.LastActivity)
+		}
+	}
+	for i := 1; i < len(page); i++ {
+		if page[i-1].LastActivity.Before(page[i].LastActivity) {
+			e.t.Fatalf("listing %q is not newest activity first: %v before %v", got, page[i-1].LastActivity, page[i].LastActivity)
+		}
+	}
+	if !slices.Equal(got, want) {
+		// Both orders are sorted newest LastActivity first, so they can
+		// only differ between sessions active at the same instant.
+		e.t.Logf("listing %q differs from write order %q only between sessions active at the same instant", got, want)
+	}
+}
+
+func testDelete(e *env) {
+	alice, bob := e.user("alice"), e.user("bob")
+	id, kept := e.id("s"), e.id("kept")
+	e.mustAppend(id, alice, user("private"), assistant("reply"))
+	e.mustAppend(kept, alice, user("keep me"))
+	if err := e.s.Delete(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range ops {
+		e.wantErr(o.name+" after Delete", o.run(e, id, alice), memory.ErrNotFound)
+	}
+	page, total := e.sessions(alice, 0, 0)
+	if got := e.infoIDs(page); total != 1 || !slices.Equal(got, []string{"kept"}) {
+		e.t.Fatalf("listing after Delete = %q, total %d; want [kept], 1", got, total)
+	}
+	e.wantContents("the other session", e.mustTail(kept, alice).Messages, "keep me")
+
+	// The id is free: another user may take it and sees nothing of the
+	// deleted session; its former owner is now a stranger to it.
+	if err := e.s.Create(e.ctx, id, bob); err != nil {
+		e.t.Fatalf("Create of a deleted id by another user: %v", err)
+	}
+	if tail := e.mustTail(id, bob); tail.Total != 0 || len(tail.Messages) != 0 {
+		e.t.Fatalf("re-created session shows the deleted one: %+v", tail)
+	}
+	if msgs, err := e.s.Range(e.ctx, id, bob, 0, math.MaxInt64, 0); err != nil || len(msgs) != 0 {
+		e.t.Fatalf("Range of the re-created session = %+v, %v", msgs, err)
+	}
+	for _, o := range append(slices.Clone(ops), appendOps...) {
+		e.wantErr(o.name+" by the former owner", o.run(e, id, alice), memory.ErrNotOwner)
+	}
+	e.mustAppend(id, bob, user("bob's now"))
+	e.wantContents("re-created session", e.mustTail(id, bob).Messages, "bob's now")
+}
+
+func testConcurrentAppends(e *env) {
+	const writers, batches = 8, 25
+	alice := e.user("alice")
+	id := e.id("s")
+	if err := e.s.Create(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	type ack struct {
+		res   memory.AppendResult
+		first string
+	}
+	acks := make([][]ack, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				first := fmt.Sprintf("w%d-b%d-0", w, b)
+				res, err := e.s.Append(e.ctx, id, alice, user(first), assistant(fmt.Sprintf("w%d-b%d-1", w, b)))
+				if err != nil {
+					e.t.Errorf("writer %d, batch %d: %v", w, b, err)
+					return
+				}
+				acks[w] = append(acks[w], ack{res, first})
+			}
+		}()
+	}
+	wg.Wait()
+	if e.t.Failed() {
+		return
+	}
+	tail := e.mustTail(id, alice)
+	if tail.Total != 2*writers*batches || len(tail.Messages) != tail.Total {
+		e.t.Fatalf("Total %d (%d messages), want %d", tail.Total, len(tail.Messages), 2*writers*batches)
+	}
+	pos := map[string]int{}
+	for i, m := range tail.Messages {
+		if i > 0 && m.Seq <= tail.Messages[i-1].Seq {
+			e.t.Fatalf("seqs not strictly increasing at %d: %d after %d", i, m.Seq, tail.Messages[i-1].Seq)
+		}
+		pos[m.Content] = i
+	}
+	totals := map[int]bool{}
+	for w := range writers {
+		prev := -1
+		for b, a := range acks[w] {
+			i, ok := pos[a.first]
+			switch {
+			case !ok:
+				e.t.Fatalf("acknowledged message %s is missing", a.first)
+			case i+1 >= len(tail.Messages) || tail.Messages[i+1].Content != fmt.Sprintf("w%d-b%d-1", w, b):
+				e.t.Fatalf("batch %s was split: it is followed by %q", a.first, contents(tail.Messages[i+1:min(i+2, len(tail.Messages))]))
+			case i < prev:
+				e.t.Fatalf("writer %d's batches are out of order", w)
+			case a.res.Total != i+2:
+				// Total is read atomically with the append: it is the
+				// position just past the batch.
+				e.t.Fatalf("batch %s ends at %d but its append reported Total %d", a.first, i+2, a.res.Total)
+			case a.res.LastSeq != tail.Messages[i+1].Seq:
+				e.t.Fatalf("batch %s ends at Seq %d but its append reported LastSeq %d", a.first, tail.Messages[i+1].Seq, a.res.LastSeq)
+			}
+			prev = i
+			totals[a.res.Total] = true
+		}
+	}
+	if len(totals) != writers*batches {
+		e.t.Fatalf("%d distinct totals for %d appends", len(totals), writers*batches)
+	}
+}
+
+// claimRounds is how many times each way of claiming is contended.
+const claimRounds = 25
+
+func testConcurrentClaims(e *env) {
+	const contenders = 8
+	methods := []string{"Append", "Append()", "Create"}
+	for _, mode := range append(slices.Clone(methods), "mixed") {
+		for r := range claimRounds {
+			id := e.id(fmt.Sprintf("contended-%s-%d", mode, r))
+			var (
+				wg     sync.WaitGroup
+				mu     sync.Mutex
+				winner []string // user, method
+			)
+			start := make(chan struct{})
+			for c := range contenders {
+				how := mode
+				if mode == "mixed" {
+					how = methods[c%len(methods)]
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					u := e.user(fmt.Sprintf("user%d", c))
+					<-start
+					var err error
+					switch how {
+					case "Append":
+						_, err = e.s.Append(e.ctx, id, u, user(u))
+					case "Append()":
+						_, err = e.s.Append(e.ctx, id, u)
+					default:
+						err = e.s.Create(e.ctx, id, u)
+					}
+					switch {
+					case err == nil:
+						mu.Lock()
+						winner = append(winner, u, how)
+						mu.Unlock()
+					case how == "Create" && errors.Is(err, memory.ErrSessionExists):
+					case how != "Create" && errors.Is(err, memory.ErrNotOwner):
+					default:
+						e.t.Errorf("%s, round %d: %s by %s: %v", mode, r, how, u, err)
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if len(winner) != 2 {
+				e.t.Fatalf("%s, round %d: %d users own the session (%q), want exactly one", mode, r, len(winner)/2, winner)
+			}
+			u, how := winner[0], winner[1]
+			tail := e.mustTail(id, u)
+			if how == "Append" {
+				e.wantContents(fmt.Sprintf("%s, round %d: session", mode, r), tail.Messages, u)
+			} else if tail.Total != 0 {
+				e.t.Fatalf("%s, round %d: session claimed by %s holds %d messages, want 0", mode, r, how, tail.Total)
+			}
+			if err := e.s.Delete(e.ctx, id, u); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+		if e.t.Failed() {
+			return
+		}
+	}
+}
+
+// raceReport collects what went wrong in the rounds of the ownership race.
+type raceReport struct {
+	leaks      int      // alice's messages returned to bob
+	lost       int      // acknowledged alice messages that disappeared
+	violations []string // every breach of the contract, leaks and losses included
+	// How bob's reads of a session he did not hold were refused, to show
+	// in the log how much the two sides overlapped.
+	notFound, notOwner int
+}
+
+func (r *raceReport) add(format string, args ...any) {
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+func testOwnershipRace(e *env) {
+	rounds := 1000
+	if testing.Short() {
+		rounds = 100
+	}
+	alice, bob := e.user("alice"), e.user("bob")
+	var total raceReport
+	for r := range rounds {
+		id := e.id(fmt.Sprintf("race-%d", r))
+		var a, b raceReport
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		var aliceOwns, bobOwns bool
+		var acked []string
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			aliceOwns, acked = raceAlice(e, &a, r, id, alice)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			bobOwns = raceBob(e, &b, r, id, bob, alice)
+		}()
+		close(start)
+		wg.Wait()
+		// Once both are done, alice finds exactly the messages acknowledged
+		// to her since her last delete, or no session of hers.
+		tail, err := e.s.Tail(e.ctx, id, alice, all)
+		switch {
+		case aliceOwns && err != nil:
+			a.lost += len(acked)
+			a.add("round %d: alice's final Tail: %v, holding %d acknowledged messages", r, err, len(acked))
+		case aliceOwns:
+			if got := contents(tail.Messages); !slices.Equal(got, acked) {
+				a.lost += countMissing(acked, got)
+				a.add("round %d: alice's session holds %q, want %q", r, got, acked)
+			}
+		case !errors.Is(err, memory.ErrNotFound) && !errors.Is(err, memory.ErrNotOwner):
+			a.add("round %d: final Tail by alice, who holds no session: %+v, %v; want ErrNotFound or ErrNotOwner", r, tail, err)
+		}
+		// Clean up, so that a shared database keeps little of the race.
+		if aliceOwns {
+			_ = e.s.Delete(e.ctx, id, alice)
+		}
+		if bobOwns {
+			_ = e.s.Delete(e.ctx, id, bob)
+		}
+		total.leaks += a.leaks + b.leaks
+		total.lost += a.lost + b.lost
+		total.notFound += b.notFound
+		total.notOwner += b.notOwner
+		total.violations = append(total.violations, a.violations...)
+		total.violations = append(total.violations, b.violations...)
+	}
+	e.t.Logf("%d rounds: bob's reads were refused %d times with ErrNotFound and %d times with ErrNotOwner",
+		rounds, total.notFound, total.notOwner)
+	if total.leaks != 0 || total.lost != 0 || len(total.violations) != 0 {
+		shown := total.violations[:min(len(total.violations), 10)]
+		e.t.Fatalf("in %d rounds: bob read alice's text %d times, %d acknowledged alice messages were lost, %d violations; first ones:\n%s",
+			rounds, total.leaks, total.lost, len(total.violations), strings.Join(shown, "\n"))
+	}
+}
+
+func countMissing(want, got []string) int {
+	n := 0
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			n++
+		}
+	}
+	return n
+}
+
+// notMine reports whether err is how an operation on a session its caller
+// does not hold must fail.
+func notMine(err error) bool {
+	return errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
+}
+
+// raceAlice is alice's side of a round: she creates or claims id, appends,
+// reads, deletes, and claims it again by appending. Bob may have claimed
+// the id first; then alice's operations are refused until he deletes it.
+// She returns whether she holds the session at the end and the messages
+// acknowledged to her since her last delete.
+func raceAlice(e *env, rep *raceReport, r int, id, alice string) (owns bool, acked []string) {
+	// write appends texts; an acknowledged append means alice holds the
+	// session, and a refusal is only allowed while she does not.
+	write := func(texts ...string) {
+		msgs := make([]memory.Message, len(texts))
+		for i, text := range texts {
+			msgs[i] = user(text)
+		}
+		_, err := e.s.Append(e.ctx, id, alice, msgs...)
+		switch {
+		case err == nil:
+			owns, acked = true, append(acked, texts...)
+		case owns:
+			rep.lost += len(acked)
+			rep.add("round %d: alice's append to her own session failed: %v", r, err)
+			owns, acked = false, nil
+		case !errors.Is(err, memory.ErrNotOwner):
+			rep.add("round %d: alice's append to a session she does not hold: %v, want nil or ErrNotOwner", r, err)
+		}
+		runtime.Gosched()
+	}
+	if r%2 == 0 {
+		switch err := e.s.Create(e.ctx, id, alice); {
+		case err == nil:
+			owns = true
+		case !errors.Is(err, memory.ErrSessionExists):
+			rep.add("round %d: alice's Create: %v", r, err)
+		}
+		runtime.Gosched()
+	} else {
+		write()
+	}
+	text := func(n string) string { return fmt.Sprintf("alice-%d-%s", r, n) }
+	write(text("1"))
+	write(text("2a"), text("2b"))
+
+	tail, err := e.s.Tail(e.ctx, id, alice, all)
+	switch {
+	case owns && err != nil:
+		rep.lost += len(acked)
+		rep.add("round %d: alice's Tail of her own session: %v", r, err)
+		owns, acked = false, nil
+	case owns && !slices.Equal(contents(tail.Messages), acked):
+		rep.lost += countMissing(acked, contents(tail.Messages))
+		rep.add("round %d: alice's session holds %q, want %q", r, contents(tail.Messages), acked)
+	case !owns && !notMine(err):
+		rep.add("round %d: alice's Tail of a session she does not hold: %+v, %v", r, tail, err)
+	}
+	runtime.Gosched()
+
+	switch err := e.s.Delete(e.ctx, id, alice); {
+	case owns && err != nil:
+		rep.lost += len(acked)
+		rep.add("round %d: alice's Delete of her own session: %v", r, err)
+		owns, acked = false, nil
+	case owns:
+		owns, acked = false, nil
+	case !notMine(err):
+		rep.add("round %d: alice's Delete of a session she does not hold: %v, want ErrNotFound or ErrNotOwner", r, err)
+	}
+	runtime.Gosched()
+
+	write(text("3"))
+	write(text("4"))
+	return owns, acked
+}
+
+// raceBob is bob's side of a round: in one round out of four he first
+// claims id with a message of his own, then he reads and deletes it
+// repeatedly. Every read and delete must succeed while he holds the
+// session, and fail with ErrNotFound or ErrNotOwner otherwise; no read
+// may ever return alice's text. He returns whether he holds the session
+// at the end.
+func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) {
+	mine := fmt.Sprintf("bob-%d", r)
+	if r%4 == 3 {
+		switch _, err := e.s.Append(e.ctx, id, bob, user(mine)); {
+		case err == nil:
+			owns = true
+		case !errors.Is(err, memory.ErrNotOwner):
+			rep.add("round %d: bob's claim: %v, want nil or ErrNotOwner", r, err)
+		}
+		runtime.Gosched()
+	}
+	// read checks what one read returned.
+	read := func(what string, msgs []memory.Message, err error) {
+		for _, m := range msgs {
+			if m.UserID == alice || strings.HasPrefix(m.Content, "alice-") {
+				rep.leaks++
+			}
+		}
+		switch {
+		case owns && err != nil:
+			rep.add("round %d: bob's %s of his own session: %v", r, what, err)
+			owns = false
+		case owns && !slices.Equal(contents(msgs), []string{mine}):
+			rep.add("round %d: bob's %s of his own session = %q, want [%s]", r, what, contents(msgs), mine)
+		case !owns && errors.Is(err, memory.ErrNotFound):
+			rep.notFound++
+		case !owns && errors.Is(err, memory.ErrNotOwner):
+			rep.notOwner++
+		case !owns:
+			rep.add("round %d: bob's %s of a session he does not hold = %q, %v; want ErrNotFound or ErrNotOwner", r, what, contents(msgs), err)
+		}
+		runtime.Gosched()
+	}
+	for range 3 {
+		tail, err := e.s.Tail(e.ctx, id, bob, all)
+		read("Tail", tail.Messages, err)
+		msgs, err := e.s.Range(e.ctx, id, bob, 0, math.MaxInt64, 0)
+		read("Range", msgs, err)
+		switch err := e.s.Delete(e.ctx, id, bob); {
+		case owns && err != nil:
+			rep.add("round %d: bob's Delete of his own session: %v", r, err)
+		case owns:
+			owns = false
+		case !notMine(err):
+			rep.add("round %d: bob's Delete of a session he does not hold: %v, want ErrNotFound or ErrNotOwner", r, err)
+		}
+		runtime.Gosched()
+	}
+	return owns
+}

@@ -1,0 +1,83 @@
+package memory
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
+)
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithSummaries sets where folded summaries are kept and what makes them.
+// Both are required when Config.Enabled is true: NewManager refuses one
+// without the other rather than silently running takeLast forever.
+func WithSummaries(store summary.Store, svc summary.Service) Option {
+	return func(m *Manager) { m.sums, m.svc = store, svc }
+}
+
+// WithLogger sets the structured logger. The default discards everything:
+// the manager is quiet unless asked. Normal operation logs at debug level
+// only; warnings mean a real problem (a failed fold, a store error).
+func WithLogger(l *slog.Logger) Option {
+	return func(m *Manager) {
+		if l != nil {
+			m.log = l
+		}
+	}
+}
+
+// WithClock sets the manager's clock, for cool-downs and fact timestamps.
+func WithClock(now func() time.Time) Option {
+	return func(m *Manager) {
+		if now != nil {
+			m.now = now
+		}
+	}
+}
+
+// WithEstimator sets the token estimator of the manager's budget (Prompt,
+// the chunked policy's token trigger, input cap and view budget). Default
+// trimmer.NewEstimator().
+func WithEstimator(est trimmer.Estimator) Option {
+	return func(m *Manager) {
+		if est != nil {
+			m.est = est
+		}
+	}
+}
+
+// FoldEvent tells a fold observer about a summary that was stored.
+type FoldEvent struct {
+	SessionID string
+	// UserID owns the session; reads for the event go through the manager
+	// as this user.
+	UserID  string
+	Summary summary.Summary
+}
+
+// WithFoldObserver registers fn to be called after every summary a fold
+// actually stored (never for one the store refused, e.g. because the session
+// was deleted meanwhile), to refresh derived data such as titles and search
+// embeddings. fn runs in the background with a context that Close cancels.
+func WithFoldObserver(fn func(ctx context.Context, ev FoldEvent)) Option {
+	return func(m *Manager) {
+		if fn != nil {
+			m.foldObservers = append(m.foldObservers, fn)
+		}
+	}
+}
+
+// WithDeleteObserver registers fn to be called, on the deleting caller's
+// goroutine, after DeleteSession removed a session, so that derived data
+// kept elsewhere can be dropped too.
+func WithDeleteObserver(fn func(ctx context.Context, sessionID string)) Option {
+	return func(m *Manager) {
+		if fn != nil {
+			m.deleteObservers = append(m.deleteObservers, fn)
+		}
+	}
+}
