@@ -4,7 +4,10 @@
 
 # Regenerates bench/REPORT.md and its SVG plots, offline (see bench/README.md).
 # The PostgreSQL parts use $DATABASE_URL, or else a server that
-# scripts/with-postgres.sh finds or starts (the same logic as the tests).
+# scripts/with-postgres.sh finds or starts (the same logic as the tests),
+# a private one on PostgreSQL's durable defaults (fsync, synchronous_commit
+# and full_page_writes on: STRATA_PG_DURABLE=1); the report says which
+# settings the server had.
 # Extra flags: make bench BENCH_FLAGS="-sections 1,4". A partial run
 # rewrites bench/REPORT.md with only those sections: while iterating, write
 # elsewhere, e.g. the reply-latency section alone (about a minute):
@@ -13,7 +16,7 @@ BENCH_FLAGS ?=
 BENCH_CMD = go run ./bench/cmd/strata-bench -out bench $(BENCH_FLAGS)
 
 bench:
-	@export STRATA_BENCH_COMMAND="make bench"; \
+	@export STRATA_BENCH_COMMAND="make bench" STRATA_PG_DURABLE=1; \
 	scripts/with-postgres.sh $(BENCH_CMD)
 
 test:

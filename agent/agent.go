@@ -365,7 +365,10 @@ func (a *Agent) save(ctx context.Context, sessionID, userID string, turn []llms.
 		switch m.Role {
 		case memory.RoleAssistant:
 			if a.variant != "" {
-				m.Metadata = map[string]string{memory.MetadataModelVariant: a.variant}
+				if m.Metadata == nil {
+					m.Metadata = map[string]string{}
+				}
+				m.Metadata[memory.MetadataModelVariant] = a.variant
 			}
 		case memory.RoleTool:
 			m.Name = names.of(m.ToolCallID)

@@ -198,5 +198,5 @@ func Example_openAIFunctionsAgent() {
 	fmt.Println(strings.SplitN(slot, "\n", 4)[:3])
 	// Output:
 	// You asked about order #A-1234.
-	// [Conversation memory: System: Conversation Facts: - order_id: #A-1234]
+	// [Conversation memory: system: Conversation Facts: - order_id: #A-1234]
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
 )
 
 // Provider names the request rules of a family of chat APIs.
@@ -202,42 +204,40 @@ func mergeSystems(msgs []llms.ChatMessage, p Provider) []llms.ChatMessage {
 }
 
 // contents converts the chat messages of one request into the message
-// contents the provider's langchaingo client takes. Every tool result gets
-// the name of the call it answers (looked up by id among the request's tool
-// calls); Gemini gets the results of one round in one message.
+// contents the provider's langchaingo client takes: memory.MessageContents
+// (every tool result named after the call it answers), then the provider's
+// rules — Gemini gets the results of one round in one message, providers
+// with a single system instruction get adjacent user texts joined.
 func contents(msgs []llms.ChatMessage, p Provider) []llms.MessageContent {
-	var names callNames
-	out := make([]llms.MessageContent, 0, len(msgs))
-	for _, m := range msgs {
-		names.track(m)
-		switch m := m.(type) {
-		case llms.SystemChatMessage:
-			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, m.Content))
-		case llms.HumanChatMessage:
-			if last := len(out) - 1; p.singleSystem() && last >= 0 && isUserText(out[last]) {
+	base := memory.MessageContents(msgs)
+	out := make([]llms.MessageContent, 0, len(base))
+	for _, mc := range base {
+		last := len(out) - 1
+		switch mc.Role {
+		case llms.ChatMessageTypeHuman:
+			if p.singleSystem() && last >= 0 && isUserText(out[last]) && isUserText(mc) {
 				// Keep user turns alternating (e.g. a system note followed by
 				// a user message): one user message with two texts.
-				out[last].Parts = append(out[last].Parts, llms.TextContent{Text: m.Content})
+				out[last].Parts = append(out[last].Parts, mc.Parts...)
 				continue
 			}
-			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Content))
-		case llms.AIChatMessage:
-			out = appendAI(out, m, p)
-		case llms.ToolChatMessage:
-			resp := llms.ToolCallResponse{ToolCallID: m.ID, Name: names.of(m.ID), Content: m.Content}
-			if last := len(out) - 1; p == ProviderGemini && last >= 0 && out[last].Role == llms.ChatMessageTypeTool {
-				out[last].Parts = append(out[last].Parts, resp)
+		case llms.ChatMessageTypeAI:
+			out = appendAI(out, mc, p)
+			continue
+		case llms.ChatMessageTypeTool:
+			if p == ProviderGemini && last >= 0 && out[last].Role == llms.ChatMessageTypeTool {
+				out[last].Parts = append(out[last].Parts, mc.Parts...)
 				continue
 			}
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{resp}})
 		}
+		out = append(out, mc)
 	}
 	return out
 }
 
 // callNames maps the call ids of the latest assistant tool-call message to
-// function names, so each tool result gets the name of the call it answers
-// (ids need only be unique within one assistant message).
+// function names, so each saved tool result gets the name of the call it
+// answers (ids need only be unique within one assistant message).
 type callNames map[string]string
 
 // track follows the message list: an assistant message with tool calls
@@ -278,23 +278,30 @@ func isUserText(m llms.MessageContent) bool {
 	return true
 }
 
-func appendAI(out []llms.MessageContent, m llms.AIChatMessage, p Provider) []llms.MessageContent {
-	var parts []llms.ContentPart
-	if m.Content != "" || (len(m.ToolCalls) == 0 && p == ProviderOpenAI) {
-		parts = append(parts, llms.TextContent{Text: m.Content})
+// appendAI appends an assistant message: its text (dropped when empty for
+// providers that reject empty texts, or when it calls tools) and its tool
+// calls with arguments that are a JSON object; Anthropic gets one part per
+// message.
+func appendAI(out []llms.MessageContent, mc llms.MessageContent, p Provider) []llms.MessageContent {
+	parts := make([]llms.ContentPart, 0, len(mc.Parts))
+	for _, part := range mc.Parts {
+		switch part := part.(type) {
+		case llms.TextContent:
+			if part.Text != "" || p == ProviderOpenAI {
+				parts = append(parts, part)
+			}
+		case llms.ToolCall:
+			parts = append(parts, toolCallPart(part))
+		default:
+			parts = append(parts, part)
+		}
 	}
 	if p == ProviderAnthropic {
 		// One part per message: the client reads only the first.
 		for _, part := range parts {
 			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{part}})
 		}
-		for _, tc := range m.ToolCalls {
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{toolCallPart(tc)}})
-		}
 		return out
-	}
-	for _, tc := range m.ToolCalls {
-		parts = append(parts, toolCallPart(tc))
 	}
 	if len(parts) == 0 {
 		return out // an empty answer: Gemini and Anthropic reject empty texts

@@ -150,16 +150,12 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 	}
 
-	dsn, err := cfg.DatabaseURL()
+	d, err := OpenDatabase(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("datasource: %w", err)
 	}
 	var store memory.MessageStore
-	if dsn != "" {
-		d, err := db.Open(ctx, dsn)
-		if err != nil {
-			return nil, fmt.Errorf("datasource: %w", err)
-		}
+	if d != nil {
 		rt.DB = d
 		rt.closers = append(rt.closers, d.Close)
 		if cfg.Datasource.MigrateOnStart {
@@ -169,7 +165,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		store = memory.NewInMemoryStore()
+		store = memory.NewInMemoryStore(memory.WithMaxSessions(cfg.Store.MaxSessions), memory.WithStoreLogger(o.logger))
 	}
 
 	mcfg := cfg.Memory
@@ -177,6 +173,9 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
 	}
 	mopts := []memory.Option{memory.WithLogger(o.logger)}
+	if len(cfg.SharedSessionPrefixes) > 0 {
+		mopts = append(mopts, memory.WithSharedSessions(cfg.SharedSessionPrefixes...))
+	}
 	if cfg.Memory.Enabled {
 		var sums summary.Store
 		if rt.DB != nil {

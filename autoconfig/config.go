@@ -54,6 +54,10 @@ type Config struct {
 	// Server configures strata serve, the HTTP API
 	// (arc.reactor.memory.server.*).
 	Server ServerConfig
+	// SharedSessionPrefixes are the id prefixes of shared sessions
+	// (arc.reactor.memory.shared-session-prefixes; see
+	// memory.WithSharedSessions). Empty, the default: no session is shared.
+	SharedSessionPrefixes []string
 
 	// set records, for keys set by a file, the environment or an override,
 	// where the value came from.
@@ -131,6 +135,10 @@ type StoreConfig struct {
 	// MaxSummaries bounds the in-memory summary store (default 10000; 0
 	// means the default).
 	MaxSummaries int
+	// MaxSessions bounds the in-memory message store, a development store
+	// used without a datasource: past it the least recently used session
+	// is evicted (memory.WithMaxSessions; 0 means its default, 10000).
+	MaxSessions int
 }
 
 // Default returns the default configuration: memory.DefaultConfig (the
@@ -250,6 +258,12 @@ func (c *Config) Clone() *Config {
 	if c.Server.APIKeys != nil {
 		out.Server.APIKeys = append([]APIKeyConfig(nil), c.Server.APIKeys...)
 	}
+	if c.Memory.PinnedFactKeys != nil {
+		out.Memory.PinnedFactKeys = append([]string(nil), c.Memory.PinnedFactKeys...)
+	}
+	if c.SharedSessionPrefixes != nil {
+		out.SharedSessionPrefixes = append([]string(nil), c.SharedSessionPrefixes...)
+	}
 	if c.set != nil {
 		out.set = make(map[string]string, len(c.set))
 		for k, v := range c.set {
@@ -288,8 +302,9 @@ func checkPostgresURL(u string) error {
 	return fmt.Errorf("scheme %q is not PostgreSQL (want postgres://…)", p.Scheme)
 }
 
-// jdbcToPostgres translates a JDBC PostgreSQL URL into a lib/pq URL.
-// PostgreSQL URLs and key=value strings are returned unchanged.
+// jdbcToPostgres translates a JDBC PostgreSQL URL into a lib/pq URL, with
+// the JDBC driver's behaviour (see jdbcParams). PostgreSQL URLs and
+// key=value strings are returned unchanged.
 func jdbcToPostgres(raw, user, pass string) (string, error) {
 	lower := strings.ToLower(raw)
 	if !strings.HasPrefix(lower, "jdbc:") {
@@ -316,35 +331,9 @@ func jdbcToPostgres(raw, user, pass string) (string, error) {
 	if p.Host == "" {
 		p.Host = "localhost"
 	}
-	q := p.Query()
-	// JDBC parameters lib/pq does not know.
-	if v := q.Get("user"); v != "" && user == "" {
-		user = v
-	}
-	if v := q.Get("password"); v != "" && pass == "" {
-		pass = v
-	}
-	q.Del("user")
-	q.Del("password")
-	if v := q.Get("currentSchema"); v != "" {
-		q.Del("currentSchema")
-		q.Set("search_path", v)
-	}
-	if v := q.Get("ssl"); v != "" {
-		q.Del("ssl")
-		if q.Get("sslmode") == "" {
-			if strings.EqualFold(v, "true") {
-				q.Set("sslmode", "require")
-			} else {
-				q.Set("sslmode", "disable")
-			}
-		}
-	}
-	for _, k := range []string{"ApplicationName"} {
-		if v := q.Get(k); v != "" {
-			q.Del(k)
-			q.Set("application_name", v)
-		}
+	q, err := jdbcParams(p.Query(), &user, &pass)
+	if err != nil {
+		return "", err
 	}
 	if p.User == nil && user != "" {
 		if pass != "" {
@@ -355,6 +344,83 @@ func jdbcToPostgres(raw, user, pass string) (string, error) {
 	}
 	p.RawQuery = q.Encode()
 	return p.String(), nil
+}
+
+// jdbcParams translates the properties of a JDBC URL into lib/pq's
+// parameters, as the JDBC driver reads them:
+//
+//   - sslmode is the JDBC driver's default, prefer (TLS when the server
+//     offers it, else plain), unless the URL sets sslmode, or ssl
+//     (ssl=true: require; ssl=false: disable). lib/pq's own default would
+//     be require, which fails on a local server without TLS.
+//   - user and password fill the credentials (spring.datasource.username
+//     and password win); currentSchema becomes search_path,
+//     ApplicationName application_name, connectTimeout (or loginTimeout),
+//     in seconds, connect_timeout, targetServerType target_session_attrs.
+//   - sslrootcert, sslcert, sslkey and options keep their names.
+//   - Every other property configures the JDBC driver itself (prepareThreshold,
+//     reWriteBatchedInserts, socketTimeout, tcpKeepAlive, …) and is dropped:
+//     lib/pq would send it to the server as a setting, which refuses it.
+func jdbcParams(in url.Values, user, pass *string) (url.Values, error) {
+	get := func(name string) string {
+		for k, v := range in {
+			if strings.EqualFold(k, name) && len(v) > 0 {
+				return v[len(v)-1]
+			}
+		}
+		return ""
+	}
+	out := url.Values{}
+	if v := get("user"); v != "" && *user == "" {
+		*user = v
+	}
+	if v := get("password"); v != "" && *pass == "" {
+		*pass = v
+	}
+	switch mode, ssl := strings.ToLower(get("sslmode")), get("ssl"); {
+	case mode != "":
+		switch mode {
+		case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+		default:
+			return nil, fmt.Errorf("sslmode %q is not one of disable, allow, prefer, require, verify-ca, verify-full", mode)
+		}
+		out.Set("sslmode", mode)
+	case strings.EqualFold(ssl, "true"):
+		out.Set("sslmode", "require")
+	case ssl != "":
+		out.Set("sslmode", "disable")
+	default:
+		out.Set("sslmode", "prefer")
+	}
+	if v := get("currentSchema"); v != "" {
+		out.Set("search_path", v)
+	}
+	if v := get("ApplicationName"); v != "" {
+		out.Set("application_name", v)
+	}
+	timeout := get("connectTimeout")
+	if timeout == "" {
+		timeout = get("loginTimeout")
+	}
+	if timeout != "" && timeout != "0" {
+		out.Set("connect_timeout", timeout)
+	}
+	if v := get("targetServerType"); v != "" {
+		attrs := map[string]string{"any": "any", "primary": "primary", "master": "primary",
+			"secondary": "standby", "slave": "standby", "standby": "standby",
+			"prefersecondary": "prefer-standby", "preferslave": "prefer-standby", "preferstandby": "prefer-standby"}
+		a, ok := attrs[strings.ToLower(v)]
+		if !ok {
+			return nil, fmt.Errorf("targetServerType %q is not one of any, primary, secondary, preferSecondary", v)
+		}
+		out.Set("target_session_attrs", a)
+	}
+	for _, k := range []string{"sslrootcert", "sslcert", "sslkey", "options"} {
+		if v := get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out, nil
 }
 
 func unwrapURLError(err error) error {

@@ -27,8 +27,10 @@
 // all and config.example.yaml at the root of the module shows every key with
 // its default and meaning.
 //
-// The one list-valued key, arc.reactor.memory.server.api-keys, binds API
-// keys to user ids without putting secrets in the file:
+// List-valued keys are YAML lists; in the environment and in overrides the
+// plain ones (shared-session-prefixes, store.pinned-fact-keys) are
+// comma-separated. The structured one, arc.reactor.memory.server.api-keys,
+// binds API keys to user ids without putting secrets in the file:
 //
 //	arc.reactor.memory.server.api-keys:
 //	  - {user-id: web-backend, key-env: STRATA_KEY_WEB}   # key read from $STRATA_KEY_WEB
@@ -49,10 +51,25 @@
 // case-insensitively and ignoring "-" and "_" (trigger-message-count,
 // triggerMessageCount and trigger_message_count are the same key). A key
 // under arc.reactor.memory that Strata does not know is an error naming it,
-// with the closest known key as a suggestion, so typos never pass silently;
-// keys outside the subtrees Strata reads (arc.reactor.memory,
-// arc.reactor.llm, spring.datasource) and unknown keys under arc.reactor.llm
-// and spring.datasource are ignored, so a whole application.yaml loads.
+// with the closest known key as a suggestion, and so is a misspelling
+// anywhere under arc.reactor (a section such as arc.reactor.memroy, a root
+// such as arc.reacter, a near miss of an llm key Strata reads), so typos
+// never pass silently. arc-reactor's other keys, under arc.reactor.llm and
+// elsewhere, and spring.datasource keys Strata does not read are ignored,
+// so a whole application.yaml loads.
+//
+// # Coming from arc-reactor
+//
+// Every value arc-reactor accepts for the keys Strata shares with it is
+// accepted, a trigger-message-count below recent-message-count included. A
+// JDBC spring.datasource.url is translated as the JDBC driver reads it
+// (sslmode=prefer when it gives none; JDBC-only properties dropped), and a
+// connection that fails because of TLS says which sslmode fixes it
+// (OpenDatabase, TLSHint). Sessions are private to the user who created
+// them; arc-reactor's implicitly shared slack- threads are declared with
+// shared-session-prefixes (memory.WithSharedSessions). Without a datasource
+// the stores are in memory, a development store bounded by
+// store.max-sessions.
 // String values may use Spring placeholders, ${NAME} or ${NAME:default},
 // resolved from the environment.
 //

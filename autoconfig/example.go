@@ -13,10 +13,20 @@ const exampleHeader = `# Strata configuration: every key with its default value 
 # environment. Every key has an environment variable: the key upper-cased,
 # "." and "-" replaced by "_" (shown as "env:" below).
 #
-# Keys marked (arc-reactor) are the reference's own properties, so the memory
-# section of an arc-reactor application.yaml works unchanged. A key under
-# arc.reactor.memory that Strata does not know is an error; anything outside
-# arc.reactor.memory, arc.reactor.llm and spring.datasource is ignored.
+# Keys marked (arc-reactor) are the reference's own properties, so an
+# arc-reactor application.yaml starts unchanged. A key under
+# arc.reactor.memory that Strata does not know is an error, and so is a
+# misspelling anywhere under arc.reactor (arc.reactor.memroy..., a typo of an
+# llm key Strata reads); arc-reactor's other keys, and anything outside
+# arc.reactor.memory, arc.reactor.llm and spring.datasource, are ignored.
+#
+# Coming from arc-reactor: a trigger-message-count below
+# recent-message-count is accepted (hierarchical as soon as a message
+# precedes the window). spring.datasource.url may stay a JDBC URL: without
+# sslmode it connects as the JDBC driver does (sslmode=prefer: TLS when the
+# server offers it), and JDBC-only properties are dropped. Strata's tables
+# (strata_*) never clash with arc-reactor's; its summaries can be imported
+# (strata migrate). Shared slack- threads need shared-session-prefixes.
 #
 # Switch the summarizer with two lines (programs built on the Go packages
 # import the provider package, e.g. github.com/strata-go/strata/providers/gemini;

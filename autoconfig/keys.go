@@ -36,10 +36,15 @@ const (
 	keyMigrateOnStart      = "arc.reactor.memory.datasource.migrate-on-start"
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
+	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
+	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
 	keyMaxFailureCooldown  = "arc.reactor.memory.store.max-failure-cooldown"
 	keyMaxFacts            = "arc.reactor.memory.store.max-facts"
 	keyMaxFactValueLen     = "arc.reactor.memory.store.max-fact-value-length"
+	keyMaxFactsPerFamily   = "arc.reactor.memory.store.max-facts-per-family"
+	keyFactsTokenBudget    = "arc.reactor.memory.store.facts-token-budget"
+	keyPinnedFactKeys      = "arc.reactor.memory.store.pinned-fact-keys"
 	keyPolicy              = "arc.reactor.memory.policy.name"
 	keyBuffer              = "arc.reactor.memory.policy.buffer-message-count"
 	keyFoldTokenThreshold  = "arc.reactor.memory.policy.fold-token-threshold"
@@ -175,6 +180,61 @@ func stringKey[T ~string](name, doc string, p func(*Config) *T) keySpec {
 	}
 }
 
+// stringListKey is a list of strings: a YAML list, or in the environment
+// and overrides a comma-separated string. Blank entries are dropped.
+func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
+	return keySpec{name: name, typ: "list",
+		doc: doc,
+		parse: func(c *Config, raw any) error {
+			var items []any
+			switch v := raw.(type) {
+			case nil:
+			case []any:
+				items = v
+			case string:
+				for _, e := range strings.Split(v, ",") {
+					items = append(items, e)
+				}
+			default:
+				return fmt.Errorf("want a list of strings, got %s", describe(raw))
+			}
+			var out []string
+			for i, e := range items {
+				str, err := toString(e)
+				if err != nil {
+					return fmt.Errorf("entry %d: %v", i+1, err)
+				}
+				if str != "" {
+					out = append(out, str)
+				}
+			}
+			*p(c) = out
+			return nil
+		},
+		format: func(c *Config) string {
+			q := make([]string, len(*p(c)))
+			for i, e := range *p(c) {
+				q[i] = strconv.Quote(e)
+			}
+			return "[" + strings.Join(q, ", ") + "]"
+		},
+	}
+}
+
+// alsoSets makes k run also after parsing a value, to set a second field
+// from the first.
+func alsoSets(k keySpec, also func(*Config)) keySpec {
+	parse := k.parse
+	k.parse = func(c *Config, raw any) error {
+		if err := parse(c, raw); err != nil {
+			return err
+		}
+		also(c)
+		return nil
+	}
+	return k
+}
+
 func ref(k keySpec) keySpec    { k.reference = true; return k }
 func secret(k keySpec) keySpec { k.secret = true; return k }
 
@@ -185,7 +245,7 @@ var keyTable = []keySpec{
 		"Turn hierarchical memory on: facts + narrative + a verbatim window once a session passes the trigger. Off: the last 2 × max-conversation-turns messages (takeLast).",
 		func(c *Config) *bool { return &c.Memory.Enabled })),
 	ref(intKey(keyTrigger,
-		"Hierarchical mode applies only when a session stores strictly more messages than this. Must be >= recent-message-count.",
+		"Hierarchical mode applies only when a session stores strictly more messages than this. It may be below recent-message-count: the session is then shown in full until a message precedes the verbatim window. Must be >= 0 (0 = every non-empty session).",
 		func(c *Config) *int { return &c.Memory.TriggerMessageCount })),
 	ref(intKey(keyRecent,
 		"Number of newest messages kept verbatim in hierarchical mode. Must be >= 1.",
@@ -193,9 +253,10 @@ var keyTable = []keySpec{
 	ref(stringKey(keyLLMModel,
 		"The reference's summarizer provider name (not a model name): gemini or openai select that provider when summarizer.provider is not set; empty = the default provider (for Strata: extractive).",
 		func(c *Config) *string { return &c.Summary.LLMModel })),
-	ref(intKey(keyMaxNarrative,
-		"Narrative length, in tokens, that LLM summarizers are asked for. Must be >= 1.",
-		func(c *Config) *int { return &c.Summary.MaxNarrativeTokens })),
+	ref(alsoSets(intKey(keyMaxNarrative,
+		"Narrative length, in tokens, that LLM summarizers are asked for, and the cap of every stored narrative (cut at a sentence boundary). Must be >= 1.",
+		func(c *Config) *int { return &c.Summary.MaxNarrativeTokens }),
+		func(c *Config) { c.Memory.MaxNarrativeTokens = c.Summary.MaxNarrativeTokens })),
 
 	// Strata: summarizer.
 	stringKey(keySummarizerProvider,
@@ -235,6 +296,9 @@ var keyTable = []keySpec{
 	intKey(keyMaxSummaries,
 		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
+	intKey(keyMaxSessions,
+		"Most sessions the in-memory message store keeps (used without a datasource); past it the least recently used session is evicted, with a log line. The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
+		func(c *Config) *int { return &c.Store.MaxSessions }),
 	durationKey(keyFailureCooldown,
 		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),
@@ -247,6 +311,20 @@ var keyTable = []keySpec{
 	intKey(keyMaxFactValueLen,
 		"Longest fact value kept, in characters (longer values are cut). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFactValueLen }),
+	intKey(keyMaxFactsPerFamily,
+		"Most facts of one multi-valued kind (price, price_2, …) the ledger keeps, so that one kind of chatter cannot flush the rest. Must be >= 0 (0 = the default).",
+		func(c *Config) *int { return &c.Memory.MaxFactsPerFamily }),
+	intKey(keyFactsTokenBudget,
+		"Cap of the facts block, in tokens; beyond it the least important facts are dropped (pinned and identity facts never). Must be >= 0 (0 = the default).",
+		func(c *Config) *int { return &c.Memory.FactsTokenBudget }),
+	stringListKey(keyPinnedFactKeys,
+		"Fact keys never evicted nor removed by a summarizer: path.Match patterns over normalised keys, e.g. [order_id, case_*]. Default none.",
+		func(c *Config) *[]string { return &c.Memory.PinnedFactKeys }),
+
+	// Strata: shared sessions.
+	stringListKey(keySharedPrefixes,
+		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
+		func(c *Config) *[]string { return &c.SharedSessionPrefixes }),
 
 	// Strata: folding policy.
 	stringKey(keyPolicy,

@@ -145,10 +145,13 @@ func (c *Config) applyFile(path string, vals map[string]any) error {
 		v := vals[raw]
 		canon := canonical(raw)
 		read, strict := subtree(canon)
+		k := keyCanon[canon]
+		if k == nil && misspelled(canon) {
+			return unknownKey(raw, path)
+		}
 		if !read {
 			continue
 		}
-		k := keyCanon[canon]
 		if k == nil {
 			if strict && !(isEmpty(v) && (sectionOK[canon] || canon == memoryPrefix)) {
 				return unknownKey(raw, path)
@@ -187,7 +190,7 @@ func (c *Config) applyEnv(environ []string) error {
 			if _, ok := keyEnv[name]; ok {
 				return name, v // no "." in the name: stays flat
 			}
-			if strings.HasPrefix(name, "ARC_REACTOR_MEMORY_") {
+			if strings.HasPrefix(name, "ARC_REACTOR_MEMORY_") || misspelledEnv(name) {
 				unknown = append(unknown, name)
 			}
 			return "", nil
@@ -298,6 +301,61 @@ func (c *Config) resolvePlaceholders(s string) (string, error) {
 		return m
 	})
 	return out, firstErr
+}
+
+// misspelled reports whether canon, the canonical form of a key Strata
+// does not know, looks like a misspelling of one it reads, anywhere under
+// arc.reactor: a section name close to memory or llm
+// (arc.reactor.memroy.…), a prefix close to arc.reactor
+// (arc.reacter.memory.…), or a key close to one of the llm keys Strata
+// reads. Other unknown keys outside arc.reactor.memory belong to
+// arc-reactor or Spring and are ignored, so that an application.yaml
+// arc-reactor accepts loads unchanged.
+func misspelled(canon string) bool {
+	parts := strings.Split(canon, ".")
+	if len(parts) < 3 {
+		return false
+	}
+	if root := parts[0] + "." + parts[1]; root != "arc.reactor" {
+		if levenshtein(root, "arc.reactor") > 2 {
+			return false
+		}
+		fixed := "arc.reactor." + strings.Join(parts[2:], ".")
+		return keyCanon[fixed] != nil || misspelled(fixed) || parts[2] == "memory"
+	}
+	switch sec := parts[2]; sec {
+	case "memory":
+		return false // checked strictly
+	case "llm":
+		for _, k := range []string{keyMaxTurns, keyWindow, keyMaxOutput} {
+			if d := levenshtein(canon, canonical(k)); d > 0 && d <= 2 {
+				return true
+			}
+		}
+		return false
+	default:
+		return levenshtein(sec, "memory") <= 2 || levenshtein(sec, "llm") <= 1
+	}
+}
+
+// misspelledEnv is misspelled for an environment variable outside
+// ARC_REACTOR_MEMORY_*: ARC_REACTOR_MEMROY_…, or a variable close to one
+// of the llm keys Strata reads.
+func misspelledEnv(name string) bool {
+	rest, ok := strings.CutPrefix(name, "ARC_REACTOR_")
+	if !ok {
+		return false
+	}
+	sec, _, _ := strings.Cut(rest, "_")
+	if sec == "LLM" {
+		for _, k := range []string{keyMaxTurns, keyWindow, keyMaxOutput} {
+			if d := levenshtein(name, envName(k)); d > 0 && d <= 2 {
+				return true
+			}
+		}
+		return false
+	}
+	return sec != "MEMORY" && (levenshtein(sec, "MEMORY") <= 2 || levenshtein(sec, "LLM") <= 1)
 }
 
 func unknownKey(raw, source string) error {

@@ -171,6 +171,10 @@ func envValue(t *testing.T, k KeyInfo) string {
 		return "0.0.0.0:9090"
 	case keyServerAPIKeys:
 		return "alice=key-env:STRATA_KEY_ALICE"
+	case keySharedPrefixes:
+		return "slack-,teams-"
+	case keyPinnedFactKeys:
+		return "order_id,case_*"
 	}
 	switch k.Type {
 	case "bool":
@@ -232,7 +236,7 @@ func TestEnvKebabMapping(t *testing.T) {
 		m.FoldTokenFraction != 0.25 || cfg.Spring.DatasourceURL != "jdbc:postgresql://db:5432/app" {
 		t.Fatalf("environment not applied: %+v", cfg)
 	}
-	if u, _ := cfg.DatabaseURL(); u != "postgres://db:5432/app" {
+	if u, _ := cfg.DatabaseURL(); u != "postgres://db:5432/app?sslmode=prefer" {
 		t.Fatalf("DatabaseURL = %q", u)
 	}
 	// An empty numeric variable means unset, an empty string sets "".
@@ -451,7 +455,9 @@ func TestValidationNamesKeys(t *testing.T) {
 		want string
 	}{
 		{[]string{keyRecent + "=0"}, keyRecent, "= 0 (from override): must be >= 1"},
-		{[]string{keyTrigger + "=5"}, keyTrigger, "must be >= recent-message-count (10)"},
+		{[]string{keyTrigger + "=-1"}, keyTrigger, "must be >= 0"},
+		{[]string{keyMaxSessions + "=-1"}, keyMaxSessions, "must be >= 0"},
+		{[]string{keyPinnedFactKeys + "=order_id,case_["}, keyPinnedFactKeys, "path.Match pattern"},
 		{[]string{keyMaxNarrative + "=0"}, keyMaxNarrative, "must be >= 1"},
 		{[]string{keyMaxTurns + "=0"}, keyMaxTurns, "must be >= 1"},
 		{[]string{keyWindow + "=4096"}, keyMaxOutput, "= 4096: must be >= 0 and < max-context-window-tokens (4096)"},
@@ -519,9 +525,9 @@ func TestValidateTranslatesMemoryErrors(t *testing.T) {
 	}
 	// Every field memory.Config.Validate can name has a key; the field
 	// names in the allowed range are written as keys too.
-	cfg.Memory.TriggerMessageCount = 3
+	cfg.Memory.TriggerMessageCount = -1
 	err = cfg.Validate()
-	if !errors.As(err, &e) || e.Key != keyTrigger || e.Msg != "must be >= recent-message-count (10)" {
+	if !errors.As(err, &e) || e.Key != keyTrigger || e.Msg != "must be >= 0 (0 = every non-empty session)" {
 		t.Fatalf("Validate = %v", err)
 	}
 	// Errors that are not field errors pass unchanged.
@@ -534,10 +540,14 @@ func TestValidateTranslatesMemoryErrors(t *testing.T) {
 func TestJDBCTranslation(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ in, user, pass, want string }{
-		{"jdbc:postgresql://db:5432/app", "", "", "postgres://db:5432/app"},
-		{"jdbc:postgresql://db/app?user=u&password=p%40ss", "", "", "postgres://u:p%40ss@db/app"},
-		{"jdbc:postgresql://db/app", "arc", "x y", "postgres://arc:x%20y@db/app"},
-		{"jdbc:postgresql:app", "", "", "postgres://localhost/app"},
+		{"jdbc:postgresql://db:5432/app", "", "", "postgres://db:5432/app?sslmode=prefer"},
+		{"jdbc:postgresql://db/app?user=u&password=p%40ss", "", "", "postgres://u:p%40ss@db/app?sslmode=prefer"},
+		{"jdbc:postgresql://db/app", "arc", "x y", "postgres://arc:x%20y@db/app?sslmode=prefer"},
+		{"jdbc:postgresql:app", "", "", "postgres://localhost/app?sslmode=prefer"},
+		{"jdbc:postgresql://db/app?sslmode=verify-full&sslrootcert=/ca.pem", "", "", "postgres://db/app?sslmode=verify-full&sslrootcert=%2Fca.pem"},
+		// JDBC driver properties are dropped or translated, never sent to
+		// the server as settings.
+		{"jdbc:postgresql://db/app?reWriteBatchedInserts=true&prepareThreshold=0&socketTimeout=30&connectTimeout=5&targetServerType=primary", "", "", "postgres://db/app?connect_timeout=5&sslmode=prefer&target_session_attrs=primary"},
 		{"jdbc:postgresql://db/app?ssl=false&ApplicationName=agent", "", "", "postgres://db/app?application_name=agent&sslmode=disable"},
 		{"postgres://u:p@db/app?sslmode=disable", "ignored", "", "postgres://u:p@db/app?sslmode=disable"},
 		{"host=db dbname=app", "", "", "host=db dbname=app"},
@@ -606,7 +616,7 @@ func TestKeysAreConsistent(t *testing.T) {
 	// Every memory.Config field is reachable from a key.
 	mt := reflect.TypeOf(memory.Config{})
 	for i := 0; i < mt.NumField(); i++ {
-		if _, ok := fieldKeys[mt.Field(i).Name]; !ok {
+		if _, ok := fieldKeys[mt.Field(i).Name]; !ok && mt.Field(i).IsExported() {
 			t.Errorf("memory.Config.%s has no configuration key", mt.Field(i).Name)
 		}
 	}

@@ -408,7 +408,7 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 		// It is DDL, so only where the schema is managed on start.
 		if cfg.Datasource.MigrateOnStart {
 			if err := db.EnableVectorSearch(ctx, rt.DB); err != nil {
-				o.Logger.InfoContext(ctx, "strata serve: catalogue scores in process (no pgvector)", "reason", err)
+				o.Logger.DebugContext(ctx, "strata serve: catalogue scores in process (no pgvector)", "reason", err)
 			}
 		}
 		idx = db.NewCatalogIndex(rt.DB)

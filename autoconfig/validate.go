@@ -29,6 +29,7 @@ func (c *Config) Validate() error {
 	checks := []check{
 		{c.Summary.MaxNarrativeTokens < 1, keyMaxNarrative, "must be >= 1"},
 		{c.Store.MaxSummaries < 0, keyMaxSummaries, "must be >= 0 (0 = 10000)"},
+		{c.Store.MaxSessions < 0, keyMaxSessions, "must be >= 0 (0 = 10000)"},
 		{!isProvider(normalizeProvider(c.Summarizer.Provider)), keySummarizerProvider,
 			"must be one of " + joinNames(knownProviders())},
 		{c.Summarizer.Timeout <= 0, keySummarizerTimeout, "must be > 0 (e.g. 60s)"},
@@ -93,6 +94,10 @@ var fieldKeys = map[string]string{
 	"MaxFailureCooldown":   keyMaxFailureCooldown,
 	"MaxFacts":             keyMaxFacts,
 	"MaxFactValueLen":      keyMaxFactValueLen,
+	"MaxFactsPerFamily":    keyMaxFactsPerFamily,
+	"FactsTokenBudget":     keyFactsTokenBudget,
+	"PinnedFactKeys":       keyPinnedFactKeys,
+	"MaxNarrativeTokens":   keyMaxNarrative,
 	"Policy":               keyPolicy,
 	"BufferMessageCount":   keyBuffer,
 	"FoldTokenThreshold":   keyFoldTokenThreshold,
@@ -116,7 +121,7 @@ var fieldRE = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
 // translateMemoryError reports an error of memory.Config.Validate (a
 // *memory.FieldError) under the field's configuration key, with the field
 // names in its allowed range written as key names ("must be >=
-// recent-message-count (10)"). Other errors are returned unchanged.
+// failure-cooldown (2s)"). Other errors are returned unchanged.
 func (c *Config) translateMemoryError(err error) error {
 	var fe *memory.FieldError
 	if !errors.As(err, &fe) {
@@ -128,7 +133,8 @@ func (c *Config) translateMemoryError(err error) error {
 		}
 		return f
 	})
-	key, ok := fieldKeys[fe.Field]
+	field, _, _ := strings.Cut(fe.Field, "[") // PinnedFactKeys[2]: the list's key
+	key, ok := fieldKeys[field]
 	if !ok {
 		// A memory setting without a key (none today): name the field.
 		return newError(memoryPrefix, fmt.Sprint(fe.Value), "", fe.Field+" must be "+want)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,7 +441,7 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 	if old != nil && !d.supersedes(*old) {
 		return nil // a newer document is already stored
 	}
-	c.titleDoc(ctx, &d, old, sum, first)
+	c.titleDoc(ctx, &d, old, sum, first, recentUserMessages(msgs))
 
 	// The text and its vector, together.
 	var embErr error
@@ -482,9 +483,14 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 }
 
 // titleDoc sets d's title: the pinned one; else the previous one while the
-// focus has not changed; else a new one.
-func (c *Catalog) titleDoc(ctx context.Context, d, old *Doc, sum *summary.Summary, first []string) {
+// focus has not changed; else a new one. The focus of a summarized session
+// is what its user said last (recent): a summary keeps the conversation's
+// opening goal, so it changes too little when the subject does.
+func (c *Catalog) titleDoc(ctx context.Context, d, old *Doc, sum *summary.Summary, first, recent []string) {
 	fp := fingerprint(fingerprintSource(sum, first))
+	if sum != nil && len(recent) > 0 {
+		fp = fingerprint(strings.Join(recent, " "))
+	}
 	var sumVal summary.Summary
 	if sum != nil {
 		sumVal = *sum
@@ -497,7 +503,13 @@ func (c *Catalog) titleDoc(ctx context.Context, d, old *Doc, sum *summary.Summar
 		d.Title, d.Fingerprint = old.Title, old.Fingerprint
 		return
 	}
-	t, err := c.makeTitle(ctx, sumVal, first)
+	titled, from := sumVal, first
+	if old != nil && old.Title != "" && len(recent) > 0 {
+		// The focus moved: title the new subject, from what the user said
+		// last, rather than the goal the conversation opened with.
+		titled, from = summary.Summary{}, recent
+	}
+	t, err := c.makeTitle(ctx, titled, from)
 	switch {
 	case err == nil && t != "":
 		d.Title, d.Fingerprint = t, fp
@@ -587,6 +599,19 @@ func firstUserMessages(msgs []memory.Message) []string {
 			}
 		}
 	}
+	return out
+}
+
+// recentUserMessages returns the non-blank user messages among the newest
+// messages of msgs, at most firstTurns, oldest first.
+func recentUserMessages(msgs []memory.Message) []string {
+	var out []string
+	for i := len(msgs) - 1; i >= 0 && len(out) < firstTurns; i-- {
+		if m := msgs[i]; m.Role == memory.RoleUser && strings.TrimSpace(m.Content) != "" {
+			out = append(out, m.Content)
+		}
+	}
+	slices.Reverse(out)
 	return out
 }
 

@@ -105,8 +105,14 @@ func BenchmarkAppendLargeHistory(b *testing.B) {
 // time, does not depend on the machine's load.
 func tailBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, session string) int {
 	t.Helper()
+	return queryBuffers(t, ctx, d, db.TailSQL, session)
+}
+
+// queryBuffers is tailBuffers for any query taking (session, n, user).
+func queryBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, query, session string) int {
+	t.Helper()
 	var raw []byte
-	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+db.TailSQL, session, tailWindow, "bench"); err != nil {
+	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, session, tailWindow, "bench"); err != nil {
 		t.Fatal(err)
 	}
 	var plans []struct {
@@ -138,6 +144,13 @@ func TestTailReadsOnlyTheWindow(t *testing.T) {
 	t.Logf("pages touched by Tail(%d): 100 messages %d, 100 000 messages %d", tailWindow, small, large)
 	if large > small+10 {
 		t.Errorf("Tail touched %d pages for 100 000 messages vs %d for 100: it reads history, not the window", large, small)
+	}
+	// The load's one statement (tail and summary) reads the window too,
+	// plus a few pages of the session and summary rows.
+	ss, sl := queryBuffers(t, ctx, f.d, db.SnapshotSQL, "small"), queryBuffers(t, ctx, f.d, db.SnapshotSQL, "large")
+	t.Logf("pages touched by Snapshot(%d): 100 messages %d, 100 000 messages %d", tailWindow, ss, sl)
+	if sl > ss+10 || ss > small+10 {
+		t.Errorf("Snapshot touched %d pages for 100 000 messages, %d for 100 (Tail: %d): it reads history, not the window", sl, ss, small)
 	}
 
 	// Wall time, interleaved so that machine load hits both alike.

@@ -192,6 +192,7 @@ func newGuardFixture(t *testing.T) (context.Context, *sqlx.DB, memory.MessageSto
 	ctx := context.Background()
 	d := dbtest.New(t)
 	store, idx := db.NewMessageStore(d), db.NewCatalogIndex(d)
+	ensureSession(t, ctx, store, "s", "alice")
 	r, err := store.Append(ctx, "s", "alice",
 		memory.Message{Role: memory.RoleUser, Content: "My blender is broken."},
 		memory.Message{Role: memory.RoleAssistant, Content: "Sorry."})
@@ -290,6 +291,7 @@ func TestCatalogWriteGuards(t *testing.T) {
 		t.Errorf("%d rows left after the delete (%v)", n, err)
 	}
 	// Created again by its owner: the old incarnation's writes still miss.
+	ensureSession(t, ctx, store, "s", "alice")
 	r2, err := store.Append(ctx, "s", "alice", memory.Message{Role: memory.RoleUser, Content: "Tomatoes on a balcony?"})
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +325,7 @@ func TestCatalogUpsertRacesDelete(t *testing.T) {
 	ctx, _, store, idx, _ := newGuardFixture(t)
 	for round := range 30 {
 		sid := "race" + string(rune('a'+round%26)) + string(rune('0'+round/26))
+		ensureSession(t, ctx, store, sid, "alice")
 		r, err := store.Append(ctx, sid, "alice", memory.Message{Role: memory.RoleUser, Content: "blender"})
 		if err != nil {
 			t.Fatal(err)
@@ -344,6 +347,10 @@ func TestCatalogUpsertRacesDelete(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if err := store.Delete(ctx, sid, "alice"); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := store.Create(ctx, sid, "alice"); err != nil {
 				t.Error(err)
 				return
 			}

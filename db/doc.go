@@ -18,6 +18,15 @@
 // own. MigrateDown, MigrationVersion and MigrateForce serve the command-line
 // tool.
 //
+// # Schema (version 5)
+//
+// Migration 000005 renames Strata's summary table from
+// conversation_summaries to strata_summaries, so that arc-reactor's table
+// of that name can share the schema (databases made since create
+// strata_summaries directly, and migration 000003 renames it for databases
+// still at version 1 or 2). Only a conversation_summaries with Strata's
+// up_to_seq column is renamed; arc-reactor's is never touched.
+//
 // # Schema (version 4)
 //
 // Migration 000004 adds the catalogue's pinned titles to
@@ -31,9 +40,9 @@
 //	                                               sequence strata_session_epoch_seq
 //	strata_sessions.deleted_at  TIMESTAMPTZ NULL   set on a tombstone
 //	strata_sessions.user_id     now NULL on a tombstone (and only there)
-//	conversation_summaries.epoch BIGINT NOT NULL   the incarnation summarized
+//	strata_summaries.epoch BIGINT NOT NULL   the incarnation summarized
 //
-// and drops conversation_summaries.title (titles live in the catalogue) and
+// and drops strata_summaries.title (titles live in the catalogue) and
 // the summary table's foreign key to strata_sessions (the summary store
 // also serves sessions other message stores keep). A CHECK constraint
 // pins the shape of a tombstone: no owner, no messages, no first user
@@ -59,7 +68,7 @@
 // strata_sessions — one row per session id, the owner row:
 //
 //	session_id          TEXT PRIMARY KEY
-//	user_id             TEXT NULL              the owner: the first writer
+//	user_id             TEXT NULL              the owner: the creator
 //	                                           (NULL on a tombstone)
 //	message_count       BIGINT NOT NULL        kept by every append, so Tail's
 //	                                           Total costs nothing
@@ -90,7 +99,11 @@
 // messages of a small session" by walking the newest messages of the whole
 // table backwards.
 //
-// conversation_summaries — one summary per session (the reference's table):
+// strata_summaries — one summary per session. Before version 5 the table
+// was named conversation_summaries, like arc-reactor's own summary table
+// (session_id, narrative, facts_json, summarized_up_to, timestamps), which
+// may therefore share the schema; migration 000005 renamed Strata's.
+// ImportArcReactorSummaries copies arc-reactor's summaries into it:
 //
 //	session_id  TEXT PRIMARY KEY        no foreign key (see version 3)
 //	epoch       BIGINT NOT NULL         the incarnation summarized
@@ -115,11 +128,12 @@
 // session's row lock from the check to the commit; no owner is looked up
 // first and acted on later. Create is one INSERT … ON CONFLICT that
 // inserts the row or revives a tombstone, and otherwise returns no row
-// (memory.ErrSessionExists). Append's first statement is an INSERT … ON
-// CONFLICT … DO UPDATE … WHERE owner = caller OR tombstone: it claims a
-// missing session, revives a deleted one under the caller with a new
-// epoch, or locks the caller's own; no row back means another user's
-// session (memory.ErrNotOwner). Tail and Range are one SELECT each that
+// (memory.ErrSessionExists); only Create makes or revives a session.
+// Append is one statement whose UPDATE of the session row has "owner =
+// caller and live" in its condition: it locks the caller's own session, and
+// when it updates nothing the same statement reports the live owner it saw
+// (another user: memory.ErrNotOwner; none: memory.ErrNotFound, the session
+// is missing or deleted). Tail, Range and Snapshot are one SELECT each that
 // reads the session row and, in a lateral subquery guarded by "owner =
 // caller", the messages: one snapshot decides both. Delete locks the live
 // row FOR UPDATE, checks the owner it read, then tombstones the row in the
@@ -133,20 +147,27 @@
 // reused: a session deleted and re-created under the same id gets higher
 // numbers.
 //
-// Epochs. Each incarnation of a session — created by Create or by a
-// claiming Append, or revived from a tombstone by either — takes a new
+// Epochs. Each incarnation of a session — created by Create, or revived
+// from a tombstone by it — takes a new
 // value of strata_session_epoch_seq, kept on the row and returned by Tail
 // and Append. Values are positive and never reused.
 //
-// Appends. One transaction per Append with messages: the statement above
-// locks the row, and a single INSERT … SELECT FROM unnest(…) writes the
-// whole batch. Any failure rolls everything back, so a user+assistant pair
-// is stored whole or not at all and concurrent pairs never interleave. An
-// Append without messages is the claiming statement alone.
+// Appends. One statement (one implicit transaction, one commit) per Append
+// with messages: a data-modifying CTE updates and locks the session row,
+// and an INSERT … SELECT FROM unnest(…) joined to it writes the whole
+// batch, so every seq is drawn after the lock. Any failure rolls everything
+// back, so a user+assistant pair is stored whole or not at all and
+// concurrent pairs never interleave. It runs on a connection of its own
+// (*sql.Conn), so database/sql never re-runs it after a broken connection,
+// which could store it twice. An Append without messages only reads the
+// session's count and epoch.
 //
 // Loads. Tail is one statement: the session's count plus a backward index
 // scan that stops after n rows, so loading costs the same for 100 or
-// 100 000 stored messages. Range is a forward index range scan.
+// 100 000 stored messages. Range is a forward index range scan. Snapshot
+// (memory.SnapshotReader) is Tail plus the session's summary in one
+// prepared statement: a manager whose summary store is this database's
+// SummaryStore on the same pool loads in one round trip.
 //
 // Deletion. MessageStore.Delete removes the session's messages, summary
 // and catalogue document and turns its row into a tombstone, in one

@@ -12,6 +12,10 @@ import (
 // plan.
 const TailSQL = tailSQL
 
+// SnapshotSQL exposes the Snapshot query to the external tests, which
+// inspect its plan.
+const SnapshotSQL = snapshotSQL
+
 // MigrateTo migrates d up or down to version, for the tests of a
 // migration's handling of existing data.
 func MigrateTo(ctx context.Context, d *sqlx.DB, version uint) error {

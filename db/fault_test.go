@@ -230,6 +230,9 @@ func TestServerRestartUnderLoad(t *testing.T) {
 		firstOKAfter  time.Duration
 		restartOutput []byte
 	)
+	for _, s := range sessions {
+		ensureSession(t, ctx, f.messages, s, "alice")
+	}
 	for w := range 4 {
 		wg.Add(1)
 		go func() {

@@ -55,9 +55,11 @@ func assistant(s string) memory.Message {
 	return memory.Message{Role: memory.RoleAssistant, Content: s}
 }
 
-// mustAppend appends and fails the test on error.
+// mustAppend appends, first creating the session for userID when it is
+// missing (as memory.Manager.Append does), and fails the test on error.
 func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string, msgs ...memory.Message) memory.AppendResult {
 	t.Helper()
+	ensureSession(t, ctx, s, session, userID)
 	res, err := s.Append(ctx, session, userID, msgs...)
 	if err != nil {
 		t.Fatalf("Append(%q, %q): %v", session, userID, err)
@@ -103,4 +105,13 @@ func countRows(t testing.TB, ctx context.Context, d *sqlx.DB, table, session str
 		t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// ensureSession creates session for userID unless it exists already
+// (whoever owns it).
+func ensureSession(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string) {
+	t.Helper()
+	if err := s.Create(ctx, session, userID); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+		t.Fatalf("Create(%q, %q): %v", session, userID, err)
+	}
 }

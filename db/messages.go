@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 // MessageStore is the PostgreSQL memory.MessageStore over strata_sessions
@@ -22,23 +24,27 @@ import (
 // across processes sharing the database.
 //
 // Every method checks the caller's ownership in the same statement as the
-// work it guards, or, for Append and Delete, in a transaction that holds
-// the session's row lock from the check to the commit; no owner is ever
-// looked up first and acted on later.
+// work it guards, or, for Delete, in a transaction that holds the
+// session's row lock from the check to the commit; no owner is ever
+// looked up first and acted on later. The reads of the load path (Tail,
+// Snapshot) run as prepared statements, one round trip each; a connection
+// pooler in transaction mode (PgBouncer before 1.21) cannot carry them.
 type MessageStore struct {
-	d   *sqlx.DB
-	opt options
+	d     *sqlx.DB
+	opt   options
+	stmts *stmtCache
 }
 
 var (
-	_ memory.MessageStore = (*MessageStore)(nil)
-	_ memory.FoldLocker   = (*MessageStore)(nil)
+	_ memory.MessageStore   = (*MessageStore)(nil)
+	_ memory.FoldLocker     = (*MessageStore)(nil)
+	_ memory.SnapshotReader = (*MessageStore)(nil)
 )
 
 // NewMessageStore returns a message store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
 func NewMessageStore(d *sqlx.DB, opts ...Option) memory.MessageStore {
-	return &MessageStore{d: d, opt: buildOptions(opts)}
+	return &MessageStore{d: d, opt: buildOptions(opts), stmts: newStmtCache(d)}
 }
 
 // firstUserMessageMax caps, in characters, the copy of a session's first
@@ -85,64 +91,66 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 	return nil
 }
 
-// appendSessionSQL claims, revives or locks the session row for an append
-// by $2 of $3 messages, and returns the count after the append and the
-// epoch. A missing session is created owned by $2; a deleted one (a
-// tombstone) is revived owned by $2 with a new epoch and fresh counters;
-// a live one is updated only when $2 owns it. In every case the row is
-// then locked until the transaction ends, which serializes appends to one
-// session across processes and keeps a concurrent Delete out. No row
-// comes back when another user owns the live session.
+// appendSQL appends a batch of messages ($3.. column arrays, $9 first
+// user message, $10 batch size) to the live session $1 as $2, in one
+// statement, hence one implicit transaction and one round trip:
 //
-// last_activity is the time the row is written (clock_timestamp, after
-// the lock was taken), so it never goes back for a session; an append of
-// no messages leaves it alone.
-const appendSessionSQL = `
-INSERT INTO strata_sessions AS s
-       (session_id, user_id, message_count, first_user_message, created_at, last_activity)
-VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp())
-ON CONFLICT (session_id) DO UPDATE
-   SET user_id            = EXCLUDED.user_id,
-       epoch              = CASE WHEN s.deleted_at IS NULL THEN s.epoch ELSE EXCLUDED.epoch END,
-       message_count      = CASE WHEN s.deleted_at IS NULL THEN s.message_count ELSE 0 END
-                            + EXCLUDED.message_count,
-       first_user_message = CASE WHEN s.deleted_at IS NULL
-                                 THEN COALESCE(s.first_user_message, EXCLUDED.first_user_message)
-                                 ELSE EXCLUDED.first_user_message END,
-       created_at         = CASE WHEN s.deleted_at IS NULL THEN s.created_at ELSE EXCLUDED.created_at END,
-       last_activity      = CASE WHEN s.deleted_at IS NULL AND EXCLUDED.message_count = 0
-                                 THEN s.last_activity ELSE EXCLUDED.last_activity END,
-       deleted_at         = NULL
- WHERE s.user_id = EXCLUDED.user_id OR s.deleted_at IS NOT NULL
-RETURNING message_count, epoch`
-
-// appendMessagesSQL inserts the whole batch in one statement. seq defaults
-// to the global sequence and is drawn in ord order, after the session row
-// lock above was taken. Every message of the batch gets the statement's
-// start time, which follows the lock as well.
-const appendMessagesSQL = `
-WITH ins AS (
+//   - s updates the session row only when $2 owns it and it is live: the
+//     ownership check is the UPDATE's own condition. The update takes the
+//     row lock, held until the statement commits, which serializes appends
+//     to one session across processes and keeps a concurrent Delete out.
+//     A writer that had to wait for the lock re-checks the condition on
+//     the row as the lock holder left it (PostgreSQL's EvalPlanQual), so
+//     an append that waited for a delete finds the tombstone and stores
+//     nothing.
+//   - ins inserts the batch only for the row s returned (it joins s), so
+//     every seq, drawn in batch order from the global sequence by the
+//     column default, is drawn after the lock was taken: seqs of a session
+//     increase in commit order. created_at is the time each row is formed,
+//     after the lock, so it never goes back within a session either.
+//   - The result row has the count after the append and the epoch, both
+//     from s, the last seq, and, only when s updated nothing, the live
+//     session's owner as the statement's snapshot saw it (NULL: missing or
+//     deleted), which tells ErrNotFound from ErrNotOwner.
+const appendSQL = `
+WITH s AS (
+    UPDATE strata_sessions
+       SET message_count      = message_count + $10,
+           first_user_message = COALESCE(first_user_message, $9),
+           last_activity      = clock_timestamp()
+     WHERE session_id = $1 AND user_id = $2 AND deleted_at IS NULL
+    RETURNING message_count, epoch
+), ins AS (
     INSERT INTO strata_messages
            (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
     SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
-           b.name, NULLIF(b.metadata, '')::jsonb, $2, statement_timestamp()
-      FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+           b.name, NULLIF(b.metadata, '')::jsonb, $2, clock_timestamp()
+      FROM s, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
            WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, ord)
      ORDER BY b.ord
     RETURNING seq
 )
-SELECT max(seq) FROM ins`
+SELECT (SELECT message_count FROM s) AS total, (SELECT epoch FROM s) AS epoch,
+       (SELECT max(seq) FROM ins) AS last_seq,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM s)
+            THEN (SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL)
+       END AS owner`
 
-// Append implements memory.MessageStore. The batch is written in one
-// transaction: the session row is claimed (created, or revived after a
-// delete, owned by the caller) or locked with the ownership check in the
-// same statement (appendSessionSQL), every message is inserted by one
-// statement and the session's count is updated, or nothing is. With no
-// messages the single claiming statement runs alone. Invalid messages
-// (see memory.Message.Validate) return memory.ErrInvalidMessage and
-// another user's session memory.ErrNotOwner, both wrapped, storing
-// nothing. Seq, UserID and CreatedAt of msgs are ignored: the store
-// assigns them.
+// countSQL reads a live session's owner, count and epoch: the answer of an
+// append of no messages.
+const countSQL = `
+SELECT user_id, message_count, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL`
+
+// Append implements memory.MessageStore in one statement (appendSQL): the
+// ownership check, the session row's lock and counters and the insertion
+// of every message happen together, or nothing does. A missing or deleted
+// session returns memory.ErrNotFound (only Create creates sessions),
+// another user's memory.ErrNotOwner; invalid messages (see
+// memory.Message.Validate) and ids PostgreSQL cannot store return
+// memory.ErrInvalidMessage; all wrapped,
+// storing nothing. With no messages Append only reads the session's count
+// and epoch, changing nothing. Seq, UserID and CreatedAt of msgs are
+// ignored: the store assigns them.
 func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msgs ...memory.Message) (memory.AppendResult, error) {
 	if !validID(sessionID) {
 		return memory.AppendResult{}, fmt.Errorf("db: append: %w: session id %s", memory.ErrInvalidMessage, invalidID)
@@ -154,49 +162,64 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	if err != nil {
 		return memory.AppendResult{}, fmt.Errorf("db: append: %w", err)
 	}
-	fail := func(step string, err error) (memory.AppendResult, error) {
-		return memory.AppendResult{}, fmt.Errorf("db: append to session %q: %s: %w", sessionID, step, classify(ctx, err))
+	fail := func(err error) (memory.AppendResult, error) {
+		return memory.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, classify(ctx, err))
 	}
-	notOwner := func() (memory.AppendResult, error) {
-		return memory.AppendResult{}, fmt.Errorf("db: append to session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+	missing := func(owner sql.NullString) (memory.AppendResult, error) {
+		if owner.Valid && owner.String != userID {
+			return memory.AppendResult{}, fmt.Errorf("db: append to session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+		}
+		// Missing, deleted, or deleted while the append waited for its lock.
+		return memory.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, memory.ErrNotFound)
 	}
 
-	var total, epoch int64
 	if len(msgs) == 0 {
-		err := s.d.QueryRowxContext(ctx, appendSessionSQL, sessionID, userID, 0, nil).Scan(&total, &epoch)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notOwner()
-		}
+		st, err := s.stmts.get(ctx, countSQL)
 		if err != nil {
-			return fail("claim session", err)
+			return fail(err)
+		}
+		var owner sql.NullString
+		var total, epoch int64
+		err = st.QueryRowxContext(ctx, sessionID).Scan(&owner, &total, &epoch)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return missing(sql.NullString{})
+		case err != nil:
+			return fail(err)
+		case owner.String != userID:
+			return missing(owner)
 		}
 		return memory.AppendResult{Total: int(total), Epoch: epoch}, nil
 	}
 
-	tx, err := s.d.BeginTxx(ctx, nil)
+	// On a connection of its own: database/sql re-runs a statement on
+	// another connection when the driver reports the first one broken, which
+	// lib/pq also does when the connection drops after the server committed;
+	// re-running an append would store it twice. On a *sql.Conn it is never
+	// re-run: a broken connection is an error (ErrUnavailable) and the
+	// caller decides. lib/pq sends an unprepared statement in two round
+	// trips (parse, then bind and execute); the write is still one statement
+	// and one commit.
+	conn, err := s.d.Conn(ctx)
 	if err != nil {
-		return fail("begin", err)
+		return fail(err)
 	}
-	defer func() { _ = tx.Rollback() }() // no-op after Commit
-
-	err = tx.QueryRowxContext(ctx, appendSessionSQL, sessionID, userID, len(msgs), b.firstUser).Scan(&total, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notOwner()
-	}
-	if err != nil {
-		return fail("lock session", err)
-	}
-	var last sql.NullInt64
-	err = tx.QueryRowxContext(ctx, appendMessagesSQL, sessionID, userID,
+	defer conn.Close()
+	var (
+		total, epoch, last sql.NullInt64
+		owner              sql.NullString
+	)
+	err = conn.QueryRowContext(ctx, appendSQL, sessionID, userID,
 		pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
-		pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata)).Scan(&last)
+		pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata),
+		b.firstUser, len(msgs)).Scan(&total, &epoch, &last, &owner)
 	if err != nil {
-		return fail("insert messages", err)
+		return fail(err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fail("commit", err)
+	if !total.Valid {
+		return missing(owner)
 	}
-	return memory.AppendResult{Total: int(total), LastSeq: last.Int64, Epoch: epoch}, nil
+	return memory.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
 }
 
 // batch holds one Append's messages as parallel column arrays, the shape
@@ -284,7 +307,11 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 	if !validID(sessionID) {
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, memory.ErrNotFound)
 	}
-	rows, err := s.d.QueryContext(ctx, tailSQL, sessionID, max(n, 0), userID)
+	st, err := s.stmts.get(ctx, tailSQL)
+	if err != nil {
+		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
+	}
+	rows, err := st.QueryContext(ctx, sessionID, max(n, 0), userID)
 	if err != nil {
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
@@ -324,6 +351,137 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 	// Newest first from the index; the contract wants oldest first.
 	slices.Reverse(out.Messages)
 	return out, nil
+}
+
+// snapshotSQL is tailSQL plus the session's summary, in one statement
+// (one snapshot, one round trip). The first branch yields one row with the
+// live session's owner, count and epoch and, only when $3 owns it, its
+// summary columns (NULL when it has none); the second yields the newest $2
+// messages, again only for the owner, walking the (session_id, seq)
+// primary key backwards as tailSQL does. A missing or deleted session
+// yields no row. The session row is read once (s is materialized), so
+// both branches see the same owner.
+const snapshotSQL = `
+WITH s AS MATERIALIZED (
+    SELECT user_id, message_count, epoch
+      FROM strata_sessions
+     WHERE session_id = $1 AND deleted_at IS NULL
+)
+SELECT s.user_id AS owner, s.message_count, s.epoch,
+       NULL::bigint AS seq, NULL::text AS role, NULL::text AS content, NULL::jsonb AS tool_calls,
+       NULL::text AS tool_call_id, NULL::text AS name, NULL::jsonb AS metadata,
+       NULL::text AS m_user_id, NULL::timestamptz AS m_created_at,
+       cs.epoch AS s_epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version,
+       cs.created_at AS s_created_at, cs.updated_at AS s_updated_at
+  FROM s
+  LEFT JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $3
+UNION ALL
+SELECT NULL, NULL, NULL,
+       m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at,
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM s
+ CROSS JOIN LATERAL (
+        SELECT ` + messageColumns + `
+          FROM strata_messages
+         WHERE session_id = $1 AND s.user_id = $3
+         ORDER BY seq DESC
+         LIMIT $2
+       ) m`
+
+// ReadsSummariesOf implements memory.SnapshotReader: Snapshot's summary is
+// the one sums stores when sums is a SummaryStore of this package on the
+// same pool (same database, same schema). For any other summary store the
+// manager reads the tail and the summary in two calls.
+func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
+	ss, ok := sums.(*SummaryStore)
+	return ok && ss.d == s.d
+}
+
+// Snapshot implements memory.SnapshotReader: Tail's result and the
+// session's stored summary (nil when none), read by one prepared
+// statement (snapshotSQL), so the ownership decision, the messages and the
+// summary come from one snapshot. The summary is returned whatever its
+// epoch; the caller compares it with the tail's. Facts that cannot be
+// decoded are dropped with a logged warning, as SummaryStore.Get does.
+func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n int) (memory.Tail, *summary.Summary, error) {
+	fail := func(err error) (memory.Tail, *summary.Summary, error) {
+		return memory.Tail{}, nil, fmt.Errorf("db: snapshot of session %q: %w", sessionID, err)
+	}
+	if !validID(sessionID) {
+		return fail(memory.ErrNotFound)
+	}
+	st, err := s.stmts.get(ctx, snapshotSQL)
+	if err != nil {
+		return fail(classify(ctx, err))
+	}
+	rows, err := st.QueryContext(ctx, sessionID, max(n, 0), userID)
+	if err != nil {
+		return fail(classify(ctx, err))
+	}
+	defer rows.Close()
+	type summaryCols struct {
+		Epoch, UpToSeq, Version sql.NullInt64
+		Narrative               sql.NullString
+		Facts                   []byte
+		CreatedAt, UpdatedAt    sql.NullTime
+	}
+	var (
+		out   memory.Tail
+		owner sql.NullString
+		sr    summaryCols // from the session row
+		found bool
+	)
+	for rows.Next() {
+		var (
+			rowOwner     sql.NullString
+			total, epoch sql.NullInt64
+			r            messageRow
+			row          summaryCols
+		)
+		if err := rows.Scan(&rowOwner, &total, &epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
+			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
+			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt); err != nil {
+			return fail(classify(ctx, err))
+		}
+		if rowOwner.Valid { // the session row
+			found, owner, sr = true, rowOwner, row
+			out.Total, out.Epoch = int(total.Int64), epoch.Int64
+			continue
+		}
+		m, err := r.message()
+		if err != nil {
+			return fail(err)
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(classify(ctx, err))
+	}
+	switch {
+	case !found:
+		return fail(memory.ErrNotFound)
+	case owner.String != userID:
+		return memory.Tail{}, nil, fmt.Errorf("db: snapshot of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+	}
+	slices.SortFunc(out.Messages, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	if !sr.UpToSeq.Valid {
+		return out, nil, nil
+	}
+	facts, ferr := decodeFacts(sr.Facts)
+	if ferr != nil {
+		s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
+			"session_id", sessionID, "kept", len(facts), "error", ferr)
+	}
+	return out, &summary.Summary{
+		SessionID: sessionID,
+		Narrative: sr.Narrative.String,
+		Facts:     facts,
+		UpToSeq:   sr.UpToSeq.Int64,
+		Epoch:     sr.Epoch.Int64,
+		Version:   sr.Version.Int64,
+		CreatedAt: sr.CreatedAt.Time,
+		UpdatedAt: sr.UpdatedAt.Time,
+	}, nil
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its
@@ -450,7 +608,7 @@ SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL
 // running keeps its lease until it releases it or the lease expires.
 const deleteSessionSQL = `
 WITH m AS (DELETE FROM strata_messages        WHERE session_id = $1),
-     c AS (DELETE FROM conversation_summaries WHERE session_id = $1),
+     c AS (DELETE FROM strata_summaries       WHERE session_id = $1),
      x AS (DELETE FROM strata_session_index   WHERE session_id = $1)
 UPDATE strata_sessions
    SET user_id = NULL, deleted_at = clock_timestamp(), message_count = 0,

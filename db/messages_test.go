@@ -185,19 +185,18 @@ func TestAppendBatchIsAtomic(t *testing.T) {
 	ctx := testCtx(t)
 	installFailingTrigger(t, f)
 
-	// A new session: neither the messages nor the ownership survive.
+	// A new session: none of the messages survive, nor the count.
+	ensureSession(t, ctx, f.messages, "new", "alice")
 	_, err := f.messages.Append(ctx, "new", "alice", user("q1"), assistant("a1"), user("q2"), assistant("boom"), user("q3"))
 	if err == nil || !strings.Contains(err.Error(), "boom rejected") || !strings.HasPrefix(err.Error(), "db: append") {
 		t.Fatalf("err = %v, want the wrapped trigger error", err)
 	}
-	if _, _, _, exists := sessionRow(t, ctx, f.d, "new"); exists {
-		t.Error("a failed first append left the session behind")
-	}
 	if n := countRows(t, ctx, f.d, "strata_messages", "new"); n != 0 {
 		t.Errorf("%d messages stored, want 0", n)
 	}
-	// The failed append claimed nothing: another user may still start it.
-	mustAppend(t, ctx, f.messages, "new", "bob", user("hi"))
+	if tail, err := f.messages.Tail(ctx, "new", "alice", 0); err != nil || tail.Total != 0 {
+		t.Errorf("after failed first append: Tail = %+v, %v; want an empty session", tail, err)
+	}
 
 	// An existing session: the count and the history are unchanged.
 	mustAppend(t, ctx, f.messages, "old", "alice", user("q1"), assistant("a1"))
@@ -316,7 +315,12 @@ func TestConcurrentFirstWritersOneOwner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = f.messages.Append(ctx, "contested", fmt.Sprintf("user-%d", i), user(fmt.Sprintf("from %d", i)), assistant("ok"))
+			u := fmt.Sprintf("user-%d", i)
+			if err := f.messages.Create(ctx, "contested", u); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+				errs[i] = err
+				return
+			}
+			_, errs[i] = f.messages.Append(ctx, "contested", u, user(fmt.Sprintf("from %d", i)), assistant("ok"))
 		}()
 	}
 	close(start)
@@ -447,7 +451,7 @@ func TestDeleteLeavesTombstone(t *testing.T) {
 	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"strata_messages", "conversation_summaries", "strata_session_index"} {
+	for _, table := range []string{"strata_messages", "strata_summaries", "strata_session_index"} {
 		if n := countRows(t, ctx, f.d, table, "s"); n != 0 {
 			t.Errorf("%s still has %d rows of the deleted session", table, n)
 		}
@@ -534,7 +538,14 @@ func TestDeleteRacesWithAppends(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := f.messages.Append(ctx, "s", "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i))); err != nil {
+				// As the manager does: create when missing (a delete won), then append.
+				_, err := f.messages.Append(ctx, "s", "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i)))
+				if errors.Is(err, memory.ErrNotFound) {
+					if err = f.messages.Create(ctx, "s", "alice"); errors.Is(err, memory.ErrSessionExists) {
+						err = nil
+					}
+				}
+				if err != nil {
 					t.Errorf("append: %v", err)
 					return
 				}
@@ -567,6 +578,7 @@ func TestConcurrentAppendsKeepPairsAdjacent(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
 	const n = 20
+	ensureSession(t, ctx, f.messages, "s", "alice")
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	totals := make([]int, n)

@@ -7,11 +7,15 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database/postgres"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // MigrationsTable is the table in which golang-migrate records Strata's
@@ -27,6 +31,12 @@ var migrationsFS embed.FS
 // on an up-to-date database does nothing and returns nil. Concurrent calls
 // from several replicas are serialized by golang-migrate's advisory lock.
 // Cancelling ctx stops between migration files.
+//
+// Each migration file runs statement by statement in one transaction: a
+// failure rolls the whole file back and is returned as a *MigrationError
+// naming the statement that failed and the command that recovers. A
+// database left dirty by an earlier failure is reported as a
+// *DirtySchemaError.
 func Migrate(ctx context.Context, d *sqlx.DB) error {
 	return withMigrate(ctx, d, "migrate up", func(m *migrate.Migrate) error {
 		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
@@ -66,6 +76,9 @@ func MigrationVersion(ctx context.Context, d *sqlx.DB) (version uint, dirty bool
 // the dirty flag, without running any migration. Use it to recover by hand
 // after a migration failed half-way; version -1 means "none applied".
 func MigrateForce(ctx context.Context, d *sqlx.DB, version int) error {
+	if version < -1 {
+		return fmt.Errorf("db: migrate force: version %d: want -1 (none) or a migration version", version)
+	}
 	return withMigrate(ctx, d, "migrate force", func(m *migrate.Migrate) error {
 		return m.Force(version)
 	})
@@ -102,11 +115,12 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 		_ = conn.Close()
 		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
 	}
-	drv, err := postgres.WithConnection(ctx, conn, &postgres.Config{MigrationsTable: MigrationsTable})
+	pg, err := postgres.WithConnection(ctx, conn, &postgres.Config{MigrationsTable: MigrationsTable})
 	if err != nil {
 		_ = conn.Close()
 		return fmt.Errorf("db: %s: %w", op, err)
 	}
+	drv := &statementDriver{Postgres: pg, conn: conn, ctx: context.WithoutCancel(ctx)}
 	src, err := iofs.New(migrationsFS, "migrations")
 	if err != nil {
 		_ = drv.Close()
@@ -142,6 +156,10 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 	}()
 
 	if err := fn(m); err != nil {
+		var dirty migrate.ErrDirty
+		if errors.As(err, &dirty) {
+			err = &DirtySchemaError{Version: dirty.Version}
+		}
 		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
 	}
 	if err := ctx.Err(); err != nil {
@@ -173,4 +191,375 @@ func LatestMigration() uint {
 		}
 	}
 	return latest
+}
+
+// previousMigration returns the newest embedded migration version below
+// version, or -1 when there is none.
+func previousMigration(version uint) int {
+	entries, _ := migrationsFS.ReadDir("migrations") // embedded: cannot fail
+	prev := -1
+	for _, e := range entries {
+		var v uint
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v < version && int(v) > prev {
+			prev = int(v)
+		}
+	}
+	return prev
+}
+
+// statementDriver is golang-migrate's PostgreSQL driver with its own way
+// of running a migration file: statement by statement, in one transaction
+// on the migration's pinned connection. A failure rolls the file back and
+// names the statement that failed (golang-migrate's driver sends the file
+// as one query, and its error quotes the whole file).
+type statementDriver struct {
+	*postgres.Postgres
+	conn *sql.Conn
+	// ctx runs the statements: the migration's context without its
+	// cancellation, so that cancelling stops between files, never half-way
+	// through one.
+	ctx context.Context
+}
+
+// Run runs one migration file.
+func (d *statementDriver) Run(migration io.Reader) error {
+	body, err := io.ReadAll(migration)
+	if err != nil {
+		return err
+	}
+	file, version, up := identifyMigration(body)
+	fail := func(st sqlStatement, err error) error {
+		if _, rerr := d.conn.ExecContext(d.ctx, "ROLLBACK"); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		me := &MigrationError{File: file, Version: version, Up: up, Line: st.Line,
+			Statement: st.Text, Err: err, SchemaVersion: -2}
+		if file != "" {
+			me.SchemaVersion = int(version)
+			if up {
+				me.SchemaVersion = previousMigration(version)
+			}
+		}
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Position != "" {
+			var pos int
+			if _, serr := fmt.Sscanf(pqErr.Position, "%d", &pos); serr == nil && pos > 0 {
+				me.Line = st.Line + strings.Count(runePrefix(st.Text, pos-1), "\n")
+			}
+		}
+		return me
+	}
+	if _, err := d.conn.ExecContext(d.ctx, "BEGIN"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	for _, st := range splitStatements(string(body)) {
+		if _, err := d.conn.ExecContext(d.ctx, st.Text); err != nil {
+			return fail(st, err)
+		}
+	}
+	if _, err := d.conn.ExecContext(d.ctx, "COMMIT"); err != nil {
+		return fail(sqlStatement{Text: "COMMIT", Line: 1 + strings.Count(string(body), "\n")}, err)
+	}
+	return nil
+}
+
+// runePrefix returns the first n characters of s (all of s when shorter).
+func runePrefix(s string, n int) string {
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// identifyMigration finds the embedded migration file whose content is
+// body: its name, version and direction ("" when none matches).
+func identifyMigration(body []byte) (file string, version uint, up bool) {
+	entries, _ := migrationsFS.ReadDir("migrations") // embedded: cannot fail
+	for _, e := range entries {
+		data, err := migrationsFS.ReadFile("migrations/" + e.Name())
+		if err != nil || string(data) != string(body) {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &version); err != nil {
+			continue
+		}
+		return e.Name(), version, strings.HasSuffix(e.Name(), ".up.sql")
+	}
+	return "", 0, false
+}
+
+// MigrationError is a migration statement that failed. Migrate runs each
+// migration file in one transaction, so the file was rolled back as a
+// whole: the schema is still at SchemaVersion, but golang-migrate has
+// recorded the failed migration's target version as dirty, and refuses to
+// migrate until the version is forced back (strata migrate force, or
+// MigrateForce) once the cause is fixed.
+type MigrationError struct {
+	// File is the migration file, e.g. "000004_catalog_titles.up.sql"
+	// ("" when it could not be identified).
+	File string
+	// Version is the file's migration version; Up its direction.
+	Version uint
+	Up      bool
+	// Line is the line of File where the error is (where the failed
+	// statement starts when PostgreSQL gives no position).
+	Line int
+	// Statement is the statement that failed, as written in File.
+	Statement string
+	// SchemaVersion is the version the schema is at after the rollback,
+	// the version to force: -1 for none, -2 when unknown.
+	SchemaVersion int
+	// Err is the database's error.
+	Err error
+}
+
+// maxStatementShown caps the statement quoted by MigrationError.Error.
+const maxStatementShown = 400
+
+// Error names the file, line and statement, the database's error, and the
+// commands that recover.
+func (e *MigrationError) Error() string {
+	stmt := strings.TrimSuffix(strings.Join(strings.Fields(e.Statement), " "), ";")
+	if utf8.RuneCountInString(stmt) > maxStatementShown {
+		stmt = runePrefix(stmt, maxStatementShown-1) + "…"
+	}
+	file := e.File
+	if file == "" {
+		file = "a migration"
+	}
+	msg := fmt.Sprintf("%s failed at line %d: %v; failed statement: %s", file, e.Line, e.Err, stmt)
+	if e.SchemaVersion < -1 {
+		return msg + "; the file was rolled back but the schema is recorded as dirty: check `strata migrate version`, then force the version the schema is at with `strata migrate force VERSION`"
+	}
+	at := "none"
+	if e.SchemaVersion >= 0 {
+		at = fmt.Sprint(e.SchemaVersion)
+	}
+	return msg + fmt.Sprintf("; the file was rolled back, so the schema is still at version %s but is recorded as dirty: "+
+		"fix the cause, then run `strata migrate force %d` and `strata migrate up` again", at, e.SchemaVersion)
+}
+
+// Unwrap returns the database's error.
+func (e *MigrationError) Unwrap() error { return e.Err }
+
+// DirtySchemaError reports a schema version recorded as dirty by an
+// earlier failed migration: migrations refuse to run until the version is
+// forced to the one the schema is at.
+type DirtySchemaError struct {
+	// Version is the dirty version recorded.
+	Version int
+}
+
+// Error says how to recover.
+func (e *DirtySchemaError) Error() string {
+	prev := -1
+	if e.Version >= 0 {
+		prev = previousMigration(uint(e.Version))
+	}
+	at := "none"
+	if prev >= 0 {
+		at = fmt.Sprint(prev)
+	}
+	msg := fmt.Sprintf("the schema is recorded as dirty at version %d: an earlier migration failed and was rolled back. "+
+		"If it was migration %d going up, the schema is still at version %s: fix the cause, then run `strata migrate force %d` and `strata migrate up`",
+		e.Version, e.Version, at, prev)
+	if next := nextMigration(e.Version); next > 0 {
+		msg += fmt.Sprintf(" (if migration %d failed going down, it is at version %d: `strata migrate force %d`)", next, next, next)
+	}
+	return msg
+}
+
+// nextMigration returns the oldest embedded migration version above
+// version, or -1 when there is none.
+func nextMigration(version int) int {
+	entries, _ := migrationsFS.ReadDir("migrations") // embedded: cannot fail
+	next := -1
+	for _, e := range entries {
+		var v int
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > version && (next < 0 || v < next) {
+			next = v
+		}
+	}
+	return next
+}
+
+// sqlStatement is one statement of a migration file and the line it starts
+// on.
+type sqlStatement struct {
+	Text string
+	Line int
+}
+
+// splitStatements splits a PostgreSQL script at the semicolons that end
+// statements, skipping those in quotes ('…', E'…', "…", $tag$…$tag$) and
+// comments (--, nested /* */). Statements are returned without their
+// leading comments; pieces holding only comments and spaces are dropped.
+func splitStatements(script string) []sqlStatement {
+	var out []sqlStatement
+	start := 0
+	flush := func(end int) {
+		piece := script[start:end]
+		skip := skipSpaceAndComments(piece)
+		if text := strings.TrimSpace(piece[skip:]); text != "" && text != ";" {
+			out = append(out, sqlStatement{Text: text, Line: 1 + strings.Count(script[:start+skip], "\n")})
+		}
+		start = end
+	}
+	n := len(script)
+	for i := 0; i < n; {
+		c := script[i]
+		switch {
+		case c == '-' && i+1 < n && script[i+1] == '-':
+			i = skipLineComment(script, i)
+		case c == '/' && i+1 < n && script[i+1] == '*':
+			i = skipBlockComment(script, i)
+		case c == '\'':
+			escapes := i > 0 && (script[i-1] == 'E' || script[i-1] == 'e') && (i < 2 || !isIdentByte(script[i-2]))
+			i = skipQuoted(script, i, '\'', escapes)
+		case c == '"':
+			i = skipQuoted(script, i, '"', false)
+		case c == '$' && (i == 0 || !isIdentByte(script[i-1])):
+			if tag := dollarTag(script[i:]); tag != "" {
+				if end := strings.Index(script[i+len(tag):], tag); end >= 0 {
+					i += len(tag) + end + len(tag)
+				} else {
+					i = n
+				}
+			} else {
+				i++
+			}
+		case c == ';':
+			i++
+			flush(i)
+		default:
+			i++
+		}
+	}
+	flush(n)
+	return out
+}
+
+// skipSpaceAndComments returns the offset of the first character of s that
+// is neither space nor inside a comment.
+func skipSpaceAndComments(s string) int {
+	i := 0
+	for i < len(s) {
+		switch {
+		case s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f':
+			i++
+		case strings.HasPrefix(s[i:], "--"):
+			i = skipLineComment(s, i)
+		case strings.HasPrefix(s[i:], "/*"):
+			i = skipBlockComment(s, i)
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func skipLineComment(s string, i int) int {
+	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+		return i + j + 1
+	}
+	return len(s)
+}
+
+// skipBlockComment skips a /* */ comment, which nests in PostgreSQL.
+func skipBlockComment(s string, i int) int {
+	depth := 0
+	for i < len(s) {
+		switch {
+		case strings.HasPrefix(s[i:], "/*"):
+			depth++
+			i += 2
+		case strings.HasPrefix(s[i:], "*/"):
+			depth--
+			i += 2
+			if depth == 0 {
+				return i
+			}
+		default:
+			i++
+		}
+	}
+	return i
+}
+
+// skipQuoted skips a quoted string or identifier starting at s[i] == q; a
+// doubled quote is part of it, as is a backslash-escaped character when
+// escapes (E'…' strings).
+func skipQuoted(s string, i int, q byte, escapes bool) int {
+	for i++; i < len(s); i++ {
+		switch {
+		case escapes && s[i] == '\\':
+			i++
+		case s[i] == q:
+			if i+1 < len(s) && s[i+1] == q {
+				i++
+				continue
+			}
+			return i + 1
+		}
+	}
+	return len(s)
+}
+
+// dollarTag returns the dollar-quote tag s starts with ("$$", "$body$"), or
+// "" when s does not start with one.
+func dollarTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1]
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+		case c >= '0' && c <= '9' && j > 1:
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// ErrSchemaNotMigrated means that the database lacks Strata's schema, or
+// holds an older version of it than this build needs.
+var ErrSchemaNotMigrated = errors.New("the database schema is missing or not migrated: run `strata migrate up` (or db.Migrate)")
+
+// CheckSchema returns nil when d's schema is at LatestMigration or newer
+// and clean. Otherwise it returns an error wrapping ErrSchemaNotMigrated
+// (no migration applied, or an older version), or a *DirtySchemaError. It
+// only reads: golang-migrate's version table is not created when missing.
+func CheckSchema(ctx context.Context, d *sqlx.DB) error {
+	if d == nil {
+		return errors.New("db: check schema: nil database")
+	}
+	var version int64
+	var dirty bool
+	err := d.QueryRowContext(ctx, `SELECT version, dirty FROM `+pq.QuoteIdentifier(MigrationsTable)+` LIMIT 1`).Scan(&version, &dirty)
+	switch {
+	case IsMissingTable(err), errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("db: no migration applied: %w", ErrSchemaNotMigrated)
+	case err != nil:
+		return fmt.Errorf("db: check schema: %w", classify(ctx, err))
+	case dirty:
+		return fmt.Errorf("db: %w", &DirtySchemaError{Version: int(version)})
+	case version < int64(LatestMigration()):
+		return fmt.Errorf("db: schema version %d, this build needs %d: %w", version, LatestMigration(), ErrSchemaNotMigrated)
+	}
+	return nil
+}
+
+// IsMissingTable reports whether err is PostgreSQL's undefined_table
+// (SQLSTATE 42P01): a query ran against a database that lacks one of the
+// tables it names, typically one Strata's migrations were never applied to.
+func IsMissingTable(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && pqErr.Code == "42P01"
 }

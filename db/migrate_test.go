@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := schemaObjects(t, ctx, d)
-	for _, want := range []string{"r:strata_sessions", "r:strata_messages", "r:conversation_summaries", "r:strata_fold_leases",
+	for _, want := range []string{"r:strata_sessions", "r:strata_messages", "r:strata_summaries", "r:strata_fold_leases",
 		"r:strata_session_index", "i:strata_messages_pkey", "S:strata_messages_seq_seq", "S:strata_session_epoch_seq"} {
 		if !contains(up, want) {
 			t.Errorf("after up, %s is missing from %v", want, up)
@@ -161,7 +162,7 @@ func TestMigration3KeepsExistingData(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO strata_sessions (session_id, user_id, message_count, first_user_message) VALUES ('a', 'alice', 2, 'hello'), ('b', 'bob', 0, NULL)`,
 		`INSERT INTO strata_messages (session_id, role, content, user_id) VALUES ('a', 'user', 'hello', 'alice'), ('a', 'assistant', 'hi', 'alice')`,
-		`INSERT INTO conversation_summaries (session_id, narrative, up_to_seq, title) SELECT 'a', 'old narrative', max(seq), 'Greetings' FROM strata_messages`,
+		`INSERT INTO strata_summaries (session_id, narrative, up_to_seq, title) SELECT 'a', 'old narrative', max(seq), 'Greetings' FROM strata_messages`,
 		`INSERT INTO strata_session_index (session_id, title, source) VALUES ('a', 'Greetings', 'turns')`,
 	} {
 		if _, err := d.ExecContext(ctx, q); err != nil {
@@ -213,7 +214,7 @@ func TestMigration3KeepsExistingData(t *testing.T) {
 		t.Errorf("%d messages of a at version 2 (%v), want 2", n, err)
 	}
 	var narrative string
-	if err := d.GetContext(ctx, &narrative, `SELECT narrative FROM conversation_summaries WHERE session_id = 'a'`); err != nil || narrative != "newer" {
+	if err := d.GetContext(ctx, &narrative, `SELECT narrative FROM strata_summaries WHERE session_id = 'a'`); err != nil || narrative != "newer" {
 		t.Errorf("summary of a at version 2 = %q (%v)", narrative, err)
 	}
 	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM strata_session_index`); err != nil || n != 1 {
@@ -228,4 +229,173 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestMigrationFailureNamesStatement breaks a migration on purpose: the
+// error names the file, the line and the statement that failed (not the
+// whole file), the file is rolled back as a whole, and the version to
+// force is the one the schema is still at.
+func TestMigrationFailureNamesStatement(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+
+	// The first file's second table already exists, with another shape.
+	if _, err := d.ExecContext(ctx, `CREATE TABLE strata_messages (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Migrate(ctx, d)
+	var me *db.MigrationError
+	if !errors.As(err, &me) {
+		t.Fatalf("Migrate = %v, want a *MigrationError", err)
+	}
+	if me.File != "000001_init.up.sql" || me.Version != 1 || !me.Up || me.SchemaVersion != -1 {
+		t.Fatalf("MigrationError = %+v", me)
+	}
+	if !strings.HasPrefix(me.Statement, "CREATE TABLE strata_messages (") || strings.Contains(me.Statement, "CREATE TABLE strata_sessions") || !strings.HasSuffix(me.Statement, ");") {
+		t.Fatalf("statement = %q, want only the CREATE TABLE strata_messages statement", me.Statement)
+	}
+	if wantLine := lineOf(t, "000001_init.up.sql", "CREATE TABLE strata_messages ("); me.Line != wantLine {
+		t.Errorf("line %d, want %d", me.Line, wantLine)
+	}
+	msg := err.Error()
+	for _, want := range []string{"000001_init.up.sql failed at line", `relation "strata_messages" already exists`,
+		"failed statement: CREATE TABLE strata_messages (", "still at version none", "`strata migrate force -1`", "`strata migrate up`"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "-- Strata schema") {
+		t.Errorf("the error quotes the whole file: %s", msg)
+	}
+	// Rolled back: the file's first table is not there.
+	if objs := schemaObjects(t, ctx, d); strings.Contains(strings.Join(objs, ","), "strata_sessions") {
+		t.Errorf("the failed file was not rolled back: %v", objs)
+	}
+	// Dirty now: migrating again says how to recover.
+	if v, dirty, err := db.MigrationVersion(ctx, d); err != nil || v != 1 || !dirty {
+		t.Fatalf("after the failure: version %d dirty %v err %v", v, dirty, err)
+	}
+	var de *db.DirtySchemaError
+	if err := db.Migrate(ctx, d); !errors.As(err, &de) || de.Version != 1 || !strings.Contains(err.Error(), "`strata migrate force -1`") {
+		t.Fatalf("Migrate on a dirty schema = %v", err)
+	}
+	if err := db.CheckSchema(ctx, d); !errors.As(err, &de) {
+		t.Fatalf("CheckSchema on a dirty schema = %v", err)
+	}
+	// The recovery the message gives works.
+	if _, err := d.ExecContext(ctx, `DROP TABLE strata_messages`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MigrateForce(ctx, d, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatalf("Migrate after the recovery: %v", err)
+	}
+	if err := db.CheckSchema(ctx, d); err != nil {
+		t.Fatalf("CheckSchema after the recovery: %v", err)
+	}
+}
+
+// TestMigrationFailureInALaterFile: the version to force is the previous
+// migration's, and the line is where PostgreSQL places the error.
+func TestMigrationFailureInALaterFile(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.MigrateTo(ctx, d, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ExecContext(ctx, `ALTER TABLE strata_session_index ADD COLUMN pinned int`); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Migrate(ctx, d)
+	var me *db.MigrationError
+	if !errors.As(err, &me) || me.File != "000004_catalog_titles.up.sql" || me.SchemaVersion != 3 {
+		t.Fatalf("Migrate = %v (%+v)", err, me)
+	}
+	if !strings.HasPrefix(me.Statement, "ALTER TABLE strata_session_index") || strings.Contains(me.Statement, "--") {
+		t.Fatalf("statement = %q", me.Statement)
+	}
+	if !strings.Contains(err.Error(), "`strata migrate force 3`") || !strings.Contains(err.Error(), "still at version 3") {
+		t.Fatalf("error = %v", err)
+	}
+	if first := lineOf(t, "000004_catalog_titles.up.sql", "ALTER TABLE strata_session_index"); me.Line < first {
+		t.Fatalf("line %d is before the statement (line %d)", me.Line, first)
+	}
+}
+
+// lineOf returns the line of the embedded migration file on which want
+// first appears.
+func lineOf(t *testing.T, file, want string) int {
+	t.Helper()
+	data, err := os.ReadFile("migrations/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(data), want)
+	if i < 0 {
+		t.Fatalf("%s lacks %q", file, want)
+	}
+	return 1 + strings.Count(string(data[:i]), "\n")
+}
+
+func TestMigrateForceNone(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.MigrateForce(ctx, d, -1); err != nil {
+		t.Fatal(err)
+	}
+	if v, dirty, err := db.MigrationVersion(ctx, d); err != nil || v != 0 || dirty {
+		t.Fatalf("after force -1: version %d dirty %v err %v", v, dirty, err)
+	}
+	if err := db.CheckSchema(ctx, d); !errors.Is(err, db.ErrSchemaNotMigrated) {
+		t.Fatalf("CheckSchema after force -1 = %v", err)
+	}
+	if err := db.MigrateForce(ctx, d, -2); err == nil {
+		t.Fatal("MigrateForce(-2) accepted")
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	err := db.CheckSchema(ctx, d)
+	if !errors.Is(err, db.ErrSchemaNotMigrated) || !strings.Contains(err.Error(), "run `strata migrate up`") {
+		t.Fatalf("CheckSchema(empty) = %v", err)
+	}
+	// Read-only: golang-migrate's table was not created.
+	var n int
+	if err := d.GetContext(ctx, &n, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`); err != nil || n != 0 {
+		t.Fatalf("CheckSchema created %d tables (%v)", n, err)
+	}
+	_, err = d.ExecContext(ctx, `SELECT 1 FROM strata_messages`)
+	if !db.IsMissingTable(err) {
+		t.Fatalf("IsMissingTable(%v) = false", err)
+	}
+	if db.IsMissingTable(errors.New("relation does not exist")) || db.IsMissingTable(nil) {
+		t.Fatal("IsMissingTable is true for a non-PostgreSQL error")
+	}
+	if err := db.MigrateTo(ctx, d, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckSchema(ctx, d); !errors.Is(err, db.ErrSchemaNotMigrated) || !strings.Contains(err.Error(), "schema version 2") {
+		t.Fatalf("CheckSchema(version 2) = %v", err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckSchema(ctx, d); err != nil {
+		t.Fatalf("CheckSchema(latest) = %v", err)
+	}
 }

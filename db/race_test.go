@@ -78,7 +78,7 @@ func TestOwnershipRaceAcrossReplicas(t *testing.T) {
 		}{{"alice", a}, {"bob", b}} {
 			run(func() {
 				_, err := u.store.Append(ctx, session, u.name, user(u.name+" q"), assistant(u.name+" a"))
-				if !allowed(err, memory.ErrNotOwner) {
+				if !allowed(err, memory.ErrNotFound, memory.ErrNotOwner) {
 					fail("%s Append: %v", u.name, err)
 				}
 			})

@@ -16,7 +16,7 @@ import (
 )
 
 // SummaryStore is the PostgreSQL summary.Store over the
-// conversation_summaries table. It also implements memory.FoldLocker (the
+// strata_summaries table. It also implements memory.FoldLocker (the
 // same leases as MessageStore.TryLockFold). It is safe for concurrent use,
 // within one process and across processes sharing the database.
 //
@@ -44,7 +44,7 @@ func NewSummaryStore(d *sqlx.DB, opts ...Option) summary.Store {
 // getSummarySQL reads one summary.
 const getSummarySQL = `
 SELECT session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at
-  FROM conversation_summaries
+  FROM strata_summaries
  WHERE session_id = $1`
 
 type summaryRow struct {
@@ -119,7 +119,7 @@ WITH s AS MATERIALIZED (
      WHERE session_id = $1
        FOR KEY SHARE
 ), ins AS (
-    INSERT INTO conversation_summaries AS cs
+    INSERT INTO strata_summaries AS cs
            (session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at)
     SELECT $1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint, 1, now(), now()
      WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.gone)
@@ -177,7 +177,7 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 	if !validID(sessionID) {
 		return nil
 	}
-	const q = `DELETE FROM conversation_summaries WHERE session_id = $1`
+	const q = `DELETE FROM strata_summaries WHERE session_id = $1`
 	if _, err := s.d.ExecContext(ctx, q, sessionID); err != nil {
 		return fmt.Errorf("db: delete summary of session %q: %w", sessionID, classify(ctx, err))
 	}

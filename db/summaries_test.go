@@ -174,7 +174,7 @@ func TestSummarySaveForDeletedSessionIsRefused(t *testing.T) {
 	if err := f.sums.Save(ctx, late); !errors.Is(err, summary.ErrSessionGone) {
 		t.Fatalf("save for a deleted session: %v, want ErrSessionGone", err)
 	}
-	if n := countRows(t, ctx, f.d, "conversation_summaries", "s"); n != 0 {
+	if n := countRows(t, ctx, f.d, "strata_summaries", "s"); n != 0 {
 		t.Fatal("summary written for a deleted session")
 	}
 	// The session comes back under the same id: the old fold's epoch
@@ -189,7 +189,7 @@ func TestSummarySaveForDeletedSessionIsRefused(t *testing.T) {
 	// A summary of the new incarnation is saved, even over one of another
 	// epoch (left here by hand, as a foreign store's summary would be),
 	// and starts its version afresh.
-	if _, err := f.d.ExecContext(ctx, `INSERT INTO conversation_summaries (session_id, epoch, narrative, up_to_seq, version) VALUES ('s', $1, 'older', $2, 7)`, res.Epoch, again.LastSeq+100); err != nil {
+	if _, err := f.d.ExecContext(ctx, `INSERT INTO strata_summaries (session_id, epoch, narrative, up_to_seq, version) VALUES ('s', $1, 'older', $2, 7)`, res.Epoch, again.LastSeq+100); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.sums.Save(ctx, summary.Summary{SessionID: "s", Epoch: again.Epoch, Narrative: "fresh", UpToSeq: again.LastSeq}); err != nil {
@@ -213,10 +213,7 @@ func TestSummaryStoreBesideForeignMessageStore(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
 	foreign := memory.NewInMemoryStore()
-	res, err := foreign.Append(ctx, "elsewhere", "alice", user("q"), assistant("a"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := mustAppend(t, ctx, foreign, "elsewhere", "alice", user("q"), assistant("a"))
 	sm := summary.Summary{SessionID: "elsewhere", Epoch: res.Epoch, Narrative: "kept", UpToSeq: res.LastSeq,
 		Facts: []summary.Fact{{Key: "k", Value: "v", Category: summary.Entity}}}
 	if err := f.sums.Save(ctx, sm); err != nil {
@@ -283,7 +280,7 @@ func TestSummarySaveRacesWithDelete(t *testing.T) {
 		default:
 			t.Fatalf("iteration %d: save: %v", i, saveErr)
 		}
-		if n := countRows(t, ctx, f.d, "conversation_summaries", session); n != 0 {
+		if n := countRows(t, ctx, f.d, "strata_summaries", session); n != 0 {
 			t.Fatalf("iteration %d: orphan summary after delete", i)
 		}
 	}
@@ -328,7 +325,7 @@ func TestSummarySaveWaitsForDeleteInFlight(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the save did not return after the delete committed")
 	}
-	if n := countRows(t, ctx, f.d, "conversation_summaries", "s"); n != 0 {
+	if n := countRows(t, ctx, f.d, "strata_summaries", "s"); n != 0 {
 		t.Fatal("summary written for a session deleted while the save waited")
 	}
 }
@@ -411,7 +408,7 @@ func TestSummaryCorruptFactsYieldEmptyFactsAndWarning(t *testing.T) {
 	}
 	for i, c := range cases {
 		saveSummary(t, ctx, f, "s", res.Epoch, res.LastSeq, 2)
-		if _, err := f.d.ExecContext(ctx, `UPDATE conversation_summaries SET facts_json = $1::jsonb WHERE session_id = 's'`, c.json); err != nil {
+		if _, err := f.d.ExecContext(ctx, `UPDATE strata_summaries SET facts_json = $1::jsonb WHERE session_id = 's'`, c.json); err != nil {
 			t.Fatal(err)
 		}
 		logsBefore := len(f.logs.String())
@@ -432,7 +429,7 @@ func TestSummaryCorruptFactsYieldEmptyFactsAndWarning(t *testing.T) {
 		t.Errorf("Facts = %#v, want nil", got.Facts)
 	}
 	// The lenient case: unknown category → GENERAL, bad time → zero.
-	if _, err := f.d.ExecContext(ctx, `UPDATE conversation_summaries SET facts_json = '[{"key":"k","value":"v","category":"bogus","extractedAt":"yesterday"}]' WHERE session_id = 's'`); err != nil {
+	if _, err := f.d.ExecContext(ctx, `UPDATE strata_summaries SET facts_json = '[{"key":"k","value":"v","category":"bogus","extractedAt":"yesterday"}]' WHERE session_id = 's'`); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = f.sums.Get(ctx, "s")

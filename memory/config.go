@@ -4,17 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/strata-go/strata/summary"
 )
 
 // Config controls when and how a Manager folds old messages. Start from
-// DefaultConfig; in a literal, the fields after MaxConversationTurns may be
-// left zero (zero means the documented default or "off").
+// DefaultConfig and change what differs: there, setting a field to zero
+// means what its documentation says (often "off" or "no limit"). A Config
+// literal is held to a stricter rule, so that a field merely left out never
+// switches a protection off: its zero timings and zero fact caps mean their
+// defaults, and Validate refuses it when a field whose zero would switch
+// something off (MaxMessageBytes, the failure cooldowns, the output
+// reserve, the chunked policy's thresholds) is zero, saying to start from
+// DefaultConfig().
 type Config struct {
 	// Enabled turns hierarchical memory on (summary.enabled). Off: loads
 	// return the last 2 × MaxConversationTurns messages (takeLast).
 	Enabled bool
 	// TriggerMessageCount: hierarchical mode applies only when a session
-	// stores strictly more messages than this (default 20).
+	// stores strictly more messages than this (default 20). It may be below
+	// RecentMessageCount, as the reference allows: above the trigger a
+	// session is shown hierarchically as soon as any message precedes the
+	// verbatim window, and in full until then.
 	TriggerMessageCount int
 	// RecentMessageCount is the verbatim window (default 10).
 	RecentMessageCount int
@@ -34,6 +45,24 @@ type Config struct {
 	// 500 characters; 0 means the default).
 	MaxFacts        int
 	MaxFactValueLen int
+	// MaxFactsPerFamily is the share of one multi-valued kind of fact
+	// (price, price_2, …; see summary.FamilyOf): when the ledger is over
+	// MaxFacts or FactsTokenBudget, facts of a kind beyond this many are
+	// dropped before any other, so that one kind of chatter cannot flush
+	// the rest (default 5; 0 means the default). Single-valued kinds (name,
+	// phone, email, addresses, statuses) hold one current value anyway.
+	MaxFactsPerFamily int
+	// FactsTokenBudget caps the facts block, in tokens of the estimator:
+	// beyond it the least important facts are dropped (default 1500; 0
+	// means the default). Pinned and identity facts are never dropped.
+	FactsTokenBudget int
+	// PinnedFactKeys are patterns (path.Match syntax, matched against
+	// normalised keys, e.g. "order_id" or "case_*") of facts that are
+	// never evicted and never removed by a summarizer (default none).
+	PinnedFactKeys []string
+	// MaxNarrativeTokens caps the stored narrative of any summarizer, cut
+	// at a sentence boundary (default 500; 0 means the default).
+	MaxNarrativeTokens int
 
 	// Policy chooses when to fold: PolicyParity (default) folds everything
 	// before the verbatim window after every save above the trigger, as the
@@ -64,8 +93,11 @@ type Config struct {
 	// summary plus only the new messages; FoldFull re-summarizes from the
 	// original messages with the existing facts, like the reference.
 	FoldMode FoldMode
-	// MaxFoldInputTokens (chunked) caps one summarizer call's input; a larger
-	// range is folded in successive chunks (default 8000; 0 = no cap).
+	// MaxFoldInputTokens caps one summarizer call's input, under either
+	// policy; a larger range is folded in successive chunks, each after the
+	// first continuing the summary incrementally (default 8000; 0 = no
+	// cap). A parity fold thus still starts from the original messages but
+	// never sends more than this at once.
 	MaxFoldInputTokens int
 	// PromptMemoryBudget (chunked) caps the tokens of summary + verbatim
 	// tail in what the model sees (0 = the token trigger's threshold, and
@@ -92,18 +124,24 @@ type Config struct {
 	// at most before another replica may take it over (default 2m; keep it
 	// above the summarizer's timeout).
 	FoldLockTTL time.Duration
-	// SupersedeDelay (parity) is how long a background fold that superseded
-	// a still-running one waits before it reads anything (default 100ms).
-	// Under a burst of saves each fold is superseded by the next save; the
-	// delay lets the burst settle so that only its last fold works.
+	// SupersedeDelay: saves that arrive while a session's fold runs ask it
+	// to run once more when it finishes; it first waits this long (default
+	// 100ms) so that a burst of saves settles into one more fold. A running
+	// fold is never cancelled by a save: with a slow summarizer, cancelling
+	// would keep the summary from ever advancing.
 	SupersedeDelay time.Duration
 	// CloseTimeout bounds Manager.Close (default 5s): background folds are
 	// cancelled and waited for at most this long; a summarizer that ignores
 	// cancellation is abandoned, and its result is never saved.
 	CloseTimeout time.Duration
+
+	// fromDefaults is set by DefaultConfig (and kept by copies): the zero
+	// fields of such a Config were chosen, not left out of a literal.
+	fromDefaults bool
 }
 
-// withDefaults fills the timing fields a literal left zero.
+// withDefaults fills the fields whose zero means their default (timings,
+// fact caps, policy and fold mode).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	for _, f := range []struct{ v, def *time.Duration }{
@@ -114,6 +152,23 @@ func (c Config) withDefaults() Config {
 			*f.v = *f.def
 		}
 	}
+	for _, f := range []struct{ v, def *int }{
+		{&c.MaxFacts, &d.MaxFacts}, {&c.MaxFactValueLen, &d.MaxFactValueLen},
+		{&c.MaxFactsPerFamily, &d.MaxFactsPerFamily}, {&c.FactsTokenBudget, &d.FactsTokenBudget},
+		{&c.MaxNarrativeTokens, &d.MaxNarrativeTokens},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if c.Policy == "" {
+		c.Policy = d.Policy
+	}
+	if c.FoldMode == "" {
+		c.FoldMode = d.FoldMode
+	}
+	// Validated and complete: a starting point like DefaultConfig.
+	c.fromDefaults = true
 	return c
 }
 
@@ -148,6 +203,9 @@ func DefaultConfig() Config {
 		MaxFailureCooldown:   5 * time.Minute,
 		MaxFacts:             100,
 		MaxFactValueLen:      500,
+		MaxFactsPerFamily:    5,
+		FactsTokenBudget:     1500,
+		MaxNarrativeTokens:   500,
 		Policy:               PolicyParity,
 		BufferMessageCount:   20,
 		FoldTokenFraction:    0.7,
@@ -162,6 +220,7 @@ func DefaultConfig() Config {
 		FoldLockTTL:          2 * time.Minute,
 		SupersedeDelay:       100 * time.Millisecond,
 		CloseTimeout:         5 * time.Second,
+		fromDefaults:         true,
 	}
 }
 
@@ -188,7 +247,7 @@ func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
 
 // Validate reports the first invalid setting, naming it and its allowed
 // range. It rejects the values that make the reference misbehave silently
-// (negative windows, a trigger below the verbatim window).
+// (negative windows and triggers).
 func (c Config) Validate() error {
 	bad := func(field string, v any, want string) error {
 		return &FieldError{Field: field, Value: v, Want: want}
@@ -198,8 +257,8 @@ func (c Config) Validate() error {
 		return bad("MaxConversationTurns", c.MaxConversationTurns, ">= 1")
 	case c.RecentMessageCount < 1:
 		return bad("RecentMessageCount", c.RecentMessageCount, ">= 1")
-	case c.TriggerMessageCount < c.RecentMessageCount:
-		return bad("TriggerMessageCount", c.TriggerMessageCount, fmt.Sprintf(">= RecentMessageCount (%d)", c.RecentMessageCount))
+	case c.TriggerMessageCount < 0:
+		return bad("TriggerMessageCount", c.TriggerMessageCount, ">= 0 (0 = every non-empty session)")
 	case c.MaxMessageBytes < 0:
 		return bad("MaxMessageBytes", c.MaxMessageBytes, ">= 0 (0 = no limit)")
 	case c.FailureCooldown < 0:
@@ -210,6 +269,12 @@ func (c Config) Validate() error {
 		return bad("MaxFacts", c.MaxFacts, ">= 1 (0 = default 100)")
 	case c.MaxFactValueLen < 0:
 		return bad("MaxFactValueLen", c.MaxFactValueLen, ">= 1 (0 = default 500)")
+	case c.MaxFactsPerFamily < 0:
+		return bad("MaxFactsPerFamily", c.MaxFactsPerFamily, ">= 1 (0 = default 5)")
+	case c.FactsTokenBudget < 0:
+		return bad("FactsTokenBudget", c.FactsTokenBudget, ">= 1 (0 = default 1500)")
+	case c.MaxNarrativeTokens < 0:
+		return bad("MaxNarrativeTokens", c.MaxNarrativeTokens, ">= 1 (0 = default 500)")
 	case c.Policy != "" && c.Policy != PolicyParity && c.Policy != PolicyChunked:
 		return bad("Policy", c.Policy, `"parity" or "chunked"`)
 	case c.BufferMessageCount < 0:
@@ -242,6 +307,33 @@ func (c Config) Validate() error {
 		return bad("SupersedeDelay", c.SupersedeDelay, ">= 0 (0 = default 100ms)")
 	case c.CloseTimeout < 0:
 		return bad("CloseTimeout", c.CloseTimeout, ">= 0 (0 = default 5s)")
+	}
+	if !c.fromDefaults {
+		// A literal: a zero here was most likely left out, not chosen.
+		for _, f := range []struct {
+			name string
+			zero bool
+			off  string
+		}{
+			{"MaxMessageBytes", c.MaxMessageBytes == 0, "no size limit"},
+			{"FailureCooldown", c.FailureCooldown == 0, "retrying a failed summarizer at once"},
+			{"MaxFailureCooldown", c.MaxFailureCooldown == 0, "retrying a failed summarizer at once"},
+			{"OutputReserveTokens", c.OutputReserveTokens == 0, "no room kept for the answer"},
+			{"BufferMessageCount", c.BufferMessageCount == 0, "folding at every message past the window"},
+			{"FoldTokenFraction", c.FoldTokenFraction == 0, "no token trigger"},
+			{"SafetyTurns", c.SafetyTurns == 0, "no turn trigger"},
+			{"MaxFoldInputTokens", c.MaxFoldInputTokens == 0, "no cap on a summarizer call"},
+			{"MinTailMessages", c.MinTailMessages == 0, "no verbatim messages kept when the budget is tight"},
+		} {
+			if f.zero {
+				return bad(f.name, 0, fmt.Sprintf("a value in a Config literal (0 would mean %s): start from DefaultConfig() and change what differs", f.off))
+			}
+		}
+	}
+	for i, p := range c.PinnedFactKeys {
+		if !summary.ValidPinPattern(p) {
+			return bad(fmt.Sprintf("PinnedFactKeys[%d]", i), p, "a non-blank path.Match pattern")
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -10,11 +11,30 @@ import (
 	"github.com/strata-go/strata/internal/chatmsg"
 )
 
+// Metadata keys under which FromChatMessage keeps what a stored Message has
+// no field for, so Message.ChatMessage gives back the very message saved.
+const (
+	// MetadataGenericRole is the role of a langchaingo generic message
+	// (stored as a user message; its Name is the message's name).
+	MetadataGenericRole = "langchaingo.generic_role"
+	// MetadataFunctionCall is the JSON of an assistant message's deprecated
+	// FunctionCall.
+	MetadataFunctionCall = "langchaingo.function_call"
+	// MetadataReasoning is an assistant message's ReasoningContent.
+	MetadataReasoning = "langchaingo.reasoning_content"
+	// metadataCallFromFunction marks tool calls that FromChatMessage derived
+	// from a FunctionCall (so providers see the call); they are not returned.
+	metadataCallFromFunction = "langchaingo.tool_calls_from_function_call"
+)
+
 // FromChatMessage converts a langchaingo chat message into a storable
-// Message. Human, AI (with tool calls), system and tool messages round-trip
-// losslessly; a generic message keeps its role in Name and is stored as a
-// user message; a deprecated function message is stored as a tool message
-// named after the function.
+// Message, losslessly: Message.ChatMessage returns an equal message.
+// Human, AI (tool calls, FunctionCall, ReasoningContent), system, tool,
+// function and generic messages are supported. A generic message is stored
+// as a user message with its role in Metadata[MetadataGenericRole] and its
+// name in Name; a deprecated function message as a tool message with the
+// function's name and no call id; an AI message's FunctionCall is also
+// stored as its tool call when it has none, so every provider sees it.
 func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 	switch m := chatmsg.Value(cm).(type) {
 	case nil:
@@ -23,34 +43,73 @@ func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 		return Message{Role: RoleUser, Content: m.Content}, nil
 	case llms.AIChatMessage:
 		msg := Message{Role: RoleAssistant, Content: m.Content, ToolCalls: cloneToolCalls(m.ToolCalls)}
-		if m.FunctionCall != nil && len(m.ToolCalls) == 0 {
-			fc := *m.FunctionCall
-			msg.ToolCalls = []llms.ToolCall{{Type: "function", FunctionCall: &fc}}
+		if m.FunctionCall != nil {
+			raw, err := json.Marshal(m.FunctionCall)
+			if err != nil {
+				return Message{}, fmt.Errorf("%w: function call: %w", ErrInvalidMessage, err)
+			}
+			msg.Metadata = map[string]string{MetadataFunctionCall: string(raw)}
+			if len(m.ToolCalls) == 0 {
+				fc := *m.FunctionCall
+				msg.ToolCalls = []llms.ToolCall{{Type: "function", FunctionCall: &fc}}
+				msg.Metadata[metadataCallFromFunction] = "true"
+			}
+		}
+		if m.ReasoningContent != "" {
+			if msg.Metadata == nil {
+				msg.Metadata = map[string]string{}
+			}
+			msg.Metadata[MetadataReasoning] = m.ReasoningContent
 		}
 		return msg, nil
 	case llms.SystemChatMessage:
 		return Message{Role: RoleSystem, Content: m.Content}, nil
 	case llms.ToolChatMessage:
+		if m.ID == "" {
+			return Message{}, fmt.Errorf("%w: tool result without a tool call id", ErrInvalidMessage)
+		}
 		return Message{Role: RoleTool, Content: m.Content, ToolCallID: m.ID}, nil
 	case llms.FunctionChatMessage:
+		if m.Name == "" {
+			return Message{}, fmt.Errorf("%w: function result without a function name", ErrInvalidMessage)
+		}
 		return Message{Role: RoleTool, Content: m.Content, Name: m.Name}, nil
 	case llms.GenericChatMessage:
-		return Message{Role: RoleUser, Content: m.Content, Name: m.Role}, nil
+		return Message{Role: RoleUser, Content: m.Content, Name: m.Name,
+			Metadata: map[string]string{MetadataGenericRole: m.Role}}, nil
 	}
 	return Message{}, fmt.Errorf("%w: unsupported message type %T", ErrInvalidMessage, cm)
 }
 
 // ChatMessage converts a stored message back into a langchaingo chat
-// message (a value, not a pointer).
+// message (a value, not a pointer): the message FromChatMessage was given.
+// A tool message without a call id is a function message.
 func (m Message) ChatMessage() llms.ChatMessage {
 	switch m.Role {
 	case RoleAssistant:
-		return llms.AIChatMessage{Content: m.Content, ToolCalls: cloneToolCalls(m.ToolCalls)}
+		ai := llms.AIChatMessage{Content: m.Content, ToolCalls: cloneToolCalls(m.ToolCalls),
+			ReasoningContent: m.Metadata[MetadataReasoning]}
+		if raw, ok := m.Metadata[MetadataFunctionCall]; ok {
+			var fc llms.FunctionCall
+			if json.Unmarshal([]byte(raw), &fc) == nil {
+				ai.FunctionCall = &fc
+				if m.Metadata[metadataCallFromFunction] == "true" {
+					ai.ToolCalls = nil
+				}
+			}
+		}
+		return ai
 	case RoleSystem:
 		return llms.SystemChatMessage{Content: m.Content}
 	case RoleTool:
+		if m.ToolCallID == "" && m.Name != "" {
+			return llms.FunctionChatMessage{Name: m.Name, Content: m.Content}
+		}
 		return llms.ToolChatMessage{ID: m.ToolCallID, Content: m.Content}
 	default:
+		if role, ok := m.Metadata[MetadataGenericRole]; ok {
+			return llms.GenericChatMessage{Role: role, Name: m.Name, Content: m.Content}
+		}
 		return llms.HumanChatMessage{Content: m.Content}
 	}
 }
@@ -60,6 +119,66 @@ func ChatMessages(msgs []Message) []llms.ChatMessage {
 	out := make([]llms.ChatMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.ChatMessage()
+	}
+	return out
+}
+
+// MessageContents converts a history — e.g. what Manager.Prompt returns —
+// into the []llms.MessageContent that llms.Model.GenerateContent takes,
+// keeping tool calls and their results: an assistant message becomes its
+// text (omitted when empty and the message calls tools) followed by one
+// llms.ToolCall part per call; a tool result a llms.ToolCallResponse named
+// after the call it answers (looked up by id among the calls of the
+// assistant message before it); a function message a tool-role
+// llms.ToolCallResponse with the function's name, as langchaingo's
+// OpenAI-functions agent sends it; a generic message a text of role
+// generic. Pointer messages are read as their values; nil ones are skipped.
+func MessageContents(msgs []llms.ChatMessage) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs))
+	var names map[string]string // call id -> function name, of the latest calls
+	for _, cm := range msgs {
+		switch m := chatmsg.Value(cm).(type) {
+		case llms.SystemChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, m.Content))
+		case llms.HumanChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Content))
+		case llms.GenericChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeGeneric, m.Content))
+		case llms.AIChatMessage:
+			calls := m.ToolCalls
+			if len(calls) == 0 && m.FunctionCall != nil {
+				calls = []llms.ToolCall{{Type: "function", FunctionCall: m.FunctionCall}}
+			}
+			names = make(map[string]string, len(calls))
+			var parts []llms.ContentPart
+			if m.Content != "" || len(calls) == 0 {
+				parts = append(parts, llms.TextContent{Text: m.Content})
+			}
+			for _, tc := range calls {
+				tc = cloneToolCalls([]llms.ToolCall{tc})[0]
+				if tc.FunctionCall != nil {
+					if _, dup := names[tc.ID]; !dup {
+						names[tc.ID] = tc.FunctionCall.Name
+					}
+				}
+				parts = append(parts, tc)
+			}
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts})
+			continue
+		case llms.ToolChatMessage:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: m.ID, Name: names[m.ID], Content: m.Content}}})
+			continue
+		case llms.FunctionChatMessage:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{Name: m.Name, Content: m.Content}}})
+			continue
+		case nil:
+			continue
+		default:
+			out = append(out, llms.TextParts(m.GetType(), m.GetContent()))
+		}
+		names = nil
 	}
 	return out
 }

@@ -33,6 +33,10 @@ type engine struct {
 	// check closed, so none completes after Close has returned.
 	saveMu sync.RWMutex
 	closed atomic.Bool
+	// meanFold is the running mean duration of successful folds (ns), 0
+	// until one finished; loads use it to skip waiting for a fold that
+	// cannot finish within the grace.
+	meanFold atomic.Int64
 
 	mu       sync.Mutex
 	sessions map[string]*slot
@@ -51,9 +55,16 @@ type slot struct {
 type foldRun struct {
 	done    chan struct{}
 	cancel  context.CancelFunc
-	stopped atomic.Bool // cancelled by a delete, CancelSummarization or a newer run
-	again   bool        // chunked: a save arrived while running; guarded by engine.mu
-	next    *foldRun    // the run that superseded this one; guarded by engine.mu
+	stopped atomic.Bool  // cancelled by a delete or CancelSummarization
+	again   bool         // a save arrived while running; guarded by engine.mu
+	next    *foldRun     // the run started after this one stopped; guarded by engine.mu
+	began   atomic.Int64 // when the current fold attempt began (unix ns), 0 while settling
+	cut     atomic.Int64 // the cursor the current attempt folds to, 0 until known
+	// attempt is closed when the current fold attempt ends, with its
+	// result in sum and err: a run folds again while saves keep asking, and
+	// a waiting load wants the first result, not the run's end. All three
+	// are guarded by engine.mu.
+	attempt chan struct{}
 	sum     *summary.Summary
 	err     error
 }
@@ -96,11 +107,11 @@ func (e *engine) releaseLocked(sessionID string, st *slot) {
 }
 
 // request starts a background fold of the session, or joins the one
-// running, and returns it. fromSave says a save asks: under the parity
-// policy a newer save supersedes the running fold (it is cancelled and the
-// new one starts after it stopped and a short settle delay, so a burst of
-// saves folds once); under the chunked policy the running fold is asked to
-// check again when it finishes. A load joins whatever runs.
+// running, and returns it. fromSave says a save asks: a save that arrives
+// while a fold runs asks it to run once more when it finishes (after
+// Config.SupersedeDelay, so that a burst of saves settles into one more
+// fold) rather than cancelling it, so the summary keeps advancing however
+// slow the summarizer is. A load joins whatever runs.
 func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *foldRun {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -108,20 +119,18 @@ func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *fold
 	defer e.releaseLocked(sessionID, st)
 	prev := st.cur
 	if prev != nil && !prev.stopped.Load() {
-		if !fromSave {
-			return prev
-		}
-		if e.m.cfg.Policy == PolicyChunked {
+		if fromSave {
 			prev.again = true
-			return prev
 		}
+		return prev
 	}
+	// No run, or one that a delete or CancelSummarization stopped: start a
+	// new one, which waits for the stopped one to end so that folds of a
+	// session never overlap.
 	ctx, cancel := context.WithCancel(e.runner.Context())
-	r := &foldRun{done: make(chan struct{}), cancel: cancel}
+	r := &foldRun{done: make(chan struct{}), cancel: cancel, attempt: make(chan struct{})}
 	if prev != nil {
 		prev.next = r
-		prev.stopped.Store(true)
-		prev.cancel()
 	}
 	st.cur = r
 	st.refs++ // held by the run until it ends
@@ -131,15 +140,25 @@ func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *fold
 		e.releaseLocked(sessionID, st)
 		cancel()
 		r.err = ErrClosed
+		close(r.attempt)
 		close(r.done)
 	}
 	return r
 }
 
 func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st *slot, r, prev *foldRun) {
+	open := true // r.attempt not closed yet; guarded by e.mu
+	finish := func(sum *summary.Summary, err error) {
+		r.sum, r.err = sum, err
+		close(r.attempt)
+		open = false
+	}
 	defer func() {
 		r.cancel()
 		e.mu.Lock()
+		if open {
+			finish(nil, ctx.Err())
+		}
 		if st.cur == r { // compare-and-delete: never evict a newer run
 			st.cur = nil
 		}
@@ -151,27 +170,18 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		select {
 		case <-prev.done:
 		case <-ctx.Done():
-			r.err = ctx.Err()
 			return
-		}
-		// Superseded a running fold: saves are arriving faster than folds.
-		if d := e.m.cfg.SupersedeDelay; d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				r.err = ctx.Err()
-				return
-			}
 		}
 	}
 	for {
-		r.sum, r.err = e.fold(ctx, sessionID, userID, trigger, st)
-		if r.err != nil && ctx.Err() == nil {
-			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", r.err)
+		r.cut.Store(0)
+		r.began.Store(e.m.now().UnixNano())
+		sum, err := e.fold(ctx, sessionID, userID, trigger, st, r)
+		if err != nil && ctx.Err() == nil {
+			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
 		e.mu.Lock()
+		finish(sum, err)
 		again := r.again
 		r.again = false
 		if !again || ctx.Err() != nil {
@@ -185,32 +195,98 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 			e.mu.Unlock()
 			return
 		}
+		r.attempt, open = make(chan struct{}), true
+		r.began.Store(0)
 		e.mu.Unlock()
 		trigger = "save"
+		// Saves arrived during the fold: let a burst settle first.
+		if d := e.m.cfg.SupersedeDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
 	}
 }
 
-// wait waits for the run (and the runs that superseded it) to finish for at
-// most d, or until ctx is done, and returns its summary when it finished
-// without error.
-func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration) (*summary.Summary, bool) {
+// expectedWait is how long a load that needs the summary to reach need may
+// usefully wait for run, at most grace: none when the run's current attempt
+// folds to an older cursor (it cannot give the load what it needs) or is
+// expected to take longer than the grace by this manager's past folds —
+// waiting would only delay the reply; else the whole grace.
+func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.Duration {
+	if cut := r.cut.Load(); cut != 0 && cut < need {
+		return 0
+	}
+	mean := time.Duration(e.meanFold.Load())
+	if mean == 0 {
+		return grace
+	}
+	remaining := mean
+	if began := r.began.Load(); began != 0 {
+		remaining -= e.m.now().Sub(time.Unix(0, began))
+	}
+	if remaining > grace {
+		return 0
+	}
+	return grace
+}
+
+// observeDuration folds one successful fold's duration into the running
+// mean (an exponentially weighted average, so it follows a summarizer that
+// gets slower or faster).
+func (e *engine) observeDuration(d time.Duration) {
+	for {
+		old := e.meanFold.Load()
+		next := int64(d)
+		if old != 0 {
+			next = (3*old + int64(d)) / 4
+		}
+		if e.meanFold.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// wait waits at most d, or until ctx is done, for the run to store a
+// summary that reaches need: through the run's successive fold attempts
+// (saves during a fold make it fold again) and the run started after it
+// when it was stopped. It returns the newest summary an attempt stored
+// meanwhile, and whether there was one, even when it falls short of need.
+func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int64) (*summary.Summary, bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	var best *summary.Summary
 	for {
+		e.mu.Lock()
+		ch := r.attempt
+		e.mu.Unlock()
 		select {
-		case <-r.done:
+		case <-ch:
 		case <-t.C:
-			return nil, false
+			return best, best != nil
 		case <-ctx.Done():
-			return nil, false
+			return best, best != nil
 		}
 		e.mu.Lock()
-		next := r.next
+		sum, err, next, again := r.sum, r.err, r.next, r.attempt != ch
 		e.mu.Unlock()
-		if next == nil {
-			return r.sum, r.err == nil && r.sum != nil
+		if err == nil && sum != nil {
+			best = sum
+			if sum.UpToSeq >= need {
+				return best, true
+			}
 		}
-		r = next
+		switch {
+		case again: // the run folds once more
+		case next != nil:
+			r = next
+		default:
+			return best, best != nil
+		}
 	}
 }
 
@@ -230,7 +306,7 @@ func (e *engine) cancelRun(sessionID string) {
 
 // fold reads the session, asks the policy how far to fold, and folds: it
 // returns the summary now stored (the existing one when nothing was to do).
-func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot) (_ *summary.Summary, err error) {
+func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
 	m := e.m
 	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
 	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
@@ -262,6 +338,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if cut == 0 {
 		return existing, nil
 	}
+	r.cut.Store(cut)
 	if !e.cool.ready(sessionID) {
 		return nil, errCoolingDown
 	}
@@ -285,12 +362,11 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	began := m.now()
 	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.Blocks()) + m.cost.Cost(ChatMessages(msgs))}
 	cur := existing
-	limit := 0
-	if m.cfg.Policy == PolicyChunked {
-		limit = m.cfg.MaxFoldInputTokens
-	}
+	// Every fold's input is capped, parity's too: a long range is folded in
+	// chunks, each after the first continuing the summary incrementally.
+	limit := m.cfg.MaxFoldInputTokens
 	for i, chunk := range chunks(msgs, limit, m.cost) {
-		req := summary.Request{SessionID: sessionID, Messages: ChatMessages(chunk), Existing: cur, Incremental: incremental || i > 0}
+		req := summary.Request{SessionID: sessionID, Messages: ChatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0}
 		m.stats.summarizerCalls.Add(1)
 		rec.calls++
 		res, err := m.svc.Summarize(ctx, req)
@@ -307,7 +383,9 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		}
 		rec.inputTokens += res.Usage.InputTokens
 		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
-			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, Now: m.now(),
+			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
+			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.est.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
+			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, Now: m.now(),
 		})
 		// Each chunk's result covers a whole prefix of the session: save it so
 		// progress survives a later failure.
@@ -322,6 +400,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.notify(FoldEvent{SessionID: sessionID, UserID: userID, Summary: next})
 	}
 	e.cool.succeed(sessionID)
+	e.observeDuration(m.now().Sub(began))
 	m.stats.folds.Add(1)
 	rec.finish(m, ctx, sessionID, began, cur, nil)
 	return cur, nil
@@ -428,4 +507,14 @@ func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, be
 		attrs = append(attrs, "up_to_seq", s.UpToSeq, "facts", len(s.Facts))
 	}
 	m.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
+}
+
+// sentAt lists when each message was stored, for summarizers that resolve
+// relative dates ("tomorrow") against the day a message was written.
+func sentAt(msgs []Message) []time.Time {
+	out := make([]time.Time, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.CreatedAt
+	}
+	return out
 }

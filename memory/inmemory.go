@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -134,14 +133,13 @@ func (s *InMemoryStore) Append(ctx context.Context, sessionID, userID string, ms
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	// Sessions are made by Create only: the ownership check and the write
+	// below happen in this one critical section.
 	sess, err := s.owned(sessionID, userID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		sess = s.create(sessionID, userID, now)
-	case err != nil:
+	if err != nil {
 		return AppendResult{}, err
 	}
+	now := time.Now()
 	s.lru.MoveToFront(sess.elem)
 	if len(stored) == 0 {
 		return AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil

@@ -58,6 +58,7 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 
 	mustCreate("s1")
+	mustCreate("s2")
 	if _, err := s.Append(ctx, "s2", "alice", memory.Message{Role: memory.RoleUser, Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +86,17 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 	if _, err := s.Tail(ctx, "s1", "bob", 0); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("bob's Tail: %v", err)
 	}
-	if _, err := s.Append(ctx, "s5", "alice"); err != nil { // claims
-		t.Fatal(err)
+	// An append to a missing session is refused and evicts nothing.
+	if _, err := s.Append(ctx, "s5", "alice"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("Append to a missing session: %v, want ErrNotFound", err)
 	}
+	wantSessions("s4", "s3", "s1")
+	mustCreate("s5")
 	wantEvicted("s1", 0)
 	wantSessions("s5", "s4", "s3")
 
 	// An evicted id is free, and its successor is a new incarnation.
-	if _, err := s.Append(ctx, "s2", "bob"); err != nil {
+	if err := s.Create(ctx, "s2", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	if now, _ := s.Tail(ctx, "s2", "bob", 0); now.Epoch == old2.Epoch || now.Total != 0 {

@@ -4,22 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	lcmemory "github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
 )
 
 // ConversationMemory adapts a Manager's session to langchaingo's
 // schema.Memory, so it plugs into chains.NewConversation and
-// agents.NewExecutor(..., agents.WithMemory(m)).
+// agents.NewExecutor(..., agents.WithMemory(m)). It behaves like
+// langchaingo's memory.ConversationBuffer over the session's assembled
+// history (Manager.LoadHistory):
 //
-// By default the history is a string under the "history" key (the
+//   - with summaries off (or while the session holds no more than
+//     Config.TriggerMessageCount messages) the history is the last
+//     2 × Config.MaxConversationTurns messages, like langchaingo's
+//     ConversationWindowBuffer with a window of MaxConversationTurns turns;
+//   - with summaries on, past the trigger, it is the summary's facts and
+//     narrative (as system messages) followed by the verbatim window of
+//     Config.RecentMessageCount messages.
+//
+// By default the history is a string under the "history" key — exactly
+// what llms.GetBufferString gives for the history's messages (the
 // executor accepts only strings; the conversational agent's prompt has a
-// {{.history}} slot): the summary blocks followed by "Human: …" / "AI: …"
-// lines. WithReturnMessages switches to []llms.ChatMessage for callers that
-// build []llms.MessageContent themselves.
+// {{.history}} slot). WithReturnMessages returns the []llms.ChatMessage
+// itself, never nil.
+//
+// SaveContext stores the input as a user message and the output as an AI
+// message, exactly as given; an empty output is stored as an empty AI
+// message, as langchaingo's buffer does. The keys are chosen as
+// langchaingo's memory.GetInputValue does: a configured key must be
+// present; with none configured, the values must hold exactly one entry.
+// Otherwise the error wraps langchaingo's memory.ErrInvalidInputValues.
 type ConversationMemory struct {
 	m                   *Manager
 	sessionID, userID   string
@@ -39,18 +55,19 @@ type MemoryOption func(*ConversationMemory)
 // "history").
 func WithMemoryKey(k string) MemoryOption { return func(c *ConversationMemory) { c.memoryKey = k } }
 
-// WithInputKey sets the input variable saved as the user message (default
-// "input"; when absent and the inputs hold exactly one value, that value).
+// WithInputKey sets the input variable saved as the user message. Default
+// none: the inputs must then hold exactly one value.
 func WithInputKey(k string) MemoryOption { return func(c *ConversationMemory) { c.inputKey = k } }
 
-// WithOutputKey sets the output variable saved as the assistant message
-// (default: "output", else "text", else the only output).
+// WithOutputKey sets the output variable saved as the AI message. Default
+// none: the outputs must then hold exactly one value (an executor that
+// returns its intermediate steps needs WithOutputKey("output")).
 func WithOutputKey(k string) MemoryOption { return func(c *ConversationMemory) { c.outputKey = k } }
 
 // WithHumanPrefix sets the user line prefix in string mode (default "Human").
 func WithHumanPrefix(p string) MemoryOption { return func(c *ConversationMemory) { c.humanPrefix = p } }
 
-// WithAIPrefix sets the assistant line prefix in string mode (default "AI").
+// WithAIPrefix sets the AI line prefix in string mode (default "AI").
 func WithAIPrefix(p string) MemoryOption { return func(c *ConversationMemory) { c.aiPrefix = p } }
 
 // WithReturnMessages returns the history as []llms.ChatMessage instead of a
@@ -59,10 +76,11 @@ func WithReturnMessages(on bool) MemoryOption {
 	return func(c *ConversationMemory) { c.returnMessages = on }
 }
 
-// NewConversationMemory returns a schema.Memory over one session of m.
+// NewConversationMemory returns a schema.Memory over one session of m (see
+// ConversationMemory for the window that applies).
 func NewConversationMemory(m *Manager, sessionID, userID string, opts ...MemoryOption) *ConversationMemory {
 	c := &ConversationMemory{m: m, sessionID: sessionID, userID: userID, memoryKey: "history",
-		inputKey: "input", humanPrefix: "Human", aiPrefix: "AI"}
+		humanPrefix: "Human", aiPrefix: "AI"}
 	for _, o := range opts {
 		o(c)
 	}
@@ -70,7 +88,8 @@ func NewConversationMemory(m *Manager, sessionID, userID string, opts ...MemoryO
 }
 
 // Memory returns a langchaingo schema.Memory over one session, with string
-// history under "history" (see ConversationMemory).
+// history under "history": NewConversationMemory with no options. With
+// summaries off it shows the last 2 × Config.MaxConversationTurns messages.
 func (m *Manager) Memory(sessionID, userID string) schema.Memory {
 	return NewConversationMemory(m, sessionID, userID)
 }
@@ -84,40 +103,40 @@ func (c *ConversationMemory) MemoryVariables(context.Context) []string {
 }
 
 // LoadMemoryVariables implements schema.Memory: the session's assembled
-// history (Manager.LoadHistory).
+// history (Manager.LoadHistory), as a string or as messages.
 func (c *ConversationMemory) LoadMemoryVariables(ctx context.Context, _ map[string]any) (map[string]any, error) {
 	msgs, err := c.m.LoadHistory(ctx, c.sessionID, c.userID)
 	if err != nil {
 		return nil, err
 	}
 	if c.returnMessages {
+		if msgs == nil {
+			msgs = []llms.ChatMessage{}
+		}
 		return map[string]any{c.memoryKey: msgs}, nil
 	}
-	return map[string]any{c.memoryKey: RenderBuffer(msgs, c.humanPrefix, c.aiPrefix)}, nil
+	s, err := llms.GetBufferString(msgs, c.humanPrefix, c.aiPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("memory: load %q: %w", c.sessionID, err)
+	}
+	return map[string]any{c.memoryKey: s}, nil
 }
 
 // SaveContext implements schema.Memory: saves the input as the user message
-// and the output as the assistant answer.
+// and the output as the AI message, exactly as given and atomically. An
+// empty output is saved as an empty AI message (unlike Manager.SaveTurn,
+// which records a failed turn), as langchaingo's buffer does.
 func (c *ConversationMemory) SaveContext(ctx context.Context, inputs, outputs map[string]any) error {
-	in, err := pickValue(inputs, c.inputKey)
+	in, err := lcmemory.GetInputValue(inputs, c.inputKey)
 	if err != nil {
 		return fmt.Errorf("memory: SaveContext input: %w", err)
 	}
-	outKeys := []string{c.outputKey}
-	if c.outputKey == "" {
-		outKeys = []string{"output", "text"}
-	}
-	var out string
-	for _, k := range outKeys {
-		if out, err = pickValue(outputs, k); err == nil {
-			break
-		}
-	}
+	out, err := lcmemory.GetInputValue(outputs, c.outputKey)
 	if err != nil {
 		return fmt.Errorf("memory: SaveContext output: %w", err)
 	}
-	// The conversational agent keeps the space after "AI:"; it is not content.
-	return c.m.SaveTurn(ctx, c.sessionID, c.userID, strings.TrimSpace(in), strings.TrimSpace(out))
+	return c.m.SaveMessages(ctx, c.sessionID, c.userID,
+		llms.HumanChatMessage{Content: in}, llms.AIChatMessage{Content: out})
 }
 
 // Clear implements schema.Memory: deletes the session.
@@ -128,71 +147,12 @@ func (c *ConversationMemory) Clear(ctx context.Context) error {
 	return nil
 }
 
-// pickValue returns values[key] as a string; when key is absent and values
-// holds exactly one entry, that entry.
-func pickValue(values map[string]any, key string) (string, error) {
-	v, ok := values[key]
-	if !ok && len(values) == 1 {
-		for _, only := range values {
-			v, ok = only, true
-		}
-	}
-	if !ok {
-		return "", fmt.Errorf("no value for key %q among %v", key, sortedKeys(values))
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", fmt.Errorf("value for key %q is %T, want string", key, v)
-	}
-	return s, nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// RenderBuffer renders messages as text, one "<prefix>: <content>" line per
-// message (like llms.GetBufferString, but tool calls and tool results are
-// shown too): users get humanPrefix, assistants aiPrefix, system messages
-// "System", tool results "Tool".
-func RenderBuffer(msgs []llms.ChatMessage, humanPrefix, aiPrefix string) string {
-	lines := make([]string, 0, len(msgs))
-	for _, cm := range msgs {
-		sm, err := FromChatMessage(cm)
-		if err != nil {
-			continue
-		}
-		var prefix string
-		switch sm.Role {
-		case RoleUser:
-			prefix = humanPrefix
-		case RoleAssistant:
-			prefix = aiPrefix
-		case RoleSystem:
-			prefix = "System"
-		case RoleTool:
-			prefix = "Tool"
-		}
-		text := sm.Content
-		for _, tc := range sm.ToolCalls {
-			if tc.FunctionCall != nil {
-				text = strings.TrimSpace(text + " [calls " + tc.FunctionCall.Name + " " + tc.FunctionCall.Arguments + "]")
-			}
-		}
-		lines = append(lines, prefix+": "+text)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // ChatHistory adapts one session's stored messages to langchaingo's
-// schema.ChatMessageHistory (e.g. for memory.NewConversationBuffer). It
-// reads and writes the raw, complete history; for the hierarchical view use
-// Manager.Memory or Manager.LoadHistory.
+// schema.ChatMessageHistory (e.g. for langchaingo's
+// memory.NewConversationBuffer or NewConversationWindowBuffer). It reads and
+// writes the raw, complete history — no window and no summary apply; for
+// the assembled view use Manager.Memory or Manager.LoadHistory. Every
+// langchaingo message type round-trips losslessly (see FromChatMessage).
 type ChatHistory struct {
 	m                 *Manager
 	sessionID, userID string
@@ -228,7 +188,8 @@ func (h *ChatHistory) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Messages implements schema.ChatMessageHistory: every stored message.
+// Messages implements schema.ChatMessageHistory: every stored message; an
+// empty (non-nil) slice for a missing session.
 func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) {
 	msgs, err := h.m.Messages(ctx, h.sessionID, h.userID, 0, 0)
 	if errors.Is(err, ErrNotFound) {
@@ -243,7 +204,7 @@ func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) 
 // SetMessages implements schema.ChatMessageHistory: replaces the session's
 // history (and drops its summary).
 func (h *ChatHistory) SetMessages(ctx context.Context, msgs []llms.ChatMessage) error {
-	if err := h.Clear(ctx); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := h.Clear(ctx); err != nil {
 		return err
 	}
 	return h.m.SaveMessages(ctx, h.sessionID, h.userID, msgs...)

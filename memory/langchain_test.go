@@ -128,7 +128,7 @@ func TestMemoryWithConversationalAgentExecutor(t *testing.T) {
 		t.Fatalf("prompt does not carry the folded fact:\n%s", p)
 	}
 	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
-	if msgs[1].Content != "noted" { // the agent's leading space is not stored
+	if msgs[1].Content != " noted" { // stored exactly as the agent returned it
 		t.Fatalf("stored answer = %q", msgs[1].Content)
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 // These tests show that no reply waits long for a fold. "Did not wait" is
@@ -247,4 +249,56 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Once this manager's folds are known to take longer than the load grace, a
+// stale load does not wait for the regeneration at all (waiting could not
+// get it the fresh summary, only delay the reply): here the grace is an
+// hour and the first fold "took" ten hours on the manager's clock, so a
+// load that waited would never come back in time.
+func TestStaleLoadSkipsAFoldKnownToBeSlow(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	cfg := hierConfig()
+	cfg.LoadGrace = time.Hour
+	cfg.SupersedeDelay = time.Nanosecond
+	f := newFixture(t, cfg, memory.WithClock(now))
+	second, release := make(chan struct{}), make(chan struct{})
+	f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
+		if call == 1 {
+			clock.Add(int64(10 * time.Hour)) // the first fold takes 10 hours
+			return countingResult(req), nil
+		}
+		close(second)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return countingResult(req), nil
+	})
+	ctx := context.Background()
+	seed(t, f.store, "s", "alice", 10)
+	if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Two more turns make the summary stale; their fold blocks.
+	for range 2 {
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", "later", "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await(t, second, "the second fold")
+	r := loadAsync(t, f.mgr, ctx, "s", "alice")
+	h, err := r.h, r.err
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Mode != memory.ModeStale || h.Summary == nil {
+		t.Fatalf("mode %s, summary %v; want the stale summary", h.Mode, h.Summary)
+	}
+	close(release)
 }

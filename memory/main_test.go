@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -213,9 +214,13 @@ func seed(t *testing.T, store memory.MessageStore, session, user string, turns i
 }
 
 // seedTurns stores the pairs prefix+"u<i>"/prefix+"a<i>" for i in
-// [from, to] directly in the store.
+// [from, to] directly in the store, creating the session for user first
+// when it does not exist (store appends never create one).
 func seedTurns(t *testing.T, store memory.MessageStore, session, user, prefix string, from, to int) {
 	t.Helper()
+	if err := store.Create(context.Background(), session, user); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+		t.Fatal(err)
+	}
 	for i := from; i <= to; i++ {
 		_, err := store.Append(context.Background(), session, user,
 			memory.Message{Role: memory.RoleUser, Content: fmt.Sprintf("%su%d", prefix, i)},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -18,6 +19,10 @@ import (
 // that come without a user id: a missing user id never bypasses the
 // ownership check.
 const AnonymousUser = "anonymous"
+
+// SharedOwner is the owner recorded for shared sessions (see
+// WithSharedSessions), whichever user writes them.
+const SharedOwner = "shared"
 
 // Manager is Strata's conversation memory: the one door to session data.
 // It saves messages, assembles what the model sees (takeLast, or facts +
@@ -41,6 +46,7 @@ type Manager struct {
 
 	foldObservers   []func(context.Context, FoldEvent)
 	deleteObservers []func(context.Context, string)
+	sharedPrefixes  []string // WithSharedSessions
 }
 
 // NewManager returns a manager over store. It refuses an invalid cfg (a
@@ -80,6 +86,20 @@ func (m *Manager) Estimator() trimmer.Estimator { return m.est }
 
 func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
 
+// owner is the user a store operation on sessionID runs as: SharedOwner
+// for a shared session (WithSharedSessions), whoever asks, else userID
+// (AnonymousUser when empty). It is the manager's one mapping from callers
+// to owners; the store checks ownership in the same statement as the
+// operation, as for any other owner.
+func (m *Manager) owner(sessionID, userID string) string {
+	for _, p := range m.sharedPrefixes {
+		if strings.HasPrefix(sessionID, p) {
+			return SharedOwner
+		}
+	}
+	return normUser(userID)
+}
+
 func normUser(userID string) string {
 	if userID == "" {
 		return AnonymousUser
@@ -93,7 +113,7 @@ func (m *Manager) Create(ctx context.Context, sessionID, userID string) error {
 	if sessionID == "" {
 		return fmt.Errorf("memory: create: %w: empty session id", ErrInvalidMessage)
 	}
-	if err := m.store.Create(ctx, sessionID, normUser(userID)); err != nil {
+	if err := m.store.Create(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: create %q: %w", sessionID, err)
 	}
 	return nil
@@ -130,9 +150,21 @@ func (m *Manager) SaveMessages(ctx context.Context, sessionID, userID string, ms
 // Append saves stored-form messages, which may carry metadata such as the
 // model variant (MetadataModelVariant), and reports the session's message
 // count and last sequence number, read atomically with the write. A session
-// that does not exist is created for userID; with no msgs it is only
-// claimed. An empty sessionID stores nothing (no memory without a session).
+// that does not exist is created for userID, who then owns it; with no msgs
+// it is only created. An empty sessionID stores nothing (no memory without
+// a session). Use AppendExisting where a mistyped id must not start a new
+// conversation.
 func (m *Manager) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
+	return m.append(ctx, sessionID, userID, true, msgs)
+}
+
+// AppendExisting is Append for a session that must already exist: a missing
+// one gives ErrNotFound and nothing is stored.
+func (m *Manager) AppendExisting(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
+	return m.append(ctx, sessionID, userID, false, msgs)
+}
+
+func (m *Manager) append(ctx context.Context, sessionID, userID string, create bool, msgs []Message) (AppendResult, error) {
 	if sessionID == "" {
 		return AppendResult{}, nil
 	}
@@ -141,8 +173,17 @@ func (m *Manager) Append(ctx context.Context, sessionID, userID string, msgs ...
 			return AppendResult{}, fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
 		}
 	}
+	user := m.owner(sessionID, userID)
 	ctx, span := m.startSpan(ctx, "strata.memory.save", sessionID)
-	res, err := m.store.Append(ctx, sessionID, normUser(userID), msgs...)
+	res, err := m.store.Append(ctx, sessionID, user, msgs...)
+	// Each step is atomic in the store: a session created by another user
+	// in between makes the next Append fail with ErrNotOwner; one deleted in
+	// between is created again (a bounded number of times).
+	for i := 0; create && errors.Is(err, ErrNotFound) && i < 3; i++ {
+		if err = m.store.Create(ctx, sessionID, user); err == nil || errors.Is(err, ErrSessionExists) {
+			res, err = m.store.Append(ctx, sessionID, user, msgs...)
+		}
+	}
 	m.observeSave(ctx, len(msgs), err)
 	endSpan(span, err)
 	if err != nil {
@@ -151,9 +192,16 @@ func (m *Manager) Append(ctx context.Context, sessionID, userID string, msgs ...
 	}
 	m.stats.saves.Add(1)
 	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) {
-		m.eng.request(sessionID, normUser(userID), "save", true)
+		m.eng.request(sessionID, user, "save", true)
 	}
 	return res, nil
+}
+
+// Count returns how many messages the session holds. A missing session
+// gives ErrNotFound, another user's ErrNotOwner.
+func (m *Manager) Count(ctx context.Context, sessionID, userID string) (int, error) {
+	t, err := m.store.Tail(ctx, sessionID, m.owner(sessionID, userID), 0)
+	return t.Total, err
 }
 
 // LoadHistory returns what the model should see of the session (see Load).
@@ -168,7 +216,8 @@ func (m *Manager) LoadHistory(ctx context.Context, sessionID, userID string) ([]
 // facts and narrative blocks followed by the verbatim window.
 //
 // A load never waits long for a fold: a stale summary is regenerated, but
-// waited for only Config.LoadGrace — past that the load shows the stale summary
+// waited for only Config.LoadGrace, and not at all when this manager's folds
+// are known to take longer than that — then the load shows the stale summary
 // plus every message after its cursor, and the fold finishes in the
 // background. With no summary yet it waits Config.FoldWait at most, and never
 // past ctx's deadline, then degrades (ModeFallback). A summarizer failure
@@ -183,8 +232,8 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	ctx, span := m.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
 	m.stats.loads.Add(1)
-	user := normUser(userID)
-	v, err := m.readTail(ctx, sessionID, user, m.pol.loadSize())
+	user := m.owner(sessionID, userID)
+	v, s, sumErr, err := m.loadView(ctx, sessionID, user)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return History{Mode: ModeEmpty}, nil
@@ -199,10 +248,9 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	case !m.hierarchical():
 		return takeLast(v, 2*m.cfg.MaxConversationTurns, ModeTakeLast), nil
 	}
-	s, err := m.usableSummary(ctx, sessionID, v.epoch)
-	if err != nil {
+	if sumErr != nil {
 		m.stats.fallbacks.Add(1)
-		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", err)
+		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
 		return m.pol.degraded(v, v.msgs), nil
 	}
 	var unfolded []Message
@@ -225,18 +273,64 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 		left := time.Until(dl)
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
-	if fresh, ok := m.eng.request(sessionID, user, "load", false).wait(ctx, m.eng, max(wait, 0)); ok && fresh.Epoch == v.epoch && covers(fresh, cut) {
+	run := m.eng.request(sessionID, user, "load", false)
+	if s != nil {
+		wait = min(wait, m.eng.expectedWait(run, m.cfg.LoadGrace, cut))
+	}
+	fresh, ok := run.wait(ctx, m.eng, max(wait, 0), cut)
+	ok = ok && fresh.Epoch == v.epoch && fresh.UpToSeq > cursorOf(s)
+	if ok && (covers(fresh, cut) || unfolded != nil) {
 		i := 0
 		for i < len(unfolded) && unfolded[i].Seq <= fresh.UpToSeq {
 			i++
 		}
-		return m.pol.show(v, fresh, unfolded[i:]), nil
+		h := m.pol.show(v, fresh, unfolded[i:])
+		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
+			m.stats.fallbacks.Add(1)
+		}
+		return h, nil
 	}
 	m.stats.fallbacks.Add(1)
 	if s != nil {
 		return m.pol.show(v, s, unfolded), nil
 	}
 	return m.pol.degraded(v, unfolded), nil
+}
+
+// loadView reads what a load starts from: the session's tail and, with
+// hierarchical memory on, its usable summary (sumErr: the summary store
+// failed, the tail is good). When the message store reads the summary
+// store's summaries itself (SnapshotReader), both come from one call — one
+// statement for a database; otherwise the tail and then the summary, two
+// calls. A tail too short to align the window is read again by readTail.
+func (m *Manager) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
+	want := m.pol.loadSize()
+	if !m.hierarchical() {
+		v, err = m.readTail(ctx, sessionID, userID, want)
+		return v, nil, nil, err
+	}
+	sr, ok := m.store.(SnapshotReader)
+	if !ok || !sr.ReadsSummariesOf(m.sums) {
+		if v, err = m.readTail(ctx, sessionID, userID, want); err != nil {
+			return view{}, nil, nil, err
+		}
+		s, sumErr = m.usableSummary(ctx, sessionID, v.epoch)
+		return v, s, sumErr, nil
+	}
+	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
+	if err != nil {
+		return view{}, nil, nil, err
+	}
+	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
+	if len(v.msgs) < v.total && alignedStart(v.msgs, want) == 0 {
+		if v, err = m.readTail(ctx, sessionID, userID, want); err != nil {
+			return view{}, nil, nil, err
+		}
+	}
+	if s.IsEmpty() || s.Epoch != v.epoch {
+		s = nil
+	}
+	return v, s, nil, nil
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil
@@ -276,13 +370,13 @@ func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int
 // with Seq > afterSeq, oldest first: pages of a transcript. A missing
 // session gives ErrNotFound, another user's ErrNotOwner.
 func (m *Manager) Messages(ctx context.Context, sessionID, userID string, afterSeq int64, limit int) ([]Message, error) {
-	return m.store.Range(ctx, sessionID, normUser(userID), afterSeq, 1<<62, limit)
+	return m.store.Range(ctx, sessionID, m.owner(sessionID, userID), afterSeq, 1<<62, limit)
 }
 
 // Summary returns the session's current summary, nil when it has none. A
 // missing session gives ErrNotFound, another user's ErrNotOwner.
 func (m *Manager) Summary(ctx context.Context, sessionID, userID string) (*summary.Summary, error) {
-	t, err := m.store.Tail(ctx, sessionID, normUser(userID), 0)
+	t, err := m.store.Tail(ctx, sessionID, m.owner(sessionID, userID), 0)
 	if err != nil || m.sums == nil {
 		return nil, err
 	}
@@ -308,7 +402,7 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	// first save waits until both are gone.
 	st.write.Lock()
 	defer st.write.Unlock()
-	if err := m.store.Delete(ctx, sessionID, normUser(userID)); err != nil {
+	if err := m.store.Delete(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: delete %q: %w", sessionID, err)
 	}
 	st.gen++

@@ -81,3 +81,25 @@ func WithDeleteObserver(fn func(ctx context.Context, sessionID string)) Option {
 		}
 	}
 }
+
+// WithSharedSessions makes the sessions whose ids start with one of
+// prefixes (e.g. "slack-") shared by all their participants: every user
+// may read, append to and delete them, as arc-reactor lets every
+// participant of a Slack thread share its conversation. The manager
+// stores them under one owner, SharedOwner, whoever calls, so the store's
+// ownership check still runs with every operation. Shared sessions are
+// therefore listed by Sessions for no user but SharedOwner.
+//
+// Off by default, unlike arc-reactor, which shares slack- sessions
+// implicitly: a session belongs to the user who created it unless its id
+// is explicitly declared shared. Blank prefixes are ignored (one would
+// share every session).
+func WithSharedSessions(prefixes ...string) Option {
+	return func(m *Manager) {
+		for _, p := range prefixes {
+			if p != "" {
+				m.sharedPrefixes = append(m.sharedPrefixes, p)
+			}
+		}
+	}
+}

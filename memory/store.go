@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/summary"
 )
 
 // Role is the stored role of a message.
@@ -105,11 +107,14 @@ type MessageStore interface {
 	// every user of the store. It returns ErrSessionExists when the id is
 	// already in use, whoever owns it.
 	Create(ctx context.Context, sessionID, userID string) error
-	// Append atomically appends msgs to the session as userID: either all
-	// of them are stored, contiguously and in order, or none. A session
-	// that does not exist is created, owned by userID (the first writer
-	// owns it; with no msgs the session is only claimed). A session another
-	// user owns returns ErrNotOwner and stores nothing.
+	// Append atomically appends msgs to userID's session: either all of
+	// them are stored, contiguously and in order, or none. Append never
+	// creates a session (only Create does): a session that does not exist
+	// returns ErrNotFound, one another user owns ErrNotOwner, and neither
+	// stores anything. The ownership check and the write are one atomic
+	// step, so a concurrent Delete or Create cannot slip between them. With
+	// no msgs, Append on the caller's session stores nothing and reports
+	// its Total and Epoch (LastSeq 0).
 	Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error)
 	// Tail returns the message count, the epoch and the newest n messages
 	// (n <= 0: none), without reading the rest of the history.
@@ -160,4 +165,24 @@ type FoldLocker interface {
 	// Deleting a session does not release or remove its lock: a fold that
 	// is still running keeps it until it ends or the lock expires.
 	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error)
+}
+
+// SnapshotReader is an optional capability of a MessageStore that keeps
+// its sessions' summaries beside their messages (the PostgreSQL store
+// does). It lets a load read the tail and the summary in one call — for a
+// database, one statement: one round trip and one snapshot.
+//
+// The manager uses it only when ReadsSummariesOf(its summary store) is
+// true, that is when Snapshot's summary is exactly what that summary store
+// would return. Otherwise, and for stores without the capability, a load
+// reads the tail (MessageStore.Tail) and then the summary (summary.Store.Get):
+// two calls, with the same result.
+type SnapshotReader interface {
+	// ReadsSummariesOf reports whether Snapshot returns the summaries that
+	// sums stores.
+	ReadsSummariesOf(sums summary.Store) bool
+	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
+	// the same errors, and the session's stored summary (nil when it has
+	// none) whatever its epoch, read atomically with the tail.
+	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
 }

@@ -21,7 +21,11 @@
 # STRATA_PG_RESTART_CMD holds the command that restarts it (for the
 # server-restart fault test).
 #
-# Environment: DATABASE_URL, PGUSER/PGPASSWORD (case 2), CI.
+# A private cluster runs with fsync, synchronous_commit and
+# full_page_writes off (fast tests, nothing worth keeping); with
+# STRATA_PG_DURABLE=1 it keeps PostgreSQL's durable defaults (make bench).
+#
+# Environment: DATABASE_URL, PGUSER/PGPASSWORD (case 2), CI, STRATA_PG_DURABLE.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -177,7 +181,14 @@ start_private_cluster() {
 	fi
 	chmod 700 "$tmp" || return 1
 
-	log "starting a temporary PostgreSQL cluster ($bindir) in $tmp"
+	# Tests trade durability for speed; STRATA_PG_DURABLE=1 (make bench)
+	# keeps PostgreSQL's defaults: fsync, synchronous_commit and
+	# full_page_writes on.
+	local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	if [ "${STRATA_PG_DURABLE:-}" = 1 ]; then
+		durability=""
+	fi
+	log "starting a temporary PostgreSQL cluster ($bindir) in $tmp${durability:+ (non-durable: fsync off)}"
 	if ! as_pg "$bindir/initdb" -D "$tmp/data" -U postgres --pwfile="$tmp/pwfile" \
 		--auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C --no-sync \
 		>"$tmp/initdb.log" 2>&1 </dev/null; then
@@ -190,7 +201,7 @@ start_private_cluster() {
 		port=$((20000 + RANDOM % 40000))
 		port_in_use "$port" && continue
 		if as_pg "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-			-o "-c listen_addresses=127.0.0.1 -p $port -k $tmp/sock -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+			-o "-c listen_addresses=127.0.0.1 -p $port -k $tmp/sock -c max_connections=300 $durability" \
 			start >/dev/null </dev/null; then
 			CLEANUP+=("as_pg ${bindir@Q}/pg_ctl -D ${tmp@Q}/data -m immediate -w stop >/dev/null 2>&1 </dev/null")
 			as_pg "$psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$port" -U postgres -d postgres \

@@ -422,11 +422,23 @@ func TestContextBudget(t *testing.T) {
 			}
 		}
 	}
-	// Too small for even the last user message: nothing rather than too much.
+	// Too small for the newest message: it is cut to fit, with a marker.
 	var tiny wireContext
 	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=30", keyAlice, nil, &tiny)
-	if !tiny.OverBudget || len(tiny.Messages) != 0 || tiny.Tokens.Total != 0 || tiny.Tokens.Budget != 30 || tiny.Removed != len(h.Messages) {
+	newest := h.Messages[len(h.Messages)-1].GetContent()
+	if tiny.OverBudget || len(tiny.Messages) != 1 || tiny.Truncated != 1 || tiny.Tokens.Total > 30 ||
+		tiny.Tokens.Total != meter.Cost(toChat(t, tiny.Messages)) || tiny.Removed != len(h.Messages)-1 {
 		t.Fatalf("tiny budget: %+v", tiny)
+	}
+	if m := tiny.Messages[0]; m.Role != "assistant" || !strings.HasSuffix(m.Content, truncationMarker) ||
+		!strings.HasPrefix(newest, strings.TrimSuffix(m.Content, truncationMarker)) || len(m.Content) >= len(newest) {
+		t.Fatalf("tiny budget: message %+v is not the newest one (%q) cut", m, newest)
+	}
+	// Too small for even a message's overhead: nothing rather than too much.
+	var none wireContext
+	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=10", keyAlice, nil, &none)
+	if !none.OverBudget || len(none.Messages) != 0 || none.Tokens.Total != 0 || none.Tokens.Budget != 10 || none.Removed != len(h.Messages) {
+		t.Fatalf("budget below a message's overhead: %+v", none)
 	}
 }
 

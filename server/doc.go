@@ -31,14 +31,19 @@
 //
 // Messages are OpenAI-like: {role: user|assistant|system|tool, content,
 // tool_calls?: [{id, type: "function", function: {name, arguments}}],
-// tool_call_id?, name?, metadata?: {model_variant: …}}. The context
-// endpoint returns the manager's assembled history (facts and summary
-// system messages first, then the verbatim window) fitted to the budget by
-// the manager's one prompt builder (memory.Manager.Prompt): a budget below
-// the manager's is passed to it as a reserve, a larger one is lowered to
-// the manager's, and a context is never larger than its budget. Tool calls
-// are never separated from their results, so the list passes
-// trimmer.Validate and can be sent to a provider as is.
+// tool_call_id?, name?, metadata?: {model_variant: …}}. A tool result is
+// accepted only when its call precedes it in the request or is stored in
+// the session (400 otherwise). The context endpoint returns the manager's
+// assembled history (facts and summary system messages first, then the
+// verbatim window) fitted to the budget, priced by the manager's estimator
+// (a budget larger than the manager's is lowered to it): the facts and
+// summary messages, then the newest messages back to the first that does
+// not fit, so nothing newer is dropped to keep something older. A newest
+// message too large for the budget alone is cut to fit, its content ending
+// with "…[truncated]"; a context is never larger than its budget, and is
+// empty with over_budget only when not even that fits. Tool calls are
+// never separated from their results, so the list passes trimmer.Validate
+// and can be sent to a provider as is.
 //
 // # Sessions, users and titles
 //
@@ -72,8 +77,9 @@
 // whatever WithOnClose names, all within Config.ShutdownTimeout.
 //
 // Every request gets an id (X-Request-Id, taken from the client when
-// reasonable), one access-log line (log/slog: method, route pattern, status,
-// duration, bytes, request id, user id — never the key) and an OpenTelemetry
+// reasonable), one access-log line (log/slog at debug level, error for a
+// 5xx answer: method, route pattern, status, duration, bytes, request id,
+// user id — never the key) and an OpenTelemetry
 // server span from the global tracer provider, parented by an incoming
 // traceparent when a propagator is installed; the manager's
 // strata.memory.load/save/fold spans are its children. Panics become 500s

@@ -26,6 +26,7 @@ type (
 			BeforeTrim int `json:"before_trim"`
 		} `json:"tokens"`
 		Removed        int  `json:"removed"`
+		Truncated      int  `json:"truncated"`
 		OverBudget     bool `json:"over_budget"`
 		StoredMessages int  `json:"stored_messages"`
 		Summary        *struct {

@@ -161,13 +161,6 @@ func (s *Server) convert(in []wireMessage) ([]memory.Message, *apiError) {
 	return out, nil
 }
 
-// exists checks that the session exists and belongs to user, reading at
-// most one message: ErrNotFound or ErrNotOwner otherwise.
-func (s *Server) exists(ctx context.Context, id, user string) error {
-	_, err := s.mgr.Messages(ctx, id, user, 0, 1)
-	return err
-}
-
 // maxCreateAttempts bounds the new ids tried by POST /v1/sessions when an
 // id is already in use (with random UUIDs, practically never).
 const maxCreateAttempts = 3
@@ -205,6 +198,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	msgs, e := s.convert(req.Messages)
 	if e != nil {
 		s.writeError(w, r, e)
+		return
+	}
+	// A new session holds no tool call yet: each result must answer a call
+	// made earlier in the request.
+	if i, call := firstUnanswered(msgs, nil); i >= 0 {
+		s.writeError(w, r, unknownToolCall(i, call))
 		return
 	}
 	var id string
@@ -310,13 +309,14 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	// Sessions are created by POST /v1/sessions only: an unknown id is
-	// 404, like another user's session, and is not created here.
-	if err := s.exists(ctx, id, st.user); err != nil {
+	if err := s.checkToolResults(ctx, id, st.user, msgs); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.mgr.Append(ctx, id, st.user, msgs...)
+	// Sessions are created by POST /v1/sessions only: AppendExisting stores
+	// nothing into an unknown id (404, like another user's session), and it
+	// checks existence and ownership in the same atomic step as the write.
+	res, err := s.mgr.AppendExisting(ctx, id, st.user, msgs...)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -332,6 +332,7 @@ type contextResponse struct {
 	Messages       []wireMessage   `json:"messages"`
 	Tokens         contextTokens   `json:"tokens"`
 	Removed        int             `json:"removed"`
+	Truncated      int             `json:"truncated"`
 	OverBudget     bool            `json:"over_budget"`
 	StoredMessages int             `json:"stored_messages"`
 	Summary        *contextSummary `json:"summary,omitempty"`
@@ -361,13 +362,12 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	// The manager's budget is the ceiling; a smaller one is asked of the
-	// manager's prompt builder as a reserve.
+	// The manager's budget is the ceiling.
 	budget := min(int(requested), s.budget)
 	h, err := s.mgr.Load(ctx, id, st.user)
 	if err == nil && h.Total == 0 {
 		// An empty history is an empty session or none at all.
-		err = s.exists(ctx, id, st.user)
+		_, err = s.mgr.Count(ctx, id, st.user)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -376,16 +376,11 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	resp := contextResponse{SessionID: id, Mode: string(h.Mode), Messages: []wireMessage{},
 		Tokens: contextTokens{Budget: budget}, StoredMessages: h.Total}
 	if len(h.Messages) > 0 {
-		out := s.mgr.Prompt("", h.Messages, s.budget-budget)
+		f := s.fitContext(h.Messages, budget)
 		resp.Tokens.BeforeTrim = s.meter.Cost(h.Messages)
-		resp.Tokens.Total = s.meter.Cost(out)
-		if resp.Tokens.Total > budget {
-			// Even the last user message and what must stay with it do
-			// not fit: nothing is returned rather than too much.
-			out, resp.Tokens.Total, resp.OverBudget = nil, 0, true
-		}
-		resp.Removed = len(h.Messages) - len(out)
-		for _, cm := range out {
+		resp.Tokens.Total = s.meter.Cost(f.msgs)
+		resp.Removed, resp.Truncated, resp.OverBudget = len(h.Messages)-len(f.msgs), f.truncated, f.over
+		for _, cm := range f.msgs {
 			resp.Messages = append(resp.Messages, fromChat(cm))
 		}
 	}
@@ -447,7 +442,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	if after == 0 && resp.NextAfterSeq == nil {
 		resp.MessageCount = len(msgs) // the page is the whole session
-	} else if resp.MessageCount, err = s.count(ctx, id, st.user); err != nil {
+	} else if resp.MessageCount, err = s.mgr.Count(ctx, id, st.user); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -209,14 +209,13 @@ func (s *Server) recoverPanic(w *statusWriter, r *http.Request) {
 	}
 }
 
-// accessLog writes one line per request. Probes are logged at debug level.
+// accessLog writes one line per request: at debug level, since serving
+// requests is normal operation, and at error level for a 5xx answer, which
+// is a real problem.
 func (s *Server) accessLog(r *http.Request, st *reqState, status int, bytes int64, d time.Duration) {
-	level := slog.LevelInfo
-	switch {
-	case status >= 500:
+	level := slog.LevelDebug
+	if status >= 500 {
 		level = slog.LevelError
-	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz":
-		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(r.Context(), level) {
 		return

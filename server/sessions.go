@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
@@ -12,20 +11,6 @@ import (
 // This file holds the server's reads and writes of session data that are
 // not a single manager call: titles, listings and search, which go through
 // the conversation catalogue when there is one.
-
-// countWait bounds how long count lets the manager wait for a fold.
-const countWait = 2 * time.Second
-
-// count returns the number of messages the session holds. The manager
-// reads it with the tail when it assembles a history (Load); a load may
-// wait for a fold it needs, so it gets countWait at most, after which it
-// assembles what it has. The count is exact either way.
-func (s *Server) count(ctx context.Context, id, user string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, countWait)
-	defer cancel()
-	h, err := s.mgr.Load(ctx, id, user)
-	return h.Total, err
-}
 
 // title returns the session's title as the catalogue has it: the one
 // given at creation, else a generated one ("" without a catalogue).

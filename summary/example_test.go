@@ -27,7 +27,7 @@ func ExampleNewExtractiveService() {
 		fmt.Printf("%s = %s [%s]\n", f.Key, f.Value, f.Category)
 	}
 	// Output:
-	// User: My order #1234 arrived broken. Assistant: The refund of $49.90 will reach you by 2024-05-20.
+	// User: My order #1234 arrived broken. User: I'd like a refund of $49.90. Assistant: The refund of $49.90 will reach you by 2024-05-20.
 	// order_id = #1234 [ENTITY]
 	// refund_amount = $49.90 [NUMERIC]
 	// date = 2024-05-20 [CONDITION]
@@ -37,7 +37,9 @@ func ExampleParseReply() {
 	reply := "Here is the summary:\n```JSON\n" +
 		`{"narrative": "The customer asked for a refund.", "confidence": 0.9,
 		  "facts": [{"key": "order_number", "value": 1234, "category": "entity"},
-		            {"key": "status", "value": null}]}` +
+		            {"key": "status", "value": null},
+		            {"key": "email", "value": "not mentioned"},
+		            {"key": "coupon", "remove": true}]}` +
 		"\n```"
 	res, err := summary.ParseReply(reply)
 	if err != nil {
@@ -46,12 +48,12 @@ func ExampleParseReply() {
 	}
 	fmt.Println(res.Narrative)
 	for _, f := range res.Facts {
-		fmt.Printf("%s = %q [%s]\n", f.Key, f.Value, f.Category)
+		fmt.Printf("%s = %q [%s] remove=%v\n", f.Key, f.Value, f.Category, f.Remove)
 	}
 	// Output:
 	// The customer asked for a refund.
-	// order_number = "1234" [ENTITY]
-	// status = "" [GENERAL]
+	// order_number = "1234" [ENTITY] remove=false
+	// coupon = "" [GENERAL] remove=true
 }
 
 func ExampleMergeFacts() {
@@ -60,17 +62,28 @@ func ExampleMergeFacts() {
 		{Key: "order_id", Value: "#1234", Category: summary.Entity},
 		{Key: "status", Value: "pending", Category: summary.State},
 		{Key: "coupon", Value: "SPRING10", Category: summary.General},
+		{Key: "phone", Value: "555-1111", Category: summary.Entity},
 	}
 	reply := []summary.Fact{
-		{Key: "Status", Value: "refunded", Category: summary.State}, // replaces
-		{Key: "coupon", Value: ""},                                  // removes
-		{Key: "refund_amount", Value: "$49.90", Category: summary.Numeric},
+		{Key: "Status", Value: "refunded", Category: summary.State},        // updates
+		{Key: "coupon", Remove: true},                                      // removes
+		{Key: "order_id", Value: "not mentioned"},                          // no change
+		{Key: "phone_number", Value: "555-2222", Category: summary.Entity}, // same slot as phone
+		{Key: "refund_amount", Value: "$49.90", Category: summary.Numeric}, // new
 	}
-	for _, f := range summary.MergeFacts(ledger, reply, summary.MergeOptions{Now: now}) {
+	merged := summary.MergeFacts(ledger, reply, summary.MergeOptions{Now: now})
+	for _, f := range merged {
 		fmt.Printf("%s = %s [%s]\n", f.Key, f.Value, f.Category)
 	}
+	fmt.Println(summary.FactsBlockWith(merged, summary.RenderOptions{ShowPrevious: true}))
 	// Output:
 	// order_id = #1234 [ENTITY]
 	// status = refunded [STATE]
+	// phone = 555-2222 [ENTITY]
 	// refund_amount = $49.90 [NUMERIC]
+	// Conversation Facts:
+	// - order_id: #1234
+	// - status: refunded (previously pending)
+	// - phone: 555-2222 (previously 555-1111)
+	// - refund_amount: $49.90
 }

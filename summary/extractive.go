@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,13 +27,22 @@ type extractiveService struct{ memo *scanMemo }
 // the embedded default when no summarizer model is configured.
 //
 // Facts come from ExtractFacts over the messages (the existing summary's
-// facts keep their keys). The narrative is an outline of the turns, one
-// sentence per message: "User: <first informative sentence>" for user
-// messages and "Assistant: <first informative sentence>" (or "Assistant
-// called <tool>." for a tool-call-only reply) for assistant messages;
-// system and tool messages are left out. When req.Incremental is set the
-// outline extends req.Existing's narrative. The narrative is capped at
-// MaxExtractiveNarrative runes by dropping the oldest sentences first.
+// facts keep their keys), with relative dates resolved against
+// req.SentAt when it gives the message's time (kept as said otherwise).
+//
+// The narrative is a choice of salient sentences from the whole
+// conversation, within MaxExtractiveNarrative runes: the user's goal (the
+// first sentence of the first user turns that is about the case or carries
+// a fact) always, first; then the sentences that score highest — those
+// carrying identifiers, addresses, contact details, amounts, stated
+// preferences, words about the support case, and decisions ("let's do a
+// refund", "the refund has been issued") — newer first on ties. Small talk,
+// filler and sentences that repeat another's shape with other values are
+// left out even when there is room. Chosen sentences appear in
+// conversation order as "User: …" and "Assistant: …" ("Assistant called
+// <tool>." for a tool-call-only reply); system and tool messages are left
+// out. When req.Incremental is set, req.Existing's narrative sentences
+// compete with the new ones, its first user sentence staying the goal.
 //
 // Empty req.Messages give an empty Result and no error; messages that yield
 // neither facts nor narrative give an error wrapping ErrEmptyReply. Like the
@@ -49,17 +59,16 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 		return Result{}, err
 	}
 	var known []Fact
-	var items []string
+	carried := ""
 	if req.Existing != nil {
 		known = req.Existing.Facts
 		if req.Incremental {
-			items = splitSentences(req.Existing.Narrative)
+			carried = req.Existing.Narrative
 		}
 	}
-	items = append(items, outline(req.Messages)...)
 	res := Result{
-		Narrative: joinCapped(items, MaxExtractiveNarrative),
-		Facts:     extractFacts(req.Messages, known, e.memo.scan),
+		Narrative: pickNarrative(narrativeCandidates(carried, req.Messages, e.memo.scan), MaxExtractiveNarrative),
+		Facts:     extractFacts(req.Messages, req.SentAt, known, e.memo.scan),
 	}
 	if res.IsEmpty() {
 		return Result{}, fmt.Errorf("summary: extractive summarizer found nothing: %w", ErrEmptyReply)
@@ -69,47 +78,6 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 
 // ----------------------------------------------------------------------------
 // Narrative
-
-// outline returns one sentence per user message and per assistant reply.
-func outline(msgs []llms.ChatMessage) []string {
-	var items []string
-	for _, m := range msgs {
-		if m == nil {
-			continue
-		}
-		switch m.GetType() {
-		case llms.ChatMessageTypeHuman:
-			if s := firstSentence(m.GetContent(), 100); s != "" {
-				items = append(items, "User: "+s)
-			}
-		case llms.ChatMessageTypeAI:
-			if s := firstSentence(m.GetContent(), 100); s != "" {
-				items = append(items, "Assistant: "+s)
-			} else if calls := toolCalls(m); len(calls) > 0 {
-				names := make([]string, len(calls))
-				for i, c := range calls {
-					names[i] = c.Name
-				}
-				items = append(items, "Assistant called "+strings.Join(names, ", ")+".")
-			}
-		}
-	}
-	return items
-}
-
-// joinCapped joins sentences with spaces, dropping the oldest until the
-// result fits max runes; a single sentence that is still too long is cut.
-func joinCapped(items []string, max int) string {
-	total := -1
-	for _, it := range items {
-		total += utf8.RuneCountInString(it) + 1
-	}
-	for len(items) > 1 && total > max {
-		total -= utf8.RuneCountInString(items[0]) + 1
-		items = items[1:]
-	}
-	return truncateRunes(strings.Join(items, " "), max, "…")
-}
 
 var sentenceEnd = regexp.MustCompile(`[.!?…]+(\s+|$)`)
 
@@ -239,42 +207,74 @@ func shortTitle(t string, max int) string {
 // Facts
 
 // ExtractFacts finds facts in the text of user, assistant and tool messages
-// (system messages are skipped), in order of appearance:
+// (system messages are skipped), in order of appearance. Keys say what a
+// fact is, from the words around it:
 //
-//   - e-mail addresses → ENTITY email; phone numbers → ENTITY phone;
-//   - identifiers next to order, booking, reservation, ticket, confirmation,
-//     case, invoice, tracking or reference ("order #1234", "reservation code
-//     ZFA04Y", "booking ref ABC123") → ENTITY order_id, reservation_id,
-//     booking_id, …;
-//   - amounts with a currency ("$1,240.50", "50,000 KRW", "€12.50",
-//     "30 dollars", "USD 100") → NUMERIC, keyed by a nearby word
-//     (refund_amount, price, fee, total, …) or else amount;
-//   - dates ("2024-05-20", "May 1", "1 May 2024", "05/01/2024",
-//     "next Friday") → CONDITION date; times ("3pm", "15:30") → CONDITION
-//     time;
-//   - flight numbers ("flight UA 123", or "HAT170" in a message that
-//     mentions a flight) → ENTITY flight_number;
-//   - quantities ("2 bags", "three passengers") → NUMERIC bags,
-//     passengers, … with the count as value (the last mention wins);
-//   - self-introductions ("my name is X", "I'm X", "this is X") → ENTITY
-//     user_name in user messages, agent_name in assistant messages (the
-//     first one wins); "passenger name is X" → passenger_name.
+//   - e-mail addresses, phone numbers and street addresses the user gives
+//     (or the agent confirms as the user's: "your number is now …") go to
+//     one slot each — email, phone, delivery_address (billing_address,
+//     work_phone, work_email when so called) — and a later value replaces
+//     an earlier one, so an update supersedes; a second value in the same
+//     message is alternate_phone, …; values said to be old ("my old
+//     number", "change it from …") are not facts; the business's or
+//     someone else's are other_phone, support_email, location;
+//   - identifiers next to order, booking, reservation, ticket,
+//     confirmation, case, invoice, tracking, reference, return, RMA, claim,
+//     account, membership, policy or warranty → order_id, case_id,
+//     return_id, …; product codes after SKU, product code, item number,
+//     model or part number → sku, product_code, model_number, part_number;
+//   - amounts with a currency ("$1,240.50", "50,000 KRW", "30 dollars")
+//     → NUMERIC, keyed by a nearby word (refund_amount, price, fee, total,
+//     …) or else amount;
+//   - dates ("2024-05-20", "May 1", "05/01/2024") → CONDITION, keyed by
+//     what they are for (delivery_date, order_date, birth_date,
+//     appointment_date, travel_date, return_date, deadline, event_date)
+//     or else date; relative dates ("next Friday", "in 3 days", and
+//     "tomorrow", "today", "yesterday" when the clause says what the date
+//     is for) likewise; times → callback_time, delivery_time,
+//     appointment_time, departure_time or time;
+//   - whole preference and constraint clauses the user states ("no calls
+//     after 6pm", "allergic to peanuts", "prefer a window seat", "can't
+//     climb stairs") → CONDITION contact_preference, delivery_preference,
+//     seat_preference, dietary_restriction (one each, the latest wins),
+//     allergy, preference, constraint, with the clause as the value;
+//   - flight numbers, quantities ("2 bags" → bags = 2, the last mention
+//     wins) and JSON leaves of tool results and tool-call arguments (see
+//     scanJSON);
+//   - self-introductions ("my name is X", "I'm X", "this is X" opening a
+//     message) → ENTITY user_name in user messages, agent_name in assistant
+//     messages; the first one wins, a name followed by "my dog", "my
+//     sister", … is not the speaker's, and once the ledger knows the
+//     user's name only an explicit correction ("actually, my name is …")
+//     replaces it; "passenger name is X" → passenger_name.
+//
+// An assistant or tool message listing more than two flight numbers or
+// more than four amounts (search results, a fare table, options offered)
+// contributes none of them: other customers' and merely offered values
+// would flood the ledger.
 //
 // Values are kept exactly as written (a flight number's inner space too).
-// The same value is reported once per kind. When a kind has several
-// values, keys are numbered: order_id, order_id_2, … Keys and values of
-// known (the existing ledger) are respected: a value already in the ledger
-// keeps its key, and a new value never takes a key the ledger uses for
-// another value, so the result can be folded in with MergeFacts.
+// The same value is reported once per kind. When a multi-valued kind has
+// several values, keys are numbered: order_id, order_id_2, … Keys and
+// values of known (the existing ledger) are respected: a value already in
+// the ledger keeps its key, and a new value never takes a key the ledger
+// uses for another value, so the result can be folded in with MergeFacts.
 func ExtractFacts(msgs []llms.ChatMessage, known []Fact) []Fact {
-	return extractFacts(msgs, known, scan)
+	return extractFacts(msgs, nil, known, scan)
 }
 
-func extractFacts(msgs []llms.ChatMessage, known []Fact, scan func(string, llms.ChatMessageType) []finding) []Fact {
+// extractFacts is ExtractFacts with the messages' timestamps (sentAt[i]
+// for msgs[i]; missing or zero when unknown), against which relative dates
+// are resolved.
+func extractFacts(msgs []llms.ChatMessage, sentAt []time.Time, known []Fact, scan func(string, llms.ChatMessageType) []finding) []Fact {
 	k := newKeyer(known)
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if m == nil {
 			continue
+		}
+		var at time.Time
+		if i < len(sentAt) {
+			at = sentAt[i]
 		}
 		role := m.GetType()
 		switch role {
@@ -284,6 +284,11 @@ func extractFacts(msgs []llms.ChatMessage, known []Fact, scan func(string, llms.
 			continue
 		}
 		for _, mt := range scan(m.GetContent(), role) {
+			if mt.rel {
+				if v, ok := resolveRelative(mt.value, at); ok {
+					mt.value = v
+				}
+			}
 			k.add(mt)
 		}
 		// Tool-call arguments carry the exact ids the agent acted on.
@@ -312,11 +317,19 @@ type finding struct {
 	value      string
 	cat        Category
 	mode       keyMode
+	// weak marks a firstWins finding that never replaces a different value
+	// the ledger already holds under its key (a casual "I'm Max").
+	weak bool
+	// rel marks a relative date ("tomorrow") to resolve against the
+	// message's timestamp.
+	rel bool
 }
 
 // canon is the form under which values of a kind are compared.
 func canon(kind, v string) string {
 	switch kind {
+	case "email":
+		return strings.ToLower(strings.TrimSpace(v))
 	case "id", "flight", "phone", "amount":
 		var b strings.Builder
 		for _, r := range strings.ToUpper(v) {
@@ -353,8 +366,13 @@ func newKeyer(known []Fact) *keyer {
 func (k *keyer) add(f finding) {
 	switch f.mode {
 	case lastWins, firstWins:
+		if f.weak {
+			if v, ok := k.known[f.base]; ok && canon(f.kind, v) != canon(f.kind, f.value) {
+				return // a casual mention never replaces the ledger's value
+			}
+		}
 		if i, ok := k.pos[f.base]; ok {
-			if f.mode == lastWins {
+			if (f.mode == lastWins || !f.weak) && canon(f.kind, k.facts[i].Value) != canon(f.kind, f.value) {
 				k.facts[i].Value = f.value
 			}
 			return
@@ -479,7 +497,60 @@ func scan(text string, role llms.ChatMessageType) []finding {
 		}
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].start < found[j].start })
+	if role != llms.ChatMessageTypeHuman {
+		found = dropListings(found)
+	}
+	return alternates(found)
+}
+
+// alternates keys the second and later distinct values of one slot in one
+// message as alternates ("call me at X or Y": Y is alternate_phone): two
+// numbers given together are both current, not an update.
+func alternates(found []finding) []finding {
+	first := map[string]string{} // slot key -> canonical first value
+	for i, f := range found {
+		if f.mode != lastWins || (f.kind != "phone" && f.kind != "email" && f.kind != "address") {
+			continue
+		}
+		c := canon(f.kind, f.value)
+		if v, ok := first[f.base]; !ok {
+			first[f.base] = c
+		} else if v != c {
+			found[i].base = "alternate_" + f.base
+		}
+	}
 	return found
+}
+
+// maxListedAmounts and maxListedFlights are the most amounts and flight
+// numbers an assistant or tool message may carry before it counts as a
+// listing (search results, a fare table, options offered) whose values are
+// incidental and not kept as facts. An itemised bill has a few amounts; a
+// booking, one or two flights.
+const (
+	maxListedAmounts = 4
+	maxListedFlights = 2
+)
+
+// dropListings removes the flight numbers and amounts of a listing.
+func dropListings(found []finding) []finding {
+	count := map[string]int{}
+	for _, f := range found {
+		count[f.kind]++
+	}
+	flights := count["flight"] > maxListedFlights
+	// A listing of flights lists their fares too.
+	listing := map[string]bool{"flight": flights, "amount": flights || count["amount"] > maxListedAmounts}
+	if !listing["flight"] && !listing["amount"] {
+		return found
+	}
+	out := found[:0:0]
+	for _, f := range found {
+		if !listing[f.kind] {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func hasRole(roles []llms.ChatMessageType, r llms.ChatMessageType) bool {
@@ -529,13 +600,13 @@ const (
 var extractors = []extractor{
 	{ // e-mail
 		re: regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			return finding{start: m[0], end: m[1], kind: "email", base: "email", value: text[m[0]:m[1]], cat: Entity}, true
+		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
+			return contactFinding(text, m[0], m[1], role, "email", "email")
 		},
 	},
 	{ // phone
 		re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 			v := text[m[0]:m[1]]
 			digits := 0
 			for _, r := range v {
@@ -546,11 +617,14 @@ var extractors = []extractor{
 			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) {
 				return finding{}, false
 			}
-			return finding{start: m[0], end: m[1], kind: "phone", base: "phone", value: v, cat: Entity}, true
+			return contactFinding(text, m[0], m[1], role, "phone", "phone")
 		},
 	},
+	{re: addressRE, build: buildAddress},
+	{re: preferenceRE, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman}, build: buildPreference},
+	{re: productRE, build: buildProduct},
 	{ // identifiers next to a context word
-		re: regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref)\b(\s+(?:number|no\.?|num|id|code|ref(?:erence)?|locator))?(\s+(?:is|was))?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
+		re: regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no\.?|num|id|code|ref(?:erence)?|locator))?(\s+(?:is|was))?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			word, _, _ := group(text, m, 1)
 			qual, _, _ := group(text, m, 2)
@@ -573,11 +647,12 @@ var extractors = []extractor{
 		},
 	},
 	{ // dates
-		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b|(?i:\bnext\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b)`),
+		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			return finding{start: m[0], end: m[1], kind: "date", base: "date", value: text[m[0]:m[1]], cat: Condition}, true
+			return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
 		},
 	},
+	{re: relativeDateRE, build: buildRelativeDate},
 	{ // times
 		re: regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[AaPp](?:\.[Mm]\.|[Mm]\b))?|\b(?:1[0-2]|0?[1-9])\s?[AaPp](?:\.[Mm]\.|[Mm]\b)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
@@ -585,7 +660,7 @@ var extractors = []extractor{
 			if !standalone(text, m[0], m[1]) {
 				return finding{}, false
 			}
-			return finding{start: m[0], end: m[0] + len(v), kind: "time", base: "time", value: v, cat: Condition}, true
+			return finding{start: m[0], end: m[0] + len(v), kind: "time", base: timeKey(text, m[0]), value: v, cat: Condition}, true
 		},
 	},
 	{ // flight numbers after "flight"
@@ -622,19 +697,9 @@ var extractors = []extractor{
 		},
 	},
 	{ // self-introductions
-		re:    regexp.MustCompile(`(?i:\b(?:my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
+		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
 		roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI},
-		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
-			v, s, e := nameGroup(text, m, 1)
-			if v == "" {
-				return finding{}, false
-			}
-			base := "user_name"
-			if role == llms.ChatMessageTypeAI {
-				base = "agent_name"
-			}
-			return finding{start: s, end: e, kind: "name", base: base, value: v, cat: Entity, mode: firstWins}, true
-		},
+		build: buildSelfIntro,
 	},
 }
 

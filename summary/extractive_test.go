@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -34,8 +35,8 @@ func TestExtractiveRefundDialogue(t *testing.T) {
 	checkFacts(t, res.Facts, []Fact{
 		{Key: "user_name", Value: "Sarah Connor", Category: Entity},
 		{Key: "order_id", Value: "#1234", Category: Entity},
-		{Key: "date", Value: "May 1", Category: Condition},
-		{Key: "date_2", Value: "05/01/2024", Category: Condition},
+		{Key: "order_date", Value: "May 1", Category: Condition},
+		{Key: "order_date_2", Value: "05/01/2024", Category: Condition},
 		{Key: "total", Value: "$89.99", Category: Numeric},
 		{Key: "fee", Value: "$5.00", Category: Numeric},
 		{Key: "refund_amount", Value: "$94.99", Category: Numeric},
@@ -44,11 +45,12 @@ func TestExtractiveRefundDialogue(t *testing.T) {
 		{Key: "case_id", Value: "CS-77812", Category: Entity},
 		{Key: "order_id_2", Value: "88231", Category: Entity},
 		{Key: "items", Value: "2", Category: Numeric},
-		{Key: "time", Value: "3pm", Category: Condition},
+		{Key: "callback_time", Value: "3pm", Category: Condition},
 	})
 	wantNarrative := "User: I ordered a blender, order #1234, on May 1 and it arrived broken. " +
-		"Assistant: I'm sorry to hear that, Sarah. " +
+		"Assistant: I can see order #1234 was paid on 05/01/2024 with a total of $89.99 plus a $5.00 shipping fee. " +
 		"User: I want a refund of $94.99 to my card. " +
+		"User: My email is sarah.connor@example.com and my phone is (415) 555-0132. " +
 		"Assistant: Done: a refund of $94.99 has been issued under case number CS-77812. " +
 		"User: Also my other order 88231 is missing 2 items."
 	if res.Narrative != wantNarrative {
@@ -73,21 +75,21 @@ var airlineFacts = []Fact{
 	{Key: "user_name", Value: "Minjun Kim", Category: Entity},
 	{Key: "reservation_id", Value: "ZFA04Y", Category: Entity},
 	{Key: "flight_number", Value: "HAT170", Category: Entity},
-	{Key: "date", Value: "2024-05-20", Category: Condition},
-	{Key: "time", Value: "15:30", Category: Condition},
+	{Key: "travel_date", Value: "2024-05-20", Category: Condition},
+	{Key: "departure_time", Value: "15:30", Category: Condition},
 	{Key: "agent_name", Value: "Anna", Category: Entity},
 	// From the JSON tool result, in key order (contact, fare, flights, passengers).
 	{Key: "email", Value: "minjun.kim@example.com", Category: Entity},
 	{Key: "fare", Value: "$1,240.50", Category: Numeric},
 	{Key: "flight_number_2", Value: "HAT171", Category: Entity},
 	{Key: "passengers", Value: "2", Category: Numeric},
-	{Key: "date_2", Value: "May 22", Category: Condition},
+	{Key: "date", Value: "May 22", Category: Condition},
 	{Key: "bags", Value: "2", Category: Numeric},
 	{Key: "phone", Value: "+1 415-555-0132", Category: Entity},
 	{Key: "fee", Value: "$75", Category: Numeric},
 	{Key: "price", Value: "30 dollars", Category: Numeric},
-	{Key: "time_2", Value: "3pm", Category: Condition},
-	{Key: "date_3", Value: "22 May 2024", Category: Condition},
+	{Key: "departure_time_2", Value: "3pm", Category: Condition},
+	{Key: "travel_date_2", Value: "22 May 2024", Category: Condition},
 	{Key: "booking_id", Value: "ABC123", Category: Entity},
 }
 
@@ -95,10 +97,11 @@ func TestExtractiveAirlineDialogue(t *testing.T) {
 	res := extract(t, Request{SessionID: "s2", Messages: airlineDialogue})
 	checkFacts(t, res.Facts, airlineFacts)
 	wantNarrative := "User: My reservation code is ZFA04Y and I'm on flight HAT170 on 2024-05-20 at 15:30. " +
-		"Assistant: I'm Anna from support. " +
 		"Assistant: I found your booking: flights HAT170 and HAT171 for 2 passengers, total fare $1,240.50. " +
 		"User: I need to change it to May 22 and add 2 checked bags. " +
-		"Assistant: The change fee is $75 and each bag costs 30 dollars."
+		"User: You can reach me at +1 415-555-0132 or minjun.kim@example.com. " +
+		"Assistant: The change fee is $75 and each bag costs 30 dollars. " +
+		"Assistant: Your new departure is 3pm on 22 May 2024, booking ref ABC123."
 	if res.Narrative != wantNarrative {
 		t.Fatalf("narrative:\n%s\nwant:\n%s", res.Narrative, wantNarrative)
 	}
@@ -148,7 +151,7 @@ func TestExtractiveToolCallOnlyTurn(t *testing.T) {
 	}
 	checkFacts(t, res.Facts, []Fact{
 		{Key: "tracking_number", Value: "1Z999AA10123456784", Category: Entity},
-		{Key: "date", Value: "2024-06-03", Category: Condition},
+		{Key: "delivery_date", Value: "2024-06-03", Category: Condition},
 	})
 }
 
@@ -187,7 +190,7 @@ func TestExtractiveIncrementalKeys(t *testing.T) {
 	for _, f := range merged {
 		keys = append(keys, f.Key+"="+f.Value)
 	}
-	if got := strings.Join(keys, " "); got != "order_id=1234 Refund_Amount=$94.99 bags=3 order_id_2=#5678" {
+	if got := strings.Join(keys, " "); got != "order_id=#1234 Refund_Amount=$94.99 bags=3 order_id_2=#5678" {
 		t.Errorf("merged ledger %s", got)
 	}
 
@@ -201,24 +204,44 @@ func TestExtractiveIncrementalKeys(t *testing.T) {
 
 func TestExtractiveNarrativeCap(t *testing.T) {
 	var msgs []llms.ChatMessage
+	msgs = append(msgs, llms.HumanChatMessage{Content: "Hi! My blender from order #1234 arrived broken and I want a refund."})
 	for i := 0; i < 30; i++ {
-		msgs = append(msgs, llms.HumanChatMessage{Content: "Question number " + string(rune('A'+i%26)) + " is about something rather long and detailed, more than a few words."})
+		msgs = append(msgs,
+			llms.AIChatMessage{Content: "Question number " + string(rune('A'+i%26)) + " is about something rather long and detailed, more than a few words."},
+			llms.HumanChatMessage{Content: "We talked about the weather and the garden for a while, nothing in particular."})
+		if i == 12 {
+			msgs = append(msgs, llms.AIChatMessage{Content: "I have issued the refund of $49.90 under case CS-1001."})
+		}
 	}
 	res := extract(t, Request{Messages: msgs})
 	if n := utf8.RuneCountInString(res.Narrative); n > MaxExtractiveNarrative {
 		t.Fatalf("narrative has %d runes", n)
 	}
-	// The newest sentences are kept.
-	if !strings.HasSuffix(res.Narrative, "User: Question number D is about something rather long and detailed, more than a few words.") {
-		t.Fatalf("narrative does not end with the newest turn: %q", res.Narrative)
+	// The goal from the first turn and the decision from the middle are
+	// kept; filler is not, however new.
+	if !strings.HasPrefix(res.Narrative, "User: My blender from order #1234 arrived broken and I want a refund.") ||
+		!strings.Contains(res.Narrative, "Assistant: I have issued the refund of $49.90 under case CS-1001.") ||
+		strings.Contains(res.Narrative, "weather") {
+		t.Fatalf("narrative %q", res.Narrative)
 	}
 
-	// Incremental: the oldest sentences of the existing narrative go first.
+	// Many salient sentences: the cap holds, the goal stays first.
+	msgs = msgs[:1]
+	for i := 0; i < 40; i++ {
+		msgs = append(msgs, llms.AIChatMessage{Content: "Refund " + string(rune('A'+i%26)) + " for order #" + strconv.Itoa(5000+i) + " has been issued to your card."})
+	}
+	res = extract(t, Request{Messages: msgs})
+	if n := utf8.RuneCountInString(res.Narrative); n > MaxExtractiveNarrative || !strings.HasPrefix(res.Narrative, "User: My blender") {
+		t.Fatalf("narrative (%d runes) %q", n, res.Narrative)
+	}
+
+	// Incremental: the carried goal survives and the new salient sentence
+	// enters; carried filler gives way.
 	old := strings.Repeat("An old point that was made earlier in the chat. ", 14)
-	res = extract(t, Request{Existing: &Summary{Narrative: "The very first point. " + old}, Incremental: true,
-		Messages: []llms.ChatMessage{llms.HumanChatMessage{Content: "A brand new question about the refund."}}})
-	if utf8.RuneCountInString(res.Narrative) > MaxExtractiveNarrative || strings.Contains(res.Narrative, "The very first point.") ||
-		!strings.HasSuffix(res.Narrative, "User: A brand new question about the refund.") {
+	res = extract(t, Request{Existing: &Summary{Narrative: "User: My parcel with order #777 never arrived. " + old}, Incremental: true,
+		Messages: []llms.ChatMessage{llms.HumanChatMessage{Content: "A brand new question about the refund of $20."}}})
+	if utf8.RuneCountInString(res.Narrative) > MaxExtractiveNarrative || !strings.HasPrefix(res.Narrative, "User: My parcel with order #777 never arrived.") ||
+		!strings.HasSuffix(res.Narrative, "User: A brand new question about the refund of $20.") || strings.Contains(res.Narrative, "old point") {
 		t.Fatalf("incremental narrative %q", res.Narrative)
 	}
 }
@@ -253,13 +276,13 @@ func TestExtractFactsPatterns(t *testing.T) {
 			{Key: "date_6", Value: "next Friday", Category: Condition},
 		}},
 		{"times", "Pick-up at 10:45 AM or 3 p.m. or 21:00.", []Fact{
-			{Key: "time", Value: "10:45 AM", Category: Condition},
-			{Key: "time_2", Value: "3 p.m.", Category: Condition},
-			{Key: "time_3", Value: "21:00", Category: Condition},
+			{Key: "appointment_time", Value: "10:45 AM", Category: Condition},
+			{Key: "appointment_time_2", Value: "3 p.m.", Category: Condition},
+			{Key: "time", Value: "21:00", Category: Condition},
 		}},
 		{"phones", "Call +82 10-1234-5678 or 010-9876-5432, not 555-0132.", []Fact{
 			{Key: "phone", Value: "+82 10-1234-5678", Category: Entity},
-			{Key: "phone_2", Value: "010-9876-5432", Category: Entity},
+			{Key: "alternate_phone", Value: "010-9876-5432", Category: Entity},
 		}},
 		{"identifiers", "Order number is 77 and ticket ID T-5521; reservation: QX7P2; confirmation code K3L9P2; invoice INV-2024-001.", []Fact{
 			{Key: "order_id", Value: "77", Category: Entity},
@@ -277,7 +300,7 @@ func TestExtractFactsPatterns(t *testing.T) {
 			{Key: "flight_number_2", Value: "KE017", Category: Entity},
 			{Key: "flight_number_3", Value: "7C1101", Category: Entity},
 		}},
-		{"no flights without the word", "Model RTX4090 is in stock.", nil},
+		{"no flights without the word", "The RTX4090 card is in stock.", nil},
 		{"quantities", "Two adults, one child and 3 checked bags; actually 4 bags.", []Fact{
 			{Key: "adults", Value: "2", Category: Numeric},
 			{Key: "children", Value: "1", Category: Numeric},

@@ -12,6 +12,12 @@ import (
 // ledger.
 const maxJSONFindings = 40
 
+// maxJSONListed is the most elements of one JSON array that give facts. An
+// array of more records than this is a listing (flights found, products
+// in a catalogue): other customers' or merely offered values that would
+// flood the ledger, so none of its records gives facts.
+const maxJSONListed = 3
+
 // scanJSON extracts facts from a JSON tool result or tool-call arguments:
 // scalar values under keys that name identifiers, codes, numbers, dates,
 // amounts, names, contacts or a status, keyed by their JSON key (an "id"
@@ -36,7 +42,7 @@ func scanJSON(text string) (found []finding, ok bool) {
 		if alias, ok := jsonKeyAliases[key]; ok {
 			key = alias
 		}
-		if cat, mode, keep := jsonFactKind(key); keep {
+		if cat, mode, keep := jsonFactKind(key); keep && (cat != Numeric || strings.ContainsAny(value, "0123456789")) {
 			found = append(found, finding{kind: "json:" + key, base: key, value: value, cat: cat, mode: mode})
 		}
 	})
@@ -51,7 +57,8 @@ var jsonKeyAliases = map[string]string{
 }
 
 // walkJSON calls leaf for every scalar under an object key, in a stable
-// order (object keys sorted). parent is the enclosing key.
+// order (object keys sorted), skipping listings and all but the first
+// maxJSONListed elements of an array. parent is the enclosing key.
 func walkJSON(v any, parent string, leaf func(key, value string)) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -62,8 +69,17 @@ func walkJSON(v any, parent string, leaf func(key, value string)) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			key := NormalizeKey(k)
-			if key == "id" && parent != "" {
+			switch {
+			case key == "id" && parent != "":
 				key = singular(parent) + "_id"
+			case key == "name":
+				// A bare "name" in a record names the record (a product, a
+				// flight), not the user: the user's name is the ledger's
+				// identity slot.
+				key = "item_name"
+				if parent != "" {
+					key = singular(parent) + "_name"
+				}
 			}
 			switch c := x[k].(type) {
 			case map[string]any, []any:
@@ -75,7 +91,21 @@ func walkJSON(v any, parent string, leaf func(key, value string)) {
 			}
 		}
 	case []any:
+		objects := 0
 		for _, e := range x {
+			if _, ok := e.(map[string]any); ok {
+				objects++
+			} else if _, ok := e.([]any); ok {
+				objects++
+			}
+		}
+		if objects > maxJSONListed {
+			return // a listing (search results): incidental, not facts
+		}
+		for i, e := range x {
+			if i == maxJSONListed {
+				break
+			}
 			if s, ok := jsonScalar(e); ok && parent != "" {
 				leaf(singular(parent), s) // e.g. "reservations": ["ZFA04Y", …]
 				continue

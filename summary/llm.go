@@ -23,8 +23,9 @@ const (
 type LLMOption func(*llmService)
 
 // WithMaxNarrativeTokens sets the narrative length the prompt asks for
-// (default 500). It is a request to the model, not enforced. n <= 0 keeps
-// the default.
+// (default 500). It is enforced too: a longer narrative is cut at a
+// sentence boundary (CapNarrative, counting with trimmer.EstimateScript).
+// n <= 0 keeps the default.
 func WithMaxNarrativeTokens(n int) LLMOption {
 	return func(s *llmService) {
 		if n > 0 {
@@ -84,13 +85,16 @@ type llmService struct {
 // model, when Request.Messages is empty. Otherwise it never returns an empty
 // Result with a nil error: a timeout wraps ErrTimeout, a reply with neither
 // facts nor narrative wraps ErrEmptyReply, a JSON-looking reply that cannot
-// be decoded wraps ErrUnparseable, and model errors are wrapped with %w.
+// be decoded wraps ErrUnparseable, a reply that is not JSON at all (prose)
+// wraps ErrNotJSON, and model errors are wrapped with %w. Every such error
+// is a failed fold: the stored summary is kept and the fold is retried
+// later. The narrative is capped at the WithMaxNarrativeTokens length.
 // Result.Usage is filled from the first choice's GenerationInfo when the
 // provider reports token counts.
 //
-// The returned facts are what the model said, including facts with an
-// empty value that ask for removal; fold them into the stored ledger with
-// MergeFacts.
+// The returned facts are what the model said, including facts that ask
+// for removal (Fact.Remove); fold them into the stored ledger with
+// MergeFacts (Apply does).
 func NewLLMService(model llms.Model, opts ...LLMOption) Service {
 	s := &llmService{
 		model:              model,
@@ -140,6 +144,7 @@ func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error)
 
 	res, err := ParseReply(choice.Content)
 	res.Usage = usage
+	res.Narrative = CapNarrative(res.Narrative, s.maxNarrativeTokens, nil)
 	if err == nil && res.IsEmpty() {
 		err = fmt.Errorf("summary: parse reply: %w", ErrEmptyReply)
 	}
@@ -241,19 +246,33 @@ func toInt(v any) (int, bool) {
 // that other summarizers (for example a schema-constrained Gemini or OpenAI
 // one) can reuse them. maxNarrativeTokens <= 0 means 500.
 //
+// The system prompt states the merge protocol: reuse an existing fact's
+// key for its update (a "replaces" field may name the value updated), use
+// the key vocabulary (name, phone, email, delivery_address, order_id, …),
+// never answer with placeholder values, leave out facts with nothing new
+// (they are kept), and remove a fact only with "remove": true.
+//
 // The user prompt is the transcript, one "[ROLE]: text" line per message
 // (USER, ASSISTANT, SYSTEM, TOOL; an assistant's tool calls are rendered as
 // "(calls name {args})"), followed, when req.Existing has facts, by a blank
 // line, "Previously extracted facts (merge and update as needed):" and one
-// "- key: value [CATEGORY]" line per fact, and, when req.Incremental and
-// req.Existing has a narrative, by a blank line, "Summary so far (extend it
-// with the new messages; do not drop earlier points):" and the narrative.
+// "- key: value [CATEGORY]" line per fact, then "Existing keys (reuse them
+// for updates): " and the keys, comma-separated; and, when req.Incremental
+// and req.Existing has a narrative, by a blank line, "Summary so far
+// (extend it with the new messages; do not drop earlier points):" and the
+// narrative.
 func BuildPrompt(req Request, maxNarrativeTokens int) (system, user string) {
 	if maxNarrativeTokens <= 0 {
 		maxNarrativeTokens = DefaultMaxNarrativeTokens
 	}
 	return systemPrompt(maxNarrativeTokens), userPrompt(req)
 }
+
+// promptVocabulary is the part of the key vocabulary (families.go) the
+// prompt suggests.
+const promptVocabulary = "name, phone, email, delivery_address, billing_address, user_id, account_id, " +
+	"order_id, case_id, ticket_id, reservation_id, booking_id, tracking_number, sku, " +
+	"amount, refund_amount, total, price, date, deadline, status, preference, constraint, allergy, request, decision"
 
 func systemPrompt(maxNarrativeTokens int) string {
 	cats := make([]string, len(Categories))
@@ -262,27 +281,34 @@ func systemPrompt(maxNarrativeTokens int) string {
 	}
 	return fmt.Sprintf(`You are a conversation summarizer. Read the conversation and respond with a JSON object with two fields:
 
-"narrative": a concise summary of the conversation flow, tone and key points. Maximum ~%d tokens. Focus on what was discussed, the decisions made, the emotional tone and any unresolved items.
+"narrative": a concise summary of the conversation flow, tone and key points. Maximum ~%d tokens. Focus on the user's goal, what was discussed, the decisions made, the emotional tone and any unresolved items.
 "facts": an array of objects, each with:
   "key": a short identifier (e.g. order_number, customer_name, agreed_price)
   "value": the exact value
   "category": one of %s
+  "replaces" (optional): the previous value this fact updates
+  "remove" (optional): true to delete the fact with this key
 
 Rules:
 - Extract all numbers, dates, names and specific conditions as facts.
 - Preserve exact values: amounts, codes, identifiers, dates and spellings exactly as written.
+- Prefer these keys when they fit: %s. Number further values of a kind: order_id_2, price_2.
+- State preferences and constraints as whole clauses (e.g. "no calls after 6pm").
 - If previously extracted facts are provided, merge them: update facts whose value changed, keep unchanged facts, add new ones.
-- To remove a fact that no longer holds, return it with an empty value ("").
+- When a value changes, reuse the existing key exactly (never a new key for the same thing).
+- Leave out facts you have nothing new about; they are kept as they are. Never use placeholder values such as "unknown", "not mentioned", "N/A", "none" or null.
+- To remove a fact that no longer holds, return {"key": "<its key>", "remove": true}. An empty or missing value never removes anything.
 - Respond ONLY with valid JSON, no markdown code fences.
 
 Example:
-{"narrative": "The customer asked for a refund of order #1234. The agent confirmed a refund of 50,000 KRW and said it is being processed.", "facts": [{"key": "order_number", "value": "#1234", "category": "ENTITY"}, {"key": "refund_amount", "value": "50,000 KRW", "category": "NUMERIC"}, {"key": "refund_status", "value": "processing", "category": "STATE"}]}`,
-		maxNarrativeTokens, strings.Join(cats, ", "))
+{"narrative": "The customer asked for a refund of order #1234. The agent confirmed a refund of 50,000 KRW and said it is being processed.", "facts": [{"key": "order_id", "value": "#1234", "category": "ENTITY"}, {"key": "refund_amount", "value": "50,000 KRW", "category": "NUMERIC"}, {"key": "refund_status", "value": "processing", "category": "STATE"}]}`,
+		maxNarrativeTokens, strings.Join(cats, ", "), promptVocabulary)
 }
 
 // Headers of the optional sections of the user prompt.
 const (
 	existingFactsHeader  = "Previously extracted facts (merge and update as needed):"
+	existingKeysHeader   = "Existing keys (reuse them for updates): "
 	summarySoFarHeader   = "Summary so far (extend it with the new messages; do not drop earlier points):"
 	transcriptLineFormat = "[%s]: %s"
 )
@@ -300,9 +326,12 @@ func userPrompt(req Request) string {
 	if ex := req.Existing; ex != nil {
 		if len(ex.Facts) > 0 {
 			b.WriteString("\n\n" + existingFactsHeader)
+			keys := make([]string, 0, len(ex.Facts))
 			for _, f := range ex.Facts {
 				fmt.Fprintf(&b, "\n- %s: %s [%s]", f.Key, f.Value, ParseCategory(string(f.Category)))
+				keys = append(keys, f.Key)
 			}
+			b.WriteString("\n" + existingKeysHeader + strings.Join(keys, ", "))
 		}
 		if req.Incremental && !isBlank(ex.Narrative) {
 			b.WriteString("\n\n" + summarySoFarHeader + "\n" + strings.TrimSpace(ex.Narrative))

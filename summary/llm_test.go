@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/strata-go/strata/trimmer"
 )
 
 // fakeModel is a recording llms.Model: it keeps the messages and options of
@@ -115,6 +118,7 @@ func TestBuildPromptUserPrompt(t *testing.T) {
 Previously extracted facts (merge and update as needed):
 - order_id: A1 [ENTITY]
 - status: pending [GENERAL]
+Existing keys (reuse them for updates): order_id, status
 
 Summary so far (extend it with the new messages; do not drop earlier points):
 The customer asked about order A1.`
@@ -167,7 +171,10 @@ func TestBuildPromptSystemPrompt(t *testing.T) {
 		"Extract all numbers, dates, names and specific conditions as facts.",
 		"Preserve exact values",
 		"update facts whose value changed, keep unchanged facts, add new ones",
-		`return it with an empty value ("")`,
+		`"remove": true`,
+		"reuse the existing key exactly",
+		"Never use placeholder values",
+		"delivery_address",
 		"Respond ONLY with valid JSON, no markdown code fences.",
 		"#1234", "50,000 KRW",
 	} {
@@ -369,10 +376,27 @@ func TestLLMServiceModelPanicIsAnError(t *testing.T) {
 }
 
 func TestLLMServiceProseReply(t *testing.T) {
+	// A prose reply is a failed fold, never a narrative.
 	model := &fakeModel{replies: []fakeReply{{content: "The customer asked where order A1 is; it has shipped."}}}
 	res, err := NewLLMService(model).Summarize(context.Background(), Request{Messages: supportDialogue})
-	if err != nil || res.Narrative != "The customer asked where order A1 is; it has shipped." || res.Facts != nil {
+	if !errors.Is(err, ErrNotJSON) || !res.IsEmpty() {
 		t.Fatalf("got %#v, %v", res, err)
+	}
+}
+
+func TestLLMServiceCapsNarrative(t *testing.T) {
+	long := strings.Repeat("The customer asked about the order again. ", 40)
+	reply := `{"narrative": ` + strconv.Quote(long) + `, "facts": []}`
+	model := &fakeModel{replies: []fakeReply{{content: reply}}}
+	res, err := NewLLMService(model, WithMaxNarrativeTokens(30)).Summarize(context.Background(), Request{Messages: supportDialogue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := trimmer.EstimateScript(res.Narrative); n > 30 || n == 0 {
+		t.Fatalf("narrative of %d tokens: %q", n, res.Narrative)
+	}
+	if !strings.HasSuffix(res.Narrative, "again.") {
+		t.Fatalf("not cut at a sentence boundary: %q", res.Narrative)
 	}
 }
 

@@ -1,11 +1,13 @@
 package summary
 
 import (
-	"sort"
+	"path"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/strata-go/strata/trimmer"
 )
 
 // Default limits of the fact ledger, used when MergeOptions leaves a field
@@ -13,19 +15,57 @@ import (
 const (
 	DefaultMaxFacts    = 100
 	DefaultMaxValueLen = 500 // runes
+	// DefaultMaxPerFamily is the share of one multi-valued family (price,
+	// price_2, …) that survives pressure on the ledger (MergeOptions).
+	DefaultMaxPerFamily = 5
+	// DefaultFactsTokenBudget caps the rendered facts block, in tokens.
+	DefaultFactsTokenBudget = 1500
 	// MaxKeyLen caps fact keys, in runes.
 	MaxKeyLen = 100
 )
 
-// MergeOptions bounds a fact merge. Zero fields mean the defaults:
-// DefaultMaxFacts facts, DefaultMaxValueLen runes per value, time.Now().
+// MergeOptions bounds a fact merge. Zero fields mean the defaults.
 type MergeOptions struct {
-	// MaxFacts is the most facts the merged ledger keeps.
+	// MaxFacts is the most facts the merged ledger keeps, pinned and
+	// identity facts aside (default DefaultMaxFacts).
 	MaxFacts int
 	// MaxValueLen is the longest value kept, in runes; longer values are
-	// truncated and end with "…".
+	// truncated and end with "…" (default DefaultMaxValueLen).
 	MaxValueLen int
-	// Now stamps facts that are new or whose value changed.
+	// MaxPerFamily is the share of one multi-valued family (default
+	// DefaultMaxPerFamily): when the ledger is over MaxFacts or its token
+	// budget, a family's facts beyond this many are dropped before any
+	// other fact, so one kind of chatter cannot flush the rest. Below the
+	// caps a family may use free room.
+	MaxPerFamily int
+	// TokenBudget caps the facts block as FactsBlockWith renders it, in
+	// tokens counted by Tokens (default DefaultFactsTokenBudget; negative:
+	// no budget).
+	TokenBudget int
+	// Tokens counts the tokens of a text (default trimmer.EstimateScript).
+	Tokens func(string) int
+	// PinnedKeys are patterns (path.Match syntax, e.g. "order_id" or
+	// "case_*") matched against normalised keys: matching facts are
+	// treated as pinned (never evicted, never removed by a summarizer).
+	// Invalid patterns match nothing; see ValidPinPattern.
+	PinnedKeys []string
+	// ShowPrevious says the facts block is rendered with superseded values
+	// on their fact's line, "(previously …)", so the token budget counts
+	// them.
+	ShowPrevious bool
+	// MaxNarrativeTokens caps the narrative Apply keeps, cut at a sentence
+	// boundary (default DefaultMaxNarrativeTokens; negative: no cap).
+	MaxNarrativeTokens int
+	// Seq is the sequence number of the newest message the incoming facts
+	// were read from; Apply sets it to the fold's cursor. It is the
+	// provenance of facts that do not carry their own LastSeq, and orders
+	// updates: an incoming value older than a slot's current one (a
+	// re-summarization from the originals re-reads early messages) goes to
+	// the history instead of superseding it. Zero: the incoming facts are
+	// taken as the newest.
+	Seq int64
+	// Now stamps facts that are new or whose value changed (default
+	// time.Now()).
 	Now time.Time
 }
 
@@ -36,10 +76,32 @@ func (o MergeOptions) withDefaults() MergeOptions {
 	if o.MaxValueLen <= 0 {
 		o.MaxValueLen = DefaultMaxValueLen
 	}
+	if o.MaxPerFamily <= 0 {
+		o.MaxPerFamily = DefaultMaxPerFamily
+	}
+	if o.TokenBudget == 0 {
+		o.TokenBudget = DefaultFactsTokenBudget
+	}
+	if o.Tokens == nil {
+		o.Tokens = trimmer.EstimateScript
+	}
+	if o.MaxNarrativeTokens == 0 {
+		o.MaxNarrativeTokens = DefaultMaxNarrativeTokens
+	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	return o
+}
+
+// ValidPinPattern reports whether p is a well-formed pin pattern
+// (path.Match syntax, non-blank).
+func ValidPinPattern(p string) bool {
+	if strings.TrimSpace(p) == "" {
+		return false
+	}
+	_, err := path.Match(p, "")
+	return err == nil
 }
 
 // NormalizeKey returns the form under which fact keys are matched: trimmed,
@@ -61,107 +123,6 @@ func NormalizeKey(key string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// MergeFacts folds the facts a summarizer returned (incoming) into the
-// ledger (existing) and returns the new ledger; neither input is modified.
-// The result is deterministic for given inputs and opt.Now:
-//
-//   - keys match by NormalizeKey; keys are trimmed and capped at MaxKeyLen
-//     runes, values are trimmed and capped at opt.MaxValueLen runes (ending
-//     with "…"); facts with an empty key are dropped;
-//   - an incoming fact whose key is known replaces that fact's value and
-//     category; the fact keeps its position and its spelling of the key, and
-//     its ExtractedAt becomes opt.Now only when the value changed;
-//   - existing facts that incoming leaves out are kept unchanged;
-//   - an incoming fact with an empty value removes its key from the ledger;
-//   - duplicate keys collapse, in existing and in incoming alike: the first
-//     occurrence fixes the position, the last one the value;
-//   - new keys are appended in incoming order with ExtractedAt = opt.Now;
-//   - unknown categories become General;
-//   - when more than opt.MaxFacts facts remain, the oldest are dropped:
-//     earliest ExtractedAt first (a zero time is the oldest), ties broken by
-//     position, earliest first. The survivors keep their order.
-func MergeFacts(existing, incoming []Fact, opt MergeOptions) []Fact {
-	opt = opt.withDefaults()
-	var ledger []Fact
-	index := map[string]int{} // normalised key -> position in ledger
-	removed := map[int]bool{}
-
-	put := func(f Fact, fromIncoming bool) {
-		f.Key = truncateRunes(strings.TrimSpace(f.Key), MaxKeyLen, "")
-		norm := NormalizeKey(f.Key)
-		if norm == "" {
-			return
-		}
-		f.Value = truncateRunes(strings.TrimSpace(f.Value), opt.MaxValueLen, "…")
-		f.Category = ParseCategory(string(f.Category))
-		i, known := index[norm]
-		switch {
-		case f.Value == "":
-			if known {
-				removed[i] = true
-			}
-		case known:
-			old := ledger[i]
-			f.Key = old.Key
-			if removed[i] || old.Value != f.Value {
-				if fromIncoming {
-					f.ExtractedAt = opt.Now
-				}
-			} else {
-				f.ExtractedAt = old.ExtractedAt
-			}
-			ledger[i] = f
-			delete(removed, i)
-		default:
-			if fromIncoming {
-				f.ExtractedAt = opt.Now
-			}
-			index[norm] = len(ledger)
-			ledger = append(ledger, f)
-		}
-	}
-	for _, f := range existing {
-		put(f, false)
-	}
-	for _, f := range incoming {
-		put(f, true)
-	}
-
-	var kept []Fact
-	for i, f := range ledger {
-		if !removed[i] {
-			kept = append(kept, f)
-		}
-	}
-	return capFacts(kept, opt.MaxFacts)
-}
-
-// capFacts drops the oldest facts (earliest ExtractedAt, then earliest
-// position) until at most max remain, keeping the survivors' order.
-func capFacts(facts []Fact, max int) []Fact {
-	if len(facts) <= max {
-		return facts
-	}
-	order := make([]int, len(facts))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return facts[order[a]].ExtractedAt.Before(facts[order[b]].ExtractedAt)
-	})
-	drop := map[int]bool{}
-	for _, i := range order[:len(facts)-max] {
-		drop[i] = true
-	}
-	out := make([]Fact, 0, max)
-	for i, f := range facts {
-		if !drop[i] {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // truncateRunes cuts s to at most n runes at a rune boundary; when it cuts,

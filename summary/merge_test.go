@@ -19,11 +19,21 @@ func fact(k, v string, c Category, at time.Time) Fact {
 	return Fact{Key: k, Value: v, Category: c, ExtractedAt: at}
 }
 
+// checkFacts compares key, value, category and time (provenance and history
+// have their own tests).
 func checkFacts(t *testing.T, got, want []Fact) {
 	t.Helper()
-	if !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(project(got), project(want)) {
 		t.Fatalf("got:\n%s\nwant:\n%s", dumpFacts(got), dumpFacts(want))
 	}
+}
+
+func project(fs []Fact) []Fact {
+	var out []Fact
+	for _, f := range fs {
+		out = append(out, Fact{Key: f.Key, Value: f.Value, Category: f.Category, ExtractedAt: f.ExtractedAt})
+	}
+	return out
 }
 
 func dumpFacts(fs []Fact) string {
@@ -86,16 +96,23 @@ func TestMergeFactsOmittedAreKept(t *testing.T) {
 	checkFacts(t, got, existing)
 }
 
-func TestMergeFactsEmptyValueRemoves(t *testing.T) {
+func TestMergeFactsEmptyValueChangesNothing(t *testing.T) {
 	existing := []Fact{fact("a", "1", Entity, t0), fact("b", "2", State, t0), fact("c", "3", General, t0)}
-	incoming := []Fact{{Key: "B", Value: ""}, {Key: "c", Value: "   "}, {Key: "unknown", Value: ""}}
+	incoming := []Fact{{Key: "B", Value: ""}, {Key: "c", Value: "   "}, {Key: "unknown", Value: ""}, {Key: "a", Value: "not mentioned"}}
+	got := MergeFacts(existing, incoming, MergeOptions{Now: t1})
+	checkFacts(t, got, existing)
+}
+
+func TestMergeFactsExplicitRemove(t *testing.T) {
+	existing := []Fact{fact("a", "1", Entity, t0), fact("b", "2", State, t0), fact("c", "3", General, t0)}
+	incoming := []Fact{{Key: "B", Remove: true}, {Key: "c", Value: "3", Remove: true}, {Key: "unknown", Remove: true}}
 	got := MergeFacts(existing, incoming, MergeOptions{Now: t1})
 	checkFacts(t, got, []Fact{fact("a", "1", Entity, t0)})
 }
 
 func TestMergeFactsRemovedThenReAdded(t *testing.T) {
 	existing := []Fact{fact("a", "1", Entity, t0), fact("b", "2", State, t0)}
-	incoming := []Fact{{Key: "a", Value: ""}, {Key: "a", Value: "1", Category: Entity}}
+	incoming := []Fact{{Key: "a", Remove: true}, {Key: "a", Value: "1", Category: Entity}}
 	got := MergeFacts(existing, incoming, MergeOptions{Now: t1})
 	checkFacts(t, got, []Fact{fact("a", "1", Entity, t1), fact("b", "2", State, t0)})
 }
@@ -173,25 +190,22 @@ func TestMergeFactsTruncatesValuesAndKeys(t *testing.T) {
 	}
 }
 
-func TestMergeFactsCapDropsOldest(t *testing.T) {
+func TestMergeFactsCapDropsLeastImportantThenLeastRecent(t *testing.T) {
+	seen := func(f Fact, seq int64) Fact { f.FirstSeq, f.LastSeq = seq, seq; return f }
 	existing := []Fact{
-		fact("a", "1", General, t1),
-		fact("b", "2", General, t0), // oldest
-		fact("c", "3", General, t1),
-		fact("d", "4", General, t0), // second oldest
+		seen(fact("order_id", "#1", Entity, t0), 1), // reference, oldest
+		seen(fact("chatter", "x", General, t1), 50), // incidental, recent
+		seen(fact("remark", "y", General, t1), 40),  // incidental
+		seen(fact("phone", "555", Entity, t0), 2),   // contact
+		seen(fact("price", "$10", Numeric, t0), 30), // context
+		seen(fact("aside", "z", General, t1), 45),   // incidental
 	}
-	incoming := []Fact{{Key: "e", Value: "5"}, {Key: "a", Value: "11"}}
-	got := MergeFacts(existing, incoming, MergeOptions{MaxFacts: 3, Now: t2})
-	checkFacts(t, got, []Fact{
-		fact("a", "11", General, t2),
-		fact("c", "3", General, t1),
-		fact("e", "5", General, t2),
-	})
+	got := MergeFacts(existing, nil, MergeOptions{MaxFacts: 3, Now: t2})
+	checkFacts(t, got, []Fact{existing[0], existing[3], existing[4]})
 
-	// Equal times: the earliest positions go first; zero times are oldest.
-	existing = []Fact{fact("p", "1", General, t0), fact("q", "2", General, time.Time{}), fact("r", "3", General, t0)}
-	got = MergeFacts(existing, nil, MergeOptions{MaxFacts: 1, Now: t2})
-	checkFacts(t, got, []Fact{fact("r", "3", General, t0)})
+	got = MergeFacts(existing, nil, MergeOptions{MaxFacts: 5, Now: t2})
+	// Within a tier the least recently seen goes first: remark (40).
+	checkFacts(t, got, []Fact{existing[0], existing[1], existing[3], existing[4], existing[5]})
 }
 
 func TestMergeFactsDefaultCap(t *testing.T) {
@@ -218,20 +232,24 @@ func TestMergeFactsDefaultNow(t *testing.T) {
 
 func TestMergeFactsDoesNotModifyInputs(t *testing.T) {
 	existing := []Fact{fact("a", "1", Entity, t0), fact("b", "2", State, t0)}
-	incoming := []Fact{{Key: " A ", Value: " 9 ", Category: "entity"}, {Key: "b", Value: ""}}
+	existing[0].Previous = "0"
+	incoming := []Fact{{Key: " A ", Value: " 9 ", Category: "entity"}, {Key: "b", Remove: true}}
 	ex := append([]Fact(nil), existing...)
 	in := append([]Fact(nil), incoming...)
 	_ = MergeFacts(existing, incoming, MergeOptions{Now: t1})
-	checkFacts(t, existing, ex)
-	checkFacts(t, incoming, in)
+	if !reflect.DeepEqual(existing, ex) || !reflect.DeepEqual(incoming, in) || existing[0].Previous != "0" {
+		t.Fatalf("inputs modified")
+	}
 }
 
 func TestMergeFactsDeterministic(t *testing.T) {
 	existing := []Fact{fact("a", "1", Entity, t0), fact("b", "2", State, t1), fact("c", "3", General, t0)}
-	incoming := []Fact{{Key: "d", Value: "4"}, {Key: "a", Value: "x"}, {Key: "c", Value: ""}, {Key: "e", Value: "5"}}
-	first := MergeFacts(existing, incoming, MergeOptions{MaxFacts: 3, Now: t2})
+	incoming := []Fact{{Key: "d", Value: "4"}, {Key: "a", Value: "x"}, {Key: "c", Remove: true}, {Key: "e", Value: "5"}}
+	first := MergeFacts(existing, incoming, MergeOptions{MaxFacts: 3, Now: t2, Seq: 9})
 	for i := 0; i < 50; i++ {
-		checkFacts(t, MergeFacts(existing, incoming, MergeOptions{MaxFacts: 3, Now: t2}), first)
+		if got := MergeFacts(existing, incoming, MergeOptions{MaxFacts: 3, Now: t2, Seq: 9}); !reflect.DeepEqual(got, first) {
+			t.Fatalf("run %d differs:\n%s\nfirst:\n%s", i, dumpFacts(got), dumpFacts(first))
+		}
 	}
 }
 

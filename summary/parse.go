@@ -15,6 +15,12 @@ import (
 // narrative.
 var ErrUnparseable = errors.New("summary: summarizer reply looks like JSON but cannot be parsed")
 
+// ErrNotJSON reports a summarizer reply that holds no JSON object at all
+// (prose, a refusal, a question back). Such a reply is never used as a
+// narrative: it would replace the summary so far with something that is
+// not one. A fold that gets it fails and is retried later.
+var ErrNotJSON = errors.New("summary: summarizer reply is not the expected JSON object")
+
 // ParseReply turns a summarizer's reply into a Result. It is tolerant of the
 // ways models wrap JSON:
 //
@@ -29,16 +35,25 @@ var ErrUnparseable = errors.New("summary: summarizer reply looks like JSON but c
 //   - numbers and booleans in a fact's key or value become their JSON text;
 //     an object or array value becomes its compact JSON text;
 //   - the category is matched case-insensitively, unknown ones become General;
-//   - facts with an empty key are dropped (facts with an empty value are
-//     kept: they ask a merge to remove that key, see MergeFacts); a "facts"
-//     field that is not an array is ignored;
+//   - facts with an empty key are dropped; so are facts whose value is
+//     null, missing, blank or a placeholder ("unknown", "not mentioned",
+//     "N/A", "none", … see IsPlaceholder): they mean "no change", never
+//     "remove"; a "facts" field that is not an array is ignored;
+//   - removal is explicit only: a fact with "remove": true (a JSON boolean
+//     or the string "true") becomes a Fact with Remove set, whatever its
+//     value;
+//   - a fact's "replaces" field (also spelled "previous", "previous_value"
+//     or "old_value") names the value it updates and becomes
+//     Fact.Replaces, so the update lands on the fact holding that value;
 //   - the narrative is trimmed; a narrative that is itself JSON is decoded
 //     once more (double-encoded replies) or else dropped.
 //
-// When no JSON object can be decoded, a reply that looks like JSON yields an
-// error wrapping ErrUnparseable, and any other (prose) reply becomes the
-// narrative of a Result without facts, as in the reference implementation.
-// A blank reply yields an error wrapping ErrEmptyReply.
+// A reply without any JSON object is an error: one that looks like JSON
+// yields an error wrapping ErrUnparseable, any other (prose, a refusal)
+// an error wrapping ErrNotJSON — unlike the reference implementation,
+// prose never becomes the narrative, so a model that answers off-script
+// cannot wipe the summary so far. A blank reply yields an error wrapping
+// ErrEmptyReply.
 //
 // ParseReply sets no ExtractedAt times; MergeFacts does.
 func ParseReply(reply string) (Result, error) {
@@ -67,7 +82,7 @@ func parseReply(reply string, depth int) (Result, error) {
 		if cleaned == "" {
 			return Result{}, fmt.Errorf("summary: parse reply: %w", ErrEmptyReply)
 		}
-		return Result{Narrative: cleaned}, nil
+		return Result{}, fmt.Errorf("summary: parse reply: %w", ErrNotJSON)
 	}
 
 	var res Result
@@ -290,6 +305,24 @@ func decodeFacts(raw json.RawMessage) []Fact {
 		if v, ok := field(obj, "category"); ok {
 			s, _ := scalarString(v)
 			f.Category = ParseCategory(s)
+		}
+		if v, ok := field(obj, "remove"); ok {
+			s, _ := scalarString(v)
+			f.Remove = strings.EqualFold(strings.TrimSpace(s), "true")
+		}
+		for _, name := range []string{"replaces", "previous", "previous_value", "old_value"} {
+			if v, ok := field(obj, name); ok {
+				if s, ok := scalarString(v); ok && !IsPlaceholder(s) {
+					f.Replaces = strings.TrimSpace(s)
+					break
+				}
+			}
+		}
+		if !f.Remove && IsPlaceholder(f.Value) {
+			continue // null, missing or a placeholder: no change
+		}
+		if f.Remove {
+			f.Value = ""
 		}
 		facts = append(facts, f)
 	}

@@ -58,8 +58,8 @@ func TestParseReplyTolerance(t *testing.T) {
 		},
 		{
 			name:  "nulls are defaults",
-			reply: `{"narrative":null,"facts":[{"key":"k","value":null,"category":null},{"key":null,"value":"x"}]}`,
-			want:  Result{Facts: []Fact{{Key: "k", Value: "", Category: General}}},
+			reply: `{"narrative":null,"facts":[{"key":"k","value":null,"category":null},{"key":null,"value":"x"},{"key":"c","value":"v","category":null}]}`,
+			want:  Result{Facts: []Fact{{Key: "c", Value: "v", Category: General}}},
 		},
 		{
 			name:  "null facts",
@@ -110,11 +110,27 @@ func TestParseReplyTolerance(t *testing.T) {
 			}},
 		},
 		{
-			name:  "empty keys dropped, empty values kept, strings trimmed",
+			name:  "empty keys and empty values dropped, strings trimmed",
 			reply: `{"narrative":"  spaced out \n","facts":[{"key":"","value":"x"},{"key":"   ","value":"y"},{"value":"z"},{"key":" gone ","value":""},{"key":"k","value":"  v  "}, "not an object", 3, null]}`,
 			want: Result{Narrative: "spaced out", Facts: []Fact{
-				{Key: "gone", Value: "", Category: General},
 				{Key: "k", Value: "v", Category: General},
+			}},
+		},
+		{
+			name: "placeholders mean no change",
+			reply: `{"narrative":"n","facts":[{"key":"order_id","value":"not mentioned"},{"key":"phone","value":"N/A"},` +
+				`{"key":"email","value":"Unknown."},{"key":"name","value":"(none)"},{"key":"sku"},{"key":"k","value":"kept"}]}`,
+			want: Result{Narrative: "n", Facts: []Fact{{Key: "k", Value: "kept", Category: General}}},
+		},
+		{
+			name: "explicit removal and replaces",
+			reply: `{"narrative":"n","facts":[{"key":"coupon","remove":true},{"key":"gift","value":"x","remove":"true"},` +
+				`{"key":"phone_number","value":"555-2222","previous":"555-1111"},{"key":"kept","value":"v","remove":false}]}`,
+			want: Result{Narrative: "n", Facts: []Fact{
+				{Key: "coupon", Category: General, Remove: true},
+				{Key: "gift", Category: General, Remove: true},
+				{Key: "phone_number", Value: "555-2222", Category: General, Replaces: "555-1111"},
+				{Key: "kept", Value: "v", Category: General},
 			}},
 		},
 		{
@@ -196,28 +212,27 @@ func TestParseReplyTolerance(t *testing.T) {
 	}
 }
 
-func TestParseReplyProseFallback(t *testing.T) {
+func TestParseReplyProseIsAnError(t *testing.T) {
+	// Prose never becomes the narrative: it would replace the summary so far
+	// with something that is not one.
 	cases := map[string]string{
 		"plain prose":       "  The customer asked about a refund.  ",
 		"fenced prose":      "```\nThe customer asked about a refund.\n```",
 		"upper-case fenced": "```TEXT\nThe customer asked about a refund.\n```",
 		"prose then fence":  "Summary:\n```\nThe customer asked about a refund.\n```",
+		"refusal":           "I'm sorry, but I can't help with that.",
+		"prose with braces": "User said {hello} and left",
 	}
 	for name, reply := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, err := ParseReply(reply)
-			if err != nil {
-				t.Fatalf("ParseReply: %v", err)
+			if !errors.Is(err, ErrNotJSON) {
+				t.Fatalf("err = %v, want ErrNotJSON", err)
 			}
-			want := Result{Narrative: "The customer asked about a refund."}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("got %#v, want %#v", got, want)
+			if !got.IsEmpty() {
+				t.Fatalf("result not empty: %#v", got)
 			}
 		})
-	}
-	got, err := ParseReply("User said {hello} and left")
-	if err != nil || got.Narrative != "User said {hello} and left" || got.Facts != nil {
-		t.Fatalf("prose with braces: %#v, %v", got, err)
 	}
 }
 
@@ -288,7 +303,7 @@ func FuzzParseReply(f *testing.F) {
 			if !res.IsEmpty() {
 				t.Fatalf("error %v with a non-empty result %#v", err, res)
 			}
-			if !errors.Is(err, ErrUnparseable) && !errors.Is(err, ErrEmptyReply) {
+			if !errors.Is(err, ErrUnparseable) && !errors.Is(err, ErrEmptyReply) && !errors.Is(err, ErrNotJSON) {
 				t.Fatalf("unexpected error kind: %v", err)
 			}
 			return
@@ -300,9 +315,16 @@ func FuzzParseReply(f *testing.F) {
 		if n != res.Narrative {
 			t.Fatalf("narrative not trimmed: %q", res.Narrative)
 		}
+		// The narrative only ever comes from a JSON object's field.
+		if n != "" && !strings.Contains(reply, "{") {
+			t.Fatalf("narrative %q from a reply without a JSON object", n)
+		}
 		for _, fact := range res.Facts {
 			if strings.TrimSpace(fact.Key) == "" {
 				t.Fatalf("fact with empty key: %#v", fact)
+			}
+			if !fact.Remove && IsPlaceholder(fact.Value) {
+				t.Fatalf("placeholder value kept: %#v", fact)
 			}
 			if !fact.Category.Valid() {
 				t.Fatalf("invalid category: %#v", fact)

@@ -55,6 +55,32 @@ type Fact struct {
 	// ExtractedAt is when the fact was first extracted or last changed
 	// value. Zero when unknown.
 	ExtractedAt time.Time `json:"extractedAt,omitzero"`
+
+	// Provenance, kept by MergeFacts: FirstSeq and LastSeq are the message
+	// sequence numbers (the cursor of the fold, or the message's own seq
+	// when the summarizer reports it) where the current value was first
+	// and last seen, and Mentions counts the folds that reported it. A
+	// mention refreshes LastSeq. Zero when unknown (facts stored before
+	// provenance existed).
+	FirstSeq int64 `json:"firstSeq,omitempty"`
+	LastSeq  int64 `json:"lastSeq,omitempty"`
+	Mentions int   `json:"mentions,omitempty"`
+	// Pinned facts are never evicted by a cap or the facts block's token
+	// budget, and never removed by a summarizer. A summarizer or a caller
+	// sets it; once pinned, a fact stays pinned across merges.
+	Pinned bool `json:"pinned,omitempty"`
+	// Previous is the value this fact had before its current one ("" when
+	// none): a superseded value lives only here and is never rendered as a
+	// current fact (RenderOptions.ShowPrevious shows it on the same line).
+	Previous string `json:"previousValue,omitempty"`
+
+	// Remove and Replaces are merge instructions from a summarizer; the
+	// merged ledger never carries them. Remove asks MergeFacts to delete
+	// the fact with this key (honoured unless the fact is pinned or an
+	// identity fact). Replaces names the previous value this fact updates:
+	// the update lands on the fact that holds that value, whatever its key.
+	Remove   bool   `json:"remove,omitempty"`
+	Replaces string `json:"replaces,omitempty"`
 }
 
 // Summary is the folded part of a conversation: a fact ledger plus a
@@ -98,6 +124,11 @@ type Request struct {
 	// summarize from the originals (the reference's way); Existing's facts
 	// are then offered for merging only.
 	Incremental bool
+	// SentAt, when set, says when each message was written: SentAt[i]
+	// belongs to Messages[i]; a missing or zero entry means unknown. The
+	// extractive summarizer resolves relative dates ("tomorrow", "next
+	// Friday") against it and keeps them as written when it is unknown.
+	SentAt []time.Time
 }
 
 // Usage is the token accounting of one summarization, when the provider

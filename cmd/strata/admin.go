@@ -19,16 +19,24 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-const migrateUsage = `Usage: strata migrate [flags] up|down|version|force VERSION
+const migrateUsage = `Usage: strata migrate [flags] up|down|version|force VERSION|import-arc-reactor
 
 Manages Strata's PostgreSQL schema in the configured database
-(arc.reactor.memory.datasource.url, else spring.datasource.url):
+(arc.reactor.memory.datasource.url, else spring.datasource.url, else
+$DATABASE_URL):
 
-  up        apply every pending migration (idempotent)
+  up        apply every pending migration (idempotent); each migration file
+            runs in one transaction, and a failure prints the statement that
+            failed and the force command that recovers
   down      remove every Strata table and its data (needs --yes)
   version   print the applied schema version
   force N   record version N as applied and clear the dirty flag, without
             running anything (recovery after a failed migration; -1 = none)
+  import-arc-reactor
+            copy arc-reactor's summaries (its conversation_summaries table,
+            which is only read) into Strata's, for the Strata sessions of the
+            same id that have no summary yet; safe to run again. migrate up
+            offers it when that table holds summaries.
 
 Flags:
 `
@@ -43,7 +51,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("migrate: want up, down, version or force VERSION (see strata migrate --help)")
+		return usagef("migrate: want up, down, version, force VERSION or import-arc-reactor (see strata migrate --help)")
 	}
 	action := pos[0]
 	want := 1
@@ -51,9 +59,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		want = 2
 	}
 	switch action {
-	case "up", "down", "version", "force":
+	case "up", "down", "version", "force", "import-arc-reactor":
 	default:
-		return usagef("migrate: unknown action %q (want up, down, version or force VERSION)", action)
+		return usagef("migrate: unknown action %q (want up, down, version, force VERSION or import-arc-reactor)", action)
 	}
 	if len(pos) != want {
 		return usagef("migrate %s: want %d argument(s), got %d", action, want-1, len(pos)-1)
@@ -79,16 +87,18 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch action {
 	case "up":
 		if err := db.Migrate(ctx, d); err != nil {
-			return fmt.Errorf("migrate up: %w", err)
+			return dbError(err)
 		}
 	case "down":
 		if err := db.MigrateDown(ctx, d); err != nil {
-			return fmt.Errorf("migrate down: %w", err)
+			return dbError(err)
 		}
 	case "force":
 		if err := db.MigrateForce(ctx, d, force); err != nil {
-			return fmt.Errorf("migrate force: %w", err)
+			return dbError(err)
 		}
+	case "import-arc-reactor":
+		return importArcReactor(ctx, d, stdout)
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
 	if err != nil {
@@ -98,24 +108,69 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case v == 0 && !dirty:
 		fmt.Fprintln(stdout, "schema version: none (no migration applied)")
 	case dirty:
-		fmt.Fprintf(stdout, "schema version: %d (dirty: a migration failed half-way; fix it, then strata migrate force VERSION)\n", v)
+		fmt.Fprintf(stdout, "schema version: %d (%v)\n", v, &db.DirtySchemaError{Version: int(v)})
 	default:
 		fmt.Fprintf(stdout, "schema version: %d\n", v)
 	}
+	if action == "up" {
+		n, err := db.ArcReactorSummaries(ctx, d)
+		if err != nil {
+			return fmt.Errorf("migrate up: %w", err)
+		}
+		if n > 0 {
+			fmt.Fprintf(stdout, "arc-reactor's conversation_summaries holds %d summaries: strata migrate import-arc-reactor copies them into Strata's sessions of the same id\n", n)
+		}
+	}
+	return nil
+}
+
+// dbError presents an error of package db's migration functions, which
+// already name the operation ("db: migrate up: …"), without the package
+// prefix; the error stays in the chain.
+func dbError(err error) error {
+	return &reworded{msg: strings.TrimPrefix(err.Error(), "db: "), err: err}
+}
+
+// reworded is an error shown with another text.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
+// importArcReactor runs migrate import-arc-reactor on a migrated database.
+func importArcReactor(ctx context.Context, d *sqlx.DB, stdout io.Writer) error {
+	if err := db.CheckSchema(ctx, d); err != nil {
+		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+	}
+	total, err := db.ArcReactorSummaries(ctx, d)
+	if err != nil {
+		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+	}
+	if total == 0 {
+		fmt.Fprintln(stdout, "no arc-reactor summaries to import (no conversation_summaries table of arc-reactor's, or it is empty)")
+		return nil
+	}
+	n, err := db.ImportArcReactorSummaries(ctx, d)
+	if err != nil {
+		return fmt.Errorf("migrate import-arc-reactor: imported %d before: %w", n, err)
+	}
+	fmt.Fprintf(stdout, "imported %d of %d arc-reactor summaries (skipped: sessions Strata does not hold, and sessions that already have a summary)\n", n, total)
 	return nil
 }
 
 // openDatabase loads the configuration and opens its datasource; without
 // one it is an error.
 func openDatabase(ctx context.Context, cfg *autoconfig.Config, cmd string) (*sqlx.DB, error) {
-	dsn, err := cfg.DatabaseURL()
-	if err != nil {
+	if dsn, err := cfg.DatabaseURL(); err != nil {
 		return nil, err
+	} else if dsn == "" {
+		return nil, fmt.Errorf("%s: %s", cmd, noDatasource)
 	}
-	if dsn == "" {
-		return nil, fmt.Errorf("%s: no datasource configured (set arc.reactor.memory.datasource.url or spring.datasource.url, or ARC_REACTOR_MEMORY_DATASOURCE_URL)", cmd)
-	}
-	d, err := db.Open(ctx, dsn)
+	// autoconfig.OpenDatabase says how to fix a TLS mismatch.
+	d, err := autoconfig.OpenDatabase(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
@@ -129,8 +184,9 @@ the memory manager as its owner USER: its message count, its summary (facts,
 narrative, cursor = the last message folded into it) and the window (the
 newest messages the model sees verbatim: the last recent-message-count
 messages once the session is past the trigger with summaries on, else the
-takeLast window). Nothing is summarized or changed. A session of another
-user is reported as such and not shown.
+takeLast window). Messages are numbered within the session, 1 for its
+first. Nothing is summarized or changed. A session of another user is
+reported as such and not shown.
 
 Flags:
 `
@@ -146,15 +202,21 @@ type inspectReport struct {
 }
 
 type inspectSummary struct {
-	Cursor    int64          `json:"cursor"`
-	Version   int64          `json:"version"`
-	Facts     []summary.Fact `json:"facts"`
-	Narrative string         `json:"narrative"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	// Cursor is the storage sequence number of the last message folded
+	// in; CursorMessage is that message's number in the session.
+	Cursor        int64          `json:"cursor"`
+	CursorMessage int            `json:"cursor_message"`
+	Version       int64          `json:"version"`
+	Facts         []summary.Fact `json:"facts"`
+	Narrative     string         `json:"narrative"`
+	CreatedAt     time.Time      `json:"created_at"`
+	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
 type inspectMsg struct {
+	// Number is the message's position in the session, 1 for its first;
+	// Seq is its storage sequence number (global, not per session).
+	Number   int               `json:"number"`
 	Seq      int64             `json:"seq"`
 	Role     string            `json:"role"`
 	Text     string            `json:"content"`
@@ -192,7 +254,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if dsn, err := cfg.DatabaseURL(); err != nil {
 		return err
 	} else if dsn == "" {
-		return errors.New("inspect: no datasource configured (set arc.reactor.memory.datasource.url or spring.datasource.url, or ARC_REACTOR_MEMORY_DATASOURCE_URL)")
+		return errors.New("inspect: " + noDatasource)
 	}
 	// The window shown follows the configuration as given; the manager is
 	// built with the summary store wired in whatever the configuration
@@ -207,6 +269,9 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("inspect: %w", err)
 	}
 	defer rt.Close()
+	if err := db.CheckSchema(ctx, rt.DB); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
 	mgr := rt.Manager
 
 	msgs, err := mgr.Messages(ctx, session, *user, 0, 0)
@@ -233,15 +298,22 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var cursor int64
 	if s != nil {
 		cursor = s.UpToSeq
-		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Version: s.Version,
+		folded := 0
+		for _, m := range msgs {
+			if m.Seq <= cursor {
+				folded++
+			}
+		}
+		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, CursorMessage: folded, Version: s.Version,
 			Facts: s.Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 		if rep.Summary.Facts == nil {
 			rep.Summary.Facts = []summary.Fact{}
 		}
 	}
 	rep.Window = []inspectMsg{}
-	for _, m := range msgs[max(len(msgs)-n, 0):] {
-		rep.Window = append(rep.Window, inspectMsg{Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
+	first := max(len(msgs)-n, 0)
+	for i, m := range msgs[first:] {
+		rep.Window = append(rep.Window, inspectMsg{Number: first + i + 1, Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
 			Folded: m.Seq <= cursor, Metadata: m.Metadata})
 	}
 	if *asJSON {
@@ -262,24 +334,33 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintln(w, "summary:  none")
 	} else {
 		s := r.Summary
-		fmt.Fprintf(w, "cursor:   message #%d (summary version %d, updated %s)\n", s.Cursor, s.Version, s.UpdatedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "cursor:   message #%d of %d (summary version %d, updated %s)\n", s.CursorMessage, r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
 		printFactsAndNarrative(w, s.Facts, s.Narrative)
 	}
 	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
+	anyFolded, anyVariant := false, false
 	for _, m := range r.Window {
 		mark := " "
 		if m.Folded {
-			mark = "f"
+			mark, anyFolded = "f", true
 		}
 		variant := ""
 		if v := m.Metadata[memory.MetadataModelVariant]; v != "" {
-			variant = " [" + memory.MetadataModelVariant + "=" + v + "]"
+			variant, anyVariant = " ["+memory.MetadataModelVariant+"="+v+"]", true
 		}
-		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Seq, m.Role, oneLine(m.Text), variant)
+		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Number, m.Role, oneLine(m.Text), variant)
 	}
-	if len(r.Window) > 0 && r.Summary != nil {
-		fmt.Fprintln(w, "  (f = already folded into the summary)")
+	if len(r.Window) == 0 {
+		return
 	}
+	legend := []string{fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	if anyFolded {
+		legend = append(legend, "f = already folded into the summary")
+	}
+	if anyVariant {
+		legend = append(legend, "["+memory.MetadataModelVariant+"=…] = the model variant stored with the message")
+	}
+	fmt.Fprintf(w, "  (%s)\n", strings.Join(legend, "; "))
 }
 
 const configUsage = `Usage: strata config [flags]
@@ -317,7 +398,12 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, k := range autoconfig.Keys() {
 		v, _ := cfg.Value(k.Key)
-		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, cfg.Source(k.Key))
+		src := cfg.Source(k.Key)
+		if k.Key == keyDatasourceURL && cf.fromDatabaseURL {
+			v = `"` + db.RedactDSN(cfg.Datasource.URL) + `"`
+			src = "environment variable " + envDatabaseURL + " (no datasource configured)"
+		}
+		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, src)
 	}
 	fmt.Fprintf(stdout, "\nsummarizer in use: %s", cfg.EffectiveProvider())
 	if model, keyEnv := summarizerDetails(cfg); model != "" {
@@ -331,7 +417,11 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 	if dsn == "" {
 		fmt.Fprintln(stdout, "stores: in-memory")
 	} else {
-		fmt.Fprintf(stdout, "stores: PostgreSQL %s\n", db.RedactDSN(dsn))
+		from := ""
+		if cf.fromDatabaseURL {
+			from = " (from $" + envDatabaseURL + ")"
+		}
+		fmt.Fprintf(stdout, "stores: PostgreSQL %s%s\n", db.RedactDSN(dsn), from)
 	}
 	return nil
 }

@@ -166,7 +166,8 @@ func TestMigrateAndInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect: exit %d %s", code, errOut)
 	}
-	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   message #", "- order_id: #BL-58213 [ENTITY]", "narrative:", "window (take-last,"} {
+	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   message #", " of 62 (summary version",
+		"- order_id: #BL-58213 [ENTITY]", "narrative:", "window (take-last,", " #62    ", "(#N = the message's number in the session (1 to 62)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, out)
 		}
@@ -182,6 +183,14 @@ func TestMigrateAndInspect(t *testing.T) {
 	}
 	if rep.WindowFor != "hierarchical" || len(rep.Window) != 10 || rep.Summary == nil || rep.Summary.Cursor == 0 || rep.Window[9].Seq <= rep.Summary.Cursor {
 		t.Fatalf("inspect --json = %+v", rep)
+	}
+	for i, m := range rep.Window {
+		if m.Number != 53+i {
+			t.Fatalf("window message %d is numbered %d, want %d (numbers count within the session)", i, m.Number, 53+i)
+		}
+	}
+	if c := rep.Summary.CursorMessage; c < 1 || c > 62 {
+		t.Fatalf("cursor message %d is not a number within the session", c)
 	}
 	code, _, errOut = cli(t, "inspect", "--set", set, "--user", "mallory", "support-1")
 	wantError(t, code, errOut, 1, "owned by another user")

@@ -5,14 +5,18 @@
 //
 // Usage:
 //
-//	strata replay [flags] FILE          show what the model would receive before each user message
-//	strata migrate up|down|version      manage the database schema
+//	strata replay [flags] FILE|-        show what the model would receive before each user message
+//	strata migrate up|down|version|force N|import-arc-reactor
+//	                                    manage the database schema
 //	strata inspect --user USER SESSION  print a stored session's facts, narrative, cursor and window
 //	strata config [flags]               print the effective configuration, or the example file
 //	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
+//	strata version                      print the module version and the Go version it was built with
 //
 // Every command takes --config FILE (repeatable; later files win) and --set
 // key=value (repeatable; wins over files and the environment), and --help.
+// When the configuration names no datasource, $DATABASE_URL is used, except
+// by replay, which then replays in memory.
 // Exit status: 0 on success, 1 on a runtime error (missing file, malformed
 // input, invalid configuration, database error), 2 on a usage error; errors
 // are printed as one line, "strata: …", on stderr.
@@ -33,9 +37,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/db"
 
 	// The summarizer providers register themselves with autoconfig when
 	// linked in, so that summarizer.provider gemini and openai work.
@@ -45,7 +51,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runInput(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -75,18 +81,20 @@ Usage:
   strata <command> [flags] [arguments]
 
 Commands:
-  replay FILE            feed a transcript through a manager built from the
-                         configuration and show, turn by turn, what the model
-                         would receive before each user message, when folds
-                         happen, and token counts
-  migrate up|down|version|force N
-                         manage Strata's PostgreSQL schema
+  replay FILE|-          feed a transcript (- reads standard input) through a
+                         manager built from the configuration and show, turn
+                         by turn, what the model would receive before each
+                         user message, when folds happen, and token counts
+  migrate up|down|version|force N|import-arc-reactor
+                         manage Strata's PostgreSQL schema; import
+                         arc-reactor's summaries
   inspect --user USER SESSION
                          print a stored session's facts, narrative, cursor and window
   config                 print the effective configuration and where each value
                          comes from (--example: every key with its default)
   serve                  serve the JSON HTTP API over the configured manager and
                          stores (--listen ADDR), until SIGINT or SIGTERM
+  version                print strata's module version and the Go version
 
 Common flags (every command):
   --config FILE          YAML configuration file (repeatable; later files win)
@@ -95,7 +103,9 @@ Common flags (every command):
   --help                 show the command's help
 
 Configuration: defaults < --config files < environment (ARC_REACTOR_…,
-SPRING_DATASOURCE_URL) < --set. See config.example.yaml for every key.
+SPRING_DATASOURCE_URL) < --set. When none of them names a datasource,
+$DATABASE_URL is used (except by replay, which then stays in memory). See
+config.example.yaml for every key.
 
 Run "strata <command> --help" for a command's flags.
 `
@@ -105,13 +115,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return runContext(context.Background(), args, stdout, stderr)
 }
 
+// runContext is run with a context, and no standard input.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+	return runInput(ctx, args, nil, stdout, stderr)
+}
+
+// runInput is the whole command with its standard input (read by
+// "strata replay -"; nil reads as empty).
+func runInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "strata: "+oneLine(err.Error()))
+	fmt.Fprintln(stderr, "strata: "+errorText(err))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -119,20 +136,20 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return exitError
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usagef("no command (want replay, migrate, inspect, config or serve; see strata --help)")
+		return usagef("no command (want replay, migrate, inspect, config, serve or version; see strata --help)")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "-h", "-help", "--help", "help":
 		if len(rest) > 0 && cmd == "help" {
-			return dispatch(ctx, []string{rest[0], "--help"}, stdout, stderr)
+			return dispatch(ctx, []string{rest[0], "--help"}, stdin, stdout, stderr)
 		}
 		fmt.Fprint(stdout, mainUsage)
 		return errHelp
 	case "replay":
-		return cmdReplay(ctx, rest, stdout, stderr)
+		return cmdReplay(ctx, rest, stdin, stdout, stderr)
 	case "migrate":
 		return cmdMigrate(ctx, rest, stdout, stderr)
 	case "inspect":
@@ -141,11 +158,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdConfig(rest, stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		return cmdVersion(rest, stdout)
 	}
 	if strings.HasPrefix(cmd, "-") {
-		return usagef("flags go after the command: strata <command> %s … (commands: replay, migrate, inspect, config, serve)", cmd)
+		return usagef("flags go after the command: strata <command> %s … (commands: replay, migrate, inspect, config, serve, version)", cmd)
 	}
-	return usagef("unknown command %q (want replay, migrate, inspect, config or serve; see strata --help)", cmd)
+	return usagef("unknown command %q (want replay, migrate, inspect, config, serve or version; see strata --help)", cmd)
 }
 
 // stringList is a repeatable string flag.
@@ -158,6 +177,11 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type commonFlags struct {
 	configs stringList
 	sets    stringList
+	// ignoreDatabaseURL turns off the $DATABASE_URL fallback (replay: a
+	// variable set for other tools must not send a replay into a database).
+	ignoreDatabaseURL bool
+	// fromDatabaseURL: load took the datasource from $DATABASE_URL.
+	fromDatabaseURL bool
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -165,11 +189,42 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.Var(&c.sets, "set", "set one configuration key, `KEY=VALUE` (repeatable; wins over files and environment)")
 }
 
+// envDatabaseURL is the conventional variable the CLI falls back on when
+// the configuration names no datasource.
+const envDatabaseURL = "DATABASE_URL"
+
+// noDatasource is the error text of commands that need a database.
+const noDatasource = "no datasource configured (set arc.reactor.memory.datasource.url or spring.datasource.url, ARC_REACTOR_MEMORY_DATASOURCE_URL, or DATABASE_URL)"
+
 // load reads the configuration: defaults < --config files < environment <
-// --set.
+// --set. When none of them names a datasource, $DATABASE_URL is used as
+// arc.reactor.memory.datasource.url, unless ignoreDatabaseURL.
 func (c *commonFlags) load() (*autoconfig.Config, error) {
-	return autoconfig.LoadWith(autoconfig.LoadOptions{Files: c.configs, Overrides: c.sets, OverrideSource: "--set"})
+	cfg, err := autoconfig.LoadWith(autoconfig.LoadOptions{Files: c.configs, Overrides: c.sets, OverrideSource: "--set"})
+	if err != nil {
+		return nil, err
+	}
+	if c.ignoreDatabaseURL || cfg.IsSet(keyDatasourceURL) || cfg.IsSet(keySpringDatasourceURL) {
+		return cfg, nil
+	}
+	u, ok := cfg.LookupEnv(envDatabaseURL)
+	if !ok || strings.TrimSpace(u) == "" {
+		return cfg, nil
+	}
+	out := cfg.Clone()
+	out.Datasource.URL = strings.TrimSpace(u)
+	if _, err := out.DatabaseURL(); err != nil {
+		return nil, fmt.Errorf("%s: %w", envDatabaseURL, err)
+	}
+	c.fromDatabaseURL = true
+	return out, nil
 }
+
+// The datasource keys.
+const (
+	keyDatasourceURL       = "arc.reactor.memory.datasource.url"
+	keySpringDatasourceURL = "spring.datasource.url"
+)
 
 // parseFlags parses flags and positional arguments in any order ("replay
 // FILE --json" works). --help prints usage to stdout and returns errHelp;
@@ -179,6 +234,17 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer)
 	fs.Usage = func() {}
 	var positional []string
 	for {
+		// A negative number ("migrate force -1") is an argument, unless it
+		// is the value of the flag before it ("--width -5").
+		if i := negativeArgument(fs, args); i >= 0 {
+			rest, err := parseFlags(fs, args[:i], usage, stdout)
+			if err != nil {
+				return nil, err
+			}
+			positional = append(append(positional, rest...), args[i])
+			args = args[i+1:]
+			continue
+		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fmt.Fprint(stdout, usage)
@@ -198,6 +264,50 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer)
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// negativeArgument returns the index of the first argument that is a
+// negative integer and not the value of the flag before it, or -1. Arguments
+// after "--" are not considered.
+func negativeArgument(fs *flag.FlagSet, args []string) int {
+	for i, a := range args {
+		if a == "--" {
+			return -1
+		}
+		if _, err := strconv.Atoi(a); err != nil || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if i > 0 && takesValue(fs, args[i-1]) {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// takesValue reports whether arg is a flag that takes the next argument as
+// its value: a defined non-boolean flag without "=value".
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	if !strings.HasPrefix(arg, "-") || strings.Contains(arg, "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimLeft(arg, "-"))
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// errorText is the one line printed for a failed command. A query that
+// met a database without Strata's tables (PostgreSQL's undefined_table)
+// says to migrate it.
+func errorText(err error) string {
+	msg := err.Error()
+	if db.IsMissingTable(err) && !errors.Is(err, db.ErrSchemaNotMigrated) {
+		msg += "; " + db.ErrSchemaNotMigrated.Error()
+	}
+	return oneLine(msg)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

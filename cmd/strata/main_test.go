@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -51,7 +52,15 @@ func writeTemp(t *testing.T, name, content string) string {
 
 func TestMain(m *testing.M) {
 	// The configuration comes from the process environment: make sure no
-	// developer setting leaks into the tests.
+	// developer setting leaks into the tests. DATABASE_URL, which the
+	// command falls back on, names the test server (scripts/with-postgres.sh
+	// sets it): it moves to the variable only the test helpers read.
+	if u := os.Getenv(dbtest.EnvFallbackURL); u != "" {
+		if os.Getenv(dbtest.EnvURL) == "" {
+			os.Setenv(dbtest.EnvURL, u)
+		}
+		os.Unsetenv(dbtest.EnvFallbackURL)
+	}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "ARC_REACTOR_") || strings.HasPrefix(name, "SPRING_DATASOURCE_") {
@@ -313,7 +322,7 @@ func TestBadInputs(t *testing.T) {
 		{"no command", []string{}, 2, "no command"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"flag before command", []string{"--json", "replay"}, 2, "flags go after the command"},
-		{"migrate without action", []string{"migrate"}, 2, "want up, down, version or force"},
+		{"migrate without action", []string{"migrate"}, 2, "want up, down, version, force VERSION or import-arc-reactor"},
 		{"migrate bad action", []string{"migrate", "sideways"}, 2, `unknown action "sideways"`},
 		{"migrate down unconfirmed", []string{"migrate", "down"}, 2, "pass --yes"},
 		{"migrate force bad version", []string{"migrate", "force", "x"}, 2, "VERSION must be an integer"},

@@ -10,20 +10,23 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/autoconfig"
+	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
-const replayUsage = `Usage: strata replay [flags] FILE
+const replayUsage = `Usage: strata replay [flags] FILE|-
 
 Feeds a transcript through a memory manager built from the configuration
-(default: in-memory stores and the offline extractive summarizer) and shows,
+(default: in-memory stores and the offline extractive summarizer; unlike
+the other commands, replay does not fall back on $DATABASE_URL) and shows,
 before each user message, what the model would receive: the system prompt,
 the memory (facts, narrative, verbatim window or takeLast) and the user
 message, trimmed to the context window, with token counts, the number of
@@ -38,16 +41,28 @@ arc.reactor.memory.summary.enabled (the library default is off): replay is
 for seeing folds. Use --set arc.reactor.memory.summary.enabled=false to
 replay takeLast only.
 
+FILE - reads the transcript from standard input.
+
 Formats (--format, auto-detected from the extension and first bytes):
   jsonl     one {"role","content"} object per line; roles system, user,
-            assistant (with "tool_calls") and tool (with "tool_call_id")
-  json      a JSON array of such messages
+            assistant (with "tool_calls") and tool (with "tool_call_id");
+            a field replay does not know (say "text" for "content") is an
+            error, as is a tool result that does not follow the assistant
+            message whose call it answers (an orphan)
+  json      a JSON array of such messages, or an OpenAI-style object with
+            them in "messages" (other fields, like "model", are ignored)
   locomo    LoCoMo (locomo10.json): speaker_a is the user, speaker_b the
             assistant; --sample conv-26 | INDEX | all (default: the first)
   taubench  τ-bench trajectories (gpt-4o-airline.json); the system message is
             the system prompt; --sample INDEX | task:N | task:N/trial:T | all
 
 Leading system messages become the system prompt (not stored).
+
+A tool call left without a result (a dangling tool call) is stored as it is
+and left out of the prompt, which providers would reject; the report says so.
+
+Replay fails (exit status 1) when every fold failed, for example because
+the summarizer is unreachable, and prints the last error.
 
 Output: a readable report on stdout, or with --json one JSON object per turn
   {"turn":N,"context":[{"role":…,"content":…}],"context_tokens":N,"stored_messages":N,"folds":N,"mode":…}
@@ -72,10 +87,14 @@ type replayOptions struct {
 	configSrc commonFlags
 }
 
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var o replayOptions
 	o.configSrc.register(fs)
+	// A DATABASE_URL set for other tools must not turn the README's first
+	// command into writes to that database: replay uses PostgreSQL only
+	// when the configuration names it.
+	o.configSrc.ignoreDatabaseURL = true
 	fs.StringVar(&o.format, "format", "auto", "transcript `FORMAT`: auto, jsonl, json, locomo or taubench")
 	fs.StringVar(&o.sample, "sample", "", "LoCoMo/τ-bench sample: an `ID`, an index, task:N[/trial:T] or all (default: the first)")
 	fs.BoolVar(&o.json, "json", false, "write one JSON object per turn instead of the report")
@@ -115,7 +134,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	ts, format, err := loadTranscripts(pos[0], format, o.sample, cfg.Memory.MaxMessageBytes)
+	ts, format, err := loadTranscripts(pos[0], format, o.sample, cfg.Memory.MaxMessageBytes, stdin)
 	if err != nil {
 		return err
 	}
@@ -131,7 +150,8 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	folds := &foldErrors{}
+	logger := slog.New(folds.wrap(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
 	build := []autoconfig.BuildOption{autoconfig.WithLogger(logger)}
 	if est != nil {
 		// The manager fits prompts with the exact tokenizer too.
@@ -142,6 +162,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer rt.Close()
+	if rt.DB != nil {
+		if err := db.CheckSchema(ctx, rt.DB); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
 
 	mc := rt.Manager.Config()
 	r := &replayer{
@@ -163,7 +188,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer r.progress.finish()
 
 	if !o.json {
-		r.header(pos[0], format, ts, summariesDefault)
+		shown := pos[0]
+		if shown == stdinPath {
+			shown = stdinName
+		}
+		r.header(shown, format, ts, summariesDefault)
 	}
 	start := time.Now()
 	for _, t := range ts {
@@ -175,7 +204,80 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !o.json && r.multi {
 		fmt.Fprintf(stdout, "\nreplayed %d conversations, %d user turns in %s\n", len(ts), total, time.Since(start).Round(time.Millisecond))
 	}
+	if st := rt.Manager.Stats(); st.FoldFailures > 0 && st.Folds == 0 {
+		why := folds.last()
+		if why == "" {
+			why = "the summarizer returned errors or empty replies"
+		}
+		return fmt.Errorf("replay: every fold failed (%d failed, none stored a summary): %s; check the summarizer (%s) or replay with --set arc.reactor.memory.summarizer.provider=extractive",
+			st.FoldFailures, why, summarizerName(cfg))
+	}
 	return nil
+}
+
+// summarizerName describes the configured summarizer for an error.
+func summarizerName(cfg *autoconfig.Config) string {
+	name := "provider " + cfg.EffectiveProvider()
+	if model, keyEnv := summarizerDetails(cfg); model != "" {
+		name += ", model " + model + ", API key from $" + keyEnv
+	}
+	if cfg.Summarizer.BaseURL != "" {
+		name += ", base URL " + cfg.Summarizer.BaseURL
+	}
+	return name
+}
+
+// foldErrors is a slog handler wrapper that remembers the error of the
+// last failed fold the manager logged ("strata: fold" with outcome error),
+// so that replay can say why every fold failed.
+type foldErrors struct {
+	mu  sync.Mutex
+	err string
+}
+
+func (f *foldErrors) wrap(h slog.Handler) slog.Handler { return &foldHandler{Handler: h, rec: f} }
+
+func (f *foldErrors) last() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+type foldHandler struct {
+	slog.Handler
+	rec *foldErrors
+}
+
+// Enabled also lets warnings through to Handle, whatever the level of
+// the wrapped handler, so that fold failures are seen.
+func (h *foldHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.Handler.Enabled(ctx, l)
+}
+
+func (h *foldHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "strata: fold" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "error" {
+				h.rec.mu.Lock()
+				h.rec.err = a.Value.String()
+				h.rec.mu.Unlock()
+				return false
+			}
+			return true
+		})
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *foldHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &foldHandler{Handler: h.Handler.WithAttrs(attrs), rec: h.rec}
+}
+
+func (h *foldHandler) WithGroup(name string) slog.Handler {
+	return &foldHandler{Handler: h.Handler.WithGroup(name), rec: h.rec}
 }
 
 type replayer struct {
@@ -339,7 +441,9 @@ func (r *replayer) replay(t transcript) error {
 			} else if folds > lastFolds {
 				fmt.Fprintf(r.out, "  ↳ %d fold(s) since the last turn\n", folds-lastFolds)
 			}
-			r.turnReport(rec, kinds(full, sysPrompt, h.Summary), h.Summary, len(history)-(len(full)-sysPrompt))
+			dropped := len(history) - (len(full) - sysPrompt)
+			dangling := min(danglingMessages(history), dropped)
+			r.turnReport(rec, kinds(full, sysPrompt, h.Summary), h.Summary, dropped-dangling, dangling)
 		}
 		lastFolds = folds
 		if err := r.save(session, user, t.Msgs[i:j]); err != nil {
@@ -437,6 +541,65 @@ func (r *replayer) writeJSON(v any) error {
 	b = append(b, '\n')
 	_, err = r.out.Write(b)
 	return err
+}
+
+// danglingMessages counts the messages of history the prompt builder
+// leaves out whatever the budget: an assistant message whose tool calls do
+// not all have their results right after it (a dangling tool call), with
+// the results it has.
+func danglingMessages(history []llms.ChatMessage) int {
+	n := 0
+	for i := 0; i < len(history); {
+		calls := toolCallIDs(history[i])
+		j := i + 1
+		if len(calls) == 0 {
+			i = j
+			continue
+		}
+		for j < len(history) && history[j].GetType() == llms.ChatMessageTypeTool {
+			id := toolResultID(history[j])
+			k := slices.Index(calls, id)
+			if k < 0 {
+				break
+			}
+			calls = slices.Delete(calls, k, k+1)
+			j++
+		}
+		if len(calls) > 0 {
+			n += j - i
+		}
+		i = j
+	}
+	return n
+}
+
+func toolCallIDs(m llms.ChatMessage) []string {
+	var tcs []llms.ToolCall
+	switch v := m.(type) {
+	case llms.AIChatMessage:
+		tcs = v.ToolCalls
+	case *llms.AIChatMessage:
+		if v != nil {
+			tcs = v.ToolCalls
+		}
+	}
+	ids := make([]string, 0, len(tcs))
+	for _, tc := range tcs {
+		ids = append(ids, tc.ID)
+	}
+	return ids
+}
+
+func toolResultID(m llms.ChatMessage) string {
+	switch v := m.(type) {
+	case llms.ToolChatMessage:
+		return v.ID
+	case *llms.ToolChatMessage:
+		if v != nil {
+			return v.ID
+		}
+	}
+	return ""
 }
 
 // toJSONMessages converts what the model receives to the --json shape.

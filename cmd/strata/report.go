@@ -51,7 +51,9 @@ func kinds(prompt []llms.ChatMessage, sysPrompt int, s *summary.Summary) []msgKi
 // turnReport prints one turn of the readable report: a header line, then
 // every message the model receives, the current user message last (▶).
 // kind tells the messages apart; s is the summary the load showed.
-func (r *replayer) turnReport(rec turnRecord, kind []msgKind, s *summary.Summary, dropped int) {
+// dropped messages were left out to fit the context window; dangling ones
+// belong to tool calls without results, which no provider accepts.
+func (r *replayer) turnReport(rec turnRecord, kind []msgKind, s *summary.Summary, dropped, dangling int) {
 	w := r.out
 	fmt.Fprintf(w, "\n── turn %d · %s · stored %d · folds %d · context %d messages, %d tokens ──\n",
 		rec.Turn, rec.Mode, rec.StoredMessages, rec.Folds, len(rec.Context), rec.ContextTokens)
@@ -66,6 +68,9 @@ func (r *replayer) turnReport(rec turnRecord, kind []msgKind, s *summary.Summary
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "  %-10s %s\n", "", l)
 		}
+	}
+	if dangling > 0 {
+		fmt.Fprintf(w, "  (left out %d message(s) of a dangling tool call: an assistant tool call with no tool result after it, which providers reject)\n", dangling)
 	}
 	if dropped > 0 {
 		fmt.Fprintf(w, "  (the prompt builder dropped %d message(s) to fit the context window)\n", dropped)

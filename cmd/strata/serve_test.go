@@ -117,7 +117,8 @@ func call(t *testing.T, client *http.Client, method, url, key, body string) (int
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	url, stdout, stderr, exit := startServe(t, ctx, "--log-format", "json")
+	// Access-log lines are debug: serving requests is normal operation.
+	url, stdout, stderr, exit := startServe(t, ctx, "--log-format", "json", "--log-level", "debug")
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,10 +80,29 @@ func inputErrorf(format string, args ...any) error {
 	return &inputError{msg: fmt.Sprintf(format, args...)}
 }
 
-// loadTranscripts reads path in format (auto-detected when formatAuto) and
-// returns the selected samples.
-func loadTranscripts(path, format, sample string, maxBytes int) ([]transcript, string, error) {
-	data, err := os.ReadFile(path)
+// stdinPath is the FILE argument that means standard input; stdinName
+// names it in messages and in the replay session id.
+const (
+	stdinPath = "-"
+	stdinName = "stdin"
+)
+
+// loadTranscripts reads path ("-": stdin) in format (auto-detected when
+// formatAuto) and returns the selected samples.
+func loadTranscripts(path, format, sample string, maxBytes int, stdin io.Reader) ([]transcript, string, error) {
+	var data []byte
+	var err error
+	if path == stdinPath {
+		path = stdinName
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		if data, err = io.ReadAll(stdin); err != nil {
+			return nil, "", inputErrorf("%s: %v", path, err)
+		}
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, "", inputErrorf("%s: no such file", path)
@@ -145,6 +166,14 @@ func detectFormat(path string, data []byte) (string, error) {
 	}
 	switch trimmed[0] {
 	case '{':
+		// One object holding "messages" (an OpenAI chat request or
+		// export), else one message per line.
+		var doc map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &doc) == nil {
+			if _, ok := doc["messages"]; ok {
+				return formatJSON, nil
+			}
+		}
 		return formatJSONL, nil
 	case '[':
 		var first []map[string]json.RawMessage
@@ -243,6 +272,50 @@ func argumentsText(raw json.RawMessage) (string, error) {
 	return buf.String(), nil
 }
 
+// wireFields are the message fields replay reads; ignoredWireFields are
+// fields of OpenAI's chat messages it accepts and ignores. Any other field
+// is an error, so that a misspelt field ("text" for "content") is not
+// silently replayed as an empty message.
+var (
+	wireFields        = []string{"role", "content", "tool_calls", "tool_call_id", "name", "metadata"}
+	ignoredWireFields = []string{"refusal", "annotations", "audio"}
+	fieldSuggestions  = map[string]string{
+		"text": "content", "message": "content", "body": "content", "msg": "content", "contents": "content",
+		"speaker": "role", "author": "role", "from": "role", "type": "role",
+		"toolcalls": "tool_calls", "tool_call": "tool_calls", "toolcallid": "tool_call_id", "call_id": "tool_call_id",
+		"id": "tool_call_id", "parts": "content",
+	}
+)
+
+// decodeWire decodes one message object, refusing unknown fields; the
+// error has no location prefix.
+func decodeWire(raw []byte) (wireMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return wireMessage{}, fmt.Errorf("malformed JSON: %s", jsonErrorText(err))
+	}
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(wireFields, k) && !slices.Contains(ignoredWireFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		k := unknown[0]
+		hint := ""
+		if s, ok := fieldSuggestions[strings.ToLower(k)]; ok {
+			hint = fmt.Sprintf("did you mean %q? ", s)
+		}
+		return wireMessage{}, fmt.Errorf("unknown field %q (%sa message has %s)", k, hint, strings.Join(wireFields, ", "))
+	}
+	var w wireMessage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return wireMessage{}, fmt.Errorf("malformed message: %s", jsonErrorText(err))
+	}
+	return w, nil
+}
+
 // toMessage converts a wire message; the error has no location prefix.
 func (w wireMessage) toMessage(maxBytes int) (memory.Message, error) {
 	content, err := contentText(w.Content)
@@ -299,6 +372,7 @@ func (w wireMessage) toMessage(maxBytes int) (memory.Message, error) {
 // parseJSONL reads one {"role","content"} object per line.
 func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
 	var msgs []memory.Message
+	var where []string // each message's location, for checkToolResults
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
 	line := 0
@@ -311,15 +385,26 @@ func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
 		if len(text) == 0 {
 			continue
 		}
-		var w wireMessage
-		if err := json.Unmarshal(text, &w); err != nil {
-			return transcript{}, inputErrorf("%s:%d: malformed JSON: %s", path, line, jsonErrorText(err))
+		if !json.Valid(text) {
+			var v any
+			return transcript{}, inputErrorf("%s:%d: malformed JSON: %s", path, line, jsonErrorText(json.Unmarshal(text, &v)))
+		}
+		if text[0] != '{' {
+			return transcript{}, inputErrorf("%s:%d: want one {\"role\", \"content\"} object per line", path, line)
+		}
+		if _, ok := jsonKeys(text)["messages"]; ok {
+			return transcript{}, inputErrorf(`%s:%d: a {"messages": [...]} object: replay reads one conversation per file (save it alone as .json, or pass --format json)`, path, line)
+		}
+		w, err := decodeWire(text)
+		if err != nil {
+			return transcript{}, inputErrorf("%s:%d: %v", path, line, err)
 		}
 		m, err := w.toMessage(maxBytes)
 		if err != nil {
 			return transcript{}, inputErrorf("%s:%d: %v", path, line, err)
 		}
 		msgs = append(msgs, m)
+		where = append(where, fmt.Sprintf("%s:%d", path, line))
 	}
 	if err := sc.Err(); err != nil {
 		return transcript{}, inputErrorf("%s: %v", path, err)
@@ -327,27 +412,148 @@ func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
 	if len(msgs) == 0 {
 		return transcript{}, inputErrorf("%s: no messages", path)
 	}
+	if err := checkToolResults(msgs, where); err != nil {
+		return transcript{}, err
+	}
 	return newTranscript(baseName(path), msgs), nil
 }
 
-// parseJSONMessages reads a JSON array of messages.
+// parseJSONMessages reads a JSON array of messages, or an object holding
+// one in "messages" (an OpenAI-style chat request or export; its other
+// fields are ignored).
 func parseJSONMessages(path string, data []byte, maxBytes int) (transcript, error) {
-	var ws []wireMessage
-	if err := json.Unmarshal(data, &ws); err != nil {
-		return transcript{}, inputErrorf("%s: malformed JSON: %s", path, jsonErrorAt(data, err))
+	elems, err := messageArray(data)
+	if err != nil {
+		return transcript{}, inputErrorf("%s: %v", path, err)
 	}
-	msgs := make([]memory.Message, 0, len(ws))
-	for i, w := range ws {
+	msgs := make([]memory.Message, 0, len(elems))
+	where := make([]string, 0, len(elems))
+	for i, el := range elems {
+		loc := fmt.Sprintf("%s:%d: message %d", path, el.line, i+1)
+		w, err := decodeWire(el.raw)
+		if err != nil {
+			return transcript{}, inputErrorf("%s: %v", loc, err)
+		}
 		m, err := w.toMessage(maxBytes)
 		if err != nil {
-			return transcript{}, inputErrorf("%s: message %d: %v", path, i+1, err)
+			return transcript{}, inputErrorf("%s: %v", loc, err)
 		}
 		msgs = append(msgs, m)
+		where = append(where, loc)
 	}
 	if len(msgs) == 0 {
 		return transcript{}, inputErrorf("%s: no messages", path)
 	}
+	if err := checkToolResults(msgs, where); err != nil {
+		return transcript{}, err
+	}
 	return newTranscript(baseName(path), msgs), nil
+}
+
+// located is one element of a JSON array and the line it starts on.
+type located struct {
+	raw  json.RawMessage
+	line int
+}
+
+// messageArray returns the elements of data, a JSON array of messages or an
+// object with a "messages" array, with their lines.
+func messageArray(data []byte) ([]located, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	lineAt := func(off int64) int { return 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n")) }
+	fail := func(err error) error {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("malformed JSON: line %d: %s", lineAt(se.Offset), se.Error())
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return errors.New("malformed JSON: unexpected end of input")
+		}
+		return fmt.Errorf("malformed JSON: %s", jsonErrorText(err))
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fail(err)
+	}
+	if tok == json.Delim('{') {
+		found := false
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return nil, fail(err)
+			}
+			if key != "messages" {
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					return nil, fail(err)
+				}
+				continue
+			}
+			if tok, err = dec.Token(); err != nil {
+				return nil, fail(err)
+			}
+			if tok != json.Delim('[') {
+				return nil, errors.New(`"messages" must be an array of messages`)
+			}
+			found = true
+			break
+		}
+		if !found {
+			return nil, errors.New(`want a JSON array of messages or an object with "messages"`)
+		}
+	} else if tok != json.Delim('[') {
+		return nil, errors.New(`want a JSON array of messages or an object with "messages"`)
+	}
+	var out []located
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fail(err)
+		}
+		line := lineAt(dec.InputOffset() - int64(len(raw)))
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, fmt.Errorf("line %d: message %d is not a JSON object", line, len(out)+1)
+		}
+		out = append(out, located{raw: raw, line: line})
+	}
+	if _, err := dec.Token(); err != nil { // the closing ]
+		return nil, fail(err)
+	}
+	return out, nil
+}
+
+// jsonKeys returns the fields of a JSON object (nil when raw is not one).
+func jsonKeys(raw []byte) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// checkToolResults rejects a tool result that does not answer a call of
+// the assistant message heading its run of tool messages — providers
+// reject such an orphan — naming its location (where[i] locates msgs[i]).
+// A call left without a result (a dangling tool call) is accepted: replay
+// shows it being left out of the prompt.
+func checkToolResults(msgs []memory.Message, where []string) error {
+	var open []string // unanswered call ids of the current tool run
+	for i, m := range msgs {
+		switch {
+		case m.Role == memory.RoleAssistant && len(m.ToolCalls) > 0:
+			open = open[:0]
+			for _, tc := range m.ToolCalls {
+				open = append(open, tc.ID)
+			}
+		case m.Role == memory.RoleTool:
+			k := slices.Index(open, m.ToolCallID)
+			if k < 0 {
+				return inputErrorf("%s: orphan tool result: no assistant tool call %q right before it is waiting for a result (a tool message must follow the assistant message that made the call)", where[i], m.ToolCallID)
+			}
+			open = slices.Delete(open, k, k+1)
+		default:
+			open = open[:0]
+		}
+	}
+	return nil
 }
 
 // newTranscript moves the leading system messages into the system prompt.
@@ -515,12 +721,17 @@ func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]tra
 	for _, i := range idx {
 		tr := trajs[i]
 		msgs := make([]memory.Message, 0, len(tr.Traj))
+		where := make([]string, 0, len(tr.Traj))
 		for j, w := range tr.Traj {
 			m, err := w.toMessage(maxBytes)
 			if err != nil {
 				return nil, inputErrorf("%s: trajectory %d message %d: %v", path, i, j+1, err)
 			}
 			msgs = append(msgs, m)
+			where = append(where, fmt.Sprintf("%s: trajectory %d message %d", path, i, j+1))
+		}
+		if err := checkToolResults(msgs, where); err != nil {
+			return nil, err
 		}
 		out = append(out, newTranscript(fmt.Sprintf("task-%d-trial-%d", tr.TaskID, tr.Trial), msgs))
 	}

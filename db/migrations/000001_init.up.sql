@@ -1,6 +1,6 @@
 -- Strata schema, version 1. See db/doc.go for the meaning of every column.
--- golang-migrate runs this file as one multi-statement query, which
--- PostgreSQL executes in a single implicit transaction: all or nothing.
+-- db.Migrate runs this file statement by statement in one transaction:
+-- all or nothing.
 
 -- One row per session: its owner (the first writer), its message count
 -- (kept in the append transaction, so counting is O(1)) and activity times.
@@ -44,9 +44,12 @@ CREATE TABLE strata_messages (
     PRIMARY KEY (session_id, seq)
 );
 
--- One summary per session (the reference's table name). up_to_seq is the
--- coverage cursor: every message with seq <= up_to_seq is folded in.
-CREATE TABLE conversation_summaries (
+-- One summary per session. up_to_seq is the coverage cursor: every message
+-- with seq <= up_to_seq is folded in. The table is Strata's own: arc-reactor
+-- keeps its summaries in conversation_summaries, which may live in the same
+-- schema (databases made before version 5 named this table that way too;
+-- migrations 3 and 5 rename it).
+CREATE TABLE strata_summaries (
     session_id TEXT        PRIMARY KEY
                REFERENCES strata_sessions (session_id) ON DELETE CASCADE,
     narrative  TEXT        NOT NULL DEFAULT '',

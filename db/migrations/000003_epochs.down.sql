@@ -8,14 +8,14 @@ DROP TRIGGER strata_session_index_live ON strata_session_index;
 DROP FUNCTION strata_session_index_live_check();
 
 DELETE FROM strata_sessions WHERE deleted_at IS NOT NULL;
-DELETE FROM conversation_summaries cs
+DELETE FROM strata_summaries cs
  WHERE NOT EXISTS (SELECT 1 FROM strata_sessions s
                     WHERE s.session_id = cs.session_id AND s.epoch = cs.epoch);
 
-ALTER TABLE conversation_summaries
+ALTER TABLE strata_summaries
     ADD COLUMN title TEXT NOT NULL DEFAULT '',
     DROP COLUMN epoch,
-    ADD CONSTRAINT conversation_summaries_session_id_fkey FOREIGN KEY (session_id)
+    ADD CONSTRAINT strata_summaries_session_id_fkey FOREIGN KEY (session_id)
         REFERENCES strata_sessions (session_id) ON DELETE CASCADE;
 
 -- Dropping the epoch column drops the sequence it owns.

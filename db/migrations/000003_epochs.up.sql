@@ -1,6 +1,35 @@
 -- Strata schema, version 3: session incarnations (epochs) and tombstones.
--- See db/doc.go for the meaning of every column. golang-migrate runs this
--- file as one multi-statement query, in a single implicit transaction.
+-- See db/doc.go for the meaning of every column. db.Migrate runs this
+-- file statement by statement in one transaction.
+
+-- Databases made before version 5 named Strata's summary table
+-- conversation_summaries, like arc-reactor's; migration 5 renames it. One
+-- still at version 1 or 2 gets the rename here, before the table is
+-- altered. Only Strata's own table (the one with an up_to_seq column) in
+-- the current schema is renamed: arc-reactor's, with summarized_up_to, is
+-- never touched.
+DO $$
+DECLARE
+    con record;
+BEGIN
+    IF to_regclass(format('%I.strata_summaries', current_schema())) IS NULL
+       AND EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = current_schema()
+                      AND table_name = 'conversation_summaries'
+                      AND column_name = 'up_to_seq') THEN
+        EXECUTE format('ALTER TABLE %I.conversation_summaries RENAME TO strata_summaries', current_schema());
+        -- Constraint and index names follow the table, so that arc-reactor
+        -- can create its own conversation_summaries_pkey later.
+        FOR con IN SELECT conname FROM pg_constraint
+                    WHERE conrelid = format('%I.strata_summaries', current_schema())::regclass
+                      AND conname LIKE 'conversation\_summaries\_%'
+        LOOP
+            EXECUTE format('ALTER TABLE %I.strata_summaries RENAME CONSTRAINT %I TO %I', current_schema(),
+                           con.conname, 'strata_summaries_' || substr(con.conname, length('conversation_summaries_') + 1));
+        END LOOP;
+    END IF;
+END
+$$;
 
 -- Every incarnation of a session (its first creation, and every re-creation
 -- after a delete) draws a new epoch from this sequence, so an epoch is never
@@ -57,12 +86,12 @@ CREATE TRIGGER strata_session_index_live
 -- their session's current incarnation. The table no longer references
 -- strata_sessions: the summary store also serves sessions kept by other
 -- message stores. Titles live in the catalogue (strata_session_index).
-ALTER TABLE conversation_summaries ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
-UPDATE conversation_summaries cs
+ALTER TABLE strata_summaries ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+UPDATE strata_summaries cs
    SET epoch = s.epoch
   FROM strata_sessions s
  WHERE s.session_id = cs.session_id;
-ALTER TABLE conversation_summaries
+ALTER TABLE strata_summaries
     ALTER COLUMN epoch DROP DEFAULT,
-    DROP CONSTRAINT conversation_summaries_session_id_fkey,
+    DROP CONSTRAINT strata_summaries_session_id_fkey,
     DROP COLUMN title;

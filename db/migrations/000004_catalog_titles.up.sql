@@ -4,7 +4,7 @@
 -- A title given when a session is created (catalog.Catalog.SetTitle) is
 -- stored as the document's title with pinned set: refreshes of the
 -- document keep it, and it goes with the session's document when the
--- session is deleted. Titles no longer live in conversation_summaries.
+-- session is deleted. Titles no longer live in strata_summaries.
 ALTER TABLE strata_session_index
     ADD COLUMN pinned BOOLEAN NOT NULL DEFAULT false,
     ADD CONSTRAINT strata_session_index_pinned_title CHECK (NOT pinned OR title <> '');

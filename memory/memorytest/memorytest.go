@@ -1,11 +1,12 @@
 // Package memorytest is a conformance suite for memory.MessageStore
 // implementations. Run exercises every promise of the contract through the
-// public interface only: creation and claiming by the first writer,
-// ErrNotFound and ErrNotOwner on every operation, Tail and Range bounds,
-// sequence numbers and epochs across deletes and re-creations, atomic
-// multi-message appends, session listings, concurrent appends and claims,
-// and a long race between an owner writing a session and another user
-// reading and deleting the same id. Every session and user id the suite
+// public interface only: sessions made by Create alone (Append never makes
+// one), ErrNotFound and ErrNotOwner on every operation, Tail and Range
+// bounds, sequence numbers and epochs across deletes and re-creations,
+// atomic multi-message appends, session listings, concurrent appends,
+// concurrent creates of one id, and a long race between an owner creating
+// and writing a session and another user creating, appending to, reading
+// and deleting the same id. Every session and user id the suite
 // makes carries a fresh random token, so it can run again and again against
 // one shared database without collisions.
 package memorytest
@@ -43,7 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		run  func(e *env)
 	}{
 		{"CreateAndExists", testCreate},
-		{"AppendClaimsAndFirstWriterOwns", testAppendClaims},
+		{"AppendNeverCreates", testAppendNeverCreates},
 		{"NotOwnerOnEveryOperation", testNotOwner},
 		{"NotFoundOnEveryOperation", testNotFound},
 		{"MessagesRoundTrip", testRoundTrip},
@@ -55,7 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		{"SessionsListing", testSessions},
 		{"DeleteRemovesEverything", testDelete},
 		{"ConcurrentAppends", testConcurrentAppends},
-		{"ConcurrentClaims", testConcurrentClaims},
+		{"ConcurrentCreates", testConcurrentCreates},
 		{"OwnershipRace", testOwnershipRace},
 	}
 	for _, tc := range tests {
@@ -97,6 +98,14 @@ func user(text string) memory.Message { return memory.Message{Role: memory.RoleU
 // assistant returns an assistant message.
 func assistant(text string) memory.Message {
 	return memory.Message{Role: memory.RoleAssistant, Content: text}
+}
+
+// mustCreate creates a session and fails the test on error.
+func (e *env) mustCreate(sessionID, userID string) {
+	e.t.Helper()
+	if err := e.s.Create(e.ctx, sessionID, userID); err != nil {
+		e.t.Fatalf("Create(%s, %s): %v", sessionID, userID, err)
+	}
 }
 
 // mustAppend appends and fails the test on error.
@@ -186,17 +195,40 @@ func testCreate(e *env) {
 	e.wantContents("messages after a refused Create", e.mustTail(id, alice).Messages, "first")
 }
 
-func testAppendClaims(e *env) {
+func testAppendNeverCreates(e *env) {
 	alice, bob := e.user("alice"), e.user("bob")
-	id := e.id("claimed")
-	res := e.mustAppend(id, alice, user("hi"), assistant("hello"))
-	if res.Total != 2 || res.LastSeq <= 0 || res.Epoch <= 0 {
-		e.t.Fatalf("claiming append = %+v, want Total 2, LastSeq > 0, Epoch > 0", res)
+	id := e.id("s")
+	// Neither a batch nor an empty append makes a missing session.
+	for _, batch := range [][]memory.Message{{user("hi"), assistant("hello")}, nil} {
+		res, err := e.s.Append(e.ctx, id, alice, batch...)
+		e.wantErr(fmt.Sprintf("Append of %d messages to a missing session", len(batch)), err, memory.ErrNotFound)
+		if res != (memory.AppendResult{}) {
+			e.t.Fatalf("refused Append reported %+v, want the zero AppendResult", res)
+		}
+		_, err = e.s.Tail(e.ctx, id, alice, 0)
+		e.wantErr("probe after a refused Append", err, memory.ErrNotFound)
 	}
-	_, err := e.s.Append(e.ctx, id, bob, user("intruder"))
+	if page, total, err := e.s.Sessions(e.ctx, alice, 0, 0); err != nil || total != 0 || len(page) != 0 {
+		e.t.Fatalf("listing after appends to a missing session = %+v, %d, %v; want nothing", page, total, err)
+	}
+	// The id is still free for anyone's Create.
+	e.mustCreate(id, alice)
+	created := e.mustTail(id, alice)
+
+	// With no messages, Append to one's own session stores nothing and
+	// reports the session.
+	res, err := e.s.Append(e.ctx, id, alice)
+	if err != nil || res.Total != 0 || res.LastSeq != 0 || res.Epoch != created.Epoch {
+		e.t.Fatalf("empty append to an empty session = %+v, %v; want Total 0, LastSeq 0, Epoch %d", res, err, created.Epoch)
+	}
+	res = e.mustAppend(id, alice, user("hi"), assistant("hello"))
+	if res.Total != 2 || res.LastSeq <= 0 || res.Epoch != created.Epoch {
+		e.t.Fatalf("first append = %+v, want Total 2, LastSeq > 0, Epoch %d", res, created.Epoch)
+	}
+	_, err = e.s.Append(e.ctx, id, bob, user("intruder"))
 	e.wantErr("Append to another user's session", err, memory.ErrNotOwner)
 	_, err = e.s.Append(e.ctx, id, bob)
-	e.wantErr("claim of another user's session", err, memory.ErrNotOwner)
+	e.wantErr("empty Append to another user's session", err, memory.ErrNotOwner)
 	tail := e.mustTail(id, alice)
 	e.wantContents("owner's messages after refused appends", tail.Messages, "hi", "hello")
 	if tail.Total != 2 || tail.Epoch != res.Epoch {
@@ -210,26 +242,23 @@ func testAppendClaims(e *env) {
 	if tail.Messages[1].Seq != res.LastSeq {
 		e.t.Fatalf("last message has Seq %d, AppendResult.LastSeq %d", tail.Messages[1].Seq, res.LastSeq)
 	}
-
-	// Appending nothing to a missing session only claims it.
-	empty := e.id("claimed-empty")
-	res, err = e.s.Append(e.ctx, empty, bob)
-	if err != nil || res.Total != 0 || res.LastSeq != 0 || res.Epoch <= 0 {
-		e.t.Fatalf("empty claim = %+v, %v; want Total 0, LastSeq 0, Epoch > 0", res, err)
-	}
-	if tail := e.mustTail(empty, bob); tail.Total != 0 || tail.Epoch != res.Epoch {
-		e.t.Fatalf("claimed session = %+v, want empty with Epoch %d", tail, res.Epoch)
-	}
-	_, err = e.s.Append(e.ctx, empty, alice, user("mine?"))
-	e.wantErr("Append to a session claimed empty by another user", err, memory.ErrNotOwner)
-	e.wantErr("Create of a claimed id", e.s.Create(e.ctx, empty, alice), memory.ErrSessionExists)
-
-	// Appending nothing to one's own session changes nothing.
 	again, err := e.s.Append(e.ctx, id, alice)
 	if err != nil || again.Total != 2 || again.LastSeq != 0 || again.Epoch != tail.Epoch {
-		e.t.Fatalf("empty append to an existing session = %+v, %v; want Total 2, LastSeq 0, Epoch %d", again, err, tail.Epoch)
+		e.t.Fatalf("empty append to a session with messages = %+v, %v; want Total 2, LastSeq 0, Epoch %d", again, err, tail.Epoch)
 	}
 	e.wantContents("messages after an empty append", e.mustTail(id, alice).Messages, "hi", "hello")
+
+	// A deleted session is missing to appends too: they do not bring it
+	// back.
+	e.mustCreate(e.id("deleted"), alice)
+	e.mustAppend(e.id("deleted"), alice, user("bye"))
+	if err := e.s.Delete(e.ctx, e.id("deleted"), alice); err != nil {
+		e.t.Fatal(err)
+	}
+	_, err = e.s.Append(e.ctx, e.id("deleted"), alice, user("back?"))
+	e.wantErr("Append to a deleted session", err, memory.ErrNotFound)
+	_, err = e.s.Tail(e.ctx, e.id("deleted"), alice, 0)
+	e.wantErr("probe of a deleted session after an Append", err, memory.ErrNotFound)
 }
 
 // op is one store operation run as user on session.
@@ -241,6 +270,8 @@ type op struct {
 // ops are the operations that fail with ErrNotFound on a missing session
 // and with ErrNotOwner on another user's.
 var ops = []op{
+	{"Append", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u, user("x")); return err }},
+	{"Append()", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u); return err }},
 	{"Tail(0)", func(e *env, id, u string) error { _, err := e.s.Tail(e.ctx, id, u, 0); return err }},
 	{"Tail(5)", func(e *env, id, u string) error { _, err := e.s.Tail(e.ctx, id, u, 5); return err }},
 	{"Range", func(e *env, id, u string) error {
@@ -251,22 +282,14 @@ var ops = []op{
 	{"Delete", func(e *env, id, u string) error { return e.s.Delete(e.ctx, id, u) }},
 }
 
-// appendOps claim a missing session instead of failing, so only
-// ErrNotOwner applies to them.
-var appendOps = []op{
-	{"Append", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u, user("x")); return err }},
-	{"Append()", func(e *env, id, u string) error { _, err := e.s.Append(e.ctx, id, u); return err }},
-}
-
 func testNotOwner(e *env) {
 	alice, bob := e.user("alice"), e.user("bob")
 	full, empty := e.id("full"), e.id("empty")
+	e.mustCreate(full, alice)
 	first := e.mustAppend(full, alice, user("secret"), assistant("reply"))
-	if err := e.s.Create(e.ctx, empty, alice); err != nil {
-		e.t.Fatal(err)
-	}
+	e.mustCreate(empty, alice)
 	emptyEpoch := e.mustTail(empty, alice).Epoch
-	for _, o := range append(slices.Clone(ops), appendOps...) {
+	for _, o := range ops {
 		for _, id := range []string{full, empty} {
 			e.wantErr(o.name+" of another user's session", o.run(e, id, bob), memory.ErrNotOwner)
 		}
@@ -293,6 +316,7 @@ func testNotFound(e *env) {
 	}
 	// A deleted session is missing too.
 	deleted := e.id("deleted")
+	e.mustCreate(deleted, alice)
 	e.mustAppend(deleted, alice, user("bye"))
 	if err := e.s.Delete(e.ctx, deleted, alice); err != nil {
 		e.t.Fatal(err)
@@ -340,6 +364,7 @@ func testRoundTrip(e *env) {
 	alice := e.user("alice")
 	id := e.id("s")
 	in := sample()
+	e.mustCreate(id, alice)
 	res := e.mustAppend(id, alice, in...)
 	tail := e.mustTail(id, alice)
 	if tail.Total != len(in) || len(tail.Messages) != len(in) {
@@ -386,6 +411,7 @@ func testRoundTrip(e *env) {
 func testTail(e *env) {
 	alice := e.user("alice")
 	id := e.id("s")
+	e.mustCreate(id, alice)
 	e.mustAppend(id, alice, user("m1"), assistant("m2"))
 	e.mustAppend(id, alice, user("m3"))
 	e.mustAppend(id, alice, assistant("m4"), user("m5"))
@@ -424,6 +450,8 @@ func testRange(e *env) {
 	// Another session's appends in between make the seqs of this one
 	// sparse in stores with a store-wide sequence.
 	other := e.id("other")
+	e.mustCreate(id, alice)
+	e.mustCreate(other, alice)
 	for i := 1; i <= 6; i++ {
 		e.mustAppend(id, alice, user(fmt.Sprintf("m%d", i)))
 		e.mustAppend(other, alice, user("noise"))
@@ -501,13 +529,15 @@ func testSeq(e *env) {
 			seen[m.Seq] = true
 		}
 	}
+	e.mustCreate(id, alice)
 	e.mustAppend(id, alice, user("a1"), assistant("a2"))
 	check(alice, e.mustAppend(id, alice, user("a3")))
 
-	// Re-created by another user's claim.
+	// Re-created by another user.
 	if err := e.s.Delete(e.ctx, id, alice); err != nil {
 		e.t.Fatal(err)
 	}
+	e.mustCreate(id, bob)
 	e.mustAppend(id, bob, user("b1"))
 	check(bob, e.mustAppend(id, bob, assistant("b2"), user("b3"), assistant("b4")))
 
@@ -563,9 +593,12 @@ func testEpoch(e *env) {
 	if err := e.s.Delete(e.ctx, id, alice); err != nil {
 		e.t.Fatal(err)
 	}
+	_, err := e.s.Append(e.ctx, id, alice, user("refused"))
+	e.wantErr("Append after delete", err, memory.ErrNotFound)
+	e.mustCreate(id, alice)
 	res := e.mustAppend(id, alice, user("again"))
-	incarnation("a claiming append after delete", res.Epoch)
-	same("the claiming append", alice, res.Epoch)
+	incarnation("Create by the same user after delete", res.Epoch)
+	same("the append to the re-created session", alice, res.Epoch)
 	if res2 := e.mustAppend(id, alice, assistant("more")); res2.Epoch != res.Epoch {
 		e.t.Fatalf("second append went to Epoch %d, want %d", res2.Epoch, res.Epoch)
 	}
@@ -573,12 +606,13 @@ func testEpoch(e *env) {
 	if err := e.s.Delete(e.ctx, id, alice); err != nil {
 		e.t.Fatal(err)
 	}
+	e.mustCreate(id, bob)
 	empty, err := e.s.Append(e.ctx, id, bob)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	incarnation("an empty claim by another user after delete", empty.Epoch)
-	same("the empty claim", bob, empty.Epoch)
+	incarnation("Create by another user after delete", empty.Epoch)
+	same("an empty append", bob, empty.Epoch)
 
 	if err := e.s.Delete(e.ctx, id, bob); err != nil {
 		e.t.Fatal(err)
@@ -592,6 +626,7 @@ func testEpoch(e *env) {
 func testAtomicAppend(e *env) {
 	alice := e.user("alice")
 	id := e.id("s")
+	e.mustCreate(id, alice)
 	e.mustAppend(id, alice, user("before"))
 	invalid := map[string]memory.Message{
 		"unknown role":                {Role: memory.Role("robot"), Content: "beep"},
@@ -614,12 +649,15 @@ func testAtomicAppend(e *env) {
 			}
 			e.wantContents("session after a refused batch ("+name+")", tail.Messages, "before")
 
-			// A refused batch does not claim a missing session either.
+			// An invalid batch for a missing session is refused as
+			// invalid or as missing, and makes nothing.
 			missing := e.id("missing")
 			_, err = e.s.Append(e.ctx, missing, alice, batch...)
-			e.wantErr(fmt.Sprintf("claiming Append of a batch with a message with %s", name), err, memory.ErrInvalidMessage)
+			if !errors.Is(err, memory.ErrInvalidMessage) && !errors.Is(err, memory.ErrNotFound) {
+				e.t.Fatalf("Append of a batch with a message with %s to a missing session: err = %v, want ErrInvalidMessage or ErrNotFound", name, err)
+			}
 			_, err = e.s.Tail(e.ctx, missing, alice, 0)
-			e.wantErr("probe of a session whose claiming batch was refused", err, memory.ErrNotFound)
+			e.wantErr("probe of a missing session after a refused batch", err, memory.ErrNotFound)
 		}
 	}
 	// A valid batch lands whole and contiguous.
@@ -659,14 +697,16 @@ func testSessions(e *env) {
 	exact := strings.Repeat("ß", 50) // as long as a preview gets, uncut
 	// Activity order, oldest first: empty, assistant-first, system-only,
 	// long (whose second append below makes it the newest).
-	if err := e.s.Create(e.ctx, e.id("empty"), alice); err != nil {
-		e.t.Fatal(err)
-	}
+	e.mustCreate(e.id("empty"), alice)
+	e.mustCreate(e.id("assistant-first"), alice)
 	e.mustAppend(e.id("assistant-first"), alice, assistant("How can I help?"), user("short question"), user("second question"))
+	e.mustCreate(e.id("bob"), bob)
 	e.mustAppend(e.id("bob"), bob, user(exact))
+	e.mustCreate(e.id("system-only"), alice)
 	e.mustAppend(e.id("system-only"), alice, memory.Message{Role: memory.RoleSystem, Content: "be brief"})
+	e.mustCreate(e.id("long"), alice)
 	e.mustAppend(e.id("long"), alice, user(long))
-	e.mustAppend(e.id("claimed"), bob)
+	e.mustCreate(e.id("bob-empty"), bob)
 	e.mustAppend(e.id("long"), alice, assistant("answer"))
 	want := []string{"long", "system-only", "assistant-first", "empty"}
 
@@ -713,14 +753,14 @@ func testSessions(e *env) {
 		}
 	}
 
-	// Users see their own sessions only, empty claims included.
+	// Users see their own sessions only, empty ones included.
 	page, total = e.sessions(bob, 0, 0)
-	e.checkOrder(page, []string{"claimed", "bob"})
+	e.checkOrder(page, []string{"bob-empty", "bob"})
 	bobs := map[string]memory.SessionInfo{}
 	for _, info := range page {
 		bobs[strings.TrimPrefix(info.SessionID, e.id(""))] = info
 	}
-	if c, q := bobs["claimed"], bobs["bob"]; total != 2 || c.MessageCount != 0 || c.Preview != "Empty conversation" ||
+	if c, q := bobs["bob-empty"], bobs["bob"]; total != 2 || c.MessageCount != 0 || c.Preview != "Empty conversation" ||
 		q.MessageCount != 1 || q.Preview != exact || c.UserID != bob || q.UserID != bob {
 		e.t.Errorf("bob's listing = %+v, total %d", page, total)
 	}
@@ -775,7 +815,9 @@ func (e *env) checkOrder(page []memory.SessionInfo, want []string) {
 func testDelete(e *env) {
 	alice, bob := e.user("alice"), e.user("bob")
 	id, kept := e.id("s"), e.id("kept")
+	e.mustCreate(id, alice)
 	e.mustAppend(id, alice, user("private"), assistant("reply"))
+	e.mustCreate(kept, alice)
 	e.mustAppend(kept, alice, user("keep me"))
 	if err := e.s.Delete(e.ctx, id, alice); err != nil {
 		e.t.Fatal(err)
@@ -800,7 +842,7 @@ func testDelete(e *env) {
 	if msgs, err := e.s.Range(e.ctx, id, bob, 0, math.MaxInt64, 0); err != nil || len(msgs) != 0 {
 		e.t.Fatalf("Range of the re-created session = %+v, %v", msgs, err)
 	}
-	for _, o := range append(slices.Clone(ops), appendOps...) {
+	for _, o := range ops {
 		e.wantErr(o.name+" by the former owner", o.run(e, id, alice), memory.ErrNotOwner)
 	}
 	e.mustAppend(id, bob, user("bob's now"))
@@ -878,65 +920,89 @@ func testConcurrentAppends(e *env) {
 	}
 }
 
-// claimRounds is how many times each way of claiming is contended.
-const claimRounds = 25
+// createRounds is how many times each kind of Create race is run.
+const createRounds = 25
 
-func testConcurrentClaims(e *env) {
-	const contenders = 8
-	methods := []string{"Append", "Append()", "Create"}
-	for _, mode := range append(slices.Clone(methods), "mixed") {
-		for r := range claimRounds {
-			id := e.id(fmt.Sprintf("contended-%s-%d", mode, r))
+// testConcurrentCreates races Creates of one id: exactly one contender
+// wins, every other gets ErrSessionExists, and appends racing with them
+// never make the session. In the "distinct users" rounds every contender
+// is another user and, once its Create returned, appends a message of its
+// own: only the winner's lands. In the "same user" rounds every contender
+// is the same user, and still only one Create succeeds. In every round,
+// intruders that never create append to the id meanwhile: each is refused
+// with ErrNotFound (before the winner's Create) or ErrNotOwner (after).
+func testConcurrentCreates(e *env) {
+	const contenders, intruders = 8, 4
+	for _, mode := range []string{"distinct users", "same user"} {
+		for r := range createRounds {
+			id := e.id(fmt.Sprintf("contended-%s-%d", strings.ReplaceAll(mode, " ", "-"), r))
 			var (
-				wg     sync.WaitGroup
-				mu     sync.Mutex
-				winner []string // user, method
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				winners []string
 			)
 			start := make(chan struct{})
 			for c := range contenders {
-				how := mode
-				if mode == "mixed" {
-					how = methods[c%len(methods)]
+				u := e.user("owner")
+				if mode == "distinct users" {
+					u = e.user(fmt.Sprintf("user%d", c))
 				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					u := e.user(fmt.Sprintf("user%d", c))
 					<-start
-					var err error
-					switch how {
-					case "Append":
-						_, err = e.s.Append(e.ctx, id, u, user(u))
-					case "Append()":
-						_, err = e.s.Append(e.ctx, id, u)
-					default:
-						err = e.s.Create(e.ctx, id, u)
-					}
+					err := e.s.Create(e.ctx, id, u)
 					switch {
 					case err == nil:
 						mu.Lock()
-						winner = append(winner, u, how)
+						winners = append(winners, u)
 						mu.Unlock()
-					case how == "Create" && errors.Is(err, memory.ErrSessionExists):
-					case how != "Create" && errors.Is(err, memory.ErrNotOwner):
-					default:
-						e.t.Errorf("%s, round %d: %s by %s: %v", mode, r, how, u, err)
+					case !errors.Is(err, memory.ErrSessionExists):
+						e.t.Errorf("%s, round %d: Create by contender %d: %v, want nil or ErrSessionExists", mode, r, c, err)
+						return
+					}
+					if mode != "distinct users" {
+						return
+					}
+					// The session exists now, whoever made it: a winner's
+					// append lands, a loser's is refused as another user's.
+					_, err = e.s.Append(e.ctx, id, u, user(u))
+					switch won := err == nil; {
+					case err != nil && !errors.Is(err, memory.ErrNotOwner):
+						e.t.Errorf("%s, round %d: Append by contender %d after its Create: %v, want nil or ErrNotOwner", mode, r, c, err)
+					case won && !slices.Contains(snapshot(&mu, &winners), u):
+						e.t.Errorf("%s, round %d: contender %d lost the Create but its Append was stored", mode, r, c)
+					}
+				}()
+			}
+			for i := range intruders {
+				u := e.user(fmt.Sprintf("intruder%d", i))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for range 3 {
+						_, err := e.s.Append(e.ctx, id, u, user(u))
+						if !notMine(err) {
+							e.t.Errorf("%s, round %d: Append by %s, who never created the session: %v, want ErrNotFound or ErrNotOwner", mode, r, u, err)
+						}
+						runtime.Gosched()
 					}
 				}()
 			}
 			close(start)
 			wg.Wait()
-			if len(winner) != 2 {
-				e.t.Fatalf("%s, round %d: %d users own the session (%q), want exactly one", mode, r, len(winner)/2, winner)
+			if len(winners) != 1 {
+				e.t.Fatalf("%s, round %d: %d Creates succeeded (%q), want exactly one", mode, r, len(winners), winners)
 			}
-			u, how := winner[0], winner[1]
-			tail := e.mustTail(id, u)
-			if how == "Append" {
-				e.wantContents(fmt.Sprintf("%s, round %d: session", mode, r), tail.Messages, u)
+			owner := winners[0]
+			tail := e.mustTail(id, owner)
+			if mode == "distinct users" {
+				e.wantContents(fmt.Sprintf("%s, round %d: session", mode, r), tail.Messages, owner)
 			} else if tail.Total != 0 {
-				e.t.Fatalf("%s, round %d: session claimed by %s holds %d messages, want 0", mode, r, how, tail.Total)
+				e.t.Fatalf("%s, round %d: session holds %d messages, want 0", mode, r, tail.Total)
 			}
-			if err := e.s.Delete(e.ctx, id, u); err != nil {
+			if err := e.s.Delete(e.ctx, id, owner); err != nil {
 				e.t.Fatal(err)
 			}
 		}
@@ -944,6 +1010,13 @@ func testConcurrentClaims(e *env) {
 			return
 		}
 	}
+}
+
+// snapshot returns a copy of *winners read under mu.
+func snapshot(mu *sync.Mutex, winners *[]string) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(*winners)
 }
 
 // raceReport collects what went wrong in the rounds of the ownership race.
@@ -1041,40 +1114,55 @@ func notMine(err error) bool {
 	return errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
 }
 
-// raceAlice is alice's side of a round: she creates or claims id, appends,
-// reads, deletes, and claims it again by appending. Bob may have claimed
-// the id first; then alice's operations are refused until he deletes it.
-// She returns whether she holds the session at the end and the messages
+// raceAlice is alice's side of a round: she creates id, appends, reads,
+// deletes, and writes again, creating the session anew when her append
+// finds it missing (as the manager does). Bob may have created the id
+// first; then alice's operations are refused until he deletes it. She
+// returns whether she holds the session at the end and the messages
 // acknowledged to her since her last delete.
 func raceAlice(e *env, rep *raceReport, r int, id, alice string) (owns bool, acked []string) {
-	// write appends texts; an acknowledged append means alice holds the
-	// session, and a refusal is only allowed while she does not.
+	// create creates the session; success means alice holds it, empty.
+	create := func() {
+		switch err := e.s.Create(e.ctx, id, alice); {
+		case err == nil:
+			owns, acked = true, nil
+		case owns:
+			rep.add("round %d: alice's Create of an id she holds: %v, want ErrSessionExists", r, err)
+		case !errors.Is(err, memory.ErrSessionExists):
+			rep.add("round %d: alice's Create: %v, want nil or ErrSessionExists", r, err)
+		}
+		runtime.Gosched()
+	}
+	// write appends texts, first creating the session when the append finds
+	// none. An acknowledged append means alice holds the session, and a
+	// refusal is only allowed while she does not.
 	write := func(texts ...string) {
 		msgs := make([]memory.Message, len(texts))
 		for i, text := range texts {
 			msgs[i] = user(text)
 		}
 		_, err := e.s.Append(e.ctx, id, alice, msgs...)
+		if errors.Is(err, memory.ErrNotFound) && !owns {
+			runtime.Gosched()
+			create()
+			_, err = e.s.Append(e.ctx, id, alice, msgs...)
+		}
 		switch {
+		case err == nil && !owns:
+			rep.add("round %d: alice's append to a session she never created was stored", r)
 		case err == nil:
-			owns, acked = true, append(acked, texts...)
+			acked = append(acked, texts...)
 		case owns:
 			rep.lost += len(acked)
 			rep.add("round %d: alice's append to her own session failed: %v", r, err)
 			owns, acked = false, nil
-		case !errors.Is(err, memory.ErrNotOwner):
-			rep.add("round %d: alice's append to a session she does not hold: %v, want nil or ErrNotOwner", r, err)
+		case !notMine(err):
+			rep.add("round %d: alice's append to a session she does not hold: %v, want ErrNotFound or ErrNotOwner", r, err)
 		}
 		runtime.Gosched()
 	}
 	if r%2 == 0 {
-		switch err := e.s.Create(e.ctx, id, alice); {
-		case err == nil:
-			owns = true
-		case !errors.Is(err, memory.ErrSessionExists):
-			rep.add("round %d: alice's Create: %v", r, err)
-		}
-		runtime.Gosched()
+		create()
 	} else {
 		write()
 	}
@@ -1114,21 +1202,30 @@ func raceAlice(e *env, rep *raceReport, r int, id, alice string) (owns bool, ack
 }
 
 // raceBob is bob's side of a round: in one round out of four he first
-// claims id with a message of his own, then he reads and deletes it
-// repeatedly. Every read and delete must succeed while he holds the
-// session, and fail with ErrNotFound or ErrNotOwner otherwise; no read
-// may ever return alice's text. He returns whether he holds the session
-// at the end.
+// creates id and writes a message of his own to it, then he reads,
+// appends to and deletes it repeatedly. Every read and delete must
+// succeed while he holds the session, and fail with ErrNotFound or
+// ErrNotOwner otherwise; no read may ever return alice's text, and no
+// append of his may land while he does not hold the session (it would
+// have created one, or written into alice's). He returns whether he
+// holds the session at the end.
 func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) {
 	mine := fmt.Sprintf("bob-%d", r)
 	if r%4 == 3 {
-		switch _, err := e.s.Append(e.ctx, id, bob, user(mine)); {
+		switch err := e.s.Create(e.ctx, id, bob); {
 		case err == nil:
 			owns = true
-		case !errors.Is(err, memory.ErrNotOwner):
-			rep.add("round %d: bob's claim: %v, want nil or ErrNotOwner", r, err)
+		case !errors.Is(err, memory.ErrSessionExists):
+			rep.add("round %d: bob's Create: %v, want nil or ErrSessionExists", r, err)
 		}
 		runtime.Gosched()
+		if owns {
+			if _, err := e.s.Append(e.ctx, id, bob, user(mine)); err != nil {
+				rep.add("round %d: bob's append to the session he created: %v", r, err)
+				owns = false
+			}
+			runtime.Gosched()
+		}
 	}
 	// read checks what one read returned.
 	read := func(what string, msgs []memory.Message, err error) {
@@ -1153,6 +1250,15 @@ func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) 
 		runtime.Gosched()
 	}
 	for range 3 {
+		if !owns {
+			switch _, err := e.s.Append(e.ctx, id, bob, user(fmt.Sprintf("bob-%d-intruder", r))); {
+			case err == nil:
+				rep.add("round %d: bob's append to a session he does not hold was stored", r)
+			case !notMine(err):
+				rep.add("round %d: bob's append to a session he does not hold: %v, want ErrNotFound or ErrNotOwner", r, err)
+			}
+			runtime.Gosched()
+		}
 		tail, err := e.s.Tail(e.ctx, id, bob, all)
 		read("Tail", tail.Messages, err)
 		msgs, err := e.s.Range(e.ctx, id, bob, 0, math.MaxInt64, 0)

@@ -156,7 +156,9 @@ func TestSummarizeJSONSchema(t *testing.T) {
 
 func TestSummarizeWithoutJSONMode(t *testing.T) {
 	t.Parallel()
-	f := newFakeOpenAI(t, "The customer wants a refund.")
+	// Without JSON mode the reply must still be the JSON object: prose is a
+	// failed fold (summary.ErrNotJSON), never a narrative.
+	f := newFakeOpenAI(t, `{"narrative": "The customer wants a refund.", "facts": []}`)
 	svc, err := New(Config{APIKey: "x", BaseURL: f.srv.URL + "/v1", DisableJSONMode: true})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@
 //	go run ./bench/cmd/strata-bench -out /tmp/b -sections 9   # reply latency only (≈ 1 minute)
 //
 // The data sets are read in place from -data (default ../shared/data).
-// The PostgreSQL parts (sections 3, 6 and 8) use -database-url (default
+// The PostgreSQL parts (sections 3, 6, 8, 11 and 12) use -database-url (default
 // $DATABASE_URL) and are skipped, with a note in the report, without one.
 // Progress goes to standard error.
 package main
@@ -39,8 +39,8 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("strata-bench", flag.ContinueOnError)
 	out := fs.String("out", "bench", "directory that receives REPORT.md and the SVG plots")
 	dataDir := fs.String("data", "../shared/data", "directory holding locomo/ and taubench_airline/ (read in place)")
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server for sections 3, 6 and 8 (default $DATABASE_URL; empty skips them)")
-	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-9)")
+	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server for sections 3, 6, 8, 11 and 12 (default $DATABASE_URL; empty skips them)")
+	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-12)")
 	quick := fs.Bool("quick", false, "smoke run: tiny subsets and short timings (numbers are meaningless)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {

@@ -89,3 +89,48 @@ func TestLoadTauBench(t *testing.T) {
 		t.Errorf("%s: gold values missing: %v (got %v)", first.ID, want, first.Gold)
 	}
 }
+
+func TestLoCoMoQA(t *testing.T) {
+	needData(t)
+	l, err := LoadLoCoMo(sharedData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.QA) != len(l.Conversations) {
+		t.Fatalf("%d QA lists for %d conversations", len(l.QA), len(l.Conversations))
+	}
+	// conv-26 opens with D1:1 (Caroline, the user), D1:2 (Melanie), D1:3
+	// (Caroline): three stored messages, nothing merged.
+	first := l.QA[0][0]
+	if first.Answer != "7 May 2023" || len(first.EvidenceMsgs) != 1 || first.EvidenceMsgs[0] != 2 {
+		t.Fatalf("first QA item = %+v, want answer 7 May 2023 with evidence D1:3 at message 2", first)
+	}
+	msgs := l.Conversations[0].Turns[1].Messages()
+	if !strings.Contains(msgs[0].GetContent(), "LGBTQ support group") {
+		t.Errorf("message 2 = %q, want the evidence turn", msgs[0].GetContent())
+	}
+	if l.QA[0][1].Answer != "2022" {
+		t.Errorf("numeric answer rendered %q, want 2022", l.QA[0][1].Answer)
+	}
+	resolved, total := 0, 0
+	for c, items := range l.QA {
+		n := l.Conversations[c].MessageCount()
+		for _, it := range items {
+			if len(it.Evidence) != len(it.EvidenceMsgs) {
+				t.Fatalf("%+v: ids and positions differ in length", it)
+			}
+			for _, pos := range it.EvidenceMsgs {
+				total++
+				if pos >= 0 {
+					resolved++
+				}
+				if pos >= n {
+					t.Fatalf("%s: evidence position %d beyond %d messages", l.Conversations[c].ID, pos, n)
+				}
+			}
+		}
+	}
+	if total == 0 || float64(resolved) < 0.98*float64(total) {
+		t.Errorf("%d of %d evidence ids resolved", resolved, total)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -24,6 +25,26 @@ type LoCoMo struct {
 	Texts []string
 	// Merged counts the messages merged into their predecessor.
 	Merged int
+	// QA holds each conversation's question–answer items, at the same index
+	// as Conversations.
+	QA [][]QAItem
+}
+
+// QAItem is one LoCoMo question with its answer and the dialogue turns
+// that are its evidence.
+type QAItem struct {
+	Question string
+	// Answer is the gold answer as text (numeric answers are formatted);
+	// "" for the adversarial items (category 5), which have none.
+	Answer   string
+	Category int
+	// Evidence are the dialogue ids ("D1:3") the item cites.
+	Evidence []string
+	// EvidenceMsgs are the positions, among the conversation's stored
+	// messages (Turn.Messages() of every turn in order, 0-based), of the
+	// messages holding Evidence, in the same order; -1 when an id is
+	// malformed or names no turn.
+	EvidenceMsgs []int
 }
 
 type locomoTurn struct {
@@ -42,6 +63,12 @@ func LoadLoCoMo(dir string) (*LoCoMo, error) {
 	var samples []struct {
 		SampleID     string                     `json:"sample_id"`
 		Conversation map[string]json.RawMessage `json:"conversation"`
+		QA           []struct {
+			Question string          `json:"question"`
+			Answer   json.RawMessage `json:"answer"`
+			Evidence []string        `json:"evidence"`
+			Category int             `json:"category"`
+		} `json:"qa"`
 	}
 	if err := json.Unmarshal(raw, &samples); err != nil {
 		return nil, fmt.Errorf("data: decode %s: %w", path, err)
@@ -50,6 +77,8 @@ func LoadLoCoMo(dir string) (*LoCoMo, error) {
 	for _, s := range samples {
 		c := Conversation{ID: s.SampleID}
 		var userSpeaker, lastSpeaker string
+		msgOf := map[string]int{} // dia_id -> stored message position
+		stored := 0
 		// Sessions in numeric order, while session_<N> exists (conv-26 has
 		// date keys without sessions: never loop over the dates).
 		for n := 1; ; n++ {
@@ -83,9 +112,14 @@ func LoadLoCoMo(dir string) (*LoCoMo, error) {
 					out.Merged++
 				case t.Speaker == userSpeaker:
 					c.Turns = append(c.Turns, Turn{User: text})
+					stored++
 				default:
 					last := &c.Turns[len(c.Turns)-1]
 					last.Replies = append(last.Replies, llms.AIChatMessage{Content: text})
+					stored++
+				}
+				if t.DiaID != "" {
+					msgOf[strings.TrimSpace(t.DiaID)] = stored - 1
 				}
 				lastSpeaker = t.Speaker
 			}
@@ -94,11 +128,43 @@ func LoadLoCoMo(dir string) (*LoCoMo, error) {
 			return nil, fmt.Errorf("data: %s has no turns", s.SampleID)
 		}
 		out.Conversations = append(out.Conversations, c)
+		items := make([]QAItem, 0, len(s.QA))
+		for _, q := range s.QA {
+			it := QAItem{Question: q.Question, Answer: answerText(q.Answer), Category: q.Category}
+			for _, e := range q.Evidence {
+				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {
+					pos, ok := msgOf[id]
+					if !ok {
+						pos = -1
+					}
+					it.Evidence = append(it.Evidence, id)
+					it.EvidenceMsgs = append(it.EvidenceMsgs, pos)
+				}
+			}
+			items = append(items, it)
+		}
+		out.QA = append(out.QA, items)
 	}
 	if len(out.Conversations) == 0 {
 		return nil, fmt.Errorf("data: %s holds no conversation", path)
 	}
 	return out, nil
+}
+
+// answerText renders a QA answer (a JSON string or number) as text; ""
+// when absent or of another type.
+func answerText(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return strings.TrimSpace(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return ""
 }
 
 // Pairs returns every (user, assistant) turn of the conversations in

@@ -20,7 +20,10 @@ type environment struct {
 	Date     time.Time
 	Command  string
 	Postgres string // server version, "" when not used
-	LoadAvg  string // 1-minute load average when the run started
+	// Durable: the server runs with fsync, synchronous_commit and
+	// full_page_writes on, as a production database does.
+	Durable bool
+	LoadAvg string // 1-minute load average when the run started
 }
 
 func detectEnvironment(command string, now time.Time) environment {

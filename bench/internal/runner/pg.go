@@ -38,13 +38,15 @@ func (r *runner) postgres(ctx context.Context) (*pgEnv, error) {
 	}
 	r.pg, r.pgErr = openPG(ctx, r.opts.DatabaseURL)
 	if r.pgErr == nil {
-		var v, fsync, sync string
+		var v, fsync, sync, fpw string
 		if err := r.pg.d.GetContext(ctx, &v, "SHOW server_version"); err == nil {
 			r.env.Postgres = v
 			// Durability settings change write latency a lot: say which.
 			_ = r.pg.d.GetContext(ctx, &fsync, "SHOW fsync")
 			_ = r.pg.d.GetContext(ctx, &sync, "SHOW synchronous_commit")
-			r.env.Postgres += fmt.Sprintf(" (fsync=%s, synchronous_commit=%s)", fsync, sync)
+			_ = r.pg.d.GetContext(ctx, &fpw, "SHOW full_page_writes")
+			r.env.Postgres += fmt.Sprintf(" (fsync=%s, synchronous_commit=%s, full_page_writes=%s)", fsync, sync, fpw)
+			r.env.Durable = fsync == "on" && sync != "off" && fpw == "on"
 		}
 		r.progress("PostgreSQL %s, schema %s", r.env.Postgres, r.pg.schema)
 	}

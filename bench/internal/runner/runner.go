@@ -2,11 +2,13 @@
 // benchmark report (REPORT.md) and its SVG plots. Every figure is measured
 // in the same run as its baseline and reported as a ratio against it.
 //
-// The nine sections are: context size per turn, summarizer cost, load
-// latency against history length, trim cost, token estimation, save
-// latency with a slow summarizer, retention of τ-bench action arguments,
-// load under concurrency on PostgreSQL, and the reply latency of an agent
-// with a slow model and a slow summarizer. The data sets are read in place
+// The sections are: context size per turn, summarizer cost, load latency
+// against history length (with the one-round-trip load on PostgreSQL),
+// trim cost, token estimation, save latency with a slow summarizer,
+// retention of τ-bench action arguments, load under concurrency on
+// PostgreSQL, the reply latency of an agent with a slow model and a slow
+// summarizer, fact fidelity, write throughput with the in-memory store's
+// footprint, and strata serve under a bounded HTTP load. The data sets are read in place
 // from the shared data directory. PostgreSQL parts run when a database URL
 // is given and are skipped, with a note, otherwise.
 package runner
@@ -33,7 +35,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 
 // Options configures a run.
 type Options struct {
@@ -94,6 +96,13 @@ type params struct {
 	// the manager's load grace.
 	replyTurns                                          int
 	replyModel, replySummarizer, replyPause, replyGrace time.Duration
+
+	// Section 10: the planted-facts probe's checkpoint lengths (user
+	// turns, ascending), runs per filler, and the turns of each LoCoMo
+	// conversation replayed for QA evidence retention (0 = all).
+	fidLengths []int
+	fidSeeds   int
+	fidQATurns int
 }
 
 func fullParams() params {
@@ -109,6 +118,7 @@ func fullParams() params {
 		concThink:  []time.Duration{0, 50 * time.Millisecond},
 		replyTurns: 40, replyModel: time.Second, replySummarizer: 2 * time.Second,
 		replyPause: 300 * time.Millisecond, replyGrace: 300 * time.Millisecond,
+		fidLengths: []int{50, 100, 200, 400}, fidSeeds: 2, fidQATurns: 160,
 	}
 }
 
@@ -126,6 +136,7 @@ func quickParams() params {
 		concThink:  []time.Duration{0, time.Millisecond},
 		replyTurns: 24, replyModel: 40 * time.Millisecond, replySummarizer: 80 * time.Millisecond,
 		replyPause: 12 * time.Millisecond, replyGrace: 12 * time.Millisecond,
+		fidLengths: []int{24, 40}, fidSeeds: 1,
 	}
 }
 
@@ -181,6 +192,9 @@ var allSections = []section{
 	{7, "Retention of τ-bench action arguments", runRetention},
 	{8, "Load under concurrency (PostgreSQL)", runConcurrency},
 	{9, "Reply latency with a slow summarizer (agent.Run)", runReplyLatency},
+	{10, "Fact fidelity: planted facts and LoCoMo QA evidence", runFidelity},
+	{11, "Write throughput and in-memory footprint", runWrites},
+	{12, "strata serve under load (PostgreSQL, loopback)", runServeLoad},
 }
 
 // Run measures the selected sections and writes the report and plots to

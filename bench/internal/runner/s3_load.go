@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
@@ -27,6 +29,9 @@ func inMemoryLoadBackend() loadBackend {
 		store: store,
 		sums:  summary.NewInMemoryStore(0),
 		seed: func(ctx context.Context, session string, n int) error {
+			if err := store.Create(ctx, session, benchUser); err != nil {
+				return err
+			}
 			const batch = 1000
 			msgs := make([]memory.Message, 0, batch)
 			for g := 1; g <= n; g++ {
@@ -85,6 +90,7 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 	}
 
 	var cells []loadCell
+	var roundTrip func() error // the PostgreSQL one-statement comparison, after seeding
 	for _, b := range backends {
 		for _, n := range r.p.loadSizes {
 			session := fmt.Sprintf("s3-%d", n)
@@ -95,6 +101,10 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 			if err := storeCoveringSummary(ctx, b.store, b.sums, session); err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
+		}
+		if b.name == "PostgreSQL" {
+			b := b
+			roundTrip = func() error { return runLoadRoundTrip(ctx, r, out, b) }
 		}
 		for _, pol := range policies {
 			m, err := r.newManager(b.store, b.sums, summary.NewExtractiveService(), pol.cfg)
@@ -178,6 +188,165 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 	out.printf("Mean time per `LoadHistory` call (the ratio of medians is less sensitive to other processes' interference than the ratio of means):\n\n%s\n", mdTable(headers, rows))
 	out.file("load-latency.svg", pl.svg())
 	out.printf("![LoadHistory latency vs history length](load-latency.svg)\n")
+	if roundTrip != nil {
+		return roundTrip()
+	}
+	return nil
+}
+
+// rawTailSQL is the baseline of the one-round-trip comparison: the newest
+// messages of a session by one indexed query, with no ownership check,
+// count or summary.
+const rawTailSQL = `
+SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at
+  FROM strata_messages
+ WHERE session_id = $1
+ ORDER BY seq DESC
+ LIMIT $2`
+
+// otherSummaryStore hides the db summary store's identity, so that the
+// manager reads the tail and the summary in two calls, as it does beside
+// any summary store the message store cannot read itself.
+type otherSummaryStore struct{ summary.Store }
+
+// runLoadRoundTrip compares, on PostgreSQL, Manager.Load (one statement:
+// ownership, count, epoch, tail and summary), the same load in two calls,
+// MessageStore.Snapshot alone, and one prepared indexed tail query, call by
+// call interleaved, at the smallest and largest history.
+func runLoadRoundTrip(ctx context.Context, r *runner, out *sectionOut, b loadBackend) error {
+	pg, err := r.postgres(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := parityConfig()
+	rows := max(2*cfg.MaxConversationTurns, cfg.RecentMessageCount) + 8 // what a load reads
+	one, err := r.newManager(b.store, b.sums, summary.NewExtractiveService(), cfg)
+	if err != nil {
+		return err
+	}
+	defer one.Close()
+	two, err := r.newManager(b.store, otherSummaryStore{b.sums}, summary.NewExtractiveService(), cfg)
+	if err != nil {
+		return err
+	}
+	defer two.Close()
+	snap, ok := b.store.(memory.SnapshotReader)
+	if !ok || !snap.ReadsSummariesOf(b.sums) {
+		return errors.New("the db message store does not read its summary store's summaries")
+	}
+	st, err := pg.d.PreparexContext(ctx, rawTailSQL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	sizes := []int{r.p.loadSizes[0], r.p.loadSizes[len(r.p.loadSizes)-1]}
+	type variant struct {
+		name string
+		fn   func(session string) error
+	}
+	load := func(m *memory.Manager) func(string) error {
+		return func(session string) error {
+			h, err := m.Load(ctx, session, benchUser)
+			if err == nil && h.Mode != memory.ModeHierarchical {
+				err = fmt.Errorf("load of %s: mode %s, want hierarchical", session, h.Mode)
+			}
+			return err
+		}
+	}
+	variants := []variant{
+		{"raw tail query", func(session string) error { return rawTail(ctx, st, session, rows) }},
+		{"`Snapshot`", func(session string) error {
+			t, s, err := snap.Snapshot(ctx, session, benchUser, rows)
+			if err == nil && (s == nil || len(t.Messages) != rows) {
+				err = fmt.Errorf("snapshot of %s: %d messages, summary %v", session, len(t.Messages), s != nil)
+			}
+			return err
+		}},
+		{"`Load`, one statement", load(one)},
+		{"`Load`, two calls", load(two)},
+	}
+	got := make([][]samples, len(sizes))
+	for i, n := range sizes {
+		session := fmt.Sprintf("s3-%d", n)
+		r.progress("  load round trips: PostgreSQL, %s messages", fmtInt(n))
+		got[i] = make([]samples, len(variants))
+		for range r.p.loadWarm {
+			for _, v := range variants {
+				if err := v.fn(session); err != nil {
+					return err
+				}
+			}
+		}
+		// Call by call, each variant in turn: interference hits all alike.
+		began := time.Now()
+		for k := 0; k < r.p.loadMinOps || time.Since(began) < r.p.loadMinTime; k++ {
+			for j, v := range variants {
+				t0 := time.Now()
+				if err := v.fn(session); err != nil {
+					return err
+				}
+				got[i][j] = append(got[i][j], time.Since(t0))
+			}
+		}
+	}
+	if st := one.Stats(); st.SummarizerCalls != 0 {
+		return fmt.Errorf("the summarizer ran %d times while timing loads", st.SummarizerCalls)
+	}
+
+	out.printf("\n### One round trip on PostgreSQL\n\n")
+	out.printf("The same PostgreSQL sessions (with their covering summaries), four ways, call by call in turn (%d warm-up rounds, then at least %d rounds and %s per size): one prepared indexed query for the newest %d messages (no ownership check, no count, no summary: the floor); `MessageStore.Snapshot`, the one prepared statement that reads ownership, count, epoch, those messages and the summary; `Manager.LoadHistory` over it (parity policy, hierarchical history assembled); and the same load with the summary store hidden behind a wrapper, so the manager falls back to two calls (tail, then summary). **Goal: `Load` p50 ≤ 1.5 × the raw tail query's.**\n\n",
+		r.p.loadWarm, r.p.loadMinOps, r.p.loadMinTime, rows)
+	out.printf("%s", r.env.provenance(true))
+	var tbl [][]string
+	for i, n := range sizes {
+		base := got[i][0].pct(50)
+		for j, v := range variants {
+			s := got[i][j]
+			tbl = append(tbl, []string{fmtInt(n), v.name, fmtDur(s.pct(50)), fmtDur(s.pct(99)), fmtRatio(ratio(float64(s.pct(50)), float64(base)))})
+		}
+		loadRatio := ratio(float64(got[i][2].pct(50)), float64(base))
+		out.headline("Load in one round trip (§3, PostgreSQL%s): `LoadHistory` p50 %s at %s stored messages vs %s for one indexed tail query — %s (goal ≤ 1.5×; two calls: %s).",
+			durableLabel(r), fmtDur(got[i][2].pct(50)), fmtInt(n), fmtDur(base), fmtRatio(loadRatio), fmtRatio(ratio(float64(got[i][3].pct(50)), float64(base))))
+	}
+	out.printf("%s\n", mdTable([]string{"messages stored", "read", "p50", "p99", "p50 ÷ raw tail query"}, tbl))
+	return nil
+}
+
+// durableLabel says, for headlines, whether the server was durable.
+func durableLabel(r *runner) string {
+	if r.env.Durable {
+		return ", durable settings"
+	}
+	return ", NON-DURABLE settings (fsync off)"
+}
+
+// rawTail runs the baseline query and scans every row.
+func rawTail(ctx context.Context, st *sqlx.Stmt, session string, n int) error {
+	rows, err := st.QueryContext(ctx, session, n)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	got := 0
+	for rows.Next() {
+		var (
+			seq                               int64
+			role, content, callID, name, user string
+			calls, meta                       []byte
+			at                                time.Time
+		)
+		if err := rows.Scan(&seq, &role, &content, &calls, &callID, &name, &meta, &user, &at); err != nil {
+			return err
+		}
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("raw tail read %d rows, want %d", got, n)
+	}
 	return nil
 }
 

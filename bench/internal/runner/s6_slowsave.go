@@ -114,6 +114,9 @@ func runSlowSave(ctx context.Context, r *runner, out *sectionOut) error {
 		// Pre-seed every session above the trigger, outside the timing,
 		// straight into the store: no fold starts.
 		session := fmt.Sprintf("s6-%d", i)
+		if err := c.raw.Create(ctx, session, benchUser); err != nil {
+			return err
+		}
 		for j := 0; j < preSeed/2; j++ {
 			p := pairs[j%len(pairs)]
 			if _, err := c.raw.Append(ctx, session, benchUser,

@@ -123,7 +123,7 @@ func (r *runner) concurrencyRun(ctx context.Context, pg *pgEnv, name, prefix str
 	if err := d.GetContext(ctx, &run.stored, `SELECT count(*) FROM strata_messages WHERE session_id LIKE $1 || '%'`, prefix); err != nil {
 		return run, err
 	}
-	if err := d.GetContext(ctx, &run.summaries, `SELECT count(*) FROM conversation_summaries WHERE session_id LIKE $1 || '%'`, prefix); err != nil {
+	if err := d.GetContext(ctx, &run.summaries, `SELECT count(*) FROM strata_summaries WHERE session_id LIKE $1 || '%'`, prefix); err != nil {
 		return run, err
 	}
 	if firstErr != nil {
@@ -190,6 +190,9 @@ func runConcurrency(ctx context.Context, r *runner, out *sectionOut) error {
 		r.p.concSessions, r.p.concTurns, r.p.concWorkers, fmtFloat(tps(par)), fmtRatio(ratio(tps(par), tps(runs[0]))),
 		fmtFloat(tps(parThink)), parThink.think, fmtRatio(ratio(tps(parThink), tps(runs[len(configs)]))),
 		fmtDur(par.saves.pct(99)), fmtDur(parThink.saves.pct(99)), max(par.peakGoroutines, parThink.peakGoroutines), lost)
+	chk, chkThink := runs[2], runs[len(configs)+2]
+	out.headline("Folding that does not eat the database (§8, PostgreSQL%s): with the chunked policy and background folding, %s turns/s back to back = %s the no-folding baseline (goal ≥ 0.8×), and %s with a %s model call.",
+		durableLabel(r), fmtFloat(tps(chk)), fmtRatio(ratio(tps(chk), tps(runs[0]))), fmtRatio(ratio(tps(chkThink), tps(runs[len(configs)]))), chkThink.think)
 	for _, c := range runs {
 		if c.expected != c.stored {
 			return fmt.Errorf("%s: %d messages lost", c.name, c.expected-c.stored)

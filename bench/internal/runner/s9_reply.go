@@ -311,8 +311,9 @@ func runReplyLatency(ctx context.Context, r *runner, out *sectionOut) error {
 	out.printf("<details><summary>Every turn: latency / time outside the model</summary>\n\n%s\n%s\n</details>\n\n", r.env.provenance(false), mdTable(headers, perTurn))
 	out.file("reply-latency.svg", pl.svg())
 	out.printf("![agent.Run latency per turn](reply-latency.svg)\n\n")
-	out.printf("Reading the table: a reply costs the model call plus the memory's own work, and the folds run in the background. A load waits for a fold only when the policy wants one before showing the history: for the session's first summary it may wait up to `FoldWait`; with a stale summary, at most the load grace, after which it shows the stale summary and every message after its cursor verbatim. ")
-	out.printf("Under parity every save above the trigger asks for a new fold and supersedes (cancels) the one still running, so with a summarizer slower than a turn almost no fold completes (see *cancelled* and the cursor): every later load finds the summary stale and waits the whole grace, and the verbatim tail grows. Under chunked a running fold is left to finish, folds come in chunks, and a load waits only when the unfolded tail has outgrown the buffer before the fold for it finished.\n\n")
+	out.printf("Reading the table: a reply costs the model call plus the memory's own work, and the folds run in the background. A load waits for a fold only when the policy wants one before showing the history: for the session's first summary it may wait up to `FoldWait`; with a stale summary, at most the load grace — and not at all when the running fold cannot give it what it needs in time (it folds to an older cursor, or this manager's folds take longer than the grace) — after which it shows the stale summary and every message after its cursor verbatim. ")
+	out.printf("A save that arrives while a fold runs never cancels it: the fold finishes and runs once more for the newer messages, so with a summarizer slower than a turn the summary still advances, a fold behind (see the cursor). Under chunked folds come in chunks and a load wants one only when the unfolded tail has outgrown the buffer.\n\n")
+
 	verdict := []string{}
 	for _, run := range runs[1:] {
 		rt := ratio(float64(run.latencies().pct(95)), float64(base.pct(95)))

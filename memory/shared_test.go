@@ -1,0 +1,81 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/strata-go/strata/memory"
+)
+
+// Sessions with a shared prefix are read and written by every participant;
+// every other session stays its owner's.
+func TestSharedSessions(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewInMemoryStore()
+	mgr, err := memory.NewManager(store, memory.DefaultConfig(), memory.WithLogger(quiet), memory.WithSharedSessions("slack-", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+
+	// Two users write one shared thread; both see all of it.
+	if err := mgr.SaveTurn(ctx, "slack-C1-1700000000.1", "alice", "hi all", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.SaveTurn(ctx, "slack-C1-1700000000.1", "bob", "me too", "welcome"); err != nil {
+		t.Fatalf("second participant refused: %v", err)
+	}
+	for _, u := range []string{"alice", "bob", ""} {
+		h, err := mgr.Load(ctx, "slack-C1-1700000000.1", u)
+		if err != nil || len(h.Messages) != 4 {
+			t.Fatalf("%q loads %d messages, %v; want the whole thread", u, len(h.Messages), err)
+		}
+		if n, err := mgr.Count(ctx, "slack-C1-1700000000.1", u); err != nil || n != 4 {
+			t.Fatalf("%q counts %d, %v", u, n, err)
+		}
+	}
+	// The store records the one shared owner, whoever wrote.
+	if _, err := store.Tail(ctx, "slack-C1-1700000000.1", memory.SharedOwner, 0); err != nil {
+		t.Fatalf("shared session not owned by %s: %v", memory.SharedOwner, err)
+	}
+	// Shared sessions are listed for no participant.
+	if list, total, err := mgr.Sessions(ctx, "alice", 10, 0); err != nil || total != 0 || len(list) != 0 {
+		t.Fatalf("alice lists %v (%d), %v", list, total, err)
+	}
+
+	// A session without the prefix stays private, even with "slack" in it.
+	if err := mgr.SaveTurn(ctx, "dm-slack-1", "alice", "secret", "noted"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.Load(ctx, "dm-slack-1", "bob"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("bob loads alice's session: %v", err)
+	}
+	if err := mgr.SaveTurn(ctx, "dm-slack-1", "bob", "let me in", ""); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("bob appends to alice's session: %v", err)
+	}
+	if h, err := mgr.Load(ctx, "dm-slack-1", "alice"); err != nil || len(h.Messages) != 2 {
+		t.Fatalf("alice's own session: %d messages, %v", len(h.Messages), err)
+	}
+
+	// Without the option, the same id is private too.
+	plain, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig(), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	if err := plain.SaveTurn(ctx, "slack-C1-1700000000.1", "alice", "hi", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.SaveTurn(ctx, "slack-C1-1700000000.1", "bob", "hi", "hello"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("shared by default: %v", err)
+	}
+
+	// Any participant may delete a shared session.
+	if err := mgr.DeleteSession(ctx, "slack-C1-1700000000.1", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := mgr.Load(ctx, "slack-C1-1700000000.1", "alice"); err != nil || len(h.Messages) != 0 {
+		t.Fatalf("after delete: %d messages, %v", len(h.Messages), err)
+	}
+}
