@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/chatmsg"
 	"github.com/strata-go/strata/memory"
 )
 
@@ -84,33 +85,14 @@ func (p Provider) singleSystem() bool { return p == ProviderGemini || p == Provi
 // pointer) so the rest of the package switches on value types only.
 // Generic and legacy function messages become user text.
 func plain(m llms.ChatMessage) llms.ChatMessage {
-	switch v := m.(type) {
-	case *llms.HumanChatMessage:
-		if v != nil {
-			return *v
-		}
-	case *llms.AIChatMessage:
-		if v != nil {
-			return *v
-		}
-	case *llms.SystemChatMessage:
-		if v != nil {
-			return *v
-		}
-	case *llms.ToolChatMessage:
-		if v != nil {
-			return *v
-		}
+	switch v := chatmsg.Value(m).(type) {
+	case nil:
+		return nil
 	case llms.HumanChatMessage, llms.AIChatMessage, llms.SystemChatMessage, llms.ToolChatMessage:
 		return v
-	case nil:
 	default:
-		if reflect.ValueOf(m).Kind() == reflect.Pointer && reflect.ValueOf(m).IsNil() {
-			return nil
-		}
-		return llms.HumanChatMessage{Content: m.GetContent()}
+		return llms.HumanChatMessage{Content: v.GetContent()}
 	}
-	return nil
 }
 
 // systemNotes turns every system message after the first non-system one
