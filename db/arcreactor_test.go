@@ -109,7 +109,7 @@ type stores struct {
 }
 
 func storesOn(d *sqlx.DB) stores {
-	return stores{db.NewMessageStore(d).(*db.MessageStore), db.NewSummaryStore(d).(*db.SummaryStore)}
+	return stores{db.NewMessageStore(d), db.NewSummaryStore(d)}
 }
 
 // renameToOldName gives Strata's summary table, and its constraints and

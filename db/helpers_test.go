@@ -44,8 +44,8 @@ func newFixture(t testing.TB) *fixture {
 	return &fixture{
 		d:        d,
 		schema:   s,
-		messages: db.NewMessageStore(d, db.WithLogger(logger)).(*db.MessageStore),
-		sums:     db.NewSummaryStore(d, db.WithLogger(logger)).(*db.SummaryStore),
+		messages: db.NewMessageStore(d, db.WithLogger(logger)),
+		sums:     db.NewSummaryStore(d, db.WithLogger(logger)),
 		logs:     logs,
 	}
 }

@@ -16,8 +16,8 @@ func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
 	// Two replicas: separate pools, separate stores.
-	a := db.NewMessageStore(dbtest.Open(t, s.URL)).(memory.FoldLocker)
-	b := db.NewSummaryStore(dbtest.Open(t, s.URL)).(memory.FoldLocker)
+	a := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL)))
+	b := memory.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL)))
 
 	relA, ok, err := a.TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
@@ -78,7 +78,7 @@ func TestFoldLeaseSingleHolderUnderContention(t *testing.T) {
 	ctx := testCtx(t)
 	var lockers []memory.FoldLocker
 	for range 4 {
-		lockers = append(lockers, db.NewMessageStore(dbtest.Open(t, s.URL)).(memory.FoldLocker))
+		lockers = append(lockers, memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL))))
 	}
 	var holders, maxHolders, acquired atomic.Int32
 	var wg sync.WaitGroup
@@ -121,8 +121,8 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
 	slice := db.WithFoldLeaseSlice(300 * time.Millisecond)
-	a := db.NewMessageStore(dbtest.Open(t, s.URL), slice).(memory.FoldLocker)
-	b := db.NewMessageStore(dbtest.Open(t, s.URL), slice).(memory.FoldLocker)
+	a := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
+	b := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
 
 	rel, ok, err := a.TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
@@ -165,8 +165,8 @@ func TestFoldLeaseOfDeadHolderFreesWithinSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := db.NewMessageStore(dying, slice).(memory.FoldLocker)
-	b := db.NewSummaryStore(dbtest.Open(t, s.URL), slice).(memory.FoldLocker)
+	a := memory.FoldLocker(db.NewMessageStore(dying, slice))
+	b := memory.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL), slice))
 	if _, ok, err := a.TryLockFold(ctx, "s", 2*time.Second); err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}

@@ -32,8 +32,8 @@ func newReplica(t *testing.T, url string, cfg memory.Config, svc summary.Service
 	t.Helper()
 	d := dbtest.Open(t, url)
 	r := &replica{
-		d:    db.NewMessageStore(d, opts...).(*db.MessageStore),
-		sums: db.NewSummaryStore(d, opts...).(*db.SummaryStore),
+		d:    db.NewMessageStore(d, opts...),
+		sums: db.NewSummaryStore(d, opts...),
 	}
 	// The manager's logs are shown only when the test fails.
 	logs := &testutil.Buffer{}

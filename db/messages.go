@@ -43,7 +43,7 @@ var (
 
 // NewMessageStore returns a message store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
-func NewMessageStore(d *sqlx.DB, opts ...Option) memory.MessageStore {
+func NewMessageStore(d *sqlx.DB, opts ...Option) *MessageStore {
 	return &MessageStore{d: d, opt: buildOptions(opts), stmts: newStmtCache(d)}
 }
 

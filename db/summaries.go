@@ -37,7 +37,7 @@ var (
 
 // NewSummaryStore returns a summary store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
-func NewSummaryStore(d *sqlx.DB, opts ...Option) summary.Store {
+func NewSummaryStore(d *sqlx.DB, opts ...Option) *SummaryStore {
 	return &SummaryStore{d: d, opt: buildOptions(opts)}
 }
 
