@@ -132,7 +132,7 @@ func TestBuildWithSummarizerOption(t *testing.T) {
 func TestBuildRejectsInvalidConfig(t *testing.T) {
 	t.Parallel()
 	cfg := Default()
-	cfg.Memory.RecentMessageCount = 0
+	cfg.Memory.RecentMessageCount = -1
 	_, err := Build(context.Background(), cfg)
 	var e *Error
 	if !errors.As(err, &e) || e.Key != keyRecent {

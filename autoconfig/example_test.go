@@ -40,13 +40,13 @@ arc:
 	fmt.Println("summarizer:", cfg.EffectiveProvider())
 
 	// A typo is an error naming the key.
-	_, err = autoconfig.LoadWithEnv([]string{"ARC_REACTOR_MEMORY_SUMMARY_RECENT_MESSAGE_COUNT=0"}, path)
+	_, err = autoconfig.LoadWithEnv([]string{"ARC_REACTOR_MEMORY_SUMMARY_RECENT_MESSAGE_COUNT=-1"}, path)
 	fmt.Println(err)
 	// Output:
 	// enabled: true
 	// recent: 6 from environment variable ARC_REACTOR_MEMORY_SUMMARY_RECENT_MESSAGE_COUNT
 	// summarizer: extractive
-	// invalid config: arc.reactor.memory.summary.recent-message-count = 0 (from environment variable ARC_REACTOR_MEMORY_SUMMARY_RECENT_MESSAGE_COUNT): must be >= 1
+	// invalid config: arc.reactor.memory.summary.recent-message-count = -1 (from environment variable ARC_REACTOR_MEMORY_SUMMARY_RECENT_MESSAGE_COUNT): must be >= 0
 }
 
 // Build a manager from configuration: summaries on, in-memory stores, the

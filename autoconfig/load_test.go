@@ -454,12 +454,12 @@ func TestValidationNamesKeys(t *testing.T) {
 		key  string
 		want string
 	}{
-		{[]string{keyRecent + "=0"}, keyRecent, "= 0 (from override): must be >= 1"},
+		{[]string{keyRecent + "=-1"}, keyRecent, "= -1 (from override): must be >= 0"},
 		{[]string{keyTrigger + "=-1"}, keyTrigger, "must be >= 0"},
 		{[]string{keyMaxSessions + "=-1"}, keyMaxSessions, "must be >= 0"},
 		{[]string{keyPinnedFactKeys + "=order_id,case_["}, keyPinnedFactKeys, "path.Match pattern"},
 		{[]string{keyMaxNarrative + "=0"}, keyMaxNarrative, "must be >= 1"},
-		{[]string{keyMaxTurns + "=0"}, keyMaxTurns, "must be >= 1"},
+		{[]string{keyMaxTurns + "=-1"}, keyMaxTurns, "must be >= 0"},
 		{[]string{keyWindow + "=4096"}, keyMaxOutput, "= 4096: must be >= 0 and < max-context-window-tokens (4096)"},
 		{[]string{keyWindow + "=0"}, keyWindow, "must be >= 1"},
 		{[]string{keyMaxOutput + "=-1"}, keyMaxOutput, "must be >= 0"},

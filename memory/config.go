@@ -253,10 +253,17 @@ func (c Config) Validate() error {
 		return &FieldError{Field: field, Value: v, Want: want}
 	}
 	switch {
-	case c.MaxConversationTurns < 1:
-		return bad("MaxConversationTurns", c.MaxConversationTurns, ">= 1")
-	case c.RecentMessageCount < 1:
-		return bad("RecentMessageCount", c.RecentMessageCount, ">= 1")
+	// 0 is a window arc-reactor accepts (no verbatim messages, or an empty
+	// takeLast); only a Config made from DefaultConfig may ask for it, since
+	// in a literal a zero usually means "not set".
+	case c.MaxConversationTurns < 0:
+		return bad("MaxConversationTurns", c.MaxConversationTurns, ">= 0")
+	case c.MaxConversationTurns == 0 && !c.fromDefaults:
+		return bad("MaxConversationTurns", c.MaxConversationTurns, ">= 1 in a literal (start from DefaultConfig() for an empty takeLast window)")
+	case c.RecentMessageCount < 0:
+		return bad("RecentMessageCount", c.RecentMessageCount, ">= 0")
+	case c.RecentMessageCount == 0 && !c.fromDefaults:
+		return bad("RecentMessageCount", c.RecentMessageCount, ">= 1 in a literal (start from DefaultConfig() for no verbatim window)")
 	case c.TriggerMessageCount < 0:
 		return bad("TriggerMessageCount", c.TriggerMessageCount, ">= 0 (0 = every non-empty session)")
 	case c.MaxMessageBytes < 0:

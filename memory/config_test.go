@@ -60,7 +60,7 @@ func TestNewManagerRefusesHalfConfiguredSummaries(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for field, mutate := range map[string]func(*memory.Config){
-		"RecentMessageCount":   func(c *memory.Config) { c.RecentMessageCount = 0 },
+		"RecentMessageCount":   func(c *memory.Config) { c.RecentMessageCount = -1 },
 		"TriggerMessageCount":  func(c *memory.Config) { c.TriggerMessageCount = -1 },
 		"MaxConversationTurns": func(c *memory.Config) { c.MaxConversationTurns = -1 },
 		"MaxMessageBytes":      func(c *memory.Config) { c.MaxMessageBytes = -1 },
