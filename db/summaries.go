@@ -189,19 +189,27 @@ func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
 }
 
-// factJSON is one element of facts_json, the reference's shape:
-// {"key","value","category","extractedAt"}.
+// factJSON is one element of facts_json: the reference's shape
+// {"key","value","category","extractedAt"} plus the ledger's provenance,
+// pin and superseded value, each omitted when zero so that rows written
+// before them still decode.
 type factJSON struct {
 	Key         string `json:"key"`
 	Value       string `json:"value"`
 	Category    string `json:"category"`
 	ExtractedAt string `json:"extractedAt,omitempty"`
+	FirstSeq    int64  `json:"firstSeq,omitempty"`
+	LastSeq     int64  `json:"lastSeq,omitempty"`
+	Mentions    int    `json:"mentions,omitempty"`
+	Pinned      bool   `json:"pinned,omitempty"`
+	Previous    string `json:"previousValue,omitempty"`
 }
 
 func encodeFacts(facts []summary.Fact) (string, error) {
 	out := make([]factJSON, len(facts))
 	for i, f := range facts {
-		out[i] = factJSON{Key: cleanText(f.Key), Value: cleanText(f.Value), Category: string(f.Category)}
+		out[i] = factJSON{Key: cleanText(f.Key), Value: cleanText(f.Value), Category: string(f.Category),
+			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: cleanText(f.Previous)}
 		if f.Category == "" || !f.Category.Valid() {
 			out[i].Category = string(summary.ParseCategory(string(f.Category)))
 		}
@@ -242,7 +250,8 @@ func decodeFacts(raw []byte) ([]summary.Fact, error) {
 			errs = append(errs, fmt.Errorf("fact %d: no key", i))
 			continue
 		}
-		f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category)}
+		f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category),
+			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous}
 		if fj.ExtractedAt != "" {
 			if t, err := time.Parse(time.RFC3339Nano, fj.ExtractedAt); err == nil {
 				f.ExtractedAt = t

@@ -43,7 +43,9 @@ func equalFacts(a, b []summary.Fact) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Key != b[i].Key || a[i].Value != b[i].Value || a[i].Category != b[i].Category || !a[i].ExtractedAt.Equal(b[i].ExtractedAt) {
+		x, y := a[i], b[i]
+		if x.Key != y.Key || x.Value != y.Value || x.Category != y.Category || !x.ExtractedAt.Equal(y.ExtractedAt) ||
+			x.FirstSeq != y.FirstSeq || x.LastSeq != y.LastSeq || x.Mentions != y.Mentions || x.Pinned != y.Pinned || x.Previous != y.Previous {
 			return false
 		}
 	}
@@ -57,7 +59,9 @@ func TestSummaryRoundTrip(t *testing.T) {
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
 
 	facts := makeFacts(100, "bulk")
-	facts[0] = summary.Fact{Key: "order_id", Value: "#1234", Category: summary.Entity}
+	// The ledger's provenance, pin and superseded value survive the store.
+	facts[0] = summary.Fact{Key: "order_id", Value: "#1234", Category: summary.Entity,
+		FirstSeq: 3, LastSeq: 41, Mentions: 7, Pinned: true, Previous: "#1200"}
 	facts[1] = summary.Fact{Key: "agreed", Value: `she said "yes" and it's 'final'`, Category: summary.Decision}
 	facts[2] = summary.Fact{Key: "lang", Value: "한국어 日本語 ünïcödé 🚀🎉👩‍👩‍👧", Category: summary.Condition}
 	facts[3] = summary.Fact{Key: "blob", Value: strings.Repeat("0123456789", 500), Category: summary.State}

@@ -117,12 +117,16 @@ func messageSentences(content string) []string {
 
 // narrativeCandidates lists the sentences of carried (an earlier
 // narrative) and of the user and assistant messages, scored.
-func narrativeCandidates(carried string, msgs []llms.ChatMessage, scan func(string, llms.ChatMessageType) []finding) []candidate {
+func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo) []candidate {
+	scan := memo.scan
 	var cands []candidate
 	add := func(who, text string) {
 		c := candidate{who: who, text: text, order: len(cands)}
 		c.score = scoreSentence(text, who, scan)
 		cands = append(cands, c)
+	}
+	addScored := func(who string, sc scoredSentence) {
+		cands = append(cands, candidate{who: who, text: sc.text, score: sc.score, order: len(cands)})
 	}
 	for _, sent := range splitSentences(carried) {
 		who, text := "", sent
@@ -150,8 +154,8 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, scan func(stri
 		switch m.GetType() {
 		case llms.ChatMessageTypeHuman:
 			userMsgs++
-			for _, s := range messageSentences(m.GetContent()) {
-				add("User", s)
+			for _, sc := range memo.sentences(m.GetContent(), "User") {
+				addScored("User", sc)
 				// The goal: the first sentence of the first user turns that
 				// is about the case or carries a fact.
 				if goal < 0 && userMsgs <= 3 && cands[len(cands)-1].score >= 2 {
@@ -159,9 +163,9 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, scan func(stri
 				}
 			}
 		case llms.ChatMessageTypeAI:
-			sents := messageSentences(m.GetContent())
-			for _, s := range sents {
-				add("Assistant", s)
+			sents := memo.sentences(m.GetContent(), "Assistant")
+			for _, sc := range sents {
+				addScored("Assistant", sc)
 			}
 			if len(sents) == 0 {
 				if calls := toolCalls(m); len(calls) > 0 {

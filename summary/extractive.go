@@ -67,7 +67,7 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 		}
 	}
 	res := Result{
-		Narrative: pickNarrative(narrativeCandidates(carried, req.Messages, e.memo.scan), MaxExtractiveNarrative),
+		Narrative: pickNarrative(narrativeCandidates(carried, req.Messages, e.memo), MaxExtractiveNarrative),
 		Facts:     extractFacts(req.Messages, req.SentAt, known, e.memo.scan),
 	}
 	if res.IsEmpty() {

@@ -288,7 +288,7 @@ func TestBadInputs(t *testing.T) {
 	noUser := writeTemp(t, "nouser.jsonl", "{\"role\":\"assistant\",\"content\":\"hi\"}\n")
 	unknown := writeTemp(t, "data.txt", "hello world\n")
 	empty := writeTemp(t, "empty.json", "  \n")
-	badCfg := writeTemp(t, "bad.yaml", "arc:\n  reactor:\n    memory:\n      summary:\n        recent-message-count: 0\n")
+	badCfg := writeTemp(t, "bad.yaml", "arc:\n  reactor:\n    memory:\n      summary:\n        recent-message-count: -1\n")
 	typoCfg := writeTemp(t, "typo.yaml", "arc.reactor.memory.summary.enabeld: true\n")
 	brokenYAML := writeTemp(t, "broken.yaml", "arc: [\n")
 	locomoBad := writeTemp(t, "l.json", `[{"sample_id":"x","conversation":{"speaker_a":"A","session_1":[{"speaker":"A","text":"hi"}]}}]`)
@@ -310,7 +310,7 @@ func TestBadInputs(t *testing.T) {
 		{"wrong format", []string{"replay", "--format", "locomo", sample}, 1, "malformed LoCoMo JSON"},
 		{"sample for jsonl", []string{"replay", "--sample", "3", sample}, 2, "--sample applies to LoCoMo and τ-bench"},
 		{"unknown sample", []string{"replay", "--sample", "conv-99", locomoBad}, 1, `no sample "conv-99" (sample ids: x)`},
-		{"invalid config", []string{"replay", "--config", badCfg, sample}, 1, "invalid config: arc.reactor.memory.summary.recent-message-count = 0 (from " + badCfg + "): must be >= 1"},
+		{"invalid config", []string{"replay", "--config", badCfg, sample}, 1, "invalid config: arc.reactor.memory.summary.recent-message-count = -1 (from " + badCfg + "): must be >= 0"},
 		{"config typo", []string{"replay", "--config", typoCfg, sample}, 1, "unknown key (did you mean arc.reactor.memory.summary.enabled?)"},
 		{"malformed config", []string{"replay", "--config", brokenYAML, sample}, 1, "broken.yaml: malformed YAML"},
 		{"missing config", []string{"replay", "--config", filepath.Join(dir, "none.yaml"), sample}, 1, "none.yaml: file does not exist"},
