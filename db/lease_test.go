@@ -120,7 +120,9 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
-	slice := db.WithFoldLeaseSlice(300 * time.Millisecond)
+	// A slice long enough that a renewal (every third of a slice, bounded
+	// by that third) gets through on a machine busy with other tests.
+	slice := db.WithFoldLeaseSlice(900 * time.Millisecond)
 	a := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
 	b := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
 
@@ -128,8 +130,8 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
-	for range 4 { // 1.2 s: four slices, the lease must be renewed
-		time.Sleep(300 * time.Millisecond)
+	for range 4 { // 3.6 s: four slices, the lease must be renewed
+		time.Sleep(900 * time.Millisecond)
 		if _, ok, _ := b.TryLockFold(ctx, "s", time.Minute); ok {
 			t.Fatal("a held lease expired: not renewed")
 		}
@@ -145,7 +147,7 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	if _, ok, _ := a.TryLockFold(ctx, "short", 500*time.Millisecond); !ok {
 		t.Fatal("lock short")
 	}
-	time.Sleep(900 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if rel3, ok, _ := b.TryLockFold(ctx, "short", time.Minute); !ok {
 		t.Fatal("lease outlived its ttl")
 	} else {
