@@ -54,7 +54,11 @@ func FuzzRedactDSN(f *testing.F) {
 	f.Add("p@ss:w/rd?x=1", "localhost")
 	f.Add("it's", "h")
 	f.Fuzz(func(t *testing.T, password, host string) {
+		// A password that also appears in the host (raw, escaped or quoted)
+		// cannot be told apart from it in the output.
 		if len(password) < 4 || strings.ContainsAny(password, "\x00") || strings.Contains(host, password) ||
+			strings.Contains(urlEscape(host), password) || strings.Contains(quoteKV(host), password) ||
+			strings.Contains(urlEscape(host), urlEscape(password)) || strings.Contains(quoteKV(host), quoteKV(password)) ||
 			strings.Contains("postgres://alice:@/app?sslmode=disable host= user=alice password='' dbname=app", password) {
 			t.Skip()
 		}
