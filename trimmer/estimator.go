@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -42,35 +41,43 @@ const (
 // character. It extends the reference's four blocks (unified ideographs,
 // Hangul syllables, Hiragana, Katakana) with the neighbouring CJK blocks that
 // it counted at 1/3, which undercounted text in those blocks.
-var cjkClass = &unicode.RangeTable{
-	R16: []unicode.Range16{
-		{Lo: 0x1100, Hi: 0x11FF, Stride: 1}, // Hangul Jamo
-		{Lo: 0x3000, Hi: 0x303F, Stride: 1}, // CJK symbols and punctuation
-		{Lo: 0x3040, Hi: 0x309F, Stride: 1}, // Hiragana
-		{Lo: 0x30A0, Hi: 0x30FF, Stride: 1}, // Katakana
-		{Lo: 0x3130, Hi: 0x318F, Stride: 1}, // Hangul compatibility Jamo
-		{Lo: 0x3400, Hi: 0x4DBF, Stride: 1}, // CJK unified ideographs extension A
-		{Lo: 0x4E00, Hi: 0x9FFF, Stride: 1}, // CJK unified ideographs
-		{Lo: 0xA960, Hi: 0xA97F, Stride: 1}, // Hangul Jamo extended-A
-		{Lo: 0xAC00, Hi: 0xD7AF, Stride: 1}, // Hangul syllables
-		{Lo: 0xD7B0, Hi: 0xD7FF, Stride: 1}, // Hangul Jamo extended-B
-		{Lo: 0xF900, Hi: 0xFAFF, Stride: 1}, // CJK compatibility ideographs
-		{Lo: 0xFF00, Hi: 0xFFEF, Stride: 1}, // half-width and full-width forms
-	},
-	R32: []unicode.Range32{
-		{Lo: 0x20000, Hi: 0x2FA1F, Stride: 1}, // extensions B and later, compatibility supplement
-	},
+var cjkClass = runeRanges{
+	{0x1100, 0x11FF},   // Hangul Jamo
+	{0x3000, 0x303F},   // CJK symbols and punctuation
+	{0x3040, 0x309F},   // Hiragana
+	{0x30A0, 0x30FF},   // Katakana
+	{0x3130, 0x318F},   // Hangul compatibility Jamo
+	{0x3400, 0x4DBF},   // CJK unified ideographs extension A
+	{0x4E00, 0x9FFF},   // CJK unified ideographs
+	{0xA960, 0xA97F},   // Hangul Jamo extended-A
+	{0xAC00, 0xD7AF},   // Hangul syllables
+	{0xD7B0, 0xD7FF},   // Hangul Jamo extended-B
+	{0xF900, 0xFAFF},   // CJK compatibility ideographs
+	{0xFF00, 0xFFEF},   // half-width and full-width forms
+	{0x20000, 0x2FA1F}, // extensions B and later, compatibility supplement
 }
 
 // emojiClass holds code points counted as one token each.
-var emojiClass = &unicode.RangeTable{
-	R16: []unicode.Range16{
-		{Lo: 0x2600, Hi: 0x27BF, Stride: 1}, // miscellaneous symbols, dingbats
-		{Lo: 0xFE00, Hi: 0xFE0F, Stride: 1}, // variation selectors
-	},
-	R32: []unicode.Range32{
-		{Lo: 0x1F300, Hi: 0x1FAFF, Stride: 1}, // pictographs, emoticons, transport, supplemental symbols
-	},
+var emojiClass = runeRanges{
+	{0x2600, 0x27BF},   // miscellaneous symbols, dingbats
+	{0xFE00, 0xFE0F},   // variation selectors
+	{0x1F300, 0x1FAFF}, // pictographs, emoticons, transport, supplemental symbols
+}
+
+// runeRanges is a list of inclusive code point ranges, ascending.
+type runeRanges [][2]rune
+
+// has reports whether r falls in one of the ranges.
+func (rs runeRanges) has(r rune) bool {
+	for _, x := range rs {
+		if r < x[0] {
+			return false
+		}
+		if r <= x[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // EstimateScript is the uncached script-aware estimate behind NewEstimator:
@@ -89,9 +96,9 @@ func EstimateScript(text string) int {
 		switch {
 		case r <= 0x7F:
 			latin++
-		case unicode.Is(emojiClass, r):
+		case emojiClass.has(r):
 			emoji++
-		case unicode.Is(cjkClass, r):
+		case cjkClass.has(r):
 			cjk++
 		default:
 			other++
