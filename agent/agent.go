@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
@@ -65,7 +65,7 @@ func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) 
 	if model == nil {
 		return nil, errors.New("agent: nil model")
 	}
-	if isNil(model) {
+	if nilcheck.IsNil(model) {
 		return nil, fmt.Errorf("agent: the model is a nil %T; check the error its constructor returned (e.g. openai.New without an API key)", model)
 	}
 	if mgr == nil {
@@ -108,19 +108,6 @@ func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) 
 		maxRounds: cfg.maxRounds, provider: cfg.provider, callOpts: cfg.callOptions,
 		variant: cfg.modelVariant, log: cfg.log,
 	}, nil
-}
-
-// isNil reports whether v is nil or holds a nil pointer, map, slice,
-// function, channel or interface.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // Provider returns the request rules the agent follows.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/tools"
+
+	"github.com/strata-go/strata/internal/nilcheck"
 )
 
 // SchemaTool is a langchaingo tool that describes its parameters with its
@@ -31,7 +33,7 @@ type toolSpec struct {
 // specFromTool describes a tool; a nil tool (or a typed nil) gives a spec
 // without a call, which New rejects.
 func specFromTool(t tools.Tool) toolSpec {
-	if isNil(t) {
+	if nilcheck.IsNil(t) {
 		return toolSpec{}
 	}
 	if st, ok := t.(SchemaTool); ok {

@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
@@ -198,7 +198,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 // added to the runtime's closers).
 func (rt *Runtime) summarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.Service, error) {
 	if o.svcSet {
-		if isNil(o.svc) {
+		if nilcheck.IsNil(o.svc) {
 			return nil, errors.New("autoconfig: WithSummarizer got a nil summarizer, but summaries are on (" + keyEnabled + ") and need one")
 		}
 		return o.svc, nil
@@ -255,7 +255,7 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 		}
 		return nil, fmt.Errorf("summarizer %s: %w", name, err)
 	}
-	if isNil(svc) {
+	if nilcheck.IsNil(svc) {
 		return nil, fmt.Errorf("summarizer %s: the provider returned no summarizer", name)
 	}
 	return svc, nil
@@ -264,15 +264,3 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 // foldLockTTL is the cross-process fold lock's hold that a summarizer call
 // of the given timeout needs: two calls and a margin.
 func foldLockTTL(timeout time.Duration) time.Duration { return 2*timeout + 30*time.Second }
-
-// isNil reports whether v is nil or an interface holding a nil pointer.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
-}

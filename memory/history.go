@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"reflect"
 	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
@@ -68,17 +67,4 @@ func (m *Manager) Stats() Stats {
 		LazyFolds: c.lazyFolds.Load(), BackgroundFolds: c.backgroundFolds.Load(),
 		SummarizerCalls: c.summarizerCalls.Load(), Folds: c.folds.Load(), FoldFailures: c.foldFailures.Load(),
 	}
-}
-
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, slice, func or channel (a typed nil), which would panic when used.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

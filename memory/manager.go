@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -53,7 +54,7 @@ type Manager struct {
 // *FieldError) and a half-configured one: Enabled without WithSummaries
 // giving both a summary store and a summarizer.
 func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error) {
-	if isNil(store) {
+	if nilcheck.IsNil(store) {
 		return nil, errors.New("memory: NewManager: nil MessageStore")
 	}
 	if err := cfg.Validate(); err != nil {
@@ -68,7 +69,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	for _, o := range opts {
 		o(m)
 	}
-	if isNil(m.sums) != isNil(m.svc) || (cfg.Enabled && isNil(m.sums)) {
+	if nilcheck.IsNil(m.sums) != nilcheck.IsNil(m.svc) || (cfg.Enabled && nilcheck.IsNil(m.sums)) {
 		return nil, errors.New("memory: NewManager: Config.Enabled needs WithSummaries with both a summary store and a summarizer")
 	}
 	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, m.est)
@@ -327,10 +328,7 @@ func (m *Manager) loadView(ctx context.Context, sessionID, userID string) (v vie
 			return view{}, nil, nil, err
 		}
 	}
-	if s.IsEmpty() || s.Epoch != v.epoch {
-		s = nil
-	}
-	return v, s, nil, nil
+	return v, usable(s, v.epoch), nil, nil
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil
@@ -340,10 +338,16 @@ func (m *Manager) usableSummary(ctx context.Context, sessionID string, epoch int
 	if err != nil {
 		return nil, fmt.Errorf("summary store: %w", err)
 	}
+	return usable(s, epoch), nil
+}
+
+// usable is s when it can be shown for the session incarnation epoch: nil
+// when it is empty or belongs to a deleted predecessor.
+func usable(s *summary.Summary, epoch int64) *summary.Summary {
 	if s.IsEmpty() || s.Epoch != epoch {
-		return nil, nil
+		return nil
 	}
-	return s, nil
+	return s
 }
 
 // Prompt is the one prompt builder: it returns the whole prompt — the system

@@ -3,8 +3,6 @@ package memory
 import (
 	"context"
 	"math"
-	"strings"
-	"unicode"
 )
 
 // view is the newest part of a session, read once per load or fold.
@@ -72,5 +70,3 @@ func (v view) recent(n int) ([]Message, int64) {
 	}
 	return v.msgs[start:], v.msgs[start-1].Seq
 }
-
-func isBlank(s string) bool { return strings.TrimFunc(s, unicode.IsSpace) == "" }

@@ -718,7 +718,7 @@ type fidelityCell struct {
 	minShown              int
 	superseded            int // runs with a superseded value shown as current
 	perFact               []int
-	factsTok, factsMax    []int
+	factsTok              []int
 	factsCLMax            int
 	overBudget, budgetMax int
 	promptTokens          []int
