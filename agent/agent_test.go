@@ -457,7 +457,11 @@ func history(t testing.TB, mgr *memory.Manager, session, user string, n int) []l
 	if err != nil {
 		t.Fatal(err)
 	}
-	return memory.ChatMessages(msgs)
+	out := make([]llms.ChatMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ChatMessage()
+	}
+	return out
 }
 
 // fromContent converts a request message back to chat messages.

@@ -45,6 +45,7 @@ const (
 	keyMaxFactsPerFamily   = "arc.reactor.memory.store.max-facts-per-family"
 	keyFactsTokenBudget    = "arc.reactor.memory.store.facts-token-budget"
 	keyPinnedFactKeys      = "arc.reactor.memory.store.pinned-fact-keys"
+	keyShowPrevious        = "arc.reactor.memory.store.show-previous-values"
 	keyPolicy              = "arc.reactor.memory.policy.name"
 	keyBuffer              = "arc.reactor.memory.policy.buffer-message-count"
 	keyFoldTokenThreshold  = "arc.reactor.memory.policy.fold-token-threshold"
@@ -320,6 +321,9 @@ var keyTable = []keySpec{
 	stringListKey(keyPinnedFactKeys,
 		"Fact keys never evicted nor removed by a summarizer: path.Match patterns over normalised keys, e.g. [order_id, case_*]. Default none.",
 		func(c *Config) *[]string { return &c.Memory.PinnedFactKeys }),
+	boolKey(keyShowPrevious,
+		"Render a superseded fact value on its fact's line, \"- phone: 555-2222 (previously 555-1111)\", counted in the facts token budget. Off by default: only current values are shown.",
+		func(c *Config) *bool { return &c.Memory.ShowPreviousValues }),
 
 	// Strata: shared sessions.
 	stringListKey(keySharedPrefixes,

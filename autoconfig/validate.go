@@ -97,6 +97,7 @@ var fieldKeys = map[string]string{
 	"MaxFactsPerFamily":    keyMaxFactsPerFamily,
 	"FactsTokenBudget":     keyFactsTokenBudget,
 	"PinnedFactKeys":       keyPinnedFactKeys,
+	"ShowPreviousValues":   keyShowPrevious,
 	"MaxNarrativeTokens":   keyMaxNarrative,
 	"Policy":               keyPolicy,
 	"BufferMessageCount":   keyBuffer,

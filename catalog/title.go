@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -23,45 +22,18 @@ type titleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []
 
 // offlineTitle is the default titleFunc: deterministic, no model. With a
 // summary it titles the summary alone, so that the title follows the
-// conversation's focus when it is regenerated after a topic change: the
-// first informative sentence the user said in the narrative (the
-// extractive summarizer's "User: …" outline), else summary.Title of the
-// summary (the narrative's first sentence, else its first fact). Without a
-// summary it is summary.Title of the first user messages (which passes over
-// greetings alone).
+// conversation's focus when it is regenerated after a topic change
+// (summary.Title: the user's first sentence in the narrative, else the
+// narrative's first sentence, else its first fact). Without a summary it is
+// summary.Title of the first user messages (which passes over greetings
+// alone).
 func offlineTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
 	if !s.IsEmpty() {
-		if said := userSentences(s.Narrative); said != "" {
-			if t := summary.Title(nil, []string{said}); t != "" {
-				return t, nil
-			}
-		}
 		if t := summary.Title(&s, nil); t != "" {
 			return t, nil
 		}
 	}
 	return summary.Title(nil, firstUserMessages), nil
-}
-
-var speakerLabel = regexp.MustCompile(`(?:^|\s)(User|Assistant):\s`)
-
-// userSentences returns the "User: " items of an outline narrative, joined
-// by spaces, without their labels ("" when there are none).
-func userSentences(narrative string) string {
-	locs := speakerLabel.FindAllStringSubmatchIndex(narrative, -1)
-	var out []string
-	for i, loc := range locs {
-		end := len(narrative)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		if narrative[loc[2]:loc[3]] == "User" {
-			if item := strings.TrimSpace(narrative[loc[1]:end]); item != "" {
-				out = append(out, item)
-			}
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 // maxTitleWords is the most words a model-written title keeps.

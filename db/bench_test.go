@@ -105,14 +105,14 @@ func BenchmarkAppendLargeHistory(b *testing.B) {
 // time, does not depend on the machine's load.
 func tailBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, session string) int {
 	t.Helper()
-	return queryBuffers(t, ctx, d, db.TailSQL, session)
+	return queryBuffers(t, ctx, d, db.TailSQL(tailWindow), session)
 }
 
-// queryBuffers is tailBuffers for any query taking (session, n, user).
+// queryBuffers is tailBuffers for any query taking (session, user).
 func queryBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, query, session string) int {
 	t.Helper()
 	var raw []byte
-	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, session, tailWindow, "bench"); err != nil {
+	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, session, "bench"); err != nil {
 		t.Fatal(err)
 	}
 	var plans []struct {
@@ -147,7 +147,7 @@ func TestTailReadsOnlyTheWindow(t *testing.T) {
 	}
 	// The load's one statement (tail and summary) reads the window too,
 	// plus a few pages of the session and summary rows.
-	ss, sl := queryBuffers(t, ctx, f.d, db.SnapshotSQL, "small"), queryBuffers(t, ctx, f.d, db.SnapshotSQL, "large")
+	ss, sl := queryBuffers(t, ctx, f.d, db.SnapshotSQL(tailWindow), "small"), queryBuffers(t, ctx, f.d, db.SnapshotSQL(tailWindow), "large")
 	t.Logf("pages touched by Snapshot(%d): 100 messages %d, 100 000 messages %d", tailWindow, ss, sl)
 	if sl > ss+10 || ss > small+10 {
 		t.Errorf("Snapshot touched %d pages for 100 000 messages, %d for 100 (Tail: %d): it reads history, not the window", sl, ss, small)

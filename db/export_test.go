@@ -3,18 +3,19 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/jmoiron/sqlx"
 )
 
-// TailSQL exposes the Tail query to the external tests, which inspect its
-// plan.
-const TailSQL = tailSQL
+// TailSQL is the Tail statement reading n messages, for the external
+// tests, which inspect its plan. It takes ($1 session, $2 user).
+func TailSQL(n int) string { return fmt.Sprintf(tailSQL, readLimit(n)) }
 
-// SnapshotSQL exposes the Snapshot query to the external tests, which
-// inspect its plan.
-const SnapshotSQL = snapshotSQL
+// SnapshotSQL is the Snapshot statement reading n messages, for the
+// external tests, which inspect its plan. It takes ($1 session, $2 user).
+func SnapshotSQL(n int) string { return fmt.Sprintf(snapshotSQL, readLimit(n)) }
 
 // MigrateTo migrates d up or down to version, for the tests of a
 // migration's handling of existing data.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
@@ -243,19 +242,12 @@ func newBatch(msgs []memory.Message) (*batch, error) {
 		b.contents[i] = m.Content
 		b.toolCallIDs[i] = m.ToolCallID
 		b.names[i] = m.Name
-		if len(m.ToolCalls) > 0 {
-			raw, err := json.Marshal(toToolCallsJSON(m.ToolCalls))
-			if err != nil {
-				return nil, fmt.Errorf("message %d: tool calls: %w", i, err)
-			}
-			b.toolCalls[i] = string(raw)
+		var err error
+		if b.toolCalls[i], err = msgjson.EncodeToolCalls(m.ToolCalls); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		if len(m.Metadata) > 0 {
-			raw, err := json.Marshal(m.Metadata)
-			if err != nil {
-				return nil, fmt.Errorf("message %d: metadata: %w", i, err)
-			}
-			b.metadata[i] = string(raw)
+		if b.metadata[i], err = msgjson.EncodeMetadata(m.Metadata); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		if m.Role == memory.RoleUser && !b.firstUser.Valid {
 			b.firstUser = sql.NullString{String: truncateRunes(m.Content, firstUserMessageMax), Valid: true}
@@ -280,14 +272,33 @@ func truncateRunes(s string, n int) string {
 // selects, in the order of messageRow's fields.
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
-// tailSQL reads the session's owner, count and epoch and, only when $3
-// owns it, its newest $2 messages: one statement, one snapshot, so the
-// ownership decision and the messages read cannot disagree. The lateral
-// subquery walks the (session_id, seq) primary key backwards and stops
-// after $2 rows, so its cost does not grow with the session's history;
-// for another user it is not run at all (the owner test is a one-time
-// filter). A session without messages in range yields one row of NULL
-// message columns; a missing or deleted session yields no row.
+// readLimit is the LIMIT of a Tail or Snapshot statement reading n
+// messages: n rounded up to a power of two (at least 8; 0 for none); the caller drops
+// the oldest extra rows. The limit is written into the statement rather
+// than bound as a parameter: PostgreSQL then finds that the generic plan of
+// the prepared statement costs the same as a custom one and reuses it,
+// instead of planning every execution anew (for these statements planning
+// takes longer than running). Rounding keeps the number of distinct
+// statements small.
+func readLimit(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	l := 8
+	for l < n {
+		l *= 2
+	}
+	return l
+}
+
+// tailSQL reads the session's owner, count and epoch and, only when $2
+// owns it, its newest messages (LIMIT %d, see readLimit): one statement,
+// one snapshot, so the ownership decision and the messages read cannot
+// disagree. The lateral subquery walks the (session_id, seq) primary key
+// backwards and stops after the limit, so its cost does not grow with the
+// session's history; for another user it is not run at all (the owner test
+// is a one-time filter). A session without messages in range yields one row
+// of NULL message columns; a missing or deleted session yields no row.
 const tailSQL = `
 SELECT s.user_id AS owner, s.message_count, s.epoch, m.seq, m.role, m.content, m.tool_calls,
        m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at
@@ -295,9 +306,9 @@ SELECT s.user_id AS owner, s.message_count, s.epoch, m.seq, m.role, m.content, m
   LEFT JOIN LATERAL (
         SELECT ` + messageColumns + `
           FROM strata_messages
-         WHERE session_id = $1 AND s.user_id = $3
+         WHERE session_id = $1 AND s.user_id = $2
          ORDER BY seq DESC
-         LIMIT $2
+         LIMIT %d
        ) m ON true
  WHERE s.session_id = $1 AND s.deleted_at IS NULL`
 
@@ -307,11 +318,12 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 	if !validID(sessionID) {
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, memory.ErrNotFound)
 	}
-	st, err := s.stmts.get(ctx, tailSQL)
+	n = max(n, 0)
+	st, err := s.stmts.get(ctx, fmt.Sprintf(tailSQL, readLimit(n)))
 	if err != nil {
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
-	rows, err := st.QueryContext(ctx, sessionID, max(n, 0), userID)
+	rows, err := st.QueryContext(ctx, sessionID, userID)
 	if err != nil {
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
@@ -348,16 +360,18 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 	case owner != userID:
 		return memory.Tail{}, fmt.Errorf("db: tail of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}
-	// Newest first from the index; the contract wants oldest first.
+	// Newest first from the index, beyond n when the limit was rounded up;
+	// the contract wants the n newest, oldest first.
+	out.Messages = out.Messages[:min(n, len(out.Messages))]
 	slices.Reverse(out.Messages)
 	return out, nil
 }
 
 // snapshotSQL is tailSQL plus the session's summary, in one statement
 // (one snapshot, one round trip). The first branch yields one row with the
-// live session's owner, count and epoch and, only when $3 owns it, its
-// summary columns (NULL when it has none); the second yields the newest $2
-// messages, again only for the owner, walking the (session_id, seq)
+// live session's owner, count and epoch and, only when $2 owns it, its
+// summary columns (NULL when it has none); the second yields the newest
+// messages (LIMIT %d, see readLimit), again only for the owner, walking the (session_id, seq)
 // primary key backwards as tailSQL does. A missing or deleted session
 // yields no row. The session row is read once (s is materialized), so
 // both branches see the same owner.
@@ -374,7 +388,7 @@ SELECT s.user_id AS owner, s.message_count, s.epoch,
        cs.epoch AS s_epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version,
        cs.created_at AS s_created_at, cs.updated_at AS s_updated_at
   FROM s
-  LEFT JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $3
+  LEFT JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $2
 UNION ALL
 SELECT NULL, NULL, NULL,
        m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at,
@@ -383,9 +397,9 @@ SELECT NULL, NULL, NULL,
  CROSS JOIN LATERAL (
         SELECT ` + messageColumns + `
           FROM strata_messages
-         WHERE session_id = $1 AND s.user_id = $3
+         WHERE session_id = $1 AND s.user_id = $2
          ORDER BY seq DESC
-         LIMIT $2
+         LIMIT %d
        ) m`
 
 // ReadsSummariesOf implements memory.SnapshotReader: Snapshot's summary is
@@ -410,11 +424,12 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 	if !validID(sessionID) {
 		return fail(memory.ErrNotFound)
 	}
-	st, err := s.stmts.get(ctx, snapshotSQL)
+	n = max(n, 0)
+	st, err := s.stmts.get(ctx, fmt.Sprintf(snapshotSQL, readLimit(n)))
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
-	rows, err := st.QueryContext(ctx, sessionID, max(n, 0), userID)
+	rows, err := st.QueryContext(ctx, sessionID, userID)
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -464,6 +479,7 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 		return memory.Tail{}, nil, fmt.Errorf("db: snapshot of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}
 	slices.SortFunc(out.Messages, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	out.Messages = out.Messages[max(len(out.Messages)-n, 0):] // the limit was rounded up (readLimit)
 	if !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
@@ -563,21 +579,12 @@ func (r messageRow) message() (memory.Message, error) {
 		UserID:     r.UserID.String,
 		CreatedAt:  r.CreatedAt.Time,
 	}
-	if len(r.ToolCalls) > 0 {
-		var tcs []toolCallJSON
-		if err := json.Unmarshal(r.ToolCalls, &tcs); err != nil {
-			return memory.Message{}, fmt.Errorf("message %d: tool calls: %w", m.Seq, err)
-		}
-		m.ToolCalls = fromToolCallsJSON(tcs)
+	var err error
+	if m.ToolCalls, err = msgjson.DecodeToolCalls(r.ToolCalls); err != nil {
+		return memory.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
 	}
-	if len(r.Metadata) > 0 {
-		var md map[string]string
-		if err := json.Unmarshal(r.Metadata, &md); err != nil {
-			return memory.Message{}, fmt.Errorf("message %d: metadata: %w", m.Seq, err)
-		}
-		if len(md) > 0 {
-			m.Metadata = md
-		}
+	if m.Metadata, err = msgjson.DecodeMetadata(r.Metadata); err != nil {
+		return memory.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
 	}
 	return m, nil
 }
@@ -736,43 +743,3 @@ func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB,
 }
 
 func (r sessionRow) total() int64 { return r.Total }
-
-// toolCallJSON is the stored form of one llms.ToolCall, the OpenAI shape
-// {"id","type","function":{"name","arguments"}}. llms.ToolCall's own JSON
-// methods do not round-trip (its UnmarshalJSON drops the function), so the
-// store never uses them.
-type toolCallJSON struct {
-	ID       string        `json:"id"`
-	Type     string        `json:"type"`
-	Function *functionJSON `json:"function,omitempty"`
-}
-
-type functionJSON struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-func toToolCallsJSON(tcs []llms.ToolCall) []toolCallJSON {
-	out := make([]toolCallJSON, len(tcs))
-	for i, tc := range tcs {
-		out[i] = toolCallJSON{ID: tc.ID, Type: tc.Type}
-		if tc.FunctionCall != nil {
-			out[i].Function = &functionJSON{Name: tc.FunctionCall.Name, Arguments: tc.FunctionCall.Arguments}
-		}
-	}
-	return out
-}
-
-func fromToolCallsJSON(tcs []toolCallJSON) []llms.ToolCall {
-	if len(tcs) == 0 {
-		return nil
-	}
-	out := make([]llms.ToolCall, len(tcs))
-	for i, tc := range tcs {
-		out[i] = llms.ToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.Function != nil {
-			out[i].FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		}
-	}
-	return out
-}

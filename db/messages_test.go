@@ -106,7 +106,10 @@ func TestChatMessagesRoundTrip(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	mustAppend(t, ctx, f.messages, "chat", "u", msgs...)
-	got := memory.ChatMessages(allMessages(t, ctx, f.messages, "chat", "u"))
+	var got []llms.ChatMessage
+	for _, m := range allMessages(t, ctx, f.messages, "chat", "u") {
+		got = append(got, m.ChatMessage())
+	}
 	if !reflect.DeepEqual(got, chat) {
 		t.Errorf("round trip:\n got %#v\nwant %#v", got, chat)
 	}

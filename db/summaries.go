@@ -191,7 +191,7 @@ func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 
 // factJSON is one element of facts_json: the reference's shape
 // {"key","value","category","extractedAt"} plus the ledger's provenance,
-// pin and superseded value, each omitted when zero so that rows written
+// pin, superseded value and whether the user stated it, each omitted when zero so that rows written
 // before them still decode.
 type factJSON struct {
 	Key         string `json:"key"`
@@ -203,13 +203,14 @@ type factJSON struct {
 	Mentions    int    `json:"mentions,omitempty"`
 	Pinned      bool   `json:"pinned,omitempty"`
 	Previous    string `json:"previousValue,omitempty"`
+	Stated      bool   `json:"stated,omitempty"`
 }
 
 func encodeFacts(facts []summary.Fact) (string, error) {
 	out := make([]factJSON, len(facts))
 	for i, f := range facts {
 		out[i] = factJSON{Key: cleanText(f.Key), Value: cleanText(f.Value), Category: string(f.Category),
-			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: cleanText(f.Previous)}
+			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: cleanText(f.Previous), Stated: f.Stated}
 		if f.Category == "" || !f.Category.Valid() {
 			out[i].Category = string(summary.ParseCategory(string(f.Category)))
 		}
@@ -251,7 +252,7 @@ func decodeFacts(raw []byte) ([]summary.Fact, error) {
 			continue
 		}
 		f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category),
-			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous}
+			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous, Stated: fj.Stated}
 		if fj.ExtractedAt != "" {
 			if t, err := time.Parse(time.RFC3339Nano, fj.ExtractedAt); err == nil {
 				f.ExtractedAt = t

@@ -59,9 +59,10 @@ func TestSummaryRoundTrip(t *testing.T) {
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
 
 	facts := makeFacts(100, "bulk")
-	// The ledger's provenance, pin and superseded value survive the store.
+	// The ledger's provenance, pin, superseded value and whether the user
+	// stated it survive the store.
 	facts[0] = summary.Fact{Key: "order_id", Value: "#1234", Category: summary.Entity,
-		FirstSeq: 3, LastSeq: 41, Mentions: 7, Pinned: true, Previous: "#1200"}
+		FirstSeq: 3, LastSeq: 41, Mentions: 7, Pinned: true, Previous: "#1200", Stated: true}
 	facts[1] = summary.Fact{Key: "agreed", Value: `she said "yes" and it's 'final'`, Category: summary.Decision}
 	facts[2] = summary.Fact{Key: "lang", Value: "한국어 日本語 ünïcödé 🚀🎉👩‍👩‍👧", Category: summary.Condition}
 	facts[3] = summary.Fact{Key: "blob", Value: strings.Repeat("0123456789", 500), Category: summary.State}

@@ -63,6 +63,12 @@ type Config struct {
 	// MaxNarrativeTokens caps the stored narrative of any summarizer, cut
 	// at a sentence boundary (default 500; 0 means the default).
 	MaxNarrativeTokens int
+	// ShowPreviousValues renders a superseded fact value on its fact's line,
+	// "- phone: 555-2222 (previously 555-1111)", and counts it in
+	// FactsTokenBudget. Off by default, as in the reference, which shows
+	// only the current value; a superseded value is never shown as a fact
+	// of its own either way.
+	ShowPreviousValues bool
 
 	// Policy chooses when to fold: PolicyParity (default) folds everything
 	// before the verbatim window after every save above the trigger, as the

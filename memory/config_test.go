@@ -20,7 +20,7 @@ func TestNewManagerRefusesHalfConfiguredSummaries(t *testing.T) {
 		return summary.Result{Narrative: "n"}, nil
 	})
 	var (
-		nilStore   *memory.InMemoryStore
+		nilStore   *nilMessageStore
 		nilFunc    summary.ServiceFunc
 		nilSumsPtr *nilSummaries
 	)
@@ -112,3 +112,7 @@ func TestConfigAccessors(t *testing.T) {
 		t.Fatal("no default estimator")
 	}
 }
+
+// nilMessageStore is a MessageStore whose nil pointer NewManager must
+// refuse.
+type nilMessageStore struct{ memory.MessageStore }

@@ -14,14 +14,14 @@ import (
 // Metadata keys under which FromChatMessage keeps what a stored Message has
 // no field for, so Message.ChatMessage gives back the very message saved.
 const (
-	// MetadataGenericRole is the role of a langchaingo generic message
+	// metadataGenericRole is the role of a langchaingo generic message
 	// (stored as a user message; its Name is the message's name).
-	MetadataGenericRole = "langchaingo.generic_role"
-	// MetadataFunctionCall is the JSON of an assistant message's deprecated
+	metadataGenericRole = "langchaingo.generic_role"
+	// metadataFunctionCall is the JSON of an assistant message's deprecated
 	// FunctionCall.
-	MetadataFunctionCall = "langchaingo.function_call"
-	// MetadataReasoning is an assistant message's ReasoningContent.
-	MetadataReasoning = "langchaingo.reasoning_content"
+	metadataFunctionCall = "langchaingo.function_call"
+	// metadataReasoning is an assistant message's ReasoningContent.
+	metadataReasoning = "langchaingo.reasoning_content"
 	// metadataCallFromFunction marks tool calls that FromChatMessage derived
 	// from a FunctionCall (so providers see the call); they are not returned.
 	metadataCallFromFunction = "langchaingo.tool_calls_from_function_call"
@@ -31,7 +31,7 @@ const (
 // Message, losslessly: Message.ChatMessage returns an equal message.
 // Human, AI (tool calls, FunctionCall, ReasoningContent), system, tool,
 // function and generic messages are supported. A generic message is stored
-// as a user message with its role in Metadata[MetadataGenericRole] and its
+// as a user message with its role in Metadata[metadataGenericRole] and its
 // name in Name; a deprecated function message as a tool message with the
 // function's name and no call id; an AI message's FunctionCall is also
 // stored as its tool call when it has none, so every provider sees it.
@@ -48,7 +48,7 @@ func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 			if err != nil {
 				return Message{}, fmt.Errorf("%w: function call: %w", ErrInvalidMessage, err)
 			}
-			msg.Metadata = map[string]string{MetadataFunctionCall: string(raw)}
+			msg.Metadata = map[string]string{metadataFunctionCall: string(raw)}
 			if len(m.ToolCalls) == 0 {
 				fc := *m.FunctionCall
 				msg.ToolCalls = []llms.ToolCall{{Type: "function", FunctionCall: &fc}}
@@ -59,7 +59,7 @@ func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 			if msg.Metadata == nil {
 				msg.Metadata = map[string]string{}
 			}
-			msg.Metadata[MetadataReasoning] = m.ReasoningContent
+			msg.Metadata[metadataReasoning] = m.ReasoningContent
 		}
 		return msg, nil
 	case llms.SystemChatMessage:
@@ -76,7 +76,7 @@ func FromChatMessage(cm llms.ChatMessage) (Message, error) {
 		return Message{Role: RoleTool, Content: m.Content, Name: m.Name}, nil
 	case llms.GenericChatMessage:
 		return Message{Role: RoleUser, Content: m.Content, Name: m.Name,
-			Metadata: map[string]string{MetadataGenericRole: m.Role}}, nil
+			Metadata: map[string]string{metadataGenericRole: m.Role}}, nil
 	}
 	return Message{}, fmt.Errorf("%w: unsupported message type %T", ErrInvalidMessage, cm)
 }
@@ -88,8 +88,8 @@ func (m Message) ChatMessage() llms.ChatMessage {
 	switch m.Role {
 	case RoleAssistant:
 		ai := llms.AIChatMessage{Content: m.Content, ToolCalls: cloneToolCalls(m.ToolCalls),
-			ReasoningContent: m.Metadata[MetadataReasoning]}
-		if raw, ok := m.Metadata[MetadataFunctionCall]; ok {
+			ReasoningContent: m.Metadata[metadataReasoning]}
+		if raw, ok := m.Metadata[metadataFunctionCall]; ok {
 			var fc llms.FunctionCall
 			if json.Unmarshal([]byte(raw), &fc) == nil {
 				ai.FunctionCall = &fc
@@ -107,15 +107,15 @@ func (m Message) ChatMessage() llms.ChatMessage {
 		}
 		return llms.ToolChatMessage{ID: m.ToolCallID, Content: m.Content}
 	default:
-		if role, ok := m.Metadata[MetadataGenericRole]; ok {
+		if role, ok := m.Metadata[metadataGenericRole]; ok {
 			return llms.GenericChatMessage{Role: role, Name: m.Name, Content: m.Content}
 		}
 		return llms.HumanChatMessage{Content: m.Content}
 	}
 }
 
-// ChatMessages converts stored messages to langchaingo chat messages.
-func ChatMessages(msgs []Message) []llms.ChatMessage {
+// chatMessages converts stored messages to langchaingo chat messages.
+func chatMessages(msgs []Message) []llms.ChatMessage {
 	out := make([]llms.ChatMessage, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.ChatMessage()

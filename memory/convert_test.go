@@ -42,7 +42,7 @@ func TestFromChatMessageStoredForm(t *testing.T) {
 		t.Fatalf("stored = %#v", sm)
 	}
 	sm, _ = memory.FromChatMessage(llms.GenericChatMessage{Role: "critic", Name: "rev", Content: "x"})
-	if sm.Role != memory.RoleUser || sm.Name != "rev" || sm.Metadata[memory.MetadataGenericRole] != "critic" {
+	if sm.Role != memory.RoleUser || sm.Name != "rev" || sm.Metadata["langchaingo.generic_role"] != "critic" {
 		t.Fatalf("generic stored as %#v", sm)
 	}
 	sm, _ = memory.FromChatMessage(llms.FunctionChatMessage{Name: "track", Content: "r"})

@@ -291,6 +291,33 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 }
 
 // cancelRun stops the session's running fold, if any.
+// deleteSession deletes the session for owner from the message store and
+// then the summary store, and stops its fold, under the session's write
+// lock: no fold of this process saves between the messages going and the
+// summary going, the bumped generation makes a fold still running discard
+// its result, and a re-created session's first save waits until both are
+// gone. The fold lease is left alone: it ends with the fold that holds it.
+func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) error {
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
+	st.write.Lock()
+	defer st.write.Unlock()
+	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil {
+		return err
+	}
+	st.gen++
+	e.cancelRun(sessionID)
+	if e.m.sums != nil {
+		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
+			return fmt.Errorf("summary: %w", err)
+		}
+	}
+	e.cool.succeed(sessionID)
+	return nil
+}
+
 func (e *engine) cancelRun(sessionID string) {
 	e.mu.Lock()
 	var r *foldRun
@@ -324,7 +351,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if err != nil {
 		return nil, fmt.Errorf("read session: %w", err)
 	}
-	existing, err := m.usableSummary(ctx, sessionID, v.epoch)
+	existing, err := e.usableSummary(ctx, sessionID, v.epoch)
 	if err != nil {
 		return nil, err
 	}
@@ -360,13 +387,14 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		m.stats.backgroundFolds.Add(1)
 	}
 	began := m.now()
-	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.Blocks()) + m.cost.Cost(ChatMessages(msgs))}
+	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.BlocksWith(render(m.cfg))) + m.cost.Cost(chatMessages(msgs))}
 	cur := existing
 	// Every fold's input is capped, parity's too: a long range is folded in
 	// chunks, each after the first continuing the summary incrementally.
 	limit := m.cfg.MaxFoldInputTokens
 	for i, chunk := range chunks(msgs, limit, m.cost) {
-		req := summary.Request{SessionID: sessionID, Messages: ChatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0}
+		req := summary.Request{SessionID: sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0,
+			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens}
 		m.stats.summarizerCalls.Add(1)
 		rec.calls++
 		res, err := m.svc.Summarize(ctx, req)
@@ -385,13 +413,13 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
 			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
 			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.est.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, Now: m.now(),
+			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
 		})
 		// Each chunk's result covers a whole prefix of the session: save it so
 		// progress survives a later failure.
 		if err := e.save(ctx, st, gen, next); err != nil {
 			if errors.Is(err, summary.ErrStale) { // another replica stored a newer one
-				return m.usableSummary(ctx, sessionID, v.epoch)
+				return e.usableSummary(ctx, sessionID, v.epoch)
 			}
 			rec.finish(m, ctx, sessionID, began, cur, err)
 			return nil, err
@@ -492,7 +520,7 @@ type foldRecord struct {
 
 func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
-		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.Blocks()),
+		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.BlocksWith(render(m.cfg))),
 		"input_tokens_reported", r.inputTokens, "duration", m.now().Sub(began)}
 	m.observeFold(ctx, r, err)
 	level := slog.LevelDebug

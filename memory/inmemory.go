@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// defaultMaxSessions is how many sessions an InMemoryStore holds when
+// defaultMaxSessions is how many sessions an inMemoryStore holds when
 // WithMaxSessions is not given (or is given n <= 0). Past it, creating a
 // session evicts the least recently used one.
 const defaultMaxSessions = 10_000
@@ -24,15 +24,15 @@ const emptyPreview = "Empty conversation"
 // preview keeps before appending "...".
 const previewRunes = 50
 
-// InMemoryOption configures an InMemoryStore.
-type InMemoryOption func(*InMemoryStore)
+// InMemoryOption configures the store NewInMemoryStore returns.
+type InMemoryOption func(*inMemoryStore)
 
 // WithMaxSessions bounds the store to n sessions (n <= 0: 10 000, the
 // default). When a new session would exceed the bound, the least recently
 // used session (by create, append, tail or range of its owner) is evicted
 // with all its messages, and a warning is logged.
 func WithMaxSessions(n int) InMemoryOption {
-	return func(s *InMemoryStore) {
+	return func(s *inMemoryStore) {
 		if n > 0 {
 			s.maxSessions = n
 		}
@@ -42,27 +42,15 @@ func WithMaxSessions(n int) InMemoryOption {
 // WithStoreLogger sets the logger that reports evictions. By default the
 // store logs nothing.
 func WithStoreLogger(l *slog.Logger) InMemoryOption {
-	return func(s *InMemoryStore) {
+	return func(s *inMemoryStore) {
 		if l != nil {
 			s.log = l
 		}
 	}
 }
 
-// InMemoryStore is a MessageStore that keeps sessions in process memory. It
-// is a development store, for tests, demos and single-process tools:
-// nothing survives a restart, folds are coordinated within the process only
-// (it is no FoldLocker), and it is bounded (10 000 sessions unless
-// WithMaxSessions says otherwise), evicting the least recently used session
-// when full. An evicted session is gone like a deleted one: its id is free,
-// and a session re-created under it gets a new Epoch. Use the PostgreSQL
-// store of package db in production.
-//
-// Within a session it keeps every message, stores tool calls and results
-// losslessly, and answers Tail and Range without copying the whole
-// history. It is safe for concurrent use; each operation checks ownership
-// and does its work in one critical section.
-type InMemoryStore struct {
+// inMemoryStore keeps sessions in process memory (see NewInMemoryStore).
+type inMemoryStore struct {
 	maxSessions int
 	log         *slog.Logger
 
@@ -76,7 +64,7 @@ type InMemoryStore struct {
 }
 
 // memSession is one incarnation of a session. Its fields are guarded by
-// InMemoryStore.mu.
+// inMemoryStore.mu.
 type memSession struct {
 	id, owner    string
 	epoch        int64
@@ -89,11 +77,23 @@ type memSession struct {
 	elem         *list.Element
 }
 
-var _ MessageStore = (*InMemoryStore)(nil)
+var _ MessageStore = (*inMemoryStore)(nil)
 
-// NewInMemoryStore returns an empty in-memory message store.
-func NewInMemoryStore(opts ...InMemoryOption) *InMemoryStore {
-	s := &InMemoryStore{
+// NewInMemoryStore returns an empty MessageStore that keeps sessions in
+// process memory. It is a development store, for tests, demos and single-process tools:
+// nothing survives a restart, folds are coordinated within the process only
+// (it is no FoldLocker), and it is bounded (10 000 sessions unless
+// WithMaxSessions says otherwise), evicting the least recently used session
+// when full. An evicted session is gone like a deleted one: its id is free,
+// and a session re-created under it gets a new Epoch. Use the PostgreSQL
+// store of package db in production.
+//
+// Within a session it keeps every message, stores tool calls and results
+// losslessly, and answers Tail and Range without copying the whole
+// history. It is safe for concurrent use; each operation checks ownership
+// and does its work in one critical section.
+func NewInMemoryStore(opts ...InMemoryOption) MessageStore {
+	s := &inMemoryStore{
 		maxSessions: defaultMaxSessions,
 		log:         slog.New(slog.DiscardHandler),
 		sessions:    map[string]*memSession{},
@@ -106,7 +106,7 @@ func NewInMemoryStore(opts ...InMemoryOption) *InMemoryStore {
 }
 
 // Create implements MessageStore.
-func (s *InMemoryStore) Create(ctx context.Context, sessionID, userID string) error {
+func (s *inMemoryStore) Create(ctx context.Context, sessionID, userID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (s *InMemoryStore) Create(ctx context.Context, sessionID, userID string) er
 }
 
 // Append implements MessageStore.
-func (s *InMemoryStore) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
+func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return AppendResult{}, err
 	}
@@ -158,7 +158,7 @@ func (s *InMemoryStore) Append(ctx context.Context, sessionID, userID string, ms
 }
 
 // Tail implements MessageStore.
-func (s *InMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error) {
+func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error) {
 	if err := ctx.Err(); err != nil {
 		return Tail{}, err
 	}
@@ -178,7 +178,7 @@ func (s *InMemoryStore) Tail(ctx context.Context, sessionID, userID string, n in
 }
 
 // Range implements MessageStore.
-func (s *InMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error) {
+func (s *inMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (s *InMemoryStore) Range(ctx context.Context, sessionID, userID string, aft
 }
 
 // Delete implements MessageStore.
-func (s *InMemoryStore) Delete(ctx context.Context, sessionID, userID string) error {
+func (s *inMemoryStore) Delete(ctx context.Context, sessionID, userID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (s *InMemoryStore) Delete(ctx context.Context, sessionID, userID string) er
 // Sessions implements MessageStore. Sessions whose latest activity is the
 // same instant are listed in the order their activity happened, newest
 // first.
-func (s *InMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
+func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -264,7 +264,7 @@ func (s *InMemoryStore) Sessions(ctx context.Context, userID string, limit, offs
 
 // owned returns the session if userID owns it, ErrNotFound when there is
 // none and ErrNotOwner when another user owns it. s.mu must be held.
-func (s *InMemoryStore) owned(sessionID, userID string) (*memSession, error) {
+func (s *inMemoryStore) owned(sessionID, userID string) (*memSession, error) {
 	sess := s.sessions[sessionID]
 	switch {
 	case sess == nil:
@@ -278,7 +278,7 @@ func (s *InMemoryStore) owned(sessionID, userID string) (*memSession, error) {
 // create makes a new, empty incarnation of sessionID owned by userID,
 // evicting the least recently used sessions past the bound. The id must be
 // free. s.mu must be held.
-func (s *InMemoryStore) create(sessionID, userID string, now time.Time) *memSession {
+func (s *inMemoryStore) create(sessionID, userID string, now time.Time) *memSession {
 	for len(s.sessions) >= s.maxSessions {
 		old := s.lru.Back().Value.(*memSession)
 		s.remove(old)
@@ -302,7 +302,7 @@ func (s *InMemoryStore) create(sessionID, userID string, now time.Time) *memSess
 }
 
 // remove forgets a session and its messages. s.mu must be held.
-func (s *InMemoryStore) remove(sess *memSession) {
+func (s *inMemoryStore) remove(sess *memSession) {
 	delete(s.sessions, sess.id)
 	s.lru.Remove(sess.elem)
 	if mine := s.byUser[sess.owner]; mine != nil {

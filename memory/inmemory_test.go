@@ -108,7 +108,7 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 func TestInMemoryDefaultBound(t *testing.T) {
 	const bound = 10_000 // documented default of WithMaxSessions
 	ctx := t.Context()
-	for name, s := range map[string]*memory.InMemoryStore{
+	for name, s := range map[string]memory.MessageStore{
 		"default":             memory.NewInMemoryStore(),
 		"WithMaxSessions(0)":  memory.NewInMemoryStore(memory.WithMaxSessions(0)),
 		"WithMaxSessions(-1)": memory.NewInMemoryStore(memory.WithMaxSessions(-1)),

@@ -198,7 +198,7 @@ func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) 
 	if err != nil {
 		return nil, err
 	}
-	return ChatMessages(msgs), nil
+	return chatMessages(msgs), nil
 }
 
 // SetMessages implements schema.ChatMessageHistory: replaces the session's

@@ -101,8 +101,16 @@ func TestStaleLoadShowsFreshSummaryFromFastFold(t *testing.T) {
 	}
 }
 
+// tightView gives a chunked config a view budget (PromptMemoryBudget) that
+// 24 short messages exceed, so a load needs its fold before the view fits.
+func tightView(cfg memory.Config) memory.Config {
+	cfg.PromptMemoryBudget = 200
+	return cfg
+}
+
 // No summary yet and a slow summarizer: after Config.FoldWait the load
-// degrades — parity to takeLast, chunked to the whole unfolded tail.
+// degrades — parity to takeLast, chunked (whose tail is over its view's
+// token budget) to the whole unfolded tail.
 func TestFirstFoldWaitIsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -111,7 +119,7 @@ func TestFirstFoldWaitIsBounded(t *testing.T) {
 		from  int // first turn shown
 	}{
 		{"parity", hierConfig(), 16, 7},
-		{"chunked", chunkedConfig(4, 4), 12, 1},
+		{"chunked", tightView(chunkedConfig(4, 4)), 12, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, waits(tc.cfg, 0, time.Millisecond))
@@ -152,7 +160,7 @@ func TestLoadReturnsBeforeCallerDeadline(t *testing.T) {
 		from  int
 	}{
 		{"parity", hierConfig(), 16, 7},
-		{"chunked", chunkedConfig(4, 4), 12, 1},
+		{"chunked", tightView(chunkedConfig(4, 4)), 12, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, waits(tc.cfg, 0, time.Hour))
@@ -301,4 +309,22 @@ func TestStaleLoadSkipsAFoldKnownToBeSlow(t *testing.T) {
 		t.Fatalf("mode %s, summary %v; want the stale summary", h.Mode, h.Summary)
 	}
 	close(release)
+}
+
+// A chunked tail over K+B that still fits the view's token budget does not
+// make a load wait at all, even for the first summary: the load starts the
+// fold in the background and shows every unfolded message at once.
+func TestChunkedOverflowWithinBudgetNeverWaits(t *testing.T) {
+	f := newFixture(t, waits(chunkedConfig(4, 4), time.Hour, time.Hour))
+	g := f.blockWith(t, true)
+	seed(t, f.store, "s", "alice", 12)
+	h, err := f.mgr.Load(context.Background(), "s", "alice") // a wait would block the test for an hour
+	if err != nil || h.Mode != memory.ModeAll {
+		t.Fatalf("mode %s, err %v", h.Mode, err)
+	}
+	wantContents(t, h.Messages, seqStrings(1, 12)...)
+	await(t, g.entered, "the background fold the load started")
+	if st := f.mgr.Stats(); st.Fallbacks != 0 {
+		t.Fatalf("fallbacks = %d, want 0: a complete view is not a degradation", st.Fallbacks)
+	}
 }

@@ -172,7 +172,7 @@ func waits(cfg memory.Config, loadGrace, foldWait time.Duration) memory.Config {
 
 type fixture struct {
 	mgr   *memory.Manager
-	store *memory.InMemoryStore
+	store memory.MessageStore
 	sums  summary.Store
 	svc   *fakeSummarizer
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -15,15 +14,6 @@ import (
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
-
-// AnonymousUser is the owner recorded for saves, and checked for loads,
-// that come without a user id: a missing user id never bypasses the
-// ownership check.
-const AnonymousUser = "anonymous"
-
-// SharedOwner is the owner recorded for shared sessions (see
-// WithSharedSessions), whichever user writes them.
-const SharedOwner = "shared"
 
 // Manager is Strata's conversation memory: the one door to session data.
 // It saves messages, assembles what the model sees (takeLast, or facts +
@@ -86,27 +76,6 @@ func (m *Manager) Config() Config { return m.cfg }
 func (m *Manager) Estimator() trimmer.Estimator { return m.est }
 
 func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
-
-// owner is the user a store operation on sessionID runs as: SharedOwner
-// for a shared session (WithSharedSessions), whoever asks, else userID
-// (AnonymousUser when empty). It is the manager's one mapping from callers
-// to owners; the store checks ownership in the same statement as the
-// operation, as for any other owner.
-func (m *Manager) owner(sessionID, userID string) string {
-	for _, p := range m.sharedPrefixes {
-		if strings.HasPrefix(sessionID, p) {
-			return SharedOwner
-		}
-	}
-	return normUser(userID)
-}
-
-func normUser(userID string) string {
-	if userID == "" {
-		return AnonymousUser
-	}
-	return userID
-}
 
 // Create makes an empty session owned by userID, visible at once to every
 // manager sharing the store. An id already in use gives ErrSessionExists.
@@ -233,8 +202,7 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	ctx, span := m.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
 	m.stats.loads.Add(1)
-	user := m.owner(sessionID, userID)
-	v, s, sumErr, err := m.loadView(ctx, sessionID, user)
+	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return History{Mode: ModeEmpty}, nil
@@ -244,124 +212,8 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	case err != nil:
 		m.stats.loadErrors.Add(1)
 		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
-	case v.total == 0:
-		return History{Mode: ModeEmpty}, nil
-	case !m.hierarchical():
-		return takeLast(v, 2*m.cfg.MaxConversationTurns, ModeTakeLast), nil
 	}
-	if sumErr != nil {
-		m.stats.fallbacks.Add(1)
-		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
-		return m.pol.degraded(v, v.msgs), nil
-	}
-	var unfolded []Message
-	if m.pol.wantsUnfolded() || s != nil {
-		if unfolded, err = m.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
-			m.stats.loadErrors.Add(1)
-			return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
-		}
-	}
-	cut, _ := m.pol.target(v, s, unfolded, false)
-	if cut == 0 {
-		return m.pol.show(v, s, unfolded), nil
-	}
-	// A fold is needed: start or join one, and wait for it a bounded time.
-	wait := m.cfg.FoldWait
-	if s != nil {
-		wait = m.cfg.LoadGrace
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		wait = min(wait, left-min(left/10, 50*time.Millisecond))
-	}
-	run := m.eng.request(sessionID, user, "load", false)
-	if s != nil {
-		wait = min(wait, m.eng.expectedWait(run, m.cfg.LoadGrace, cut))
-	}
-	fresh, ok := run.wait(ctx, m.eng, max(wait, 0), cut)
-	ok = ok && fresh.Epoch == v.epoch && fresh.UpToSeq > cursorOf(s)
-	if ok && (covers(fresh, cut) || unfolded != nil) {
-		i := 0
-		for i < len(unfolded) && unfolded[i].Seq <= fresh.UpToSeq {
-			i++
-		}
-		h := m.pol.show(v, fresh, unfolded[i:])
-		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
-			m.stats.fallbacks.Add(1)
-		}
-		return h, nil
-	}
-	m.stats.fallbacks.Add(1)
-	if s != nil {
-		return m.pol.show(v, s, unfolded), nil
-	}
-	return m.pol.degraded(v, unfolded), nil
-}
-
-// loadView reads what a load starts from: the session's tail and, with
-// hierarchical memory on, its usable summary (sumErr: the summary store
-// failed, the tail is good). When the message store reads the summary
-// store's summaries itself (SnapshotReader), both come from one call — one
-// statement for a database; otherwise the tail and then the summary, two
-// calls. A tail too short to align the window is read again by readTail.
-func (m *Manager) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
-	want := m.pol.loadSize()
-	if !m.hierarchical() {
-		v, err = m.readTail(ctx, sessionID, userID, want)
-		return v, nil, nil, err
-	}
-	sr, ok := m.store.(SnapshotReader)
-	if !ok || !sr.ReadsSummariesOf(m.sums) {
-		if v, err = m.readTail(ctx, sessionID, userID, want); err != nil {
-			return view{}, nil, nil, err
-		}
-		s, sumErr = m.usableSummary(ctx, sessionID, v.epoch)
-		return v, s, sumErr, nil
-	}
-	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
-	if err != nil {
-		return view{}, nil, nil, err
-	}
-	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
-	if len(v.msgs) < v.total && alignedStart(v.msgs, want) == 0 {
-		if v, err = m.readTail(ctx, sessionID, userID, want); err != nil {
-			return view{}, nil, nil, err
-		}
-	}
-	return v, usable(s, v.epoch), nil, nil
-}
-
-// usableSummary is the stored summary of the session's current epoch, nil
-// when there is none, it is empty, or it belongs to a deleted predecessor.
-func (m *Manager) usableSummary(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
-	s, err := m.sums.Get(ctx, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("summary store: %w", err)
-	}
-	return usable(s, epoch), nil
-}
-
-// usable is s when it can be shown for the session incarnation epoch: nil
-// when it is empty or belongs to a deleted predecessor.
-func usable(s *summary.Summary, epoch int64) *summary.Summary {
-	if s.IsEmpty() || s.Epoch != epoch {
-		return nil
-	}
-	return s
-}
-
-// Prompt is the one prompt builder: it returns the whole prompt — the system
-// prompt (when not empty) followed by history fitted into the manager's
-// budget (ContextWindowTokens − OutputReserveTokens − reserve, priced by its
-// estimator). Tool calls and their results are kept or dropped together;
-// the newest messages are kept first. reserve holds back tokens for what the
-// caller sends beside the messages, such as tool definitions.
-func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) []llms.ChatMessage {
-	trimmed := m.cost.Trim(history, systemPrompt, reserve)
-	if systemPrompt == "" {
-		return trimmed
-	}
-	return append([]llms.ChatMessage{llms.SystemChatMessage{Content: systemPrompt}}, trimmed...)
+	return h, nil
 }
 
 // Sessions lists userID's sessions, newest activity first; total counts
@@ -384,7 +236,7 @@ func (m *Manager) Summary(ctx context.Context, sessionID, userID string) (*summa
 	if err != nil || m.sums == nil {
 		return nil, err
 	}
-	return m.usableSummary(ctx, sessionID, t.Epoch)
+	return m.eng.usableSummary(ctx, sessionID, t.Epoch)
 }
 
 // CancelSummarization cancels the session's background fold, if any. Safe
@@ -396,42 +248,13 @@ func (m *Manager) CancelSummarization(sessionID string) { m.eng.cancelRun(sessio
 // session gives ErrNotFound, another user's ErrNotOwner; neither removes
 // anything.
 func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) error {
-	e := m.eng
-	e.mu.Lock()
-	st := e.acquireLocked(sessionID)
-	e.mu.Unlock()
-	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
-	// Under the session's write lock: no fold of this process saves between
-	// the messages going and the summary going, and a re-created session's
-	// first save waits until both are gone.
-	st.write.Lock()
-	defer st.write.Unlock()
-	if err := m.store.Delete(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
+	if err := m.eng.deleteSession(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: delete %q: %w", sessionID, err)
 	}
-	st.gen++
-	e.cancelRun(sessionID)
-	if m.sums != nil {
-		if err := m.sums.Delete(ctx, sessionID); err != nil {
-			return fmt.Errorf("memory: delete %q: summary: %w", sessionID, err)
-		}
-	}
-	e.cool.succeed(sessionID)
 	for _, fn := range m.deleteObservers {
 		m.observeDelete(ctx, fn, sessionID)
 	}
 	return nil
-}
-
-// observeDelete runs one delete observer; its panic is logged, never
-// propagated: the session is already deleted.
-func (m *Manager) observeDelete(ctx context.Context, fn func(context.Context, string), sessionID string) {
-	defer func() {
-		if p := recover(); p != nil {
-			m.log.ErrorContext(ctx, "strata: delete observer panicked", "session_id", sessionID, "panic", fmt.Sprint(p))
-		}
-	}()
-	fn(ctx, sessionID)
 }
 
 // Flush returns when no background fold (nor fold observer) is queued or

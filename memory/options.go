@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/strata-go/strata/summary"
@@ -30,8 +31,8 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the manager's clock, for cool-downs and fact timestamps.
-func WithClock(now func() time.Time) Option {
+// withClock sets the manager's clock, for cool-downs and fact timestamps.
+func withClock(now func() time.Time) Option {
 	return func(m *Manager) {
 		if now != nil {
 			m.now = now
@@ -102,4 +103,34 @@ func WithSharedSessions(prefixes ...string) Option {
 			}
 		}
 	}
+}
+
+// AnonymousUser is the owner recorded for saves, and checked for loads,
+// that come without a user id: a missing user id never bypasses the
+// ownership check.
+const AnonymousUser = "anonymous"
+
+// SharedOwner is the owner recorded for shared sessions (see
+// WithSharedSessions), whichever user writes them.
+const SharedOwner = "shared"
+
+// owner is the user a store operation on sessionID runs as: SharedOwner
+// for a shared session (WithSharedSessions), whoever asks, else userID
+// (AnonymousUser when empty). It is the manager's one mapping from callers
+// to owners; the store checks ownership in the same statement as the
+// operation, as for any other owner.
+func (m *Manager) owner(sessionID, userID string) string {
+	for _, p := range m.sharedPrefixes {
+		if strings.HasPrefix(sessionID, p) {
+			return SharedOwner
+		}
+	}
+	return normUser(userID)
+}
+
+func normUser(userID string) string {
+	if userID == "" {
+		return AnonymousUser
+	}
+	return userID
 }

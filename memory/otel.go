@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -79,4 +80,15 @@ func (m *Manager) observeFold(ctx context.Context, r foldRecord, err error) {
 	m.otel.folds.Add(ctx, 1, attrs)
 	m.otel.foldTokens.Record(ctx, int64(r.tokensBefore), attrs)
 	m.otel.foldMessages.Record(ctx, int64(r.messages), attrs)
+}
+
+// observeDelete runs one delete observer; its panic is logged, never
+// propagated: the session is already deleted.
+func (m *Manager) observeDelete(ctx context.Context, fn func(context.Context, string), sessionID string) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.log.ErrorContext(ctx, "strata: delete observer panicked", "session_id", sessionID, "panic", fmt.Sprint(p))
+		}
+	}()
+	fn(ctx, sessionID)
 }

@@ -19,7 +19,10 @@ type policy interface {
 	// message to fold — or 0 when no fold is needed. s is the usable summary
 	// (nil: none), unfolded the messages after its cursor (chunked only).
 	// background says whether a save asks (its triggers apply) or a load
-	// (what the view needs).
+	// (what the view needs). For a load, trigger "load" means the view
+	// cannot be shown as it should without the fold, so the load waits for
+	// it a bounded time; any other trigger means the fold is due but the
+	// view is complete without it, so it runs in the background.
 	target(v view, s *summary.Summary, unfolded []Message, background bool) (cut int64, trigger string)
 	// show assembles the view from a usable summary s (nil: none) that
 	// target was satisfied with, or that is stale (then unfolded are the
@@ -54,15 +57,20 @@ func cursorOf(s *summary.Summary) int64 {
 	return s.UpToSeq
 }
 
-func shown(s *summary.Summary, msgs []Message, mode Mode, total int) History {
-	out := append(s.Blocks(), ChatMessages(msgs)...)
+// render is how the policies show a summary to the model.
+func render(cfg Config) summary.RenderOptions {
+	return summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
+}
+
+func shown(s *summary.Summary, msgs []Message, mode Mode, total int, opt summary.RenderOptions) History {
+	out := append(s.BlocksWith(opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
 
 // takeLast is the newest n messages (aligned), no summary.
 func takeLast(v view, n int, mode Mode) History {
 	recent, _ := v.recent(n)
-	return shown(nil, recent, mode, v.total)
+	return shown(nil, recent, mode, v.total, summary.RenderOptions{})
 }
 
 // parity behaves as the reference: takeLast up to the trigger; above it,
@@ -97,11 +105,11 @@ func (p parity) show(v view, s *summary.Summary, unfolded []Message) History {
 	recent, cut := v.recent(p.cfg.RecentMessageCount)
 	switch {
 	case cut == 0:
-		return shown(nil, recent, ModeAll, v.total)
+		return shown(nil, recent, ModeAll, v.total, render(p.cfg))
 	case covers(s, cut):
-		return shown(s, recent, ModeHierarchical, v.total)
+		return shown(s, recent, ModeHierarchical, v.total, render(p.cfg))
 	case s != nil:
-		return shown(s, unfolded, ModeStale, v.total)
+		return shown(s, unfolded, ModeStale, v.total, render(p.cfg))
 	}
 	return p.degraded(v, nil)
 }
@@ -123,8 +131,12 @@ func (parity) wantsUnfolded() bool { return false }
 //	safety   SafetyTurns user turns since the last fold
 //
 // with that priority (it only names the fold). A load that finds the tail
-// over K+B, or over the token budget, asks for a fold too; when that does not
-// finish in time it shows the whole unfolded tail rather than drop anything.
+// over K+B asks for a fold in the background and shows the whole tail at
+// once: nothing is lost by showing more than K+B messages, so a reply never
+// waits for that fold. Only a tail over the view's token budget, which the
+// prompt could not hold, makes the load wait for its fold (a bounded time);
+// when that does not finish in time it still shows the whole unfolded tail
+// rather than drop anything.
 type chunked struct {
 	cfg  Config
 	cost *trimmer.Trimmer
@@ -143,25 +155,28 @@ func (c chunked) target(_ view, s *summary.Summary, unfolded []Message, backgrou
 		}
 		return unfolded[start-1].Seq, trigger
 	}
-	if start := c.keepFrom(s, unfolded); start > 0 {
+	if start := c.fitFrom(s, unfolded); start > 0 {
 		return unfolded[start-1].Seq, "load"
+	}
+	if start := c.keepFrom(s, unfolded); start > 0 {
+		return unfolded[start-1].Seq, "overflow"
 	}
 	return 0, ""
 }
 
 func (c chunked) show(v view, s *summary.Summary, unfolded []Message) History {
 	if s.IsEmpty() {
-		return shown(nil, unfolded, ModeAll, v.total)
+		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
 	mode := ModeHierarchical
 	if c.keepFrom(s, unfolded) > 0 {
 		mode = ModeStale
 	}
-	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total)
+	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
 func (c chunked) degraded(v view, unfolded []Message) History {
-	return shown(nil, unfolded, ModeFallback, v.total)
+	return shown(nil, unfolded, ModeFallback, v.total, render(c.cfg))
 }
 
 func (c chunked) incremental() bool { return c.cfg.FoldMode != FoldFull }
@@ -228,6 +243,13 @@ func (c chunked) keepFrom(s *summary.Summary, unfolded []Message) int {
 	if len(unfolded) > c.cfg.RecentMessageCount+c.cfg.BufferMessageCount {
 		start = alignedStart(unfolded, c.cfg.RecentMessageCount)
 	}
+	return max(start, c.fitFrom(s, unfolded))
+}
+
+// fitFrom returns the index of the first unfolded message that the view's
+// token budget holds beside the summary (at least MinTailMessages, aligned
+// so no tool group is split): 0 when the whole tail fits.
+func (c chunked) fitFrom(s *summary.Summary, unfolded []Message) int {
 	budget := c.viewBudget()
 	avail := budget - c.summaryTokens(s)
 	fit := 0
@@ -238,10 +260,7 @@ func (c chunked) keepFrom(s *summary.Summary, unfolded []Message) int {
 		}
 		fit++
 	}
-	if from := alignedStart(unfolded, max(fit, c.cfg.MinTailMessages)); from > start {
-		start = from
-	}
-	return start
+	return alignedStart(unfolded, max(fit, c.cfg.MinTailMessages))
 }
 
 // fitNarrative returns s with its narrative cut (oldest part first) when
@@ -275,7 +294,7 @@ func (c chunked) messageTokens(msgs []Message) int {
 	if len(msgs) == 0 {
 		return 0
 	}
-	return c.cost.Cost(ChatMessages(msgs))
+	return c.cost.Cost(chatMessages(msgs))
 }
 
 // summaryTokens prices the system messages a summary becomes.
@@ -283,7 +302,7 @@ func (c chunked) summaryTokens(s *summary.Summary) int {
 	if s == nil {
 		return 0
 	}
-	return c.cost.Cost(s.Blocks())
+	return c.cost.Cost(s.BlocksWith(render(c.cfg)))
 }
 
 // chunks splits msgs into runs of at most limit tokens (limit <= 0: one
@@ -296,7 +315,7 @@ func chunks(msgs []Message, limit int, cost *trimmer.Trimmer) [][]Message {
 	var out [][]Message
 	start, used := 0, 0
 	for i := range msgs {
-		c := cost.Cost(ChatMessages(msgs[i : i+1]))
+		c := cost.Cost(chatMessages(msgs[i : i+1]))
 		if i > start && used+c > limit && msgs[i].Role != RoleTool {
 			out = append(out, msgs[start:i])
 			start, used = i, 0

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,9 +28,11 @@ func promptManager(t *testing.T, window, output int) *memory.Manager {
 	return mgr
 }
 
-// Manager.Prompt returns the system prompt first, then the newest history
-// that fits ContextWindowTokens − OutputReserveTokens − reserve (less the
-// system prompt), dropping a tool call and its results only together.
+// Manager.Prompt returns the system prompt first, then the history fitted
+// into ContextWindowTokens − OutputReserveTokens − reserve (less the system
+// prompt): the oldest messages before the last user message go first, the
+// tool rounds after it only once those are gone, a tool call and its
+// results only together, and the last user message stays.
 func TestPromptFitsTheOneBudget(t *testing.T) {
 	x := func(n int) string { return strings.Repeat("x", n) }
 	// Every message costs 100 tokens: 80 of text plus the per-message
@@ -67,6 +70,24 @@ func TestPromptFitsTheOneBudget(t *testing.T) {
 		}
 		if k := keptIDs(got[1:]); k != tc.want {
 			t.Errorf("reserve %d: kept %q, want %q", tc.reserve, k, tc.want)
+		}
+	}
+	// A turn in progress: the tool round after the question goes only once
+	// every older message is gone, and the question stays.
+	turn := append(slices.Clone(history),
+		llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "c2", Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "f", Arguments: "8" + x(78)}}}},
+		llms.ToolChatMessage{ID: "c2", Content: "9" + x(79)})
+	for _, tc := range []struct {
+		reserve int
+		want    string
+	}{
+		{100, "456789"}, // 600 for 900: the oldest messages go first
+		{400, "789"},    // 300: every older message goes before the tool round
+		{450, "7"},      // 250: then the tool round, never the question
+	} {
+		if k := keptIDs(mgr.Prompt(system, turn, tc.reserve)[1:]); k != tc.want {
+			t.Errorf("turn in progress, reserve %d: kept %q, want %q", tc.reserve, k, tc.want)
 		}
 	}
 	// Without a system prompt there is no system message, and its tokens are

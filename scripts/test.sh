@@ -27,6 +27,12 @@ exec scripts/with-postgres.sh bash -c '
 	echo "test.sh: go test -race -count=1 $*" >&2
 	status=0
 	go test -race -count=1 "$@" || status=$?
+	# bench/peers (the section-13 peer harness) is a module of its own,
+	# outside ./...: vet and test it too on a full run.
+	if [ "$full" = 1 ]; then
+		echo "test.sh: bench/peers: go vet ./... && go test -race -count=1 ./..." >&2
+		(cd bench/peers && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...) || status=$?
+	fi
 	if [ "$full" = 1 ] && [ -n "${STRATA_PG_RESTART_CMD:-}" ]; then
 		echo "test.sh: server restart test (restarts the private server)" >&2
 		STRATA_TEST_PG_RESTART="$STRATA_PG_RESTART_CMD" go test -race -count=1 -run "^TestServerRestartUnderLoad$" -v ./db/ || status=$?

@@ -422,17 +422,18 @@ func TestContextBudget(t *testing.T) {
 			}
 		}
 	}
-	// Too small for the newest message: it is cut to fit, with a marker.
+	// Too small for the last question: the answer after it goes, and the
+	// question is cut to fit, with a marker.
 	var tiny wireContext
 	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=30", keyAlice, nil, &tiny)
-	newest := h.Messages[len(h.Messages)-1].GetContent()
+	question := h.Messages[len(h.Messages)-2].GetContent()
 	if tiny.OverBudget || len(tiny.Messages) != 1 || tiny.Truncated != 1 || tiny.Tokens.Total > 30 ||
 		tiny.Tokens.Total != meter.Cost(toChat(t, tiny.Messages)) || tiny.Removed != len(h.Messages)-1 {
 		t.Fatalf("tiny budget: %+v", tiny)
 	}
-	if m := tiny.Messages[0]; m.Role != "assistant" || !strings.HasSuffix(m.Content, truncationMarker) ||
-		!strings.HasPrefix(newest, strings.TrimSuffix(m.Content, truncationMarker)) || len(m.Content) >= len(newest) {
-		t.Fatalf("tiny budget: message %+v is not the newest one (%q) cut", m, newest)
+	if m := tiny.Messages[0]; m.Role != "user" || !strings.HasSuffix(m.Content, truncationMarker) ||
+		!strings.HasPrefix(question, strings.TrimSuffix(m.Content, truncationMarker)) || len(m.Content) >= len(question) {
+		t.Fatalf("tiny budget: message %+v is not the last question (%q) cut", m, question)
 	}
 	// Too small for even a message's overhead: nothing rather than too much.
 	var none wireContext
@@ -443,13 +444,13 @@ func TestContextBudget(t *testing.T) {
 }
 
 // panicStore panics on one session id.
-type panicStore struct{ *memory.InMemoryStore }
+type panicStore struct{ memory.MessageStore }
 
 func (p panicStore) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]memory.Message, error) {
 	if id == "boom" {
 		panic("store exploded")
 	}
-	return p.InMemoryStore.Range(ctx, id, user, after, through, limit)
+	return p.MessageStore.Range(ctx, id, user, after, through, limit)
 }
 
 func TestPanicRecovery(t *testing.T) {

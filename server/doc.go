@@ -35,15 +35,19 @@
 // accepted only when its call precedes it in the request or is stored in
 // the session (400 otherwise). The context endpoint returns the manager's
 // assembled history (facts and summary system messages first, then the
-// verbatim window) fitted to the budget, priced by the manager's estimator
-// (a budget larger than the manager's is lowered to it): the facts and
-// summary messages, then the newest messages back to the first that does
-// not fit, so nothing newer is dropped to keep something older. A newest
-// message too large for the budget alone is cut to fit, its content ending
-// with "…[truncated]"; a context is never larger than its budget, and is
-// empty with over_budget only when not even that fits. Tool calls are
-// never separated from their results, so the list passes trimmer.Validate
-// and can be sent to a provider as is.
+// verbatim window) fitted to the budget exactly as the manager fits an
+// agent's prompt (memory.Manager.PromptReport, priced by the manager's
+// estimator; a budget larger than the manager's is lowered to it). The
+// last user message always stays. Older messages between the facts and
+// summary messages and that message go first, oldest first; then the facts
+// and summary messages, one at a time, but only to keep the tool rounds
+// that follow the last user message; then those rounds (and a trailing
+// answer), oldest first. What is left and still too large is cut to fit,
+// each cut content ending with "…[truncated]". A context is never larger
+// than its budget, and is empty with over_budget only when not even the
+// last user message cut fits. Tool calls are never separated from their
+// results, so the list passes trimmer.Validate and can be sent to a
+// provider as is.
 //
 // # Sessions, users and titles
 //

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,7 +17,12 @@ import (
 
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/trimmer"
 )
+
+// truncationMarker ends the text of every context message cut to fit its
+// budget: the trimmer's marker, as the API documents it.
+const truncationMarker = trimmer.TruncationMarker
 
 // words returns n words of filler text.
 func words(n int, tag string) string {
@@ -63,162 +71,157 @@ func randomHistory(r *rand.Rand) []llms.ChatMessage {
 	return out
 }
 
-// TestFitContextProperties: for random histories and budgets, the context
-// never exceeds its budget; it is the leading system messages followed by
-// the newest groups, back to the first that does not fit, the newest one
-// cut when it alone does not fit; and it is over budget (empty) only when
-// the system messages, or the newest group's bare overhead and markers, do
-// not fit.
-func TestFitContextProperties(t *testing.T) {
+// TestContextIsThePrompt: for random histories and budgets, GET /context
+// returns exactly the messages of Manager.Prompt with no system prompt and
+// the same budget (a request budget below the manager's is a larger
+// reserve; one above it is lowered to it), with the token counts the
+// trimmer reports for them. Only when nothing fits do the two differ, as
+// documented: the prompt is then over budget (PromptReport.OverBudget) and
+// the context is empty with over_budget.
+func TestContextIsThePrompt(t *testing.T) {
 	t.Parallel()
-	mcfg := memory.DefaultConfig()
+	mcfg := memory.DefaultConfig() // summaries off
+	mcfg.MaxConversationTurns = 20 // a takeLast window of 40: every random history whole
+	mcfg.ContextWindowTokens, mcfg.OutputReserveTokens = 2500, 500
+	managerBudget := mcfg.ContextWindowTokens - mcfg.OutputReserveTokens
 	srv := stack{mcfg: &mcfg, noCatalog: true, quiet: true}.build(t)
 	t.Cleanup(func() { _ = srv.Close() })
-	est := srv.mgr.Estimator()
-	marker := est.Estimate(truncationMarker)
+	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
-	cuts, overs := 0, 0
-	for n := range 400 {
+	var whole, dropped, cut, over int
+	for n := range 300 {
 		history := randomHistory(r)
-		budget := 1 + r.IntN(2500)
-		f := srv.fitContext(history, budget)
-		what := fmt.Sprintf("case %d (budget %d, %d messages)", n, budget, len(history))
-		if c := srv.meter.Cost(f.msgs); c > budget {
-			t.Fatalf("%s: the context costs %d tokens", what, c)
-		}
-		repaired := srv.meter.Trim(history, "", 0)
-		lead := 0
-		for lead < len(repaired) && repaired[lead].GetType() == llms.ChatMessageTypeSystem {
-			lead++
-		}
-		leadCost := srv.meter.Cost(repaired[:lead])
-		groups := groupsOf(repaired[lead:])
-		if f.over {
-			overs++
-			if len(f.msgs) != 0 {
-				t.Fatalf("%s: over budget with %d messages", what, len(f.msgs))
-			}
-			if leadCost > budget {
-				continue
-			}
-			if len(groups) == 0 {
-				t.Fatalf("%s: over budget although the system messages fit and nothing else is there", what)
-			}
-			newest := groups[len(groups)-1]
-			bare := make([]llms.ChatMessage, len(newest))
-			for i, m := range newest {
-				bare[i] = withContent(m, "")
-			}
-			if srv.meter.Cost(bare)+len(newest)*marker <= budget-leadCost {
-				t.Fatalf("%s: over budget although the system messages (%d tokens) and the newest group cut (%d + markers) fit",
-					what, leadCost, srv.meter.Cost(bare))
-			}
+		if len(history) == 0 {
 			continue
 		}
-		if !reflect.DeepEqual(f.msgs[:lead], repaired[:lead]) {
-			t.Fatalf("%s: the system messages are not kept first", what)
+		id := fmt.Sprint("s-", n)
+		if err := srv.mgr.SaveMessages(ctx, id, "alice", history...); err != nil {
+			t.Fatal(err)
 		}
-		rest := f.msgs[lead:]
-		kept := 0
-		for i := len(groups) - 1; i >= 0 && len(rest) > 0; i-- {
-			g := groups[i]
-			if len(rest) < len(g) {
-				t.Fatalf("%s: group %d is split", what, i)
-			}
-			got := rest[len(rest)-len(g):]
-			rest = rest[:len(rest)-len(g)]
-			kept++
-			if reflect.DeepEqual(got, g) {
-				continue
-			}
-			if i != len(groups)-1 || f.truncated == 0 {
-				t.Fatalf("%s: group %d changed, and it is not the newest one cut", what, i)
-			}
-			cuts++
-			cut := 0
-			for j, m := range got {
-				want := g[j]
-				if m.GetContent() != want.GetContent() {
-					cut++
-					body, ok := strings.CutSuffix(m.GetContent(), truncationMarker)
-					if !ok || !strings.HasPrefix(want.GetContent(), body) {
-						t.Fatalf("%s: message %d of the newest group is not its content cut with the marker: %q", what, j, m.GetContent())
-					}
-				}
-				if !reflect.DeepEqual(withContent(m, ""), withContent(want, "")) {
-					t.Fatalf("%s: cutting message %d changed more than its content: %#v, want %#v", what, j, m, want)
-				}
-			}
-			if cut != f.truncated {
-				t.Fatalf("%s: %d messages cut, truncated says %d", what, cut, f.truncated)
-			}
+		budget := 1 + r.IntN(2500)
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", fmt.Sprintf("/v1/sessions/%s/context?budget=%d", id, budget), nil)
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("case %d: %d %s", n, rec.Code, rec.Body)
 		}
-		if len(rest) != 0 {
-			t.Fatalf("%s: %d messages are not the newest groups", what, len(rest))
+		var got wireContext
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
 		}
-		if len(groups) > 0 && kept == 0 {
-			t.Fatalf("%s: the newest group was dropped", what)
+
+		h, err := srv.mgr.Load(ctx, id, "alice")
+		if err != nil || len(h.Messages) != len(history) {
+			t.Fatalf("case %d: loaded %d of %d messages: %v", n, len(h.Messages), len(history), err)
 		}
-		// Back to the first group that does not fit: the next older one
-		// would not have fitted.
-		if kept < len(groups) && kept > 0 {
-			if older := groups[len(groups)-kept-1]; srv.meter.Cost(older) <= budget-srv.meter.Cost(f.msgs) {
-				t.Fatalf("%s: group %d was dropped although it fits", what, len(groups)-kept-1)
+		applied := min(budget, managerBudget)
+		prompt := srv.mgr.Prompt("", h.Messages, managerBudget-applied)
+		reported, rep := srv.mgr.PromptReport("", h.Messages, managerBudget-applied)
+		if !reflect.DeepEqual(reported, prompt) {
+			t.Fatalf("case %d: PromptReport and Prompt differ", n)
+		}
+		want, total, truncated := []wireMessage{}, 0, 0
+		if !rep.OverBudget {
+			for _, m := range prompt {
+				want = append(want, fromChat(m))
 			}
+			total, truncated = rep.TokensAfter, rep.Truncated
+		}
+		what := fmt.Sprintf("case %d (budget %d, %d messages)", n, budget, len(history))
+		if !reflect.DeepEqual(got.Messages, want) {
+			t.Fatalf("%s: the context is not the manager's prompt (over budget: %v)\n got: %+v\nwant: %+v", what, rep.OverBudget, got.Messages, want)
+		}
+		if got.Tokens.Budget != applied || rep.Budget != applied || got.Tokens.Total != total || total > applied ||
+			got.Tokens.BeforeTrim != rep.TokensBefore || got.OverBudget != rep.OverBudget ||
+			got.Truncated != truncated || got.Removed != len(h.Messages)-len(want) {
+			t.Fatalf("%s: context %+v; prompt report %+v", what, got, rep)
+		}
+		switch {
+		case rep.OverBudget:
+			over++
+		case rep.Truncated > 0:
+			cut++
+		case rep.Removed > rep.Repaired:
+			dropped++
+		default:
+			whole++
 		}
 	}
-	if cuts == 0 || overs == 0 {
-		t.Fatalf("the cases did not cover cutting (%d) and over budget (%d)", cuts, overs)
+	if whole == 0 || dropped == 0 || cut == 0 || over == 0 {
+		t.Fatalf("the cases did not cover every outcome: whole %d, dropped %d, cut %d, over budget %d", whole, dropped, cut, over)
 	}
 }
 
-// TestContextPrefersTheNewestMessages: an older oversized message never
-// costs the newest ones their place; the newest message, when it alone is
-// too large, is cut to fit with a marker, and tool calls keep their ids.
-func TestContextPrefersTheNewestMessages(t *testing.T) {
+// TestContextKeepsTheLastQuestion: the context is fitted as an agent's
+// prompt is. In a tool loop whose rounds fill the budget, the last user
+// message stays and the oldest rounds go; older messages go before it;
+// when it alone is too large it is cut to fit with a marker. A tool group
+// is cut only when it is what must stay (no user message), keeping its
+// call and ids.
+func TestContextKeepsTheLastQuestion(t *testing.T) {
 	t.Parallel()
 	mcfg := memory.DefaultConfig() // summaries off
 	ts := stack{mcfg: &mcfg}.start(t)
+	meter := trimmer.New(1<<30, 0, ts.srv.mgr.Estimator())
 	huge := words(3000, "w")
-	id := ts.create(keyAlice, map[string]any{"messages": []map[string]any{
-		{"role": "user", "content": "first question"},
-		{"role": "assistant", "content": "first answer"},
-		{"role": "user", "content": "Please read this: " + huge},
-		{"role": "assistant", "content": "Done, it is about w words."},
-	}})
+	call := func(id string) map[string]any {
+		return map[string]any{"role": "assistant", "content": "", "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]string{"name": "fetch", "arguments": `{"url":"x"}`}}}}
+	}
+	result := func(id, content string) map[string]any {
+		return map[string]any{"role": "tool", "tool_call_id": id, "name": "fetch", "content": content}
+	}
+	id := ts.create(keyAlice, messages(
+		map[string]any{"role": "user", "content": "first question"},
+		map[string]any{"role": "assistant", "content": "first answer"},
+		map[string]any{"role": "user", "content": "Which parcel left Porto?"},
+		call("call-1"), result("call-1", words(400, "r")),
+		call("call-2"), result("call-2", "parcel 7 left at 9:00"),
+	))
+
+	// The budget holds the question and the newest round, not the older
+	// round: the question stays, the older round and history go.
+	h, err := ts.srv.mgr.Load(context.Background(), id, "alice")
+	if err != nil || len(h.Messages) != 7 {
+		t.Fatalf("Load: %d messages, %v", len(h.Messages), err)
+	}
+	budget := meter.Cost(h.Messages[2:3]) + meter.Cost(h.Messages[5:]) + 5
 	var got wireContext
-	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=100", keyAlice, nil, &got)
-	if got.OverBudget || got.Truncated != 0 || got.Tokens.Total > 100 || len(got.Messages) != 1 ||
-		got.Messages[0].Content != "Done, it is about w words." {
-		t.Fatalf("context with an older oversized message: %+v", got)
+	ts.must(200, "GET", fmt.Sprintf("/v1/sessions/%s/context?budget=%d", id, budget), keyAlice, nil, &got)
+	if got.OverBudget || got.Truncated != 0 || got.Removed != 4 || len(got.Messages) != 3 ||
+		got.Messages[0].Content != "Which parcel left Porto?" || got.Messages[1].ToolCalls[0].ID != "call-2" ||
+		got.Messages[2].Content != "parcel 7 left at 9:00" {
+		t.Fatalf("context of a tool loop: %+v", got)
 	}
 
-	// The newest message alone is too large: it is cut.
-	ts.must(200, "POST", "/v1/sessions/"+id+"/messages", keyAlice, turn("And this: "+huge, ""), nil)
+	// The last question alone is too large: it is cut, the trailing
+	// answer and the tool rounds before it gone.
+	ts.must(200, "POST", "/v1/sessions/"+id+"/messages", keyAlice, turn("And this: "+huge, "Done, it is about w words."), nil)
 	got = wireContext{}
 	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=100", keyAlice, nil, &got)
 	if got.OverBudget || got.Truncated != 1 || got.Tokens.Total > 100 || got.Tokens.Total == 0 || len(got.Messages) != 1 {
-		t.Fatalf("context with an oversized newest message: %+v", got)
+		t.Fatalf("context with an oversized last question: %+v", got)
 	}
 	if m := got.Messages[0]; m.Role != "user" || !strings.HasPrefix(m.Content, "And this: w0 w1") || !strings.HasSuffix(m.Content, truncationMarker) {
-		t.Fatalf("the newest message is not cut from its start: %+v", m)
+		t.Fatalf("the last question is not cut from its start: %+v", m)
 	}
 
-	// A tool result too large: its content is cut, the call and its id kept.
-	ts.must(200, "POST", "/v1/sessions/"+id+"/messages", keyAlice, map[string]any{"messages": []map[string]any{
-		{"role": "assistant", "content": "", "tool_calls": []map[string]any{{"id": "call-big", "type": "function",
-			"function": map[string]string{"name": "fetch", "arguments": `{"url":"x"}`}}}},
-		{"role": "tool", "tool_call_id": "call-big", "name": "fetch", "content": huge},
-	}}, nil)
+	// No user message: the tool group is what stays, its result cut, the
+	// call and its id kept.
+	tools := ts.create(keyAlice, messages(
+		map[string]any{"role": "assistant", "content": "Fetching it."},
+		call("call-big"), result("call-big", huge),
+	))
 	got = wireContext{}
-	ts.must(200, "GET", "/v1/sessions/"+id+"/context?budget=150", keyAlice, nil, &got)
+	ts.must(200, "GET", "/v1/sessions/"+tools+"/context?budget=150", keyAlice, nil, &got)
 	if got.OverBudget || got.Truncated != 1 || got.Tokens.Total > 150 || len(got.Messages) != 2 {
 		t.Fatalf("context with an oversized tool result: %+v", got)
 	}
-	call, result := got.Messages[0], got.Messages[1]
-	if call.Role != "assistant" || len(call.ToolCalls) != 1 || call.ToolCalls[0].ID != "call-big" ||
-		result.Role != "tool" || result.ToolCallID != "call-big" ||
-		!strings.HasPrefix(result.Content, "w0 w1") || !strings.HasSuffix(result.Content, truncationMarker) {
+	call0, result0 := got.Messages[0], got.Messages[1]
+	if call0.Role != "assistant" || len(call0.ToolCalls) != 1 || call0.ToolCalls[0].ID != "call-big" ||
+		result0.Role != "tool" || result0.ToolCallID != "call-big" ||
+		!strings.HasPrefix(result0.Content, "w0 w1") || !strings.HasSuffix(result0.Content, truncationMarker) {
 		t.Fatalf("the tool group is not kept with its result cut: %+v", got.Messages)
 	}
 }

@@ -376,11 +376,17 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	resp := contextResponse{SessionID: id, Mode: string(h.Mode), Messages: []wireMessage{},
 		Tokens: contextTokens{Budget: budget}, StoredMessages: h.Total}
 	if len(h.Messages) > 0 {
-		f := s.fitContext(h.Messages, budget)
-		resp.Tokens.BeforeTrim = s.meter.Cost(h.Messages)
-		resp.Tokens.Total = s.meter.Cost(f.msgs)
-		resp.Removed, resp.Truncated, resp.OverBudget = len(h.Messages)-len(f.msgs), f.truncated, f.over
-		for _, cm := range f.msgs {
+		// The manager's one prompt builder fits the context, as it fits
+		// every prompt; a budget below the manager's is a larger reserve.
+		msgs, rep := s.mgr.PromptReport("", h.Messages, s.budget-budget)
+		if rep.OverBudget {
+			// Not even the last user message cut fits: an empty context
+			// rather than one above its budget.
+			msgs, rep.TokensAfter, rep.Truncated = nil, 0, 0
+		}
+		resp.Tokens.Total, resp.Tokens.BeforeTrim = rep.TokensAfter, rep.TokensBefore
+		resp.Removed, resp.Truncated, resp.OverBudget = len(h.Messages)-len(msgs), rep.Truncated, rep.OverBudget
+		for _, cm := range msgs {
 			resp.Messages = append(resp.Messages, fromChat(cm))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/trimmer"
 )
 
 // instrumentationName names the server's tracer.
@@ -41,9 +39,6 @@ type Server struct {
 	// ctxBudget is the budget of a context request without one.
 	budget    int
 	ctxBudget int
-	// meter prices messages with the manager's estimator, for the token
-	// counts of context responses.
-	meter *trimmer.Trimmer
 
 	ready      []readiness
 	readyLimit time.Duration // GET /readyz answers within this
@@ -167,7 +162,6 @@ func New(mgr *memory.Manager, cat *catalog.Catalog, cfg Config, opts ...Option) 
 		tracer:     otel.Tracer(instrumentationName),
 		budget:     budget,
 		ctxBudget:  ctxBudget,
-		meter:      trimmer.New(math.MaxInt32, 0, mgr.Estimator()),
 		ready:      o.ready,
 		readyLimit: readyLimit,
 		onClose:    o.onClose,

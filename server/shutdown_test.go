@@ -17,7 +17,7 @@ import (
 
 // slowStore blocks appends to the session named by slow until released.
 type slowStore struct {
-	*memory.InMemoryStore
+	memory.MessageStore
 	slow    atomic.Value // string
 	entered chan struct{}
 	release chan struct{}
@@ -28,7 +28,7 @@ func (s *slowStore) Append(ctx context.Context, id, user string, msgs ...memory.
 		s.entered <- struct{}{}
 		<-s.release
 	}
-	return s.InMemoryStore.Append(ctx, id, user, msgs...)
+	return s.MessageStore.Append(ctx, id, user, msgs...)
 }
 
 // slowSummarizer is the extractive summarizer, slowed down, announcing its
@@ -49,7 +49,7 @@ func slowSummarizer(started chan<- struct{}, delay time.Duration) summary.Servic
 
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{InMemoryStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := &slowStore{MessageStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	foldStarted := make(chan struct{})
 	sums := summary.NewInMemoryStore(0)
 	logs := &testutil.Buffer{}
@@ -130,7 +130,7 @@ func TestGracefulShutdown(t *testing.T) {
 // off, and Serve says so.
 func TestShutdownDeadline(t *testing.T) {
 	t.Parallel()
-	store := &slowStore{InMemoryStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	store := &slowStore{MessageStore: memory.NewInMemoryStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	srv := stack{store: store, quiet: true, cfg: Config{ShutdownTimeout: 300 * time.Millisecond}}.build(t)
 	slow := newSessionID()
 	if err := srv.mgr.Create(context.Background(), slow, "alice"); err != nil {

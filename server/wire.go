@@ -14,15 +14,10 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
-
-// reservedMetadataPrefix marks metadata keys the server keeps for itself:
-// clients cannot set keys starting with it, and the API never shows them in
-// a message's metadata (earlier versions stored a session's title under
-// "strata.title" on its first message).
-const reservedMetadataPrefix = "strata."
 
 // Limits of request contents.
 const (
@@ -33,28 +28,9 @@ const (
 )
 
 // wireMessage is a message as clients send it and as the context endpoint
-// returns it: OpenAI-like.
-type wireMessage struct {
-	Role       string            `json:"role"`
-	Content    string            `json:"content"`
-	ToolCalls  []wireToolCall    `json:"tool_calls,omitempty"`
-	ToolCallID string            `json:"tool_call_id,omitempty"`
-	Name       string            `json:"name,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-}
-
-// wireToolCall is an assistant's tool call.
-type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
-}
-
-// wireFunction is the function a tool call names.
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+// returns it: the JSON shape of package msgjson, read and written by its
+// Wire rules.
+type wireMessage msgjson.Message
 
 // storedMessage is a message of GET /v1/sessions/{id}: a wireMessage with
 // the store's sequence number and time.
@@ -80,55 +56,11 @@ func wireFacts(fs []summary.Fact) []wireFact {
 }
 
 // toMemory validates a client message and converts it; i is its index in
-// the request, for error messages.
+// the request, which errors name ("messages[2].role is missing …").
 func (m wireMessage) toMemory(i int) (memory.Message, error) {
-	at := fmt.Sprintf("messages[%d]", i)
-	out := memory.Message{Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
-	switch m.Role {
-	case "user", "assistant", "system", "tool":
-		out.Role = memory.Role(m.Role)
-	case "":
-		return out, fmt.Errorf("%s.role is missing (want user, assistant, system or tool)", at)
-	default:
-		return out, fmt.Errorf("%s.role = %q: want user, assistant, system or tool", at, m.Role)
-	}
-	if len(m.ToolCalls) > 0 && m.Role != "assistant" {
-		return out, fmt.Errorf("%s.tool_calls: only assistant messages make tool calls", at)
-	}
-	if m.Role == "tool" && m.ToolCallID == "" {
-		return out, fmt.Errorf("%s.tool_call_id is missing: a tool message answers one tool call", at)
-	}
-	if m.Role != "tool" && m.ToolCallID != "" {
-		return out, fmt.Errorf("%s.tool_call_id: only tool messages answer tool calls", at)
-	}
-	seen := map[string]bool{}
-	for j, tc := range m.ToolCalls {
-		tat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
-		switch {
-		case tc.ID == "":
-			return out, fmt.Errorf("%s.id is missing", tat)
-		case seen[tc.ID]:
-			return out, fmt.Errorf("%s.id %q is repeated", tat, tc.ID)
-		case tc.Type != "" && tc.Type != "function":
-			return out, fmt.Errorf("%s.type = %q: want \"function\"", tat, tc.Type)
-		case tc.Function.Name == "":
-			return out, fmt.Errorf("%s.function.name is missing", tat)
-		}
-		seen[tc.ID] = true
-		out.ToolCalls = append(out.ToolCalls, llms.ToolCall{ID: tc.ID, Type: "function",
-			FunctionCall: &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
-	}
-	if len(m.Metadata) > 0 {
-		out.Metadata = make(map[string]string, len(m.Metadata))
-		for k, v := range m.Metadata {
-			if strings.HasPrefix(k, reservedMetadataPrefix) {
-				return out, fmt.Errorf("%s.metadata: key %q is reserved (keys starting with %q)", at, k, reservedMetadataPrefix)
-			}
-			if k == "" {
-				return out, fmt.Errorf("%s.metadata: empty key", at)
-			}
-			out.Metadata[k] = v
-		}
+	out, err := msgjson.ToMemory(msgjson.Message(m), msgjson.Wire)
+	if err != nil {
+		return memory.Message{}, fmt.Errorf("messages[%d].%w", i, err)
 	}
 	return out, nil
 }
@@ -136,47 +68,12 @@ func (m wireMessage) toMemory(i int) (memory.Message, error) {
 // fromMemory converts a stored message for the wire, without the server's
 // own metadata.
 func fromMemory(m memory.Message) wireMessage {
-	out := wireMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
-	for _, tc := range m.ToolCalls {
-		w := wireToolCall{ID: tc.ID, Type: tc.Type}
-		if w.Type == "" {
-			w.Type = "function"
-		}
-		if tc.FunctionCall != nil {
-			w.Function = wireFunction{Name: tc.FunctionCall.Name, Arguments: tc.FunctionCall.Arguments}
-		}
-		out.ToolCalls = append(out.ToolCalls, w)
-	}
-	for k, v := range m.Metadata {
-		if strings.HasPrefix(k, reservedMetadataPrefix) {
-			continue
-		}
-		if out.Metadata == nil {
-			out.Metadata = map[string]string{}
-		}
-		out.Metadata[k] = v
-	}
-	return out
+	return wireMessage(msgjson.FromMemory(m, msgjson.Wire))
 }
 
 // fromChat converts a chat message of an assembled context for the wire.
 func fromChat(cm llms.ChatMessage) wireMessage {
-	m, err := memory.FromChatMessage(cm)
-	if err != nil { // not produced by the manager (nil message): keep its text
-		role := "user"
-		switch cm.GetType() {
-		case llms.ChatMessageTypeAI:
-			role = "assistant"
-		case llms.ChatMessageTypeSystem:
-			role = "system"
-		case llms.ChatMessageTypeTool:
-			role = "tool"
-		}
-		return wireMessage{Role: role, Content: cm.GetContent()}
-	}
-	out := fromMemory(m)
-	out.Metadata = nil
-	return out
+	return wireMessage(msgjson.FromChat(cm))
 }
 
 // cleanTitle validates a session title and collapses its white space, as
@@ -252,38 +149,30 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any,
 		return jsonError(&http.MaxBytesError{Limit: maxBytes}, maxBytes)
 	}
 	body := http.MaxBytesReader(w, r.Body, maxBytes)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+	if err := msgjson.UnmarshalStrict(body, dst); err != nil {
 		if errors.Is(err, io.EOF) && allowEmpty {
 			return nil
 		}
 		return jsonError(err, maxBytes)
 	}
-	var extra json.RawMessage
-	switch err := dec.Decode(&extra); {
-	case errors.Is(err, io.EOF):
-		return nil
-	case err != nil:
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return jsonError(err, maxBytes)
-		}
-	}
-	return badRequest("malformed JSON: unexpected data after the JSON object")
+	return nil
 }
 
-// jsonError turns a decoding error into a response naming the problem.
+// jsonError turns an error of msgjson.UnmarshalStrict into a response
+// naming the problem.
 func jsonError(err error, maxBytes int64) *apiError {
 	var (
 		mbe *http.MaxBytesError
 		se  *json.SyntaxError
 		ute *json.UnmarshalTypeError
+		ufe *msgjson.UnknownFieldError
 	)
 	switch {
 	case errors.As(err, &mbe):
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
 			msg: fmt.Sprintf("request body larger than %d bytes", maxBytes)}
+	case errors.Is(err, msgjson.ErrTrailingData):
+		return badRequest("malformed JSON: unexpected data after the JSON object")
 	case errors.Is(err, io.EOF):
 		return badRequest("empty body: want a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -294,24 +183,9 @@ func jsonError(err error, maxBytes int64) *apiError {
 		if ute.Field == "" {
 			return badRequest("malformed request: want a JSON object, got JSON %s", ute.Value)
 		}
-		return badRequest("field %q: want %s, got JSON %s", ute.Field, jsonKind(ute.Type.Kind().String()), ute.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+		return badRequest("field %q: want %s, got JSON %s", ute.Field, msgjson.Kind(ute.Type), ute.Value)
+	case errors.As(err, &ufe):
+		return badRequest("%s", ufe.Error())
 	}
 	return badRequest("malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// jsonKind names a Go kind the way a JSON client thinks of it.
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	case "bool":
-		return "true or false"
-	}
-	return "a number"
 }

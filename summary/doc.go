@@ -30,15 +30,26 @@
 // supersedes it. The old value is kept as Fact.Previous and is never
 // rendered as a second current fact; RenderOptions.ShowPrevious shows it on
 // the same line as "(previously …)", off by default as in the reference.
+// A key that embeds a record's id ("gift_card_3481935_id") belongs to the
+// family of the key without it.
+//
+// What the user states. A fact may be marked Stated: the user gave the
+// value about themselves (a summarizer says so; the extractive one marks
+// what it finds in user messages). Who the user is and how to reach them
+// is what they say: a contact or identity value the user stated is
+// replaced only by another the user states, or by an update naming it,
+// never by one from the assistant or a tool result (another customer's
+// profile, say).
 //
 // Importance and caps. When the ledger is over a cap, facts go in a
-// deterministic drop order: lower importance first (incidental keys, then
-// context such as dates, prices quoted and flight numbers, then amounts,
-// reference ids, what the user states about themselves or wants, contact
-// details); within a tier a family's anchor — its member seen first,
-// usually what the conversation is about — goes after the others, then the
-// least recently seen, the least mentioned and the earliest in the ledger
-// go first. The ledger holds at most MaxFacts facts and the rendered facts
+// deterministic drop order: everything else before what the user stated
+// (of a kind that is not incidental); then lower importance first
+// (incidental keys, then context such as dates, prices quoted and flight
+// numbers, then amounts, reference ids, what the user states about
+// themselves or wants, contact details); within a tier a family's anchor
+// — its member seen first, usually what the conversation is about — goes
+// after the others, then the least recently seen, the least mentioned and
+// the earliest in the ledger go first. The ledger holds at most MaxFacts facts and the rendered facts
 // block stays within TokenBudget tokens; when either is exceeded, the
 // members of a multi-valued family beyond its share
 // (MergeOptions.MaxPerFamily) go before anything else, so one kind of

@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +24,30 @@ func FuzzExtractFacts(f *testing.F) {
 		"SKU KT-2209, model number RTX4090, return RMA-77104; deliver it tomorrow or next Friday, in 2 weeks.",
 		`[{"flight_number":"HAT1"},{"flight_number":"HAT2"},{"flight_number":"HAT3"},{"flight_number":"HAT4"}]`,
 		"I'd prefer a window seat, thanks. Don't call me before 9am, I work nights. 1 Main St. 2 Oak Ave.",
+		"DON'T\tRING me, I CAN\nNOT climb stairs; I need\na WHEELCHAIR. ORDER 12345, ſku KX-4471, 3 BAGS, 10:30 P.M.",
+		"Never leave it at the door. I am unable to lift 2 boxes. Let’s go with the refund, it has\nbeen approved.",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
+		// The prefilters are necessary conditions only: they never change
+		// what is found.
+		for _, role := range []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI} {
+			if got, want := scanText(text, role, true), scanText(text, role, false); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: with prefilters %+v, without %+v", role, got, want)
+			}
+		}
+		lower := strings.ToLower(text)
+		for _, c := range dateCues {
+			if !mayHold(lower, c.stems) && c.re.MatchString(lower) {
+				t.Fatalf("date cue %s matches %q, which its stems reject", c.key, lower)
+			}
+		}
+		if ft := fold(text); !ft.has(caseStems...) && caseWords.MatchString(text) {
+			t.Fatalf("caseWords matches %q, which its prefilter rejects", text)
+		} else if !ft.has(decisionStems...) && decisionWords.MatchString(text) {
+			t.Fatalf("decisionWords matches %q, which its prefilter rejects", text)
+		}
 		msgs := []llms.ChatMessage{
 			llms.HumanChatMessage{Content: text},
 			llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "c", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: text}}}},

@@ -4,9 +4,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/trimmer"
 )
 
 // maxNarrativeSentence caps one sentence of the extractive narrative, in
@@ -18,10 +21,17 @@ const maxNarrativeSentence = 160
 // out even when there is room.
 const minNarrativeScore = 1
 
+// nearCap is, per sentence, how far below the narrative's token cap the
+// sum of per-sentence estimates must stay for the narrative to fit without
+// estimating it whole: more than the rounding an estimate per script can
+// lose on one sentence.
+const nearCap = 4
+
 // candidate is a sentence that may go into the extractive narrative.
 type candidate struct {
 	who   string // "User", "Assistant" or "" (a narrative sentence without a speaker)
 	text  string // the sentence, without its speaker prefix
+	shape string // sentenceShape(text)
 	order int    // position in the conversation; carried sentences come first
 	score int
 	goal  bool // the user's goal: always kept, first
@@ -57,51 +67,153 @@ var findingWeight = map[string]int{
 	"date": 1, "name": 1, "flight": 1, "quantity": 1,
 }
 
-// scoreSentence rates a sentence for the narrative: facts it carries, words
-// about the support case, decisions; small talk and the agent's questions
-// rate low.
-func scoreSentence(text, who string, scan func(string, llms.ChatMessageType) []finding) int {
-	role := llms.ChatMessageTypeAI
-	if who == "User" {
-		role = llms.ChatMessageTypeHuman
-	}
+// maxFindingScore caps what facts add to a sentence's score, so one
+// listing-like sentence does not outrank everything else.
+const maxFindingScore = 6
+
+// scoreSentence rates a sentence for the narrative from the findings in
+// it and its words (wordScore).
+func scoreSentence(text, who string, found []finding) int {
 	score := 0
-	for _, f := range scan(text, role) {
+	for _, f := range found {
 		w := findingWeight[f.kind]
 		if strings.HasPrefix(f.kind, "json:") {
 			w = 1
 		}
 		score += w
 	}
-	if score > 6 {
-		score = 6
-	}
-	if caseWords.MatchString(text) {
+	return min(score, maxFindingScore) + wordScore(text, who)
+}
+
+// wordScore rates a sentence by its words. Words about the support case
+// and decisions count; so do the marks of a sentence that tells something
+// a later question may be about — names, places and titles (capitalised
+// words inside the sentence, a quoted title), numbers, and the speaker
+// telling about themselves ("I went…", "my sister…"). Small talk, very
+// short sentences and questions rate low: a question rarely holds the
+// answer to a later one.
+func wordScore(text, who string) int {
+	ft := fold(text)
+	score := 0
+	if ft.has(caseStems...) && caseWords.MatchString(text) {
 		score += 2
 	}
-	if decisionWords.MatchString(text) {
+	if ft.has(decisionStems...) && decisionWords.MatchString(text) {
 		score += 2
 	}
-	if smallTalk.MatchString(text) {
+	n := len(strings.Fields(text))
+	if smallTalk.MatchString(text) || (n < 6 && chatter.MatchString(text)) {
 		score -= 3
 	}
-	if n := len(strings.Fields(text)); n < 3 {
+	switch {
+	case n < 3:
 		score -= 3
-	} else if n < 5 {
+	case n < 5:
 		score--
 	}
-	if who == "Assistant" && strings.HasSuffix(text, "?") {
+	question := strings.HasSuffix(text, "?")
+	if question {
 		score--
+		if who == "Assistant" {
+			score--
+		}
+	}
+	if n >= 5 && !question {
+		score += storyScore(text, ft)
 	}
 	return score
 }
 
+// storyScore counts the marks of a sentence that tells something a later
+// question may be about: names, places and titles (up to two capitalised
+// words inside it), a quoted title, a number, the speaker telling about
+// themselves. One mark alone says little ("It takes 5-7 days.", "We talked
+// for a while.") and scores nothing.
+func storyScore(text string, ft folded) int {
+	marks := min(properNouns(text), 2)
+	if quotedTitle.MatchString(text) {
+		marks++
+	}
+	if ft.digits > 0 {
+		marks++
+	}
+	if selfTold.MatchString(text) {
+		marks++
+	}
+	if marks < 2 {
+		return 0
+	}
+	return marks
+}
+
+var (
+	// caseStems and decisionStems are words one of which a sentence holds
+	// whenever caseWords or decisionWords matches it (a cheap prefilter,
+	// on the text as fold returns it).
+	caseStems = []string{"refund", "return", "replace", "damaged", "broken", "cracked", "defective", "missing", "lost",
+		"late", "cancel", "rebook", "complain", "order", "deliver", "ship", "parcel", "package", "charge", "invoice",
+		"warranty", "repair", "exchange", "reservation", "book", "flight", "ticket", "case", "account", "password",
+		"issue", "problem", "error", "bill", "payment", "subscription", "upgrade", "downgrade", "claim"}
+	decisionStems = []string{"let's", "let’s", "ll take", "d like", "i want", "i need", "go with", "decided", "agree",
+		"confirm", "done", "issued", "approved", "booked", "cancel", "scheduled", "arranged", "opened", "created",
+		"updated", "changed", "will be", "has been", "have been", "instead"}
+	// chatter marks the openers of a short reaction ("Wow, that's so
+	// cool!", "Haha, same here.") with nothing to keep.
+	chatter = regexp.MustCompile(`(?i)^(?:wow|haha+|aww+|oh|ooh|yeah|yes|yep|nope|lol|omg|congrats|congratulations|awesome|amazing|cool|nice|that['’]s|totally|absolutely|same|me\s+too)\b`)
+	// quotedTitle matches a quoted name or title ("Charlotte's Web").
+	quotedTitle = regexp.MustCompile(`["“]\p{Lu}[^"”]{1,60}["”]`)
+	// selfTold marks the speaker telling about themselves or their own.
+	selfTold = regexp.MustCompile(`(?i)\b(?:i|we|my|our)\b`)
+)
+
+// properNouns counts the distinct capitalised words inside a sentence
+// (not its first word, not "I" and its contractions, not a word opening a
+// clause after ".", "!", "?" or ":", not the name of the person addressed,
+// as in "Sorry to hear that, Sarah."): names, places, titles.
+func properNouns(text string) int {
+	words := strings.Fields(text)
+	seen := map[string]bool{}
+	for i := 1; i < len(words); i++ {
+		prev := words[i-1]
+		last, _ := utf8.DecodeLastRuneInString(prev)
+		if strings.ContainsRune(".!?:", last) {
+			continue
+		}
+		if end, _ := utf8.DecodeLastRuneInString(words[i]); last == ',' && strings.ContainsRune(",.!?", end) {
+			continue // a vocative
+		}
+		w := strings.TrimFunc(words[i], func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		r, _ := utf8.DecodeRuneInString(w)
+		if !unicode.IsUpper(r) || w == "I" || strings.HasPrefix(w, "I'") || strings.HasPrefix(w, "I’") {
+			continue
+		}
+		seen[w] = true
+	}
+	return len(seen)
+}
+
+// sentenceSpan is a sentence of a message, as the narrative shows it, and
+// its byte span in the message.
+type sentenceSpan struct {
+	text       string
+	start, end int
+}
+
 // messageSentences returns the informative sentences of a message: greeting
 // removed, capitalised, ending in punctuation, cut to
-// maxNarrativeSentence runes.
-func messageSentences(content string) []string {
-	var out []string
-	for _, sent := range splitSentences(content) {
+// maxNarrativeSentence runes, with their spans in content.
+func messageSentences(content string) []sentenceSpan {
+	var out []sentenceSpan
+	at := 0
+	for at < len(content) {
+		end := len(content)
+		next := len(content)
+		if loc := sentenceEnd.FindStringIndex(content[at:]); loc != nil {
+			end, next = at+loc[1], at+loc[1]
+		}
+		sent := collapseSpace(content[at:end])
+		start := at
+		at = next
 		rest := strings.TrimSpace(greeting.ReplaceAllString(sent, ""))
 		if rest == "" || isOnlyPunct(rest) || selfIntro.MatchString(capitalize(rest)) {
 			continue
@@ -110,7 +222,18 @@ func messageSentences(content string) []string {
 		if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
 			rest += "."
 		}
-		out = append(out, truncateRunes(rest, maxNarrativeSentence, "…"))
+		out = append(out, sentenceSpan{text: truncateRunes(rest, maxNarrativeSentence, "…"), start: start, end: end})
+	}
+	return out
+}
+
+// within returns the findings that start in [start, end).
+func within(found []finding, start, end int) []finding {
+	var out []finding
+	for _, f := range found {
+		if f.start >= start && f.start < end {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -118,16 +241,11 @@ func messageSentences(content string) []string {
 // narrativeCandidates lists the sentences of carried (an earlier
 // narrative) and of the user and assistant messages, scored.
 func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo) []candidate {
-	scan := memo.scan
 	var cands []candidate
-	add := func(who, text string) {
-		c := candidate{who: who, text: text, order: len(cands)}
-		c.score = scoreSentence(text, who, scan)
-		cands = append(cands, c)
-	}
 	addScored := func(who string, sc scoredSentence) {
-		cands = append(cands, candidate{who: who, text: sc.text, score: sc.score, order: len(cands)})
+		cands = append(cands, candidate{who: who, text: sc.text, shape: sc.shape, score: sc.score, order: len(cands)})
 	}
+	add := func(who, text string) { addScored(who, memo.sentence(text, who)) }
 	for _, sent := range splitSentences(carried) {
 		who, text := "", sent
 		for _, p := range []string{"User", "Assistant"} {
@@ -173,7 +291,8 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo
 					for i, c := range calls {
 						names[i] = c.Name
 					}
-					cands = append(cands, candidate{text: "Assistant called " + strings.Join(names, ", ") + ".", order: len(cands), score: 1})
+					text := "Assistant called " + strings.Join(names, ", ") + "."
+					cands = append(cands, candidate{text: text, shape: sentenceShape(text), order: len(cands), score: 1})
 				}
 			}
 		}
@@ -200,10 +319,11 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo
 	return cands
 }
 
-// pickNarrative chooses sentences for a narrative of at most max runes:
-// the goal first, then by score (newer first on ties), skipping repeats,
-// and joins them in conversation order.
-func pickNarrative(cands []candidate, max int) string {
+// pickNarrative chooses sentences for a narrative of at most max runes
+// and maxTokens tokens (trimmer.EstimateScript): the goal first, then by
+// score (newer first on ties), skipping repeats, and joins them in
+// conversation order.
+func pickNarrative(cands []candidate, max, maxTokens int) string {
 	if len(cands) == 0 {
 		return ""
 	}
@@ -226,36 +346,48 @@ func pickNarrative(cands []candidate, max int) string {
 	})
 	chosen := map[int]bool{}
 	seen := map[string]bool{}
-	used := -1 // no separator before the first sentence
+	used, tokens := -1, 0 // no separator before the first sentence
+	joined := func() string {
+		var parts []string
+		for i, c := range cands {
+			if chosen[i] {
+				parts = append(parts, c.render())
+			}
+		}
+		return strings.Join(parts, " ")
+	}
 	for _, i := range order {
 		c := cands[i]
 		if c.score < minNarrativeScore && !c.goal && !c.topic {
 			continue
 		}
-		key := sentenceShape(c.text)
-		if seen[key] {
-			continue
-		}
-		n := utf8.RuneCountInString(c.render()) + 1
+		r := c.render()
+		n := utf8.RuneCountInString(r) + 1
 		if used+n > max {
 			continue
 		}
-		seen[key] = true
-		chosen[i] = true
-		used += n
-	}
-	var parts []string
-	for i, c := range cands {
-		if chosen[i] {
-			parts = append(parts, c.render())
+		// A cheap test first (per-sentence estimates plus the separator);
+		// near the cap, where rounding in the per-sentence estimates could
+		// matter, the exact one on the narrative as it would be.
+		t := trimmer.EstimateScript(r) + 1
+		if tokens+t > maxTokens || seen[c.shape] {
+			continue
 		}
+		chosen[i] = true
+		if tokens+t+nearCap*len(chosen) > maxTokens && trimmer.EstimateScript(joined()) > maxTokens {
+			delete(chosen, i)
+			continue
+		}
+		seen[c.shape] = true
+		used += n
+		tokens += t
 	}
-	if len(parts) == 0 { // one sentence longer than the cap
+	if len(chosen) == 0 { // one sentence longer than the cap
 		for _, i := range order {
 			return truncateRunes(cands[i].render(), max, "…")
 		}
 	}
-	return strings.Join(parts, " ")
+	return joined()
 }
 
 // codeToken matches a token with a digit, or an all-capitals code.

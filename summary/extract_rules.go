@@ -99,11 +99,23 @@ func contactFinding(text string, s, e int, role llms.ChatMessageType, kind, slot
 	}
 	f := finding{start: s, end: e, kind: kind, base: key, value: v, cat: Entity}
 	if self {
-		f.mode = lastWins
+		f.mode, f.stated = lastWins, agentUpdate(text, s, role)
 	} else if key == slot {
 		f.base = "other_" + slot
 	}
 	return f, true
+}
+
+// updateCue marks the agent saying a detail of the user's was changed
+// ("your number is now …", "I've updated the address to …").
+var updateCue = regexp.MustCompile(`\b(?:now|updated?|changed?|new)\b`)
+
+// agentUpdate reports whether the contact detail or address at text[s:]
+// is the agent setting the user's own detail on their word ("the phone
+// number on your account is now …"): it counts as the user's (stated), so
+// it replaces what the user said before.
+func agentUpdate(text string, s int, role llms.ChatMessageType) bool {
+	return role == llms.ChatMessageTypeAI && updateCue.MatchString(clauseBefore(text, s, 80))
 }
 
 // workCue marks a work contact detail ("my work email is …").
@@ -155,7 +167,7 @@ func buildAddress(text string, m []int, role llms.ChatMessageType) (finding, boo
 		f.base = "delivery_address"
 	}
 	if self {
-		f.mode = lastWins
+		f.mode, f.stated = lastWins, agentUpdate(text, s, role)
 	} else {
 		// Someone else's address (a store, a friend) must not land on the
 		// user's address slot.
@@ -265,21 +277,33 @@ func buildPreference(text string, m []int, role llms.ChatMessageType) (finding, 
 }
 
 // dateCues map words near a date to what the date is for, most specific
-// first.
+// first. stems holds a word start of every match of re, checked first: a
+// clause without any is passed over cheaply.
 var dateCues = []struct {
-	re  *regexp.Regexp
-	key string
+	re    *regexp.Regexp
+	stems []string
+	key   string
 }{
-	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), "birth_date"},
-	{regexp.MustCompile(`\bcheck[- ]?in\b`), "check_in_date"},
-	{regexp.MustCompile(`\bcheck[- ]?out\b`), "check_out_date"},
-	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*)\b`), "delivery_date"},
-	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), "appointment_date"},
-	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), "return_date"},
-	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), "travel_date"},
-	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), "order_date"},
-	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), "deadline"},
-	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), "event_date"},
+	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), []string{"born", "birth", "dob"}, "birth_date"},
+	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, "check_in_date"},
+	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, "check_out_date"},
+	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b`), []string{"deliver", "arriv", "ship", "promised", "expected"}, "delivery_date"},
+	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), []string{"appointment", "install", "technician", "visit", "pick", "collect"}, "appointment_date"},
+	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, "return_date"},
+	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), []string{"depart", "fly", "flight", "leav", "travel", "trip"}, "travel_date"},
+	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), []string{"order", "placed", "purchas", "bought", "paid"}, "order_date"},
+	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, "deadline"},
+	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"}, "event_date"},
+}
+
+// mayHold reports whether the lower-case text holds one of stems.
+func mayHold(text string, stems []string) bool {
+	for _, s := range stems {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // dateKey names a date after the nearest cue in its clause (the words
@@ -289,6 +313,9 @@ func dateKey(text string, s, e int) string {
 	after := clauseAfter(text, e, 30)
 	key, at := "", -1
 	for _, c := range dateCues {
+		if !mayHold(before, c.stems) {
+			continue
+		}
 		locs := c.re.FindAllStringIndex(before, -1)
 		if len(locs) > 0 && locs[len(locs)-1][0] > at {
 			key, at = c.key, locs[len(locs)-1][0]
@@ -298,7 +325,7 @@ func dateKey(text string, s, e int) string {
 		return key
 	}
 	for _, c := range dateCues {
-		if c.re.MatchString(after) {
+		if mayHold(after, c.stems) && c.re.MatchString(after) {
 			return c.key
 		}
 	}

@@ -82,6 +82,8 @@ func TestExtractProductCodesAndIDs(t *testing.T) {
 		{"lower-case words are not codes", []llms.ChatMessage{user("The sku is gl-014 I think, or the model is nice.")}, nil},
 		{"return, claim and account ids", []llms.ChatMessage{agent("Your return number is RMA-77104, claim #C-5521, account number 88410023.")},
 			map[string]string{"return_id": "RMA-77104", "claim_id": "#C-5521", "account_id": "88410023"}},
+		{"an id starting with a qualifier's letters", []llms.ChatMessage{user("Yes, reservation NO6JO3 is mine, ticket no. 55120.")},
+			map[string]string{"reservation_id": "NO6JO3", "ticket_id": "55120"}},
 	})
 }
 
@@ -275,7 +277,10 @@ func TestExtractiveSupersedesAcrossFolds(t *testing.T) {
 }
 
 // TestExtractiveNarrativeKeepsTheCase: after long chitchat, the narrative
-// still says what the support case is, from the first turns.
+// still says what the support case is, from the first turns, and leaves
+// out chitchat that carries nothing (no name, place or number). Sentences
+// that name someone ("This is Max, my dog.") may fill the room left: a
+// later question may well be about them.
 func TestExtractiveNarrativeKeepsTheCase(t *testing.T) {
 	msgs := plantedTranscript(120, false)
 	res := extract(t, Request{Messages: msgs})
@@ -287,7 +292,7 @@ func TestExtractiveNarrativeKeepsTheCase(t *testing.T) {
 			t.Errorf("narrative lacks %q: %q", want, res.Narrative)
 		}
 	}
-	for _, filler := range []string{"hiking", "guitar", "Max"} {
+	for _, filler := range []string{"hiking", "guitar"} {
 		if strings.Contains(res.Narrative, filler) {
 			t.Errorf("narrative carries filler %q: %q", filler, res.Narrative)
 		}

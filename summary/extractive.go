@@ -15,8 +15,14 @@ import (
 )
 
 // MaxExtractiveNarrative caps the extractive summarizer's narrative, in
-// runes.
-const MaxExtractiveNarrative = 600
+// runes. The narrative is also kept within extractiveNarrativeTokens.
+const MaxExtractiveNarrative = 1600
+
+// extractiveNarrativeTokens caps the extractive narrative in tokens
+// (trimmer.EstimateScript), below DefaultMaxNarrativeTokens: Apply cuts a
+// longer narrative at a sentence boundary, which would drop its newest
+// sentences first.
+const extractiveNarrativeTokens = 400
 
 // extractiveService memoises per-message scans: a fold re-reads messages an
 // earlier fold already scanned (always so under the parity policy, which
@@ -29,16 +35,24 @@ type extractiveService struct{ memo *scanMemo }
 // Facts come from ExtractFacts over the messages (the existing summary's
 // facts keep their keys), with relative dates resolved against
 // req.SentAt when it gives the message's time (kept as said otherwise).
+// Facts found in user messages are Stated.
 //
 // The narrative is a choice of salient sentences from the whole
-// conversation, within MaxExtractiveNarrative runes: the user's goal (the
-// first sentence of the first user turns that is about the case or carries
-// a fact) always, first; then the sentences that score highest — those
-// carrying identifiers, addresses, contact details, amounts, stated
-// preferences, words about the support case, and decisions ("let's do a
-// refund", "the refund has been issued") — newer first on ties. Small talk,
-// filler and sentences that repeat another's shape with other values are
-// left out even when there is room. Chosen sentences appear in
+// conversation, within MaxExtractiveNarrative runes and 400 tokens (below
+// the default narrative cap, DefaultMaxNarrativeTokens, so that Apply keeps
+// it whole): the user's goal (the first sentence of the first user turns
+// that is about the case or carries a fact) always, first; then the
+// sentences that score highest — those carrying identifiers, addresses,
+// contact details, amounts, stated preferences, words about the support
+// case, decisions ("let's do a refund", "the refund has been issued"), and
+// sentences that tell something a later question may be about (names,
+// places, titles, numbers, the speaker's own doings: "Last Friday I went
+// to a counseling workshop in Boston") — newer first on ties. Small talk,
+// reactions, questions, filler and sentences that repeat another's shape
+// with other values are left out even when there is room. Each message is
+// scanned once, for its facts and its sentences' scores alike, and an
+// incremental fold reads only its new messages and the existing summary.
+// Chosen sentences appear in
 // conversation order as "User: …" and "Assistant: …" ("Assistant called
 // <tool>." for a tool-call-only reply); system and tool messages are left
 // out. When req.Incremental is set, req.Existing's narrative sentences
@@ -67,7 +81,7 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 		}
 	}
 	res := Result{
-		Narrative: pickNarrative(narrativeCandidates(carried, req.Messages, e.memo), MaxExtractiveNarrative),
+		Narrative: pickNarrative(narrativeCandidates(carried, req.Messages, e.memo), MaxExtractiveNarrative, narrativeTokens(req, extractiveNarrativeTokens)),
 		Facts:     extractFacts(req.Messages, req.SentAt, known, e.memo.scan),
 	}
 	if res.IsEmpty() {
@@ -157,8 +171,9 @@ func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " "
 // Title returns a short (at most 60 runes), deterministic title for a
 // conversation: the first sentence of the first user message that has one
 // (greetings skipped, trailing punctuation removed, cut at a word boundary
-// with "…"); failing that, the first sentence of the summary's narrative;
-// failing that, its first fact as "Key: value"; otherwise "".
+// with "…"); failing that, the first sentence the user said in the
+// summary's narrative (labelled "User: "), else the narrative's first
+// sentence; failing that, its first fact as "Key: value"; otherwise "".
 func Title(s *Summary, firstUserMessages []string) string {
 	const max = 60
 	fallback := "" // a short opener such as "Hi": only when nothing better exists
@@ -174,7 +189,15 @@ func Title(s *Summary, firstUserMessages []string) string {
 	if s == nil {
 		return fallback
 	}
-	for _, sent := range splitSentences(s.Narrative) {
+	sents := splitSentences(s.Narrative)
+	// The user's own words say best what the conversation is about: the
+	// extractive narrative labels its sentences by speaker.
+	for _, sent := range sents {
+		if said, ok := strings.CutPrefix(strings.TrimSpace(sent), "User: "); ok && strings.TrimSpace(said) != "" {
+			return shortTitle(capitalize(strings.TrimSpace(said)), max)
+		}
+	}
+	for _, sent := range sents {
 		sent = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(sent, "User: "), "Assistant: "))
 		if sent != "" {
 			return shortTitle(capitalize(sent), max)
@@ -248,6 +271,13 @@ func shortTitle(t string, max int) string {
 //     user's name only an explicit correction ("actually, my name is …")
 //     replaces it; "passenger name is X" → passenger_name.
 //
+// Facts found in a user message are Stated (Fact.Stated), as are the
+// user's own contact details the agent sets on their word ("the phone
+// number on your account is now …"); a value the user states after a tool
+// or the agent gave it becomes stated. Within one run, as in the ledger, a
+// contact or identity value the user stated is not replaced by a
+// different one from the agent or a tool.
+//
 // An assistant or tool message listing more than two flight numbers or
 // more than four amounts (search results, a fare table, options offered)
 // contributes none of them: other customers' and merely offered values
@@ -289,6 +319,7 @@ func extractFacts(msgs []llms.ChatMessage, sentAt []time.Time, known []Fact, sca
 					mt.value = v
 				}
 			}
+			mt.stated = mt.stated || role == llms.ChatMessageTypeHuman
 			k.add(mt)
 		}
 		// Tool-call arguments carry the exact ids the agent acted on.
@@ -323,6 +354,10 @@ type finding struct {
 	// rel marks a relative date ("tomorrow") to resolve against the
 	// message's timestamp.
 	rel bool
+	// stated marks a value that comes from the user (Fact.Stated): found
+	// in a user message, or the agent setting the user's own detail on
+	// their word ("your number is now …", see agentUpdate).
+	stated bool
 }
 
 // canon is the form under which values of a kind are compared.
@@ -343,22 +378,62 @@ func canon(kind, v string) string {
 	}
 }
 
-// keyer assigns keys to findings and collects the facts.
+// keyer assigns keys to findings and collects the facts. Its indexes
+// keep the work per finding independent of how many facts a run has
+// found: a re-summarization from the originals finds thousands.
 type keyer struct {
 	facts    []Fact
 	pos      map[string]int    // normalised key -> index in facts
 	known    map[string]string // normalised key -> value in the existing ledger
-	seen     map[string]bool   // kind + "\x00" + canonical value found in this run
+	seen     map[string]int    // kind + "\x00" + canonical value found in this run -> index in facts (-1: none)
 	spelling map[string]string // normalised key -> key as spelled in the ledger
+	// runVals maps a held value (heldForm) to the facts of this run that
+	// held it at some point; knownVals maps it to the smallest ledger key
+	// holding it.
+	runVals   map[string][]int
+	knownVals map[string]string
+	// numbered maps a key stem to the ledger keys stem, stem_2, stem_3, …
+	// (up to the ledger's size), by number; next is the first number
+	// worth trying for a new key of a stem.
+	numbered map[string][]numberedKnown
+	next     map[string]int
 }
 
+// numberedKnown is a ledger key numbered n under its stem.
+type numberedKnown struct {
+	n   int
+	key string
+}
+
+// heldForm is the form under which holds compares values: case-folded,
+// without surrounding white space and a leading '#'.
+func heldForm(v string) string { return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(v), "#")) }
+
 func newKeyer(known []Fact) *keyer {
-	k := &keyer{pos: map[string]int{}, known: map[string]string{}, seen: map[string]bool{}, spelling: map[string]string{}}
+	k := &keyer{pos: map[string]int{}, known: map[string]string{}, seen: map[string]int{}, spelling: map[string]string{},
+		runVals: map[string][]int{}, knownVals: map[string]string{}, numbered: map[string][]numberedKnown{}, next: map[string]int{}}
 	for _, f := range known {
 		if n := NormalizeKey(f.Key); n != "" && strings.TrimSpace(f.Value) != "" {
 			k.known[n] = f.Value
 			k.spelling[n] = f.Key
 		}
+	}
+	for key, v := range k.known {
+		if h := heldForm(v); k.knownVals[h] == "" || key < k.knownVals[h] {
+			k.knownVals[h] = key
+		}
+		// Every key is the first of its own stem, and "stem_<n>" (n from 2
+		// to the ledger's size, as numberedKey spells it) the n-th of stem.
+		k.numbered[key] = append(k.numbered[key], numberedKnown{1, key})
+		if s := stripNumber(key); s != key {
+			digits := key[len(s)+1:]
+			if d, err := strconv.Atoi(digits); err == nil && d >= 2 && d <= len(k.known) && strconv.Itoa(d) == digits {
+				k.numbered[s] = append(k.numbered[s], numberedKnown{d, key})
+			}
+		}
+	}
+	for _, list := range k.numbered {
+		sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
 	}
 	return k
 }
@@ -372,8 +447,17 @@ func (k *keyer) add(f finding) {
 			}
 		}
 		if i, ok := k.pos[f.base]; ok {
-			if (f.mode == lastWins || !f.weak) && canon(f.kind, k.facts[i].Value) != canon(f.kind, f.value) {
-				k.facts[i].Value = f.value
+			switch {
+			case canon(f.kind, k.facts[i].Value) == canon(f.kind, f.value):
+				k.facts[i].Stated = k.facts[i].Stated || f.stated
+			case k.facts[i].Stated && !f.stated && FamilyOf(f.base).Importance >= ImportanceContact:
+				// The user's own contact or identity details win over a
+				// different value from the assistant or a tool, as in the
+				// ledger (MergeFacts).
+			case f.mode == lastWins || !f.weak:
+				k.facts[i].Value, k.facts[i].Stated = f.value, f.stated
+				h := heldForm(f.value)
+				k.runVals[h] = append(k.runVals[h], i)
 			}
 			return
 		}
@@ -381,30 +465,46 @@ func (k *keyer) add(f finding) {
 		return
 	}
 	id := f.kind + "\x00" + canon(f.kind, f.value)
-	if k.seen[id] {
+	if i, ok := k.seen[id]; ok {
+		if i >= 0 && f.stated {
+			k.facts[i].Stated = true
+		}
 		return
 	}
 	// A JSON leaf adds only values the prose and the ledger do not already
 	// hold (under whatever key): tool results repeat what was said.
-	if strings.HasPrefix(f.kind, "json:") && k.holds(f.value, true) {
+	if strings.HasPrefix(f.kind, "json:") && k.holds(f.value) {
 		return
 	}
-	k.seen[id] = true
-	// A value the ledger already holds keeps its key.
-	for n := 1; n <= len(k.known); n++ {
-		key := numberedKey(f.base, n)
-		if v, ok := k.known[key]; ok && canon(f.kind, v) == canon(f.kind, f.value) {
-			k.emit(key, f)
+	k.seen[id] = -1
+	// A value the ledger already holds keeps its key (the lowest numbered
+	// one of its stem).
+	for _, nk := range k.numbered[f.base] {
+		if canon(f.kind, k.known[nk.key]) == canon(f.kind, f.value) {
+			k.seen[id] = len(k.facts)
+			k.emit(nk.key, f)
 			return
 		}
 	}
 	// An identifier or amount already held under another key (found earlier
 	// in this run, or in the ledger) is not repeated; short values such as
-	// "2" may well be distinct facts.
-	if len(f.value) >= 4 && k.holds(f.value, true) {
-		return
+	// "2" may well be distinct facts. The user saying it marks it stated.
+	if len(f.value) >= 4 {
+		if i, key, held := k.holder(f.value); held {
+			switch _, taken := k.pos[key]; {
+			case !f.stated:
+			case i >= 0:
+				k.facts[i].Stated = true
+			case !taken: // a mention of the ledger's fact, under its key
+				k.seen[id] = len(k.facts)
+				k.emit(key, f)
+			}
+			return
+		}
 	}
-	for n := 1; ; n++ {
+	k.seen[id] = len(k.facts)
+	// Keys are only ever taken during a run: numbers below next are.
+	for n := max(1, k.next[f.base]); ; n++ {
 		key := numberedKey(f.base, n)
 		if _, taken := k.known[key]; taken {
 			continue
@@ -412,31 +512,36 @@ func (k *keyer) add(f finding) {
 		if _, taken := k.pos[key]; taken {
 			continue
 		}
+		k.next[f.base] = n + 1
 		k.emit(key, f)
 		return
 	}
 }
 
-// holds reports whether value is already a fact value of this run or, with
-// known, of the ledger (compared case-insensitively, ignoring surrounding
+// holds reports whether value is already a fact value of this run or of
+// the ledger (compared case-insensitively, ignoring surrounding
 // white space and a leading '#').
-func (k *keyer) holds(value string, known bool) bool {
-	norm := func(v string) string { return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(v), "#")) }
-	want := norm(value)
-	for _, f := range k.facts {
-		if norm(f.Value) == want {
-			return true
+func (k *keyer) holds(value string) bool {
+	_, _, ok := k.holder(value)
+	return ok
+}
+
+// holder finds value among the facts of this run (i >= 0: the first one
+// holding it) or else of the ledger (i < 0, key its normalised key; the
+// smallest such key, so the answer does not depend on map order).
+func (k *keyer) holder(value string) (i int, key string, ok bool) {
+	want := heldForm(value)
+	i = -1
+	for _, j := range k.runVals[want] {
+		if (i < 0 || j < i) && heldForm(k.facts[j].Value) == want {
+			i = j
 		}
 	}
-	if !known {
-		return false
+	if i >= 0 {
+		return i, "", true
 	}
-	for _, v := range k.known {
-		if norm(v) == want {
-			return true
-		}
-	}
-	return false
+	key, ok = k.knownVals[want]
+	return -1, key, ok
 }
 
 func (k *keyer) emit(key string, f finding) {
@@ -445,7 +550,9 @@ func (k *keyer) emit(key string, f finding) {
 		spelled = s
 	}
 	k.pos[key] = len(k.facts)
-	k.facts = append(k.facts, Fact{Key: spelled, Value: f.value, Category: f.cat})
+	h := heldForm(f.value)
+	k.runVals[h] = append(k.runVals[h], len(k.facts))
+	k.facts = append(k.facts, Fact{Key: spelled, Value: f.value, Category: f.cat, Stated: f.stated})
 }
 
 func numberedKey(base string, n int) string {
@@ -461,16 +568,27 @@ type extractor struct {
 	re    *regexp.Regexp
 	roles []llms.ChatMessageType // nil: every role
 	only  func(text string) bool // nil: always
+	// need is a necessary condition for any finding (see fold); nil:
+	// none.
+	need  func(folded) bool
 	build func(text string, m []int, role llms.ChatMessageType) (finding, bool)
 }
 
 // scan runs the extractors in priority order; a match may not overlap an
 // earlier accepted one. Findings are returned in text order.
-func scan(text string, role llms.ChatMessageType) []finding {
+func scan(text string, role llms.ChatMessageType) []finding { return scanText(text, role, true) }
+
+// scanText is scan; without prefilter, every extractor's expression runs
+// (the oracle prefilters are checked against).
+func scanText(text string, role llms.ChatMessageType, prefilter bool) []finding {
 	if role == llms.ChatMessageTypeTool || role == llms.ChatMessageTypeFunction {
 		if found, ok := scanJSON(text); ok {
 			return found
 		}
+	}
+	var ft folded
+	if prefilter {
+		ft = fold(text)
 	}
 	var found []finding
 	overlaps := func(s, e int) bool {
@@ -486,6 +604,9 @@ func scan(text string, role llms.ChatMessageType) []finding {
 			continue
 		}
 		if ex.only != nil && !ex.only(text) {
+			continue
+		}
+		if prefilter && ex.need != nil && !ex.need(ft) {
 			continue
 		}
 		for _, m := range ex.re.FindAllStringSubmatchIndex(text, -1) {
@@ -599,13 +720,15 @@ const (
 
 var extractors = []extractor{
 	{ // e-mail
-		re: regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`),
+		re:   regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`),
+		need: needAt,
 		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 			return contactFinding(text, m[0], m[1], role, "email", "email")
 		},
 	},
 	{ // phone
-		re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
+		need: needPhone,
+		re:   regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
 		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 			v := text[m[0]:m[1]]
 			digits := 0
@@ -620,11 +743,12 @@ var extractors = []extractor{
 			return contactFinding(text, m[0], m[1], role, "phone", "phone")
 		},
 	},
-	{re: addressRE, build: buildAddress},
-	{re: preferenceRE, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman}, build: buildPreference},
-	{re: productRE, build: buildProduct},
+	{re: addressRE, need: needDigit, build: buildAddress},
+	{re: preferenceRE, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman}, need: needPreference, build: buildPreference},
+	{re: productRE, need: needProduct, build: buildProduct},
 	{ // identifiers next to a context word
-		re: regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no\.?|num|id|code|ref(?:erence)?|locator))?(\s+(?:is|was))?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
+		need: needID,
+		re:   regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no|num|id|code|ref(?:erence)?|locator)\b\.?)?(\s+(?:is|was)\b)?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			word, _, _ := group(text, m, 1)
 			qual, _, _ := group(text, m, 2)
@@ -638,7 +762,8 @@ var extractors = []extractor{
 		},
 	},
 	{ // amounts with a currency
-		re: regexp.MustCompile(`(?:US\$|[$€£¥₩])\s?(?:` + numberPattern + `)|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
+		need: needAmount,
+		re:   regexp.MustCompile(`(?:US\$|[$€£¥₩])\s?(?:` + numberPattern + `)|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			if !standalone(text, m[0], m[1]) {
 				return finding{}, false
@@ -647,14 +772,16 @@ var extractors = []extractor{
 		},
 	},
 	{ // dates
-		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
+		need: needDate,
+		re:   regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
 		},
 	},
-	{re: relativeDateRE, build: buildRelativeDate},
+	{re: relativeDateRE, need: needRelativeDate, build: buildRelativeDate},
 	{ // times
-		re: regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[AaPp](?:\.[Mm]\.|[Mm]\b))?|\b(?:1[0-2]|0?[1-9])\s?[AaPp](?:\.[Mm]\.|[Mm]\b)`),
+		need: needTime,
+		re:   regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[AaPp](?:\.[Mm]\.|[Mm]\b))?|\b(?:1[0-2]|0?[1-9])\s?[AaPp](?:\.[Mm]\.|[Mm]\b)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			v := strings.TrimSpace(text[m[0]:m[1]])
 			if !standalone(text, m[0], m[1]) {
@@ -664,13 +791,15 @@ var extractors = []extractor{
 		},
 	},
 	{ // flight numbers after "flight"
-		re: regexp.MustCompile(`(?i:\bflights?(?:\s+(?:number|no\.?))?(?:\s+is)?)\s*[:#]?\s*((?:[A-Z]{2,3}|[A-Z]\d|\d[A-Z])\s?\d{1,4})\b`),
+		need: needFlight,
+		re:   regexp.MustCompile(`(?i:\bflights?(?:\s+(?:number|no\.?))?(?:\s+is)?)\s*[:#]?\s*((?:[A-Z]{2,3}|[A-Z]\d|\d[A-Z])\s?\d{1,4})\b`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			v, s, e := group(text, m, 1)
 			return finding{start: s, end: e, kind: "flight", base: "flight_number", value: v, cat: Entity}, true
 		},
 	},
 	{ // other flight-number-shaped codes in a message about flights
+		need: needFlight,
 		re:   regexp.MustCompile(`\b[A-Z]{2,3}\d{2,4}\b`),
 		only: func(text string) bool { return strings.Contains(strings.ToLower(text), "flight") },
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
@@ -678,7 +807,8 @@ var extractors = []extractor{
 		},
 	},
 	{ // quantities
-		re: regexp.MustCompile(`(?i)\b(` + quantityNumbers + `)\s+(?:(?:more|extra|checked|additional|carry-on)\s+)?(bags?|suitcases?|passengers?|adults?|child|children|kids?|infants?|tickets?|seats?|items?|nights?|rooms?|units?|pieces?|boxes|box|people|persons?|guests?|pairs?)\b`),
+		need: needQuantity,
+		re:   regexp.MustCompile(`(?i)\b(` + quantityNumbers + `)\s+(?:(?:more|extra|checked|additional|carry-on)\s+)?(bags?|suitcases?|passengers?|adults?|child|children|kids?|infants?|tickets?|seats?|items?|nights?|rooms?|units?|pieces?|boxes|box|people|persons?|guests?|pairs?)\b`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			n, s, _ := group(text, m, 1)
 			noun, _, _ := group(text, m, 2)
@@ -686,7 +816,8 @@ var extractors = []extractor{
 		},
 	},
 	{ // named roles ("passenger name is Jane Doe")
-		re: regexp.MustCompile(`(?i:\b(passenger|customer|guest|traveller|traveler|account holder)'?s?\s+name\s*(?:is\s+|:\s*))(` + namePattern + `)`),
+		need: needRoleName,
+		re:   regexp.MustCompile(`(?i:\b(passenger|customer|guest|traveller|traveler|account holder)'?s?\s+name\s*(?:is\s+|:\s*))(` + namePattern + `)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			who, _, _ := group(text, m, 1)
 			v, s, e := nameGroup(text, m, 2)
@@ -697,6 +828,7 @@ var extractors = []extractor{
 		},
 	},
 	{ // self-introductions
+		need:  needSelfIntro,
 		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
 		roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI},
 		build: buildSelfIntro,
@@ -879,4 +1011,13 @@ func nameGroup(text string, m []int, i int) (string, int, int) {
 		end = strings.Index(text[end:], w) + end + len(w)
 	}
 	return name, s, end
+}
+
+// narrativeTokens is the narrative budget of a summarizer whose own is
+// def: the request's cap when that is smaller.
+func narrativeTokens(req Request, def int) int {
+	if req.MaxNarrativeTokens > 0 && req.MaxNarrativeTokens < def {
+		return req.MaxNarrativeTokens
+	}
+	return def
 }

@@ -352,6 +352,7 @@ func TestTitle(t *testing.T) {
 		{"long cut at a word", nil, []string{"My flight HAT170 on 2024-05-20 was cancelled and I want to rebook on a later flight."},
 			"My flight HAT170 on 2024-05-20 was cancelled and I want to…"},
 		{"from narrative", &Summary{Narrative: "User: Asked about baggage allowance. Assistant: Explained."}, nil, "Asked about baggage allowance"},
+		{"the user's words before the assistant's", &Summary{Narrative: "Assistant: Welcome back to the help desk. User: My parcel to Lyon is late."}, nil, "My parcel to Lyon is late"},
 		{"from facts", &Summary{Facts: []Fact{{Key: "order_id", Value: "#1234"}}}, nil, "Order id: #1234"},
 		{"greeting skipped for a later message", nil, []string{"Hi", "My parcel never arrived at all"}, "My parcel never arrived at all"},
 		{"greeting loses to the narrative", &Summary{Narrative: "User: Asked about baggage allowance."}, []string{"Hello!"}, "Asked about baggage allowance"},

@@ -22,8 +22,10 @@ const maxJSONListed = 3
 // scalar values under keys that name identifiers, codes, numbers, dates,
 // amounts, names, contacts or a status, keyed by their JSON key (an "id"
 // takes its parent's name: "payment_methods": [{"id": …}] gives
-// payment_method_id). ok is false when text is not a JSON object or array,
-// so the caller scans it as prose.
+// payment_method_id, and so does an object of records keyed by their ids,
+// "payment_methods": {"credit_card_4421486": {"id": …}}). ok is false
+// when text is not a JSON object or array, so the caller scans it as
+// prose.
 func scanJSON(text string) (found []finding, ok bool) {
 	t := strings.TrimSpace(text)
 	if t == "" || (t[0] != '{' && t[0] != '[') {
@@ -58,7 +60,8 @@ var jsonKeyAliases = map[string]string{
 
 // walkJSON calls leaf for every scalar under an object key, in a stable
 // order (object keys sorted), skipping listings and all but the first
-// maxJSONListed elements of an array. parent is the enclosing key.
+// maxJSONListed elements of an array; the records of an object keyed by
+// their ids are elements of its parent. parent is the enclosing key.
 func walkJSON(v any, parent string, leaf func(key, value string)) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -67,6 +70,18 @@ func walkJSON(v any, parent string, leaf func(key, value string)) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		if parent != "" && recordKeyed(x, keys) {
+			// A collection keyed by its records' ids ("payment_methods":
+			// {"credit_card_4421486": {…}, …}) holds the records of one
+			// thing, such as the user's payment methods: its records are
+			// elements of parent, so their ids share one key family
+			// (payment_method_id, payment_method_id_2, …) instead of making
+			// a family of each.
+			for _, k := range keys {
+				walkJSON(x[k], parent, leaf)
+			}
+			return
+		}
 		for _, k := range keys {
 			key := NormalizeKey(k)
 			switch {
@@ -113,6 +128,27 @@ func walkJSON(v any, parent string, leaf func(key, value string)) {
 			walkJSON(e, parent, leaf)
 		}
 	}
+}
+
+// recordKeyed reports whether an object is a collection of records keyed
+// by their ids: every value is an object or array and every key holds an
+// identifier (a part with three digits or more, as FamilyOf strips).
+func recordKeyed(x map[string]any, keys []string) bool {
+	if len(keys) == 0 {
+		return false
+	}
+	for _, k := range keys {
+		switch x[k].(type) {
+		case map[string]any, []any:
+		default:
+			return false
+		}
+		norm := NormalizeKey(k)
+		if stripEmbeddedIDs(norm) == norm {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonScalar renders a string or number leaf; booleans, nulls, empty and

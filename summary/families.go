@@ -105,7 +105,10 @@ type Family struct {
 //	tracking_number   no    reference   tracking_id, tracking
 //	invoice_id        no    reference   invoice_number, invoice
 //	sku               no    reference   product_code, item_code, product_sku, part_number, model_number
-//	amount            no    amount      payment_amount, charge
+//	amount            no    amount      payment_amount, payment, charge
+//	credit            no    amount      voucher, compensation
+//	deposit           no    amount
+//	budget            no    amount
 //	refund_amount     no    amount      refund
 //	total             no    amount      total_amount
 //	balance           no    amount
@@ -161,7 +164,10 @@ var vocabulary = []struct {
 	{[]string{"tracking_number", "tracking_id", "tracking"}, false, ImportanceReference, Entity},
 	{[]string{"invoice_id", "invoice_number", "invoice"}, false, ImportanceReference, Entity},
 	{[]string{"sku", "product_code", "item_code", "product_sku", "part_number", "model_number"}, false, ImportanceReference, Entity},
-	{[]string{"amount", "payment_amount", "charge"}, false, ImportanceAmount, Numeric},
+	{[]string{"amount", "payment_amount", "payment", "charge"}, false, ImportanceAmount, Numeric},
+	{[]string{"credit", "voucher", "compensation"}, false, ImportanceAmount, Numeric},
+	{[]string{"deposit"}, false, ImportanceAmount, Numeric},
+	{[]string{"budget"}, false, ImportanceAmount, Numeric},
 	{[]string{"refund_amount", "refund"}, false, ImportanceAmount, Numeric},
 	{[]string{"total", "total_amount"}, false, ImportanceAmount, Numeric},
 	{[]string{"balance"}, false, ImportanceAmount, Numeric},
@@ -197,10 +203,13 @@ var (
 
 // FamilyOf returns the family of a fact key (any spelling; it is
 // normalised first). A key with a numeric suffix belongs to the family of
-// its stem ("price_26" is a price, "phone_2" a phone). See the vocabulary
-// table in this file for the known families; a key the table does not
-// know is classified by its ending, and otherwise forms a family of its
-// own, named after its stem.
+// its stem ("price_26" is a price, "phone_2" a phone), and so does a key
+// that embeds an identifier, a part with three digits or more
+// ("gift_card_3481935_id" is a gift_card_id): keys named after each record
+// of a collection are one kind of fact, under one family cap. See the
+// vocabulary table in this file for the known families; a key the table
+// does not know is classified by its ending, and otherwise forms a family
+// of its own, named after its stem.
 func FamilyOf(key string) Family {
 	fam, _ := familyOf(NormalizeKey(key), General)
 	return fam
@@ -210,7 +219,7 @@ func FamilyOf(key string) Family {
 // superseded value ("old_phone"). cat is the fact's category, used for keys
 // outside the vocabulary.
 func familyOf(norm string, cat Category) (fam Family, past bool) {
-	stem := stripNumber(norm)
+	stem := stripEmbeddedIDs(stripNumber(norm))
 	for _, p := range pastPrefixes {
 		if rest, ok := strings.CutPrefix(stem, p); ok && rest != "" {
 			stem, past = rest, true
@@ -266,6 +275,32 @@ func bySuffix(stem string, cat Category) Family {
 		fam.Importance = ImportanceStatement
 	}
 	return fam
+}
+
+// stripEmbeddedIDs drops the parts of a normalised key that hold three
+// digits or more ("credit_card_4421486_id" → "credit_card_id"), unless
+// nothing would be left.
+func stripEmbeddedIDs(norm string) string {
+	if strings.IndexFunc(norm, func(r rune) bool { return r >= '0' && r <= '9' }) < 0 {
+		return norm // the common case: no digits, no work
+	}
+	parts := strings.Split(norm, "_")
+	kept := parts[:0:0]
+	for _, p := range parts {
+		digits := 0
+		for _, r := range p {
+			if r >= '0' && r <= '9' {
+				digits++
+			}
+		}
+		if digits < 3 {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return norm
+	}
+	return strings.Join(kept, "_")
 }
 
 // stripNumber drops a trailing "_<digits>" ("price_26" → "price").

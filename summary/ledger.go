@@ -31,8 +31,11 @@ import (
 //   - landing with a different value supersedes the current value, which
 //     becomes Previous — unless the incoming value is older than the
 //     current one (its sequence number is below the current LastSeq), in
-//     which case it only becomes Previous. A key with a past prefix
-//     ("old_phone") only sets its slot's Previous;
+//     which case it only becomes Previous, or the current value is a
+//     contact or identity value the user stated (Fact.Stated) and the
+//     incoming one is not stated and does not name it in Replaces, in
+//     which case nothing changes. A key with a past prefix ("old_phone")
+//     only sets its slot's Previous; Stated stays while the value does;
 //   - the landed-on fact keeps its position and its spelling of the key;
 //     ExtractedAt becomes opt.Now when the value changes; Pinned is sticky;
 //   - duplicate keys and several values of one slot in existing collapse in
@@ -41,8 +44,9 @@ import (
 //   - then the caps, in a deterministic drop order with a hard stop (see
 //     evict): at most opt.MaxFacts facts and the facts block within
 //     opt.TokenBudget tokens; facts beyond opt.MaxPerFamily in one
-//     multi-valued family are the first to go. Pinned facts (Fact.Pinned
-//     or opt.PinnedKeys) and identity facts are never dropped.
+//     multi-valued family are the first to go, and facts the user stated
+//     the last. Pinned facts (Fact.Pinned or opt.PinnedKeys) and identity
+//     facts are never dropped.
 func MergeFacts(existing, incoming []Fact, opt MergeOptions) []Fact {
 	opt = opt.withDefaults()
 	l := &ledger{opt: opt, index: map[string]int{}, slots: map[string]int{}, values: map[string][]*entry{}}
@@ -156,7 +160,11 @@ func (l *ledger) load(f Fact) bool {
 		e.f.FirstSeq = minSeq(e.f.FirstSeq, f.FirstSeq)
 		e.f.LastSeq = max(e.f.LastSeq, f.LastSeq)
 		e.f.Mentions += f.Mentions
+		e.f.Stated = e.f.Stated || f.Stated
 		return true
+	}
+	if l.guarded(e, f) {
+		return true // the user's own words win over a later value from elsewhere
 	}
 	all := append(slices.Clone(e.hist), hist...)
 	all = append(all, e.f.Value)
@@ -246,6 +254,7 @@ func (l *ledger) apply(f Fact) {
 		e.removed = false
 		l.set(e, f, first, seq)
 	case sameValue(e.f.Value, f.Value):
+		e.f.Stated = e.f.Stated || f.Stated
 		if seq > e.f.LastSeq || seq == 0 {
 			if seq > e.f.LastSeq {
 				e.f.LastSeq = seq
@@ -258,6 +267,9 @@ func (l *ledger) apply(f Fact) {
 		if f.Category != General || e.f.Category == General {
 			e.f.Category = f.Category
 		}
+	case l.guarded(e, f):
+		// A contact or identity value the user stated is not replaced by
+		// one from elsewhere (another person's e-mail in a tool result).
 	case seq == 0 || seq >= e.f.LastSeq:
 		e.hist = append(e.hist, e.f.Value)
 		l.set(e, f, first, seq)
@@ -275,6 +287,7 @@ func (l *ledger) set(e *entry, f Fact, first, seq int64) {
 	}
 	e.f.ExtractedAt = l.opt.Now
 	e.f.FirstSeq, e.f.LastSeq, e.f.Mentions = first, seq, 1
+	e.f.Stated = f.Stated
 	e.hist = l.capHistory(e.hist, f.Value)
 	l.track(e)
 }
@@ -324,6 +337,20 @@ func (l *ledger) land(norm string, fam Family, f Fact) *entry {
 	return nil
 }
 
+// guarded reports whether the incoming fact f, whose value differs from
+// e's, must leave e alone: e is a contact or identity value the user
+// stated, f was not stated by the user, and f does not name e's value as
+// the one it replaces. Who the user is and how to reach them is what they
+// say; an assistant's or a tool's different value (often someone else's:
+// another customer's profile in a tool result) does not replace it.
+func (l *ledger) guarded(e *entry, f Fact) bool {
+	if !e.f.Stated || f.Stated || e.fam.Importance < ImportanceContact {
+		return false
+	}
+	r := strings.TrimSpace(f.Replaces)
+	return r == "" || IsPlaceholder(r) || !sameValue(r, e.f.Value)
+}
+
 // capHistory drops cur and duplicates from h (keeping the latest
 // occurrence) and keeps its newest maxHistory values.
 func (l *ledger) capHistory(h []string, cur string) []string {
@@ -369,12 +396,16 @@ func (l *ledger) protected(e *entry) bool {
 // evict applies the caps and returns the surviving facts in ledger order.
 //
 // The drop order is deterministic: first the members of a multi-valued
-// family beyond its MaxPerFamily cap; then lower importance first; within
-// a tier, a family's anchor (the member first seen, which is usually what
-// the conversation is about) after the other members; then the least
-// recently seen (LastSeq), the least mentioned, the earliest in the
-// ledger. Facts are dropped in that order while the ledger holds more than
-// MaxFacts facts, then while the facts block is over its token budget.
+// family beyond its MaxPerFamily cap; then every fact that is not a
+// statement of the user's (Fact.Stated on a family the vocabulary or a key
+// ending classifies, not an incidental one) before any that is, since what
+// the user says about themselves outranks what the assistant, tools and
+// other people say; then lower importance first; within a tier, a
+// family's anchor (the member first seen, which is usually what the
+// conversation is about) after the other members; then the least recently
+// seen (LastSeq), the least mentioned, the earliest in the ledger. Facts
+// are dropped in that order while the ledger holds more than MaxFacts
+// facts, then while the facts block is over its token budget.
 // Protected facts (pinned, identity) are never dropped: the hard stop is
 // when only they remain, so the loops always end.
 func (l *ledger) evict() []Fact {
@@ -401,6 +432,9 @@ func (l *ledger) evict() []Fact {
 	}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
+		if sa, sb := a.userStated(), b.userStated(); sa != sb {
+			return sb
+		}
 		if a.fam.Importance != b.fam.Importance {
 			return a.fam.Importance < b.fam.Importance
 		}
@@ -468,6 +502,12 @@ func (l *ledger) evict() []Fact {
 		}
 	}
 	return l.survivors(live, dropped)
+}
+
+// userStated reports whether e is a statement of the user's that
+// outranks chatter: stated by the user, of a kind that is not incidental.
+func (e *entry) userStated() bool {
+	return e.f.Stated && e.fam.Importance > ImportanceIncidental
 }
 
 // fact is the entry as it is stored: with its newest superseded value.

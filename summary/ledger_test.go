@@ -390,6 +390,8 @@ func TestMergeProperties(t *testing.T) {
 				f.Replaces = values[rng.IntN(len(values))]
 			case 3:
 				f.LastSeq = rng.Int64N(seqMax + 1)
+			case 4, 5:
+				f.Stated = true
 			}
 			fs = append(fs, f)
 		}

@@ -117,7 +117,7 @@ func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error)
 	if s.model == nil {
 		return Result{}, errors.New("summary: NewLLMService: nil model")
 	}
-	system, user := BuildPrompt(req, s.maxNarrativeTokens)
+	system, user := BuildPrompt(req, narrativeTokens(req, s.maxNarrativeTokens))
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, system),
 		llms.TextParts(llms.ChatMessageTypeHuman, user),
@@ -249,8 +249,9 @@ func toInt(v any) (int, bool) {
 // The system prompt states the merge protocol: reuse an existing fact's
 // key for its update (a "replaces" field may name the value updated), use
 // the key vocabulary (name, phone, email, delivery_address, order_id, …),
-// never answer with placeholder values, leave out facts with nothing new
-// (they are kept), and remove a fact only with "remove": true.
+// mark what the user states about themselves ("stated": true, see
+// Fact.Stated), never answer with placeholder values, leave out facts with
+// nothing new (they are kept), and remove a fact only with "remove": true.
 //
 // The user prompt is the transcript, one "[ROLE]: text" line per message
 // (USER, ASSISTANT, SYSTEM, TOOL; an assistant's tool calls are rendered as
@@ -287,6 +288,7 @@ func systemPrompt(maxNarrativeTokens int) string {
   "value": the exact value
   "category": one of %s
   "replaces" (optional): the previous value this fact updates
+  "stated" (optional): true when the user gave this value about themselves in their own words (not the assistant, a tool result or another person)
   "remove" (optional): true to delete the fact with this key
 
 Rules:
@@ -294,6 +296,7 @@ Rules:
 - Preserve exact values: amounts, codes, identifiers, dates and spellings exactly as written.
 - Prefer these keys when they fit: %s. Number further values of a kind: order_id_2, price_2.
 - State preferences and constraints as whole clauses (e.g. "no calls after 6pm").
+- Mark with "stated": true what the user says about themselves (their name, contact details, order and case numbers, amounts and dates they give): it outranks what others say.
 - If previously extracted facts are provided, merge them: update facts whose value changed, keep unchanged facts, add new ones.
 - When a value changes, reuse the existing key exactly (never a new key for the same thing).
 - Leave out facts you have nothing new about; they are kept as they are. Never use placeholder values such as "unknown", "not mentioned", "N/A", "none" or null.

@@ -172,6 +172,7 @@ func TestBuildPromptSystemPrompt(t *testing.T) {
 		"Preserve exact values",
 		"update facts whose value changed, keep unchanged facts, add new ones",
 		`"remove": true`,
+		`"stated": true`,
 		"reuse the existing key exactly",
 		"Never use placeholder values",
 		"delivery_address",

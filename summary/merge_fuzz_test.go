@@ -27,6 +27,7 @@ func FuzzMergeReply(f *testing.F) {
 		`{"narrative":"` + strings.Repeat("A very long sentence about the order. ", 80) + `"}`,
 		`{"narrative":"{\"narrative\":\"nested\"}","facts":[]}`,
 		`{"facts":[{"key":"old_phone","value":"555-0100"},{"key":"new_email","value":"d@x.io"}]}`,
+		`{"facts":[{"key":"email","value":"a@b.io","stated":true},{"key":"email_2","value":"c@d.io"},{"key":"phone","value":"555-0123","stated":"true"}]}`,
 	} {
 		f.Add(s)
 	}

@@ -45,6 +45,8 @@ var ErrNotJSON = errors.New("summary: summarizer reply is not the expected JSON 
 //   - a fact's "replaces" field (also spelled "previous", "previous_value"
 //     or "old_value") names the value it updates and becomes
 //     Fact.Replaces, so the update lands on the fact holding that value;
+//   - a fact's "stated" field (also "stated_by_user"), a JSON boolean or
+//     the string "true", sets Fact.Stated: the user gave the value;
 //   - the narrative is trimmed; a narrative that is itself JSON is decoded
 //     once more (double-encoded replies) or else dropped.
 //
@@ -309,6 +311,12 @@ func decodeFacts(raw json.RawMessage) []Fact {
 		if v, ok := field(obj, "remove"); ok {
 			s, _ := scalarString(v)
 			f.Remove = strings.EqualFold(strings.TrimSpace(s), "true")
+		}
+		for _, name := range []string{"stated", "stated_by_user"} {
+			if v, ok := field(obj, name); ok {
+				s, _ := scalarString(v)
+				f.Stated = f.Stated || strings.EqualFold(strings.TrimSpace(s), "true")
+			}
 		}
 		for _, name := range []string{"replaces", "previous", "previous_value", "old_value"} {
 			if v, ok := field(obj, name); ok {

@@ -134,6 +134,17 @@ func TestParseReplyTolerance(t *testing.T) {
 			}},
 		},
 		{
+			name: "stated by the user",
+			reply: `{"narrative":"n","facts":[{"key":"email","value":"a@b.example","stated":true},{"key":"order_id","value":"#1","Stated_By_User":"true"},` +
+				`{"key":"other_email","value":"c@d.example","stated":false},{"key":"x","value":"y","stated":null}]}`,
+			want: Result{Narrative: "n", Facts: []Fact{
+				{Key: "email", Value: "a@b.example", Category: General, Stated: true},
+				{Key: "order_id", Value: "#1", Category: General, Stated: true},
+				{Key: "other_email", Value: "c@d.example", Category: General},
+				{Key: "x", Value: "y", Category: General},
+			}},
+		},
+		{
 			name:  "field names case-insensitive",
 			reply: `{"Narrative":"N","FACTS":[{"Key":"k","VALUE":"v","Category":"State"}]}`,
 			want:  Result{Narrative: "N", Facts: []Fact{{Key: "k", Value: "v", Category: State}}},

@@ -20,6 +20,10 @@ type scanMemo struct {
 	// a parity fold re-reads the whole transcript, and scoring its
 	// sentences again on every fold was most of the summarizer's work.
 	sents *simplelru.LRU[sentKey, []scoredSentence]
+	// scores memoises the score of a sentence by its text: an incremental
+	// fold scores the carried narrative's sentences, which were scored
+	// when their message was folded.
+	scores *simplelru.LRU[sentKey, scoredSentence]
 }
 
 type sentKey struct {
@@ -27,10 +31,11 @@ type sentKey struct {
 	sum [sha256.Size]byte
 }
 
-// scoredSentence is one narrative sentence of a message and its score.
+// scoredSentence is one narrative sentence of a message, its score and
+// its shape (sentenceShape).
 type scoredSentence struct {
-	text  string
-	score int
+	text, shape string
+	score       int
 }
 
 type scanKey struct {
@@ -41,12 +46,23 @@ type scanKey struct {
 func newScanMemo(size int) *scanMemo {
 	lru, _ := simplelru.NewLRU[scanKey, []finding](size, nil) // fails only for size <= 0
 	sents, _ := simplelru.NewLRU[sentKey, []scoredSentence](size, nil)
-	return &scanMemo{lru: lru, sents: sents}
+	scores, _ := simplelru.NewLRU[sentKey, scoredSentence](size, nil)
+	return &scanMemo{lru: lru, sents: sents, scores: scores}
+}
+
+// whoRole is the role of a narrative speaker's messages.
+func whoRole(who string) llms.ChatMessageType {
+	if who == "User" {
+		return llms.ChatMessageTypeHuman
+	}
+	return llms.ChatMessageTypeAI
 }
 
 // sentences returns the narrative sentences of a message said by who
-// ("User" or "Assistant") with their scores, memoised. Callers never
-// mutate the result, so cached slices are shared.
+// ("User" or "Assistant") with their scores, memoised. The message is
+// scanned once (the scan the facts use, memoised too) and each sentence
+// is scored with the findings in its span. Callers never mutate the
+// result, so cached slices are shared.
 func (c *scanMemo) sentences(content, who string) []scoredSentence {
 	key := sentKey{who: who, sum: sha256.Sum256([]byte(content))}
 	c.mu.Lock()
@@ -55,13 +71,36 @@ func (c *scanMemo) sentences(content, who string) []scoredSentence {
 	if ok {
 		return out
 	}
+	found := c.scan(content, whoRole(who))
 	for _, s := range messageSentences(content) {
-		out = append(out, scoredSentence{text: s, score: scoreSentence(s, who, c.scan)})
+		out = append(out, scoredSentence{text: s.text, shape: sentenceShape(s.text), score: scoreSentence(s.text, who, within(found, s.start, s.end))})
 	}
 	c.mu.Lock()
 	c.sents.Add(key, out)
+	for _, s := range out {
+		c.scores.Add(sentKey{who: who, sum: sha256.Sum256([]byte(s.text))}, s)
+	}
 	c.mu.Unlock()
 	return out
+}
+
+// sentence returns one narrative sentence said by who ("User",
+// "Assistant" or "" for a sentence without a speaker) scored: as it was
+// in its message when that is remembered, else from a scan of the
+// sentence alone.
+func (c *scanMemo) sentence(text, who string) scoredSentence {
+	key := sentKey{who: who, sum: sha256.Sum256([]byte(text))}
+	c.mu.Lock()
+	sc, ok := c.scores.Get(key)
+	c.mu.Unlock()
+	if ok {
+		return sc
+	}
+	sc = scoredSentence{text: text, shape: sentenceShape(text), score: scoreSentence(text, who, c.scan(text, whoRole(who)))}
+	c.mu.Lock()
+	c.scores.Add(key, sc)
+	c.mu.Unlock()
+	return sc
 }
 
 // scan returns scan(text, role), memoised. Findings are never mutated by

@@ -73,6 +73,16 @@ type Fact struct {
 	// none): a superseded value lives only here and is never rendered as a
 	// current fact (RenderOptions.ShowPrevious shows it on the same line).
 	Previous string `json:"previousValue,omitempty"`
+	// Stated marks a value that comes from the user: given in their own
+	// words (a user message), or set for them on their word (the assistant
+	// confirming "your number is now …"), as opposed to one the assistant,
+	// a tool result or someone else gave. Under pressure on the ledger's caps, stated facts of a
+	// known kind outrank every other fact, and a contact or identity value
+	// the user stated is replaced only by one the user states (or by an
+	// update naming it in Replaces): what the user says about themselves
+	// outranks chatter. A summarizer sets it; a merge keeps it while the
+	// value stays the same. False when unknown.
+	Stated bool `json:"stated,omitempty"`
 
 	// Remove and Replaces are merge instructions from a summarizer; the
 	// merged ledger never carries them. Remove asks MergeFacts to delete
@@ -129,6 +139,12 @@ type Request struct {
 	// extractive summarizer resolves relative dates ("tomorrow", "next
 	// Friday") against it and keeps them as written when it is unknown.
 	SentAt []time.Time
+	// MaxNarrativeTokens is the cap the caller enforces on the narrative
+	// (see MergeOptions.MaxNarrativeTokens), 0 when it does not say: a
+	// summarizer writes within it, so the cap never cuts what it chose to
+	// keep. Below its own default, the extractive summarizer picks fewer
+	// sentences and the LLM summarizer's prompt asks for fewer tokens.
+	MaxNarrativeTokens int
 }
 
 // Usage is the token accounting of one summarization, when the provider

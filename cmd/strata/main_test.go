@@ -301,8 +301,8 @@ func TestBadInputs(t *testing.T) {
 	}{
 		{"missing file", []string{"replay", filepath.Join(dir, "nope.jsonl")}, 1, "nope.jsonl: no such file"},
 		{"malformed line", []string{"replay", malformed}, 1, "bad.jsonl:3: malformed JSON"},
-		{"unknown role", []string{"replay", badRole}, 1, `role.jsonl:2: unknown role "robot"`},
-		{"tool without id", []string{"replay", noCallID}, 1, "tool.jsonl:2: tool message without \"tool_call_id\""},
+		{"unknown role", []string{"replay", badRole}, 1, `role.jsonl:2: role = "robot": want user, assistant, system or tool`},
+		{"tool without id", []string{"replay", noCallID}, 1, "tool.jsonl:2: tool_call_id is missing: a tool message answers one tool call"},
 		{"no user message", []string{"replay", noUser}, 1, "has no user message"},
 		{"undetectable format", []string{"replay", unknown}, 1, "cannot detect the format; pass --format"},
 		{"empty file", []string{"replay", empty}, 1, "empty file"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
@@ -319,6 +320,8 @@ type summaryBody struct {
 	Narrative      string         `json:"narrative"`
 }
 
+// jsonMessage is a message of a --json context: the report's view of what
+// the model receives (no name, no metadata, flat tool calls).
 type jsonMessage struct {
 	Role       string         `json:"role"`
 	Content    string         `json:"content"`
@@ -326,6 +329,7 @@ type jsonMessage struct {
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
+// jsonToolCall is a tool call of a jsonMessage.
 type jsonToolCall struct {
 	ID        string `json:"id,omitempty"`
 	Name      string `json:"name"`
@@ -602,47 +606,23 @@ func toolResultID(m llms.ChatMessage) string {
 	return ""
 }
 
-// toJSONMessages converts what the model receives to the --json shape.
+// toJSONMessages converts what the model receives to the --json shape:
+// each message as msgjson.FromChat gives it to API clients, its tool calls
+// flattened to {"id","name","arguments"} (the flat form transcripts may
+// use too).
 func toJSONMessages(msgs []llms.ChatMessage) []jsonMessage {
 	out := make([]jsonMessage, 0, len(msgs))
-	for _, m := range msgs {
-		jm := jsonMessage{Role: roleName(m), Content: m.GetContent()}
-		switch v := m.(type) {
-		case llms.AIChatMessage:
-			jm.ToolCalls = jsonToolCalls(v.ToolCalls)
-		case *llms.AIChatMessage:
-			jm.ToolCalls = jsonToolCalls(v.ToolCalls)
-		case llms.ToolChatMessage:
-			jm.ToolCallID = v.ID
-		case *llms.ToolChatMessage:
-			jm.ToolCallID = v.ID
+	for _, cm := range msgs {
+		w := msgjson.FromChat(cm)
+		jm := jsonMessage{Role: w.Role, Content: w.Content, ToolCallID: w.ToolCallID}
+		for _, tc := range w.ToolCalls {
+			c := jsonToolCall{ID: tc.ID}
+			if tc.Function != nil {
+				c.Name, c.Arguments = tc.Function.Name, tc.Function.Arguments
+			}
+			jm.ToolCalls = append(jm.ToolCalls, c)
 		}
 		out = append(out, jm)
 	}
 	return out
-}
-
-func jsonToolCalls(tcs []llms.ToolCall) []jsonToolCall {
-	var out []jsonToolCall
-	for _, tc := range tcs {
-		c := jsonToolCall{ID: tc.ID}
-		if tc.FunctionCall != nil {
-			c.Name, c.Arguments = tc.FunctionCall.Name, tc.FunctionCall.Arguments
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func roleName(m llms.ChatMessage) string {
-	switch m.GetType() {
-	case llms.ChatMessageTypeSystem:
-		return "system"
-	case llms.ChatMessageTypeAI:
-		return "assistant"
-	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
-		return "tool"
-	default:
-		return "user"
-	}
 }

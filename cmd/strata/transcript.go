@@ -15,8 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tmc/langchaingo/llms"
-
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 )
 
@@ -203,168 +202,34 @@ func detectFormat(path string, data []byte) (string, error) {
 	return "", inputErrorf("%s: cannot detect the format; pass --format (%s)", path, strings.Join(formatNames[1:], ", "))
 }
 
-// wireMessage is an OpenAI-style chat message, the shape of JSONL lines and
-// of τ-bench trajectories.
-type wireMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []wireToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-	Name       string          `json:"name"`
-	// Metadata is stored with the message, e.g. {"model_variant": "deep-dive"}.
-	Metadata map[string]string `json:"metadata"`
-}
+// transcriptOptions are the rules of a message of a JSONL or JSON
+// transcript: msgjson's lenient Transcript format, which refuses a field
+// it does not know (say "text" for "content") rather than replay an empty
+// message.
+var transcriptOptions = msgjson.Transcript
 
-type wireToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function *struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-	// Flat form: {"id","name","arguments"}.
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
+// tauBenchOptions are the rules of a message of a τ-bench trajectory: the
+// Transcript format, ignoring the fields it does not know, as trajectories
+// are dumps of provider responses rather than files people write.
+var tauBenchOptions = func() msgjson.Options {
+	o := msgjson.Transcript
+	o.AllowUnknownFields = true
+	return o
+}()
 
-// contentText reads content given as a string, null, or an array of parts
-// ({"type":"text","text":…}).
-func contentText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err == nil {
-		var b []string
-		for _, p := range parts {
-			if p.Text != "" {
-				b = append(b, p.Text)
-			}
-		}
-		return strings.Join(b, "\n"), nil
-	}
-	return "", errors.New(`"content" must be a string, null or an array of text parts`)
-}
-
-// argumentsText reads tool-call arguments given as a JSON string or as a
-// JSON value (kept as compact JSON).
-func argumentsText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
-}
-
-// wireFields are the message fields replay reads; ignoredWireFields are
-// fields of OpenAI's chat messages it accepts and ignores. Any other field
-// is an error, so that a misspelt field ("text" for "content") is not
-// silently replayed as an empty message.
-var (
-	wireFields        = []string{"role", "content", "tool_calls", "tool_call_id", "name", "metadata"}
-	ignoredWireFields = []string{"refusal", "annotations", "audio"}
-	fieldSuggestions  = map[string]string{
-		"text": "content", "message": "content", "body": "content", "msg": "content", "contents": "content",
-		"speaker": "role", "author": "role", "from": "role", "type": "role",
-		"toolcalls": "tool_calls", "tool_call": "tool_calls", "toolcallid": "tool_call_id", "call_id": "tool_call_id",
-		"id": "tool_call_id", "parts": "content",
-	}
-)
-
-// decodeWire decodes one message object, refusing unknown fields; the
-// error has no location prefix.
-func decodeWire(raw []byte) (wireMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return wireMessage{}, fmt.Errorf("malformed JSON: %s", jsonErrorText(err))
-	}
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(wireFields, k) && !slices.Contains(ignoredWireFields, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		k := unknown[0]
-		hint := ""
-		if s, ok := fieldSuggestions[strings.ToLower(k)]; ok {
-			hint = fmt.Sprintf("did you mean %q? ", s)
-		}
-		return wireMessage{}, fmt.Errorf("unknown field %q (%sa message has %s)", k, hint, strings.Join(wireFields, ", "))
-	}
-	var w wireMessage
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return wireMessage{}, fmt.Errorf("malformed message: %s", jsonErrorText(err))
-	}
-	return w, nil
-}
-
-// toMessage converts a wire message; the error has no location prefix.
-func (w wireMessage) toMessage(maxBytes int) (memory.Message, error) {
-	content, err := contentText(w.Content)
+// toMessage decodes one message object of a transcript and checks that it
+// can be stored (within maxBytes); the error has no location prefix.
+func toMessage(raw []byte, opts msgjson.Options, maxBytes int) (memory.Message, error) {
+	w, err := msgjson.Decode(raw, opts)
 	if err != nil {
 		return memory.Message{}, err
 	}
-	var m memory.Message
-	switch strings.ToLower(strings.TrimSpace(w.Role)) {
-	case "user", "human":
-		m = memory.Message{Role: memory.RoleUser, Content: content}
-	case "assistant", "ai", "model":
-		m = memory.Message{Role: memory.RoleAssistant, Content: content}
-		for i, tc := range w.ToolCalls {
-			name, args := tc.Name, tc.Arguments
-			if tc.Function != nil {
-				name, args = tc.Function.Name, tc.Function.Arguments
-			}
-			if name == "" {
-				return memory.Message{}, fmt.Errorf("tool call %d has no function name", i+1)
-			}
-			a, err := argumentsText(args)
-			if err != nil {
-				return memory.Message{}, fmt.Errorf("tool call %d: malformed arguments: %v", i+1, err)
-			}
-			typ := tc.Type
-			if typ == "" {
-				typ = "function"
-			}
-			m.ToolCalls = append(m.ToolCalls, llms.ToolCall{ID: tc.ID, Type: typ,
-				FunctionCall: &llms.FunctionCall{Name: name, Arguments: a}})
-		}
-	case "system", "developer":
-		m = memory.Message{Role: memory.RoleSystem, Content: content}
-	case "tool", "function":
-		if w.ToolCallID == "" {
-			return memory.Message{}, errors.New(`tool message without "tool_call_id"`)
-		}
-		m = memory.Message{Role: memory.RoleTool, Content: content, ToolCallID: w.ToolCallID, Name: w.Name}
-	case "":
-		return memory.Message{}, errors.New(`missing "role"`)
-	default:
-		return memory.Message{}, fmt.Errorf("unknown role %q (want system, user, assistant or tool)", w.Role)
+	m, err := msgjson.ToMemory(w, opts)
+	if err != nil {
+		return memory.Message{}, err
 	}
-	if m.Role != memory.RoleAssistant && len(w.ToolCalls) > 0 {
-		return memory.Message{}, fmt.Errorf(`"tool_calls" on a %s message`, m.Role)
-	}
-	m.Metadata = w.Metadata
 	if err := m.Validate(maxBytes); err != nil {
-		return memory.Message{}, errors.New(strings.TrimPrefix(err.Error(), "memory: "))
+		return memory.Message{}, &reworded{msg: strings.TrimPrefix(err.Error(), "memory: "), err: err}
 	}
 	return m, nil
 }
@@ -395,11 +260,7 @@ func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
 		if _, ok := jsonKeys(text)["messages"]; ok {
 			return transcript{}, inputErrorf(`%s:%d: a {"messages": [...]} object: replay reads one conversation per file (save it alone as .json, or pass --format json)`, path, line)
 		}
-		w, err := decodeWire(text)
-		if err != nil {
-			return transcript{}, inputErrorf("%s:%d: %v", path, line, err)
-		}
-		m, err := w.toMessage(maxBytes)
+		m, err := toMessage(text, transcriptOptions, maxBytes)
 		if err != nil {
 			return transcript{}, inputErrorf("%s:%d: %v", path, line, err)
 		}
@@ -430,11 +291,7 @@ func parseJSONMessages(path string, data []byte, maxBytes int) (transcript, erro
 	where := make([]string, 0, len(elems))
 	for i, el := range elems {
 		loc := fmt.Sprintf("%s:%d: message %d", path, el.line, i+1)
-		w, err := decodeWire(el.raw)
-		if err != nil {
-			return transcript{}, inputErrorf("%s: %v", loc, err)
-		}
-		m, err := w.toMessage(maxBytes)
+		m, err := toMessage(el.raw, transcriptOptions, maxBytes)
 		if err != nil {
 			return transcript{}, inputErrorf("%s: %v", loc, err)
 		}
@@ -687,9 +544,9 @@ func locomoTranscript(s locomoSample) (transcript, error) {
 // trial and traj (OpenAI-style messages, the system prompt first).
 
 type tauTrajectory struct {
-	TaskID int           `json:"task_id"`
-	Trial  int           `json:"trial"`
-	Traj   []wireMessage `json:"traj"`
+	TaskID int               `json:"task_id"`
+	Trial  int               `json:"trial"`
+	Traj   []json.RawMessage `json:"traj"`
 }
 
 var taskSampleRE = regexp.MustCompile(`^task[:=_-]?(\d+)(?:[/,:_-]trial[:=_-]?(\d+))?$`)
@@ -722,8 +579,8 @@ func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]tra
 		tr := trajs[i]
 		msgs := make([]memory.Message, 0, len(tr.Traj))
 		where := make([]string, 0, len(tr.Traj))
-		for j, w := range tr.Traj {
-			m, err := w.toMessage(maxBytes)
+		for j, raw := range tr.Traj {
+			m, err := toMessage(raw, tauBenchOptions, maxBytes)
 			if err != nil {
 				return nil, inputErrorf("%s: trajectory %d message %d: %v", path, i, j+1, err)
 			}

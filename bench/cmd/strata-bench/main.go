@@ -1,8 +1,9 @@
 // Command strata-bench regenerates Strata's benchmark report: it measures
 // context size, summarizer cost, load latency, trim cost, token
-// estimation, save latency, retention, concurrent load and an agent's
-// reply latency against their baselines, and writes REPORT.md plus SVG
-// plots.
+// estimation, save latency, retention, concurrent load, an agent's reply
+// latency, fact fidelity, write throughput, strata serve under load and
+// peers on the same replay against their baselines, and writes REPORT.md
+// plus SVG plots.
 //
 // From the repository root:
 //
@@ -40,7 +41,7 @@ func run(args []string) int {
 	out := fs.String("out", "bench", "directory that receives REPORT.md and the SVG plots")
 	dataDir := fs.String("data", "../shared/data", "directory holding locomo/ and taubench_airline/ (read in place)")
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server for sections 3, 6, 8, 11 and 12 (default $DATABASE_URL; empty skips them)")
-	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-12)")
+	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-13)")
 	quick := fs.Bool("quick", false, "smoke run: tiny subsets and short timings (numbers are meaningless)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {

@@ -8,8 +8,10 @@
 // retention of τ-bench action arguments, load under concurrency on
 // PostgreSQL, the reply latency of an agent with a slow model and a slow
 // summarizer, fact fidelity, write throughput with the in-memory store's
-// footprint, and strata serve under a bounded HTTP load. The data sets are read in place
-// from the shared data directory. PostgreSQL parts run when a database URL
+// footprint, strata serve under a bounded HTTP load, and peers
+// (langchaingo's memory types, eino's summarization middleware) on the
+// same LoCoMo replay. The data sets are read in place from the shared data
+// directory. PostgreSQL parts run when a database URL
 // is given and are skipped, with a note, otherwise.
 package runner
 
@@ -35,7 +37,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
 
 // Options configures a run.
 type Options struct {
@@ -195,6 +197,7 @@ var allSections = []section{
 	{10, "Fact fidelity: planted facts and LoCoMo QA evidence", runFidelity},
 	{11, "Write throughput and in-memory footprint", runWrites},
 	{12, "strata serve under load (PostgreSQL, loopback)", runServeLoad},
+	{13, "Peers on the same LoCoMo replay", runPeers},
 }
 
 // Run measures the selected sections and writes the report and plots to

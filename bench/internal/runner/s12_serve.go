@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,13 +158,13 @@ func runServeLoad(ctx context.Context, r *runner, out *sectionOut) error {
 	defer raw.close()
 	cfg := takeLastConfig()
 	rows := 2 * cfg.MaxConversationTurns
-	tailStmt, err := d.PreparexContext(ctx, rawTailSQL)
+	tailStmt, err := d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, strconv.Itoa(rows)))
 	if err != nil {
 		return err
 	}
 	defer tailStmt.Close()
 	tail := func(ctx context.Context, session string) ([]map[string]any, error) {
-		rs, err := tailStmt.QueryContext(ctx, session, rows)
+		rs, err := tailStmt.QueryContext(ctx, session)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,5 @@
+package memory
+
+// WithClock sets the manager's clock (cool-downs, fact timestamps) for the
+// tests of this package; it is not part of the API.
+var WithClock = withClock

@@ -1,0 +1,133 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/strata-go/strata/summary"
+)
+
+// The read path: what a load shows, and whether it must wait for a fold
+// first. It belongs to the engine because the answer depends on the folds
+// running, their expected duration and the cool-down, not only on the
+// policy; the Manager adds the span, the counters and the error wrapping.
+
+// assemble builds the history a load of sessionID returns for owner user.
+// ErrNotFound and ErrNotOwner come from the store unwrapped; a failing
+// summary store degrades instead of failing.
+func (e *engine) assemble(ctx context.Context, sessionID, user string) (History, error) {
+	m := e.m
+	v, s, sumErr, err := e.loadView(ctx, sessionID, user)
+	switch {
+	case err != nil:
+		return History{}, err
+	case v.total == 0:
+		return History{Mode: ModeEmpty}, nil
+	case !m.hierarchical():
+		return takeLast(v, 2*m.cfg.MaxConversationTurns, ModeTakeLast), nil
+	}
+	if sumErr != nil {
+		m.stats.fallbacks.Add(1)
+		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
+		return m.pol.degraded(v, v.msgs), nil
+	}
+	var unfolded []Message
+	if m.pol.wantsUnfolded() || s != nil {
+		if unfolded, err = m.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
+			return History{}, err
+		}
+	}
+	cut, trigger := m.pol.target(v, s, unfolded, false)
+	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
+		e.request(sessionID, user, trigger, false) // due, but the view is complete without it
+	}
+	if cut == 0 || trigger != "load" {
+		return m.pol.show(v, s, unfolded), nil
+	}
+	// The view needs the fold: start or join one, and wait for it a bounded
+	// time — the grace when a stale summary can be shown meanwhile, the fold
+	// wait for the first summary, never past ctx's deadline.
+	wait := m.cfg.FoldWait
+	if s != nil {
+		wait = m.cfg.LoadGrace
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		wait = min(wait, left-min(left/10, 50*time.Millisecond))
+	}
+	run := e.request(sessionID, user, "load", false)
+	if s != nil {
+		wait = min(wait, e.expectedWait(run, m.cfg.LoadGrace, cut))
+	}
+	fresh, ok := run.wait(ctx, e, max(wait, 0), cut)
+	ok = ok && fresh.Epoch == v.epoch && fresh.UpToSeq > cursorOf(s)
+	if ok && (covers(fresh, cut) || unfolded != nil) {
+		i := 0
+		for i < len(unfolded) && unfolded[i].Seq <= fresh.UpToSeq {
+			i++
+		}
+		h := m.pol.show(v, fresh, unfolded[i:])
+		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
+			m.stats.fallbacks.Add(1)
+		}
+		return h, nil
+	}
+	m.stats.fallbacks.Add(1)
+	if s != nil {
+		return m.pol.show(v, s, unfolded), nil
+	}
+	return m.pol.degraded(v, unfolded), nil
+}
+
+// loadView reads what a load starts from: the session's tail and, with
+// hierarchical memory on, its usable summary (sumErr: the summary store
+// failed, the tail is good). When the message store reads the summary
+// store's summaries itself (SnapshotReader), both come from one call — one
+// statement for a database; otherwise the tail and then the summary, two
+// calls. A tail too short to align the window is read again by readTail.
+func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
+	want := e.m.pol.loadSize()
+	if !e.m.hierarchical() {
+		v, err = e.m.readTail(ctx, sessionID, userID, want)
+		return v, nil, nil, err
+	}
+	sr, ok := e.m.store.(SnapshotReader)
+	if !ok || !sr.ReadsSummariesOf(e.m.sums) {
+		if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+			return view{}, nil, nil, err
+		}
+		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
+		return v, s, sumErr, nil
+	}
+	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
+	if err != nil {
+		return view{}, nil, nil, err
+	}
+	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
+	if len(v.msgs) < v.total && alignedStart(v.msgs, want) == 0 {
+		if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+			return view{}, nil, nil, err
+		}
+	}
+	return v, usable(s, v.epoch), nil, nil
+}
+
+// usableSummary is the stored summary of the session's current epoch, nil
+// when there is none, it is empty, or it belongs to a deleted predecessor.
+func (e *engine) usableSummary(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
+	s, err := e.m.sums.Get(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("summary store: %w", err)
+	}
+	return usable(s, epoch), nil
+}
+
+// usable is s when it can be shown for the session incarnation epoch: nil
+// when it is empty or belongs to a deleted predecessor.
+func usable(s *summary.Summary, epoch int64) *summary.Summary {
+	if s.IsEmpty() || s.Epoch != epoch {
+		return nil
+	}
+	return s
+}

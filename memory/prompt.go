@@ -1,0 +1,41 @@
+package memory
+
+import (
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/trimmer"
+)
+
+// Prompt is the one prompt builder: it returns the whole prompt — the system
+// prompt (when not empty) followed by history fitted into the manager's
+// budget (ContextWindowTokens − OutputReserveTokens − reserve, less the
+// system prompt, priced by its estimator) as trimmer.Trimmer.TrimReport
+// fits it. The last user message (the agent's current question) always
+// stays. Older history between the leading system messages (facts and
+// summary) and that question goes first, oldest first; then the facts and
+// summary, one at a time, but only to keep the tool rounds that follow the
+// question; then those tool rounds (and a trailing answer), oldest first. A
+// tool call is kept or dropped together with its results. What is left and
+// still does not fit is cut, each cut text ending with
+// trimmer.TruncationMarker. reserve holds back tokens for what the caller
+// sends beside the messages, such as tool definitions. When not even the
+// question cut fits, the prompt holds the question alone, whole, over
+// budget: an agent sends its question rather than an empty prompt
+// (PromptReport says so).
+func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) []llms.ChatMessage {
+	prompt, _ := m.PromptReport(systemPrompt, history, reserve)
+	return prompt
+}
+
+// PromptReport is Prompt with the trimmer's report of the fit: the budget
+// the system prompt and reserve leave the history, the history's tokens
+// before and after, how many of its messages were dropped (Removed) or cut
+// (Truncated), and whether nothing could fit, not even cut (OverBudget). The report
+// counts the history only, never the system prompt's message.
+func (m *Manager) PromptReport(systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
+	trimmed, rep := m.cost.TrimReport(history, systemPrompt, reserve)
+	if systemPrompt == "" {
+		return trimmed, rep
+	}
+	return append([]llms.ChatMessage{llms.SystemChatMessage{Content: systemPrompt}}, trimmed...), rep
+}

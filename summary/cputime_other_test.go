@@ -1,0 +1,8 @@
+//go:build !unix
+
+package summary
+
+import "time"
+
+// processCPU is unknown on this platform: benchmarks report wall time only.
+func processCPU() time.Duration { return 0 }
