@@ -13,6 +13,9 @@
 //	           Config.FoldWait and never past the caller's deadline. Past
 //	           that the view is the stale summary plus every message after its
 //	           cursor, or the degraded view (takeLast / the unfolded tail).
+//	           A chunked view that holds every unfolded message within its
+//	           token budget waits for nothing: its fold runs in the
+//	           background.
 //	Prompt     the system prompt and the view, fitted into ContextWindowTokens
 //	           − OutputReserveTokens without splitting a tool group.
 //	Save       append the turn atomically; past the trigger a background fold

@@ -246,12 +246,8 @@ func decodeLenient(data []byte, o Options) (Message, error) {
 // contentText reads content given as a string, null, or an array of parts
 // ({"type": "text", "text": …}).
 func contentText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
+	raw, s, done := plainText(raw)
+	if done {
 		return s, nil
 	}
 	var parts []struct {
@@ -305,12 +301,8 @@ func lenientToolCall(raw json.RawMessage) (ToolCall, error) {
 // argumentsText reads tool-call arguments given as a JSON string or as a
 // JSON value (kept as compact JSON).
 func argumentsText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
+	raw, s, done := plainText(raw)
+	if done {
 		return s, nil
 	}
 	var buf bytes.Buffer
@@ -318,6 +310,20 @@ func argumentsText(raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	return validUTF8(buf.String()), nil
+}
+
+// plainText reads the two forms a lenient text field shares: absent or
+// null (""), and a JSON string. done is false for anything else, returned
+// trimmed for the caller's own forms.
+func plainText(raw json.RawMessage) (trimmed json.RawMessage, text string, done bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return raw, "", true
+	}
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return raw, text, true
+	}
+	return raw, "", false
 }
 
 // validUTF8 replaces each byte of s that is not part of valid UTF-8 with

@@ -216,27 +216,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("runner: unknown section %d (want 1–%d)", n, len(Sections))
 		}
 	}
-	r := &runner{
-		opts:  opts,
-		p:     fullParams(),
-		env:   detectEnvironment(opts.Command, began),
-		quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		out:   opts.Progress,
-	}
-	if r.out == nil {
-		r.out = io.Discard
-	}
-	if opts.Quick {
-		r.p = quickParams()
-	}
-	// The exact counter installs tiktoken-go's offline BPE loader, a
-	// process-wide setting: do it first, before anything else (langchaingo's
-	// llms.CountTokens included) touches tiktoken-go, so nothing downloads.
-	c, err := newCounter()
+	r, err := newRunner(opts, began)
 	if err != nil {
-		return nil, fmt.Errorf("runner: tiktoken: %w", err)
+		return nil, err
 	}
-	r.count = c
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -380,4 +363,30 @@ func silenceStdLog() (restore func()) {
 	prev := log.Writer()
 	log.SetOutput(io.Discard)
 	return func() { log.SetOutput(prev) }
+}
+
+// newRunner returns a runner for opts, with the exact token counter
+// installed. The counter installs tiktoken-go's offline BPE loader, a
+// process-wide setting: it comes first, before anything else (langchaingo's
+// llms.CountTokens included) touches tiktoken-go, so nothing downloads.
+func newRunner(opts Options, began time.Time) (*runner, error) {
+	r := &runner{
+		opts:  opts,
+		p:     fullParams(),
+		env:   detectEnvironment(opts.Command, began),
+		quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		out:   opts.Progress,
+	}
+	if r.out == nil {
+		r.out = io.Discard
+	}
+	if opts.Quick {
+		r.p = quickParams()
+	}
+	c, err := newCounter()
+	if err != nil {
+		return nil, fmt.Errorf("runner: tiktoken: %w", err)
+	}
+	r.count = c
+	return r, nil
 }

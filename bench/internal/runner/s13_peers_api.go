@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -127,24 +126,10 @@ func RunPeers(ctx context.Context, opts PeersOptions, peers []Peer) (*PeersRepor
 	if opts.Command == "" {
 		opts.Command = "go run ./bench/cmd/strata-bench -sections 13"
 	}
-	r := &runner{
-		opts:  Options{DataDir: opts.DataDir, Quick: opts.Quick, Command: opts.Command},
-		p:     fullParams(),
-		env:   detectEnvironment(opts.Command, time.Now()),
-		quiet: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		out:   opts.Progress,
-	}
-	if r.out == nil {
-		r.out = io.Discard
-	}
-	if opts.Quick {
-		r.p = quickParams()
-	}
-	c, err := newCounter()
+	r, err := newRunner(Options{DataDir: opts.DataDir, Quick: opts.Quick, Command: opts.Command, Progress: opts.Progress}, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	r.count = c
 	out := &sectionOut{}
 	rows, err := r.peersBody(ctx, peers, out)
 	if err != nil {
