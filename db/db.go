@@ -19,10 +19,14 @@ import (
 
 // Pool limits applied by Open. They suit a service replica talking to one
 // PostgreSQL server; change them on the returned pool (d.SetMaxOpenConns,
-// …) when a deployment needs others.
+// …) when a deployment needs others. The pool keeps as many idle
+// connections as it may open: a busy replica that closed the connections
+// above a lower idle limit would reconnect for every burst, and each
+// connection costs SCRAM's deliberately slow key derivation on both sides;
+// idle connections still close after DefaultConnMaxIdleTime.
 const (
 	DefaultMaxOpenConns    = 20
-	DefaultMaxIdleConns    = 10
+	DefaultMaxIdleConns    = DefaultMaxOpenConns
 	DefaultConnMaxLifetime = 30 * time.Minute
 	DefaultConnMaxIdleTime = 5 * time.Minute
 )

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // DefaultFoldLeaseTTL is the lease length TryLockFold uses when asked for a
@@ -54,7 +52,7 @@ const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AN
 
 // lease is one fold lease held by this process.
 type lease struct {
-	d       *sqlx.DB
+	stmts   *stmtCache
 	slice   time.Duration
 	session string
 	token   string
@@ -67,7 +65,7 @@ type lease struct {
 // strata_fold_leases table. A lease row, rather than an advisory lock,
 // keeps no connection pinned while the summarizer runs, survives a
 // connection reset, and expires by itself if its holder dies.
-func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
+func tryLockFold(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	if !validID(sessionID) {
 		return nil, false, fmt.Errorf("db: fold lease: session id is not valid UTF-8 or contains a NUL byte")
 	}
@@ -79,9 +77,12 @@ func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID
 	if err != nil {
 		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
 	}
-	l := &lease{d: d, slice: slice, session: sessionID, token: token}
+	l := &lease{stmts: stmts, slice: slice, session: sessionID, token: token}
 	var holder string
-	err = d.QueryRowxContext(ctx, takeLeaseSQL, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
+	st, err := stmts.get(ctx, takeLeaseSQL)
+	if err == nil {
+		err = st.QueryRowxContext(ctx, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -117,7 +118,7 @@ func (l *lease) renew(deadline time.Time) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.slice/3)
-		res, err := l.d.ExecContext(ctx, renewLeaseSQL, l.session, l.token, min(remaining, l.slice).Microseconds())
+		res, err := l.stmts.exec(ctx, renewLeaseSQL, l.session, l.token, min(remaining, l.slice).Microseconds())
 		cancel()
 		if err != nil {
 			continue // the database is unreachable: try again next tick
@@ -140,7 +141,7 @@ func (l *lease) release() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		for delay := 25 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-			if _, err := l.d.ExecContext(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
+			if _, err := l.stmts.exec(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
 				return
 			}
 			select {
@@ -171,5 +172,5 @@ func newToken() (string, error) {
 // either may be used. Deleting the session leaves the lease alone: only
 // its holder's release or its expiry ends it.
 func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
+	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
 }

@@ -205,7 +205,7 @@ func appendFixture(b *testing.B) *fixture {
 	b.Helper()
 	f := newFixture(b)
 	f.d.SetMaxOpenConns(db.DefaultMaxOpenConns)
-	f.d.SetMaxIdleConns(db.DefaultMaxOpenConns)
+	f.d.SetMaxIdleConns(db.DefaultMaxIdleConns)
 	ctx := context.Background()
 	for i := range appendSessions {
 		if err := f.messages.Create(ctx, fmt.Sprint("append-", i), "bench"); err != nil {

@@ -532,7 +532,11 @@ func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afte
 		Owner string `db:"owner"`
 		messageRow
 	}
-	if err := s.d.SelectContext(ctx, &rows, rangeSQL, sessionID, afterSeq, throughSeq, lim, userID); err != nil {
+	st, err := s.stmts.get(ctx, rangeSQL)
+	if err == nil {
+		err = st.SelectContext(ctx, &rows, sessionID, afterSeq, throughSeq, lim, userID)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, classify(ctx, err))
 	}
 	switch {

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 
@@ -47,4 +48,13 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	}
 	c.m[query] = st
 	return st, nil
+}
+
+// exec runs query, prepared, with args.
+func (c *stmtCache) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
 }

@@ -26,8 +26,9 @@ import (
 // for sessions that store does not know (another MessageStore keeps
 // them), it saves unconditionally.
 type SummaryStore struct {
-	d   *sqlx.DB
-	opt options
+	d     *sqlx.DB
+	opt   options
+	stmts *stmtCache
 }
 
 var (
@@ -38,7 +39,7 @@ var (
 // NewSummaryStore returns a summary store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
 func NewSummaryStore(d *sqlx.DB, opts ...Option) *SummaryStore {
-	return &SummaryStore{d: d, opt: buildOptions(opts)}
+	return &SummaryStore{d: d, opt: buildOptions(opts), stmts: newStmtCache(d)}
 }
 
 // getSummarySQL reads one summary.
@@ -67,7 +68,10 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 		return nil, nil
 	}
 	var r summaryRow
-	err := s.d.GetContext(ctx, &r, getSummarySQL, sessionID)
+	st, err := s.stmts.get(ctx, getSummarySQL)
+	if err == nil {
+		err = st.GetContext(ctx, &r, sessionID)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -159,7 +163,10 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	st, err := s.stmts.get(ctx, saveSummarySQL)
+	if err == nil {
+		err = st.QueryRowxContext(ctx, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, classify(ctx, err))
@@ -186,7 +193,7 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 
 // TryLockFold implements memory.FoldLocker; see MessageStore.TryLockFold.
 func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
+	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
 }
 
 // factJSON is one element of facts_json: the reference's shape

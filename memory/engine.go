@@ -347,13 +347,14 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	st.write.Lock()
 	gen := st.gen
 	st.write.Unlock()
-	v, err := m.readTail(ctx, sessionID, userID, m.pol.loadSize())
+	// The same read as a load's: one statement when the message store
+	// reads the summaries too.
+	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
 	if err != nil {
 		return nil, fmt.Errorf("read session: %w", err)
 	}
-	existing, err := e.usableSummary(ctx, sessionID, v.epoch)
-	if err != nil {
-		return nil, err
+	if sumErr != nil {
+		return nil, sumErr
 	}
 	var unfolded []Message
 	if m.pol.wantsUnfolded() {
@@ -374,8 +375,15 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if incremental {
 		from = existing.UpToSeq
 	}
-	msgs, err := m.store.Range(ctx, sessionID, userID, from, cut, 0)
-	if err != nil {
+	var msgs []Message
+	if incremental && unfolded != nil {
+		// Already read: the messages after the summary's cursor.
+		i := 0
+		for i < len(unfolded) && unfolded[i].Seq <= cut {
+			i++
+		}
+		msgs = unfolded[:i]
+	} else if msgs, err = m.store.Range(ctx, sessionID, userID, from, cut, 0); err != nil {
 		return nil, fmt.Errorf("read messages to fold: %w", err)
 	}
 	if len(msgs) == 0 {

@@ -155,10 +155,11 @@ func (c chunked) target(_ view, s *summary.Summary, unfolded []Message, backgrou
 		}
 		return unfolded[start-1].Seq, trigger
 	}
-	if start := c.fitFrom(s, unfolded); start > 0 {
-		return unfolded[start-1].Seq, "load"
+	fit := c.fitFrom(s, unfolded)
+	if fit > 0 {
+		return unfolded[max(fit, c.overflowFrom(unfolded))-1].Seq, "load"
 	}
-	if start := c.keepFrom(s, unfolded); start > 0 {
+	if start := c.overflowFrom(unfolded); start > 0 {
 		return unfolded[start-1].Seq, "overflow"
 	}
 	return 0, ""
@@ -169,7 +170,7 @@ func (c chunked) show(v view, s *summary.Summary, unfolded []Message) History {
 		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
 	mode := ModeHierarchical
-	if c.keepFrom(s, unfolded) > 0 {
+	if c.overflowFrom(unfolded) > 0 || c.fitFrom(s, unfolded) > 0 {
 		mode = ModeStale
 	}
 	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total, render(c.cfg))
@@ -235,15 +236,13 @@ func (c chunked) viewBudget() int {
 	return b
 }
 
-// keepFrom returns the index of the first unfolded message the view keeps:
-// 0 keeps all; a larger index means the messages before it must be folded
-// first (overflow beyond K+B, or the view's token budget).
-func (c chunked) keepFrom(s *summary.Summary, unfolded []Message) int {
-	start := 0
+// overflowFrom returns the index of the first unfolded message kept when
+// the tail is over K+B (folding down to K), 0 when it is not.
+func (c chunked) overflowFrom(unfolded []Message) int {
 	if len(unfolded) > c.cfg.RecentMessageCount+c.cfg.BufferMessageCount {
-		start = alignedStart(unfolded, c.cfg.RecentMessageCount)
+		return alignedStart(unfolded, c.cfg.RecentMessageCount)
 	}
-	return max(start, c.fitFrom(s, unfolded))
+	return 0
 }
 
 // fitFrom returns the index of the first unfolded message that the view's
@@ -252,6 +251,9 @@ func (c chunked) keepFrom(s *summary.Summary, unfolded []Message) int {
 func (c chunked) fitFrom(s *summary.Summary, unfolded []Message) int {
 	budget := c.viewBudget()
 	avail := budget - c.summaryTokens(s)
+	if c.messageTokens(unfolded) <= avail {
+		return 0 // the usual case, priced in one pass
+	}
 	fit := 0
 	for i := len(unfolded) - 1; i >= 0; i-- {
 		avail -= c.messageTokens(unfolded[i : i+1])

@@ -24,10 +24,30 @@ type concRun struct {
 	summaries            int
 	errors               int64
 	stats                memory.Stats
+	rounds               int // runs summed into this one
+}
+
+// plus sums two runs of one configuration: the times and counts add up,
+// the samples are pooled, and the peaks are the larger.
+func (c concRun) plus(o concRun) concRun {
+	c.wall += o.wall
+	c.flush = max(c.flush, o.flush)
+	c.saves = append(append(samples{}, c.saves...), o.saves...)
+	c.loads = append(append(samples{}, c.loads...), o.loads...)
+	c.peakGoroutines = max(c.peakGoroutines, o.peakGoroutines)
+	c.expected += o.expected
+	c.stored += o.stored
+	c.summaries += o.summaries
+	c.errors += o.errors
+	c.stats.Folds += o.stats.Folds
+	c.stats.LazyFolds += o.stats.LazyFolds
+	c.stats.Fallbacks += o.stats.Fallbacks
+	c.rounds += o.rounds
+	return c
 }
 
 func (r *runner) concurrencyRun(ctx context.Context, pg *pgEnv, name, prefix string, think time.Duration, cfg memory.Config, svc summary.Service, pairs [][2]string) (concRun, error) {
-	run := concRun{name: name, think: think}
+	run := concRun{name: name, think: think, rounds: 1}
 	d, err := pg.pool(ctx) // a fresh pool (db.Open's defaults) per configuration
 	if err != nil {
 		return run, err
@@ -152,24 +172,42 @@ func runConcurrency(ctx context.Context, r *runner, out *sectionOut) error {
 		{"Strata parity + extractive", parityConfig(), summary.NewExtractiveService()},
 		{"Strata chunked + extractive", chunkedConfig(), summary.NewExtractiveService()},
 	}
+	// Each configuration runs twice, in the order A B C C B A, and its two
+	// runs are summed: the database's state drifts over a run (WAL,
+	// checkpoints, table growth), and a fixed order would charge that drift
+	// to whichever configuration runs last.
+	order := make([]int, 0, 2*len(configs))
+	for i := range configs {
+		order = append(order, i)
+	}
+	for i := range configs {
+		order = append(order, len(configs)-1-i)
+	}
 	var runs []concRun
 	for ti, think := range r.p.concThink {
-		for i, c := range configs {
-			r.progress("  concurrency: %s, model call %s, %d sessions × %d turns on %d workers", c.name, think, r.p.concSessions, r.p.concTurns, r.p.concWorkers)
-			run, err := r.concurrencyRun(ctx, pg, c.name, fmt.Sprintf("s8-%d-%d-", ti, i), think, c.cfg, c.svc, pairs)
+		got := make([]concRun, len(configs))
+		for k, i := range order {
+			c := configs[i]
+			r.progress("  concurrency: %s, model call %s, %d sessions × %d turns on %d workers (round %d of 2)", c.name, think, r.p.concSessions, r.p.concTurns, r.p.concWorkers, k/len(configs)+1)
+			run, err := r.concurrencyRun(ctx, pg, c.name, fmt.Sprintf("s8-%d-%d-%d-", ti, i, k), think, c.cfg, c.svc, pairs)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
-			runs = append(runs, run)
+			if got[i].rounds == 0 {
+				got[i] = run
+			} else {
+				got[i] = got[i].plus(run)
+			}
 		}
+		runs = append(runs, got...)
 	}
 
-	out.printf("%d sessions × %d turns against PostgreSQL, %d sessions at a time (%d workers; each worker plays whole sessions, one turn = `LoadHistory`, then a simulated model call (a sleep: none, or %s), then `SaveTurn` of a LoCoMo user/assistant pair), through one manager with the `db` stores on a fresh pool with `db.Open`'s defaults (%d connections). Folds run in the background on the same pool, with the offline extractive summarizer and the cross-process fold lease. After the last turn `Flush` waits for every fold; then the stored messages are counted in the database: **lost = expected − stored** (must be 0). Goroutines are sampled every 2 ms (the process had %d before the run). The baseline is the same load with summaries off.\n\n",
+	out.printf("%d sessions × %d turns against PostgreSQL, twice per configuration (in the order baseline, parity, chunked, chunked, parity, baseline, each run on its own sessions; the table sums both runs), %d sessions at a time (%d workers; each worker plays whole sessions, one turn = `LoadHistory`, then a simulated model call (a sleep: none, or %s), then `SaveTurn` of a LoCoMo user/assistant pair), through one manager with the `db` stores on a fresh pool with `db.Open`'s defaults (%d connections). Folds run in the background on the same pool, with the offline extractive summarizer and the cross-process fold lease. After the last turn `Flush` waits for every fold; then the stored messages are counted in the database: **lost = expected − stored** (must be 0). Goroutines are sampled every 2 ms (the process had %d before the run). The baseline is the same load with summaries off.\n\n",
 		r.p.concSessions, r.p.concTurns, r.p.concWorkers, r.p.concWorkers, r.p.concThink[len(r.p.concThink)-1], db.DefaultMaxOpenConns, runs[0].base)
 	out.printf("%s", r.env.provenance(true))
 	rows := [][]string{}
 	var base concRun
-	tps := func(c concRun) float64 { return float64(r.p.concSessions*r.p.concTurns) / c.wall.Seconds() }
+	tps := func(c concRun) float64 { return float64(c.rounds*r.p.concSessions*r.p.concTurns) / c.wall.Seconds() }
 	for i, c := range runs {
 		if i%len(configs) == 0 {
 			base = c
