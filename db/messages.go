@@ -273,18 +273,21 @@ func truncateRunes(s string, n int) string {
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
 // readLimit is the LIMIT of a Tail or Snapshot statement reading n
-// messages: n rounded up to a power of two (at least 8; 0 for none); the caller drops
-// the oldest extra rows. The limit is written into the statement rather
-// than bound as a parameter: PostgreSQL then finds that the generic plan of
-// the prepared statement costs the same as a custom one and reuses it,
-// instead of planning every execution anew (for these statements planning
-// takes longer than running). Rounding keeps the number of distinct
-// statements small.
+// messages: n rounded up to a multiple of 8 (to a power of two beyond 256;
+// 0 for none); the caller drops the oldest extra rows. The limit is written
+// into the statement rather than bound as a parameter: PostgreSQL then finds
+// that the generic plan of the prepared statement costs the same as a
+// custom one and reuses it, instead of planning every execution anew (for
+// these statements planning takes longer than running). Rounding keeps the
+// number of distinct statements small while reading few extra rows.
 func readLimit(n int) int {
-	if n <= 0 {
+	switch {
+	case n <= 0:
 		return 0
+	case n <= 256:
+		return (n + 7) / 8 * 8
 	}
-	l := 8
+	l := 512
 	for l < n {
 		l *= 2
 	}

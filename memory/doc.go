@@ -20,6 +20,8 @@
 //	           − OutputReserveTokens without splitting a tool group.
 //	Save       append the turn atomically; past the trigger a background fold
 //	           starts (single-flight per session, a lease across processes).
+//	           A chunked session tracks its backlog between folds, so only a
+//	           save that fires one of its triggers starts one.
 //	Fold       summarize, merge into the ledger (summary.Apply), save only if
 //	           the session was not deleted meanwhile, then tell observers.
 //

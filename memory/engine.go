@@ -40,7 +40,20 @@ type engine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*slot
+	backlogs map[string]tracked // by session; guarded by mu
 }
+
+// tracked is a session's backlog as of its last fold plan, kept up to date
+// by this process's saves.
+type tracked struct {
+	epoch   int64 // the session incarnation it belongs to
+	covered int   // messages the summary covered at the plan
+	backlog
+}
+
+// maxTracked bounds the backlogs kept; past it they are all forgotten
+// (each session's next save plans a fold again, and tracks anew).
+const maxTracked = 10_000
 
 // slot is the per-session coordination record; it lives while a fold runs
 // or a delete is in progress.
@@ -79,7 +92,7 @@ var (
 )
 
 func newEngine(m *Manager) *engine {
-	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}}
+	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{}}
 	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
 	if l, ok := m.store.(FoldLocker); ok {
 		e.locker = l
@@ -309,6 +322,9 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	}
 	st.gen++
 	e.cancelRun(sessionID)
+	e.mu.Lock()
+	delete(e.backlogs, sessionID)
+	e.mu.Unlock()
 	if e.m.sums != nil {
 		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
 			return fmt.Errorf("summary: %w", err)
@@ -331,6 +347,77 @@ func (e *engine) cancelRun(sessionID string) {
 	}
 }
 
+// foldPlan is what a fold works from: the session's view, the messages
+// after the summary's cursor (for policies that want them), and the cursor
+// the summary must reach (0: nothing to fold) with the trigger's name.
+type foldPlan struct {
+	v        view
+	unfolded []Message
+	cut      int64
+	why      string
+}
+
+// plan reads the session as a load does (one statement when the message
+// store reads the summaries too) and asks the policy how far to fold. It
+// returns the usable summary beside the plan.
+func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*summary.Summary, foldPlan, error) {
+	m := e.m
+	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
+	if err != nil {
+		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
+	}
+	if sumErr != nil {
+		return nil, foldPlan{}, sumErr
+	}
+	p := foldPlan{v: v}
+	if m.pol.wantsUnfolded() {
+		if p.unfolded, err = m.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
+			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
+		}
+	}
+	p.cut, p.why = m.pol.target(v, existing, p.unfolded, trigger != "load")
+	if m.pol.wantsUnfolded() {
+		e.track(sessionID, tracked{epoch: v.epoch, covered: v.total - len(p.unfolded), backlog: m.pol.backlogOf(existing, p.unfolded)})
+	}
+	return existing, p, nil
+}
+
+// track records a session's backlog as a plan measured it.
+func (e *engine) track(sessionID string, t tracked) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.backlogs) >= maxTracked {
+		clear(e.backlogs)
+	}
+	e.backlogs[sessionID] = t
+}
+
+// saveDue reports whether a save that appended msgs (res) may need a fold.
+// With the session's backlog tracked since its last plan it adds the save
+// to it and asks the policy; a chunked session then reads nothing until its
+// backlog fires a trigger. Untracked (or re-created) sessions are due: the
+// fold plans and tracks them. The count of unfolded messages comes from the
+// store, so appends by other processes count too; their tokens and turns do
+// not, which can only delay a token or safety fold until this process plans
+// again (a load whose view is over its budget asks for one anyway).
+func (e *engine) saveDue(sessionID string, res AppendResult, msgs []Message) bool {
+	m := e.m
+	if !m.pol.wantsUnfolded() {
+		return m.pol.due(backlog{})
+	}
+	e.mu.Lock()
+	t, ok := e.backlogs[sessionID]
+	e.mu.Unlock()
+	if !ok || t.epoch != res.Epoch {
+		return true
+	}
+	t.messages = res.Total - t.covered
+	t.turns += userTurns(msgs)
+	t.tokens += m.cost.Cost(chatMessages(msgs))
+	e.track(sessionID, t)
+	return m.pol.due(t.backlog)
+}
+
 // fold reads the session, asks the policy how far to fold, and folds: it
 // returns the summary now stored (the existing one when nothing was to do).
 func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
@@ -338,6 +425,16 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
 	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
 	defer func() { endSpan(span, err) }()
+	if e.locker != nil {
+		// Plan first, without the lease: most saves of a chunked session
+		// find nothing to fold (it folds every B messages), and taking and
+		// releasing the lease costs two writes. A fold that is due is
+		// planned again under the lease: another process may have folded
+		// meanwhile.
+		if existing, p, err := e.plan(ctx, sessionID, userID, trigger); err != nil || p.cut == 0 {
+			return existing, err
+		}
+	}
 	release, err := e.lock(ctx, sessionID)
 	if err != nil {
 		return nil, err
@@ -347,25 +444,11 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	st.write.Lock()
 	gen := st.gen
 	st.write.Unlock()
-	// The same read as a load's: one statement when the message store
-	// reads the summaries too.
-	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
-	if err != nil {
-		return nil, fmt.Errorf("read session: %w", err)
+	existing, p, err := e.plan(ctx, sessionID, userID, trigger)
+	if err != nil || p.cut == 0 {
+		return existing, err
 	}
-	if sumErr != nil {
-		return nil, sumErr
-	}
-	var unfolded []Message
-	if m.pol.wantsUnfolded() {
-		if unfolded, err = m.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
-			return nil, fmt.Errorf("read messages: %w", err)
-		}
-	}
-	cut, why := m.pol.target(v, existing, unfolded, trigger != "load")
-	if cut == 0 {
-		return existing, nil
-	}
+	v, unfolded, cut, why := p.v, p.unfolded, p.cut, p.why
 	r.cut.Store(cut)
 	if !e.cool.ready(sessionID) {
 		return nil, errCoolingDown

@@ -161,7 +161,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		return AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
 	}
 	m.stats.saves.Add(1)
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) {
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
 		m.eng.request(sessionID, user, "save", true)
 	}
 	return res, nil

@@ -37,7 +37,20 @@ type policy interface {
 	// wantsUnfolded reports whether target and show need the messages after
 	// the cursor even when the summary is fresh.
 	wantsUnfolded() bool
+	// backlogOf measures what a session holds beyond its usable summary s
+	// (nil: none): unfolded are the messages after its cursor.
+	backlogOf(s *summary.Summary, unfolded []Message) backlog
+	// due reports whether a save that left the session with backlog b may
+	// need a fold; a save that is not due starts none.
+	due(b backlog) bool
 }
+
+// backlog is what a session holds beyond its summary: the unfolded
+// messages, how many of them are user turns, and the tokens of the summary
+// plus those messages. Saves keep it up to date between folds (see
+// engine.saveDue), so most of them need not read the session to know that
+// no fold is due.
+type backlog struct{ messages, turns, tokens int }
 
 func newPolicy(cfg Config, cost *trimmer.Trimmer) policy {
 	if cfg.Policy == PolicyChunked {
@@ -121,6 +134,11 @@ func (p parity) degraded(v view, _ []Message) History {
 func (parity) incremental() bool   { return false }
 func (parity) wantsUnfolded() bool { return false }
 
+// Parity folds after every save past the trigger: there is no backlog to
+// track.
+func (parity) backlogOf(*summary.Summary, []Message) backlog { return backlog{} }
+func (parity) due(backlog) bool                              { return true }
+
 // chunked shows the summary plus every message it does not cover yet — so
 // no message leaves the view unless folded — and keeps that verbatim tail
 // between K = RecentMessageCount and K+B messages by folding the oldest ones
@@ -185,25 +203,42 @@ func (chunked) wantsUnfolded() bool { return true }
 
 // foldTrigger names the highest-priority trigger that fires, "" for none.
 func (c chunked) foldTrigger(s *summary.Summary, unfolded []Message) string {
-	k, b := c.cfg.RecentMessageCount, c.cfg.BufferMessageCount
-	if th := c.tokenThreshold(); th > 0 && c.summaryTokens(s)+c.messageTokens(unfolded) > th {
+	return c.trigger(c.backlogOf(s, unfolded))
+}
+
+// trigger names the highest-priority trigger that a backlog fires, "" for
+// none.
+func (c chunked) trigger(b backlog) string {
+	k := c.cfg.RecentMessageCount
+	if th := c.tokenThreshold(); th > 0 && b.tokens > th {
 		return "token"
 	}
-	if len(unfolded) > k+b {
+	if b.messages > k+c.cfg.BufferMessageCount {
 		return "overflow"
 	}
-	if n := c.cfg.SafetyTurns; n > 0 {
-		turns := 0
-		for _, msg := range unfolded {
-			if msg.Role == RoleUser {
-				turns++
-			}
-		}
-		if turns >= n && len(unfolded) > k {
-			return "safety"
-		}
+	if n := c.cfg.SafetyTurns; n > 0 && b.turns >= n && b.messages > k {
+		return "safety"
 	}
 	return ""
+}
+
+func (c chunked) backlogOf(s *summary.Summary, unfolded []Message) backlog {
+	b := backlog{messages: len(unfolded), tokens: c.summaryTokens(s) + c.messageTokens(unfolded)}
+	b.turns = userTurns(unfolded)
+	return b
+}
+
+func (c chunked) due(b backlog) bool { return c.trigger(b) != "" }
+
+// userTurns counts the user messages of msgs.
+func userTurns(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			n++
+		}
+	}
+	return n
 }
 
 // tokenThreshold is the smaller of the absolute and the fractional token

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -554,5 +555,64 @@ func TestChunkedSavesRacingAFoldAreNotLost(t *testing.T) {
 			t.Fatalf("round %d: %d messages left unfolded after the last save's fold, want <= K+B = %d", round, n, cfg.RecentMessageCount+cfg.BufferMessageCount)
 		}
 		_ = f.mgr.Close()
+	}
+}
+
+// tailCounter counts the store's Tail reads.
+type tailCounter struct {
+	memory.MessageStore
+	tails atomic.Int64
+}
+
+func (c *tailCounter) Tail(ctx context.Context, sessionID, userID string, n int) (memory.Tail, error) {
+	c.tails.Add(1)
+	return c.MessageStore.Tail(ctx, sessionID, userID, n)
+}
+
+// A chunked session tracks its backlog between folds: saves that fire no
+// trigger start no fold and read nothing, so the session is read about
+// once per fold rather than once per save — and it still folds exactly when
+// its buffer overflows, with nothing unfolded ever left out of the view.
+func TestChunkedSavesReadOnlyWhenAFoldIsDue(t *testing.T) {
+	store := &tailCounter{MessageStore: memory.NewInMemoryStore()}
+	svc := &fakeSummarizer{}
+	mgr, err := memory.NewManager(store, chunkedConfig(4, 4), memory.WithSummaries(summary.NewInMemoryStore(0), svc), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	ctx := context.Background()
+	const turns = 40
+	for i := 1; i <= turns; i++ {
+		if err := mgr.SaveTurn(ctx, "s", "alice", fmt.Sprintf("u%d", i), fmt.Sprintf("a%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folds := mgr.Stats().Folds
+	// 80 messages, folded down to K = 4 whenever more than K+B = 8 are
+	// unfolded: a fold every third turn.
+	if folds < 10 || folds > 16 {
+		t.Fatalf("%d folds for %d turns", folds, turns)
+	}
+	// Each fold reads the session once, plus one plan after each fold
+	// (the backlog it tracked predates the fold); without tracking every
+	// save past K would read it.
+	reads := store.tails.Load()
+	t.Logf("%d saves, %d folds, %d session reads", turns, folds, reads)
+	if reads > 2*folds+2 || reads >= turns-2 {
+		t.Fatalf("%d session reads for %d saves and %d folds", reads, turns, folds)
+	}
+	h, err := mgr.Load(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.Recent); n < 4 || n > 8 {
+		t.Fatalf("%d unfolded messages shown, want between K and K+B", n)
+	}
+	if last := h.Recent[len(h.Recent)-1].Content; last != fmt.Sprintf("a%d", turns) {
+		t.Fatalf("newest shown %q", last)
 	}
 }
