@@ -169,7 +169,10 @@ var kvPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\
 // error messages. It handles URLs (including a password query parameter) and
 // key=value connection strings.
 func RedactDSN(dsn string) string {
-	if strings.Contains(dsn, "://") {
+	// Only the URL schemes the driver accepts make a URL (the same test
+	// pgx applies): a key=value string whose password contains "://" is
+	// still key=value.
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "<unparsable data source name>"
@@ -242,7 +245,10 @@ func cleanText(s string) string {
 // WithDSNParams sets connection parameters (search_path, application_name,
 // …) on a URL or key=value connection string.
 func WithDSNParams(dsn string, params map[string]string) (string, error) {
-	if strings.Contains(dsn, "://") {
+	// Only the URL schemes the driver accepts make a URL (the same test
+	// pgx applies): a key=value string whose password contains "://" is
+	// still key=value.
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "", fmt.Errorf("db: parse %s: %w", RedactDSN(dsn), redactURLError(err, dsn))

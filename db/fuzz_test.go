@@ -48,27 +48,32 @@ func FuzzDecodeFacts(f *testing.F) {
 }
 
 // FuzzRedactDSN checks that a password put into a URL or a key=value
-// connection string never survives redaction.
+// connection string never survives redaction: the redacted text must not
+// depend on the password at all, so it is compared with the redaction of
+// the same connection string carrying a different password. (Searching the
+// output for the password instead gives false alarms whenever the password
+// happens to occur in the surrounding text, such as the host plus "/app".)
 func FuzzRedactDSN(f *testing.F) {
 	f.Add("s3cr3t-P4ss", "db.example.com")
 	f.Add("p@ss:w/rd?x=1", "localhost")
 	f.Add("it's", "h")
+	f.Add("000/", "000")
 	f.Fuzz(func(t *testing.T, password, host string) {
-		// A password that also appears in the host (raw, escaped or quoted)
-		// cannot be told apart from it in the output.
-		if len(password) < 4 || strings.ContainsAny(password, "\x00") || strings.Contains(host, password) ||
-			strings.Contains(urlEscape(host), password) || strings.Contains(quoteKV(host), password) ||
-			strings.Contains(urlEscape(host), urlEscape(password)) || strings.Contains(quoteKV(host), quoteKV(password)) ||
-			strings.Contains("postgres://alice:@/app?sslmode=disable host= user=alice password='' dbname=app", password) {
+		if password == "" || strings.ContainsAny(password+host, "\x00") {
 			t.Skip()
 		}
-		u := "postgres://alice:" + urlEscape(password) + "@" + urlEscape(host) + "/app?sslmode=disable"
-		if got := RedactDSN(u); strings.Contains(got, password) || strings.Contains(got, urlEscape(password)) {
-			t.Fatalf("RedactDSN(%q) = %q leaks the password", u, got)
+		const other = "other-password"
+		url := func(p string) string {
+			return "postgres://alice:" + urlEscape(p) + "@" + urlEscape(host) + "/app?sslmode=disable"
 		}
-		kv := "host=" + quoteKV(host) + " user=alice password=" + quoteKV(password) + " dbname=app"
-		if got := RedactDSN(kv); strings.Contains(got, password) || strings.Contains(got, quoteKV(password)) {
-			t.Fatalf("RedactDSN(%q) = %q leaks the password", kv, got)
+		if got, want := RedactDSN(url(password)), RedactDSN(url(other)); got != want {
+			t.Fatalf("RedactDSN(%q) = %q depends on the password (with another: %q)", url(password), got, want)
+		}
+		kv := func(p string) string {
+			return "host=" + quoteKV(host) + " user=alice password=" + quoteKV(p) + " dbname=app"
+		}
+		if got, want := RedactDSN(kv(password)), RedactDSN(kv(other)); got != want {
+			t.Fatalf("RedactDSN(%q) = %q depends on the password (with another: %q)", kv(password), got, want)
 		}
 	})
 }
@@ -95,7 +100,9 @@ func TestRedactDSN(t *testing.T) {
 		"postgres://alice@db/app?password=secret&sslmode=disable": "postgres://alice@db/app?password=xxxxx&sslmode=disable",
 		"host=db user=alice password=secret dbname=app":           "host=db user=alice password=xxxxx dbname=app",
 		"host=db password = 'se cr\\'et' dbname=app":              "host=db password = xxxxx dbname=app",
-		"postgres://db/app": "postgres://db/app",
+		"postgres://db/app":                              "postgres://db/app",
+		"postgresql://alice:secret@db/app":               "postgresql://alice:xxxxx@db/app",
+		"host=db user=alice password='a://b' dbname=app": "host=db user=alice password=xxxxx dbname=app",
 	}
 	for in, want := range cases {
 		if got := RedactDSN(in); got != want {
