@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -242,7 +243,7 @@ func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage) ([
 	msgs = append(msgs, turn...)
 	msgs = systemNotes(msgs, a.provider)
 	reserve := len(a.tools.specs) * trimmer.ToolDefinitionTokens
-	prompt := a.mgr.Prompt(a.system, msgs, reserve)
+	prompt, _ := a.mgr.Prompt(a.system, msgs, reserve)
 	added := 0 // messages in prompt that are not from msgs
 	if a.system != "" {
 		added++
@@ -250,7 +251,7 @@ func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage) ([
 	if a.provider.singleSystem() && !userFirst(prompt) {
 		// Gemini and Anthropic want the conversation to open with a user
 		// turn: build again with room for a placeholder, then add it.
-		prompt = a.mgr.Prompt(a.system, msgs, reserve+a.noteCost)
+		prompt, _ = a.mgr.Prompt(a.system, msgs, reserve+a.noteCost)
 		if !userFirst(prompt) {
 			prompt = insertUserFirst(prompt)
 			added++
@@ -342,27 +343,27 @@ func (a *Agent) runTools(ctx context.Context, calls []llms.ToolCall) ([]llms.Cha
 // assistant messages and the function name on the tool results.
 func (a *Agent) save(ctx context.Context, sessionID, userID string, turn []llms.ChatMessage) error {
 	var names callNames
-	stored := make([]memory.Message, 0, len(turn))
+	stored := make([]store.Message, 0, len(turn))
 	for i, cm := range turn {
-		m, err := memory.FromChatMessage(cm)
+		m, err := store.FromChatMessage(cm)
 		if err != nil {
 			return fmt.Errorf("agent: save turn: message %d: %w", i, err)
 		}
 		names.track(cm)
 		switch m.Role {
-		case memory.RoleAssistant:
+		case store.RoleAssistant:
 			if a.variant != "" {
 				if m.Metadata == nil {
 					m.Metadata = map[string]string{}
 				}
-				m.Metadata[memory.MetadataModelVariant] = a.variant
+				m.Metadata[store.MetadataModelVariant] = a.variant
 			}
-		case memory.RoleTool:
+		case store.RoleTool:
 			m.Name = names.of(m.ToolCallID)
 		}
 		stored = append(stored, m)
 	}
-	if _, err := a.mgr.Append(ctx, sessionID, userID, stored...); err != nil {
+	if _, err := a.mgr.Append(ctx, sessionID, userID, true, stored...); err != nil {
 		return fmt.Errorf("agent: save turn: %w", err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-go/strata/agent/agenttest"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -67,7 +68,7 @@ func TestRunAssemblesAndSaves(t *testing.T) {
 		t.Fatalf("stored %q", got)
 	}
 	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
-	if msgs[3].Metadata[memory.MetadataModelVariant] != "v2" || msgs[2].Metadata != nil {
+	if msgs[3].Metadata[store.MetadataModelVariant] != "v2" || msgs[2].Metadata != nil {
 		t.Fatalf("metadata: user %v, assistant %v", msgs[2].Metadata, msgs[3].Metadata)
 	}
 }
@@ -109,11 +110,11 @@ func TestRunToolLoopSavesWholeTurn(t *testing.T) {
 	msgs, _ := mgr.Messages(ctx, "s", "alice", 0, 0)
 	for _, m := range msgs {
 		switch m.Role {
-		case memory.RoleAssistant:
-			if m.Metadata[memory.MetadataModelVariant] != "m1" {
+		case store.RoleAssistant:
+			if m.Metadata[store.MetadataModelVariant] != "m1" {
 				t.Fatalf("assistant message without variant: %+v", m)
 			}
-		case memory.RoleTool:
+		case store.RoleTool:
 			if m.Name != "lookup_order" {
 				t.Fatalf("tool result without name: %+v", m)
 			}
@@ -440,7 +441,8 @@ func TestPromptBeforeEveryCall(t *testing.T) {
 	if res.Dropped == 0 || !strings.Contains(model.LastRequest().Text(), "result lookup_order") {
 		t.Fatalf("dropped %d\n%s", res.Dropped, model.LastRequest().Text())
 	}
-	if got := lines(res.Prompt); !slices.Equal(got, lines(mgr.Prompt(system, append(history(t, mgr, "s", "u", 16), res.Messages[:3]...), trimmer.ToolDefinitionTokens))) {
+	want, _ := mgr.Prompt(system, append(history(t, mgr, "s", "u", 16), res.Messages[:3]...), trimmer.ToolDefinitionTokens)
+	if got := lines(res.Prompt); !slices.Equal(got, lines(want)) {
 		t.Fatalf("prompt is not the manager's:\n%s", strings.Join(got, "\n"))
 	}
 	// Everything is stored even though little was sent.

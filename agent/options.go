@@ -103,7 +103,7 @@ func WithCallOptions(opts ...llms.CallOption) Option {
 
 // WithModelVariant records variant (e.g. "gpt-4o-mini" or "prompt-v2")
 // in the metadata of every assistant message the agent saves, under
-// memory.MetadataModelVariant.
+// store.MetadataModelVariant.
 func WithModelVariant(variant string) Option {
 	return func(c *config) { c.modelVariant = variant }
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/chatmsg"
-	"github.com/strata-go/strata/memory"
 )
 
 // Provider names the request rules of a family of chat APIs.
@@ -186,12 +185,12 @@ func mergeSystems(msgs []llms.ChatMessage, p Provider) []llms.ChatMessage {
 }
 
 // contents converts the chat messages of one request into the message
-// contents the provider's langchaingo client takes: memory.MessageContents
+// contents the provider's langchaingo client takes: MessageContents
 // (every tool result named after the call it answers), then the provider's
 // rules — Gemini gets the results of one round in one message, providers
 // with a single system instruction get adjacent user texts joined.
 func contents(msgs []llms.ChatMessage, p Provider) []llms.MessageContent {
-	base := memory.MessageContents(msgs)
+	base := MessageContents(msgs)
 	out := make([]llms.MessageContent, 0, len(base))
 	for _, mc := range base {
 		last := len(out) - 1
@@ -321,4 +320,64 @@ func objectArgs(args string) string {
 		return fmt.Sprintf("{%q: %q}", toolInputParam, args)
 	}
 	return string(b)
+}
+
+// MessageContents converts a history — e.g. what memory.Manager.Prompt returns —
+// into the []llms.MessageContent that llms.Model.GenerateContent takes,
+// keeping tool calls and their results: an assistant message becomes its
+// text (omitted when empty and the message calls tools) followed by one
+// llms.ToolCall part per call; a tool result a llms.ToolCallResponse named
+// after the call it answers (looked up by id among the calls of the
+// assistant message before it); a function message a tool-role
+// llms.ToolCallResponse with the function's name, as langchaingo's
+// OpenAI-functions agent sends it; a generic message a text of role
+// generic. Pointer messages are read as their values; nil ones are skipped.
+func MessageContents(msgs []llms.ChatMessage) []llms.MessageContent {
+	out := make([]llms.MessageContent, 0, len(msgs))
+	var names map[string]string // call id -> function name, of the latest calls
+	for _, cm := range msgs {
+		switch m := chatmsg.Value(cm).(type) {
+		case llms.SystemChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, m.Content))
+		case llms.HumanChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeHuman, m.Content))
+		case llms.GenericChatMessage:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeGeneric, m.Content))
+		case llms.AIChatMessage:
+			calls := m.ToolCalls
+			if len(calls) == 0 && m.FunctionCall != nil {
+				calls = []llms.ToolCall{{Type: "function", FunctionCall: m.FunctionCall}}
+			}
+			names = make(map[string]string, len(calls))
+			var parts []llms.ContentPart
+			if m.Content != "" || len(calls) == 0 {
+				parts = append(parts, llms.TextContent{Text: m.Content})
+			}
+			for _, tc := range calls {
+				tc = chatmsg.CloneToolCalls([]llms.ToolCall{tc})[0]
+				if tc.FunctionCall != nil {
+					if _, dup := names[tc.ID]; !dup {
+						names[tc.ID] = tc.FunctionCall.Name
+					}
+				}
+				parts = append(parts, tc)
+			}
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts})
+			continue
+		case llms.ToolChatMessage:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: m.ID, Name: names[m.ID], Content: m.Content}}})
+			continue
+		case llms.FunctionChatMessage:
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool,
+				Parts: []llms.ContentPart{llms.ToolCallResponse{Name: m.Name, Content: m.Content}}})
+			continue
+		case nil:
+			continue
+		default:
+			out = append(out, llms.TextParts(m.GetType(), m.GetContent()))
+		}
+		names = nil
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // An arc-reactor application.yaml starts unchanged, including a trigger
@@ -203,7 +204,7 @@ func TestMaxSessionsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := rt.Manager.Count(ctx, "one", "dana"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := rt.Manager.Count(ctx, "one", "dana"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the least recently used session survived: %v", err)
 	}
 	for _, s := range []string{"two", "three"} {

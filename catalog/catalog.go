@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/internal/bg"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -232,7 +233,7 @@ func (c *Catalog) Deleted(ctx context.Context, sessionID string) {
 // search show it, and it goes with the session when the session is
 // deleted. It is trimmed and cut to 80 characters; "" removes the pin (a
 // title is generated again). A missing
-// session gives memory.ErrNotFound, another user's memory.ErrNotOwner.
+// session gives store.ErrNotFound, another user's memory.ErrNotOwner.
 func (c *Catalog) SetTitle(ctx context.Context, sessionID, userID, title string) error {
 	userID, title = user(userID), capTitle(strings.TrimSpace(title))
 	var err error
@@ -260,7 +261,7 @@ func (c *Catalog) SetTitle(ctx context.Context, sessionID, userID, title string)
 // Title returns the session's title: the pinned one, else the generated
 // one, else (for a session not indexed yet) an offline title from its
 // first user messages; "" for a session without user message. A missing
-// session gives memory.ErrNotFound, another user's memory.ErrNotOwner.
+// session gives store.ErrNotFound, another user's memory.ErrNotOwner.
 func (c *Catalog) Title(ctx context.Context, sessionID, userID string) (string, error) {
 	userID = user(userID)
 	d, err := c.idx.Get(ctx, sessionID, userID)
@@ -317,7 +318,7 @@ func user(userID string) string {
 // gone reports whether err says that the session is not the user's (any
 // more): there is nothing to index for them.
 func gone(err error) bool {
-	return errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
 }
 
 // schedule refreshes the session in the background, coalescing requests:
@@ -404,7 +405,7 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 	msgs, err := c.mgr.Messages(ctx, sessionID, userID, 0, keywordMessages)
 	if err == nil && sum != nil && len(msgs) == keywordMessages {
 		// A long session: add the messages its summary does not cover yet.
-		var rest []memory.Message
+		var rest []store.Message
 		rest, err = c.mgr.Messages(ctx, sessionID, userID, max(sum.UpToSeq, msgs[len(msgs)-1].Seq), keywordMessages)
 		msgs = append(msgs, rest...)
 	}
@@ -589,10 +590,10 @@ func checkVector(v []float32) ([]float32, error) {
 
 // firstUserMessages returns the first non-blank user messages of msgs, at
 // most firstTurns of them.
-func firstUserMessages(msgs []memory.Message) []string {
+func firstUserMessages(msgs []store.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if m.Role == memory.RoleUser && strings.TrimSpace(m.Content) != "" {
+		if m.Role == store.RoleUser && strings.TrimSpace(m.Content) != "" {
 			out = append(out, m.Content)
 			if len(out) == firstTurns {
 				break
@@ -604,10 +605,10 @@ func firstUserMessages(msgs []memory.Message) []string {
 
 // recentUserMessages returns the non-blank user messages among the newest
 // messages of msgs, at most firstTurns, oldest first.
-func recentUserMessages(msgs []memory.Message) []string {
+func recentUserMessages(msgs []store.Message) []string {
 	var out []string
 	for i := len(msgs) - 1; i >= 0 && len(out) < firstTurns; i-- {
-		if m := msgs[i]; m.Role == memory.RoleUser && strings.TrimSpace(m.Content) != "" {
+		if m := msgs[i]; m.Role == store.RoleUser && strings.TrimSpace(m.Content) != "" {
 			out = append(out, m.Content)
 		}
 	}
@@ -616,10 +617,10 @@ func recentUserMessages(msgs []memory.Message) []string {
 }
 
 // keywordsOf returns the keywords line of the user and assistant messages.
-func keywordsOf(msgs []memory.Message) string {
+func keywordsOf(msgs []store.Message) string {
 	texts := make([]string, 0, len(msgs))
 	for _, m := range msgs {
-		if m.Role == memory.RoleUser || m.Role == memory.RoleAssistant {
+		if m.Role == store.RoleUser || m.Role == store.RoleAssistant {
 			texts = append(texts, m.Content)
 		}
 	}

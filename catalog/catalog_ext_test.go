@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +17,9 @@ import (
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/catalog/catalogtest"
+	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -366,7 +364,7 @@ func TestUnwiredIndexIsRechecked(t *testing.T) {
 	if err != nil || len(res.Matches) != 1 || res.Matches[0].SessionID != "kept" {
 		t.Errorf("Search = %+v, %v", res, err)
 	}
-	if _, err := cat.Title(ctx, "gone", "u"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := cat.Title(ctx, "gone", "u"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Title of the deleted session = %v, want ErrNotFound", err)
 	}
 	if d, _ := env.Index.Get(ctx, "gone", "u"); d == nil {
@@ -500,61 +498,7 @@ func TestMemoryIndexConcurrency(t *testing.T) {
 // types, consts, vars and methods of exported types), every one of them
 // documented.
 func TestExportedAPI(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	check := func(name string, doc ...*ast.CommentGroup) {
-		names = append(names, name)
-		for _, d := range doc {
-			if d != nil && strings.TrimSpace(d.Text()) != "" {
-				return
-			}
-		}
-		t.Errorf("%s is not documented", name)
-	}
-	for _, f := range pkgs["catalog"].Files {
-		for _, decl := range f.Decls {
-			switch d := decl.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					check(d.Name.Name, d.Doc)
-					continue
-				}
-				recv := d.Recv.List[0].Type
-				if s, ok := recv.(*ast.StarExpr); ok {
-					recv = s.X
-				}
-				if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
-					check(id.Name+"."+d.Name.Name, d.Doc)
-				}
-			case *ast.GenDecl:
-				for _, spec := range d.Specs {
-					switch s := spec.(type) {
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							check(s.Name.Name, s.Doc, d.Doc)
-						}
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() {
-								check(n.Name, s.Doc, s.Comment, d.Doc)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	t.Logf("%d exported identifiers: %s", len(names), strings.Join(names, " "))
-	if len(names) > 35 {
-		t.Errorf("%d exported identifiers, want at most 35", len(names))
-	}
+	testutil.CheckExports(t, ".", 35)
 }
 
 // The keywords of a long session come from its first messages and from the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Sources of a Doc: what its generated title and its text were made from.
@@ -196,7 +197,7 @@ type Index interface {
 	Upsert(ctx context.Context, d Doc) error
 	// SetTitle pins title as the session's title (creating a document
 	// without text when there is none); "" removes the pin. It returns
-	// memory.ErrNotFound or memory.ErrNotOwner when the session is not
+	// store.ErrNotFound or memory.ErrNotOwner when the session is not
 	// userID's, as far as the index knows.
 	SetTitle(ctx context.Context, sessionID, userID, title string) error
 	// Get returns userID's document of the session, nil when there is none
@@ -216,7 +217,7 @@ type Index interface {
 // message store sees it, and its document (without Text and Embedding),
 // nil when it has none.
 type Session struct {
-	Info memory.SessionInfo
+	Info store.SessionInfo
 	Doc  *Doc
 }
 
@@ -339,12 +340,12 @@ func (x *memoryIndex) SetTitle(ctx context.Context, sessionID, userID, title str
 }
 
 // pin pins title for userID, who the caller found owns the session after
-// fence t opened; memory.ErrNotFound when the session was deleted since.
+// fence t opened; store.ErrNotFound when the session was deleted since.
 func (x *memoryIndex) pin(sessionID, userID, title string, t uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.deletedSince(sessionID, t) {
-		return memory.ErrNotFound
+		return store.ErrNotFound
 	}
 	x.pinLocked(sessionID, userID, title)
 	return nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -196,11 +196,11 @@ func TestKeywords(t *testing.T) {
 	if got := keywords([]string{"We adopted a puppy. The puppy loves walks.", "Puppies need walks and a vet."}, 3); got != "puppy, walks, adopted" {
 		t.Errorf("keywords = %q", got)
 	}
-	msgs := []memory.Message{
-		{Role: memory.RoleSystem, Content: "secret system prompt"},
-		{Role: memory.RoleUser, Content: "puppy"},
-		{Role: memory.RoleTool, Content: "tool output"},
-		{Role: memory.RoleAssistant, Content: "walks"},
+	msgs := []store.Message{
+		{Role: store.RoleSystem, Content: "secret system prompt"},
+		{Role: store.RoleUser, Content: "puppy"},
+		{Role: store.RoleTool, Content: "tool output"},
+		{Role: store.RoleAssistant, Content: "walks"},
 	}
 	if got := keywordsOf(msgs); got != "puppy, walks" {
 		t.Errorf("keywordsOf = %q (system and tool messages are left out)", got)
@@ -318,7 +318,7 @@ func TestMemoryIndexFence(t *testing.T) {
 	if x.upsert(doc, before) {
 		t.Error("a write fenced before the delete was stored")
 	}
-	if err := x.pin("s", "u", "Pinned", before); !errors.Is(err, memory.ErrNotFound) {
+	if err := x.pin("s", "u", "Pinned", before); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a pin fenced before the delete = %v, want ErrNotFound", err)
 	}
 	if !x.upsert(doc, after) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The conversation catalogue's table (migrations 000002 and 000004):
@@ -350,11 +351,11 @@ SELECT (SELECT user_id FROM s) AS owner, (SELECT count(*) FROM w) AS written`
 )
 
 // SetTitle implements catalog.Index: one statement, guarded by the
-// session's live row; memory.ErrNotFound for a missing or deleted session,
+// session's live row; store.ErrNotFound for a missing or deleted session,
 // memory.ErrNotOwner for another user's.
 func (x *CatalogIndex) SetTitle(ctx context.Context, sessionID, userID, title string) error {
 	if !validID(sessionID) {
-		return fmt.Errorf("db: catalog set title %q: %w", sessionID, memory.ErrNotFound)
+		return fmt.Errorf("db: catalog set title %q: %w", sessionID, store.ErrNotFound)
 	}
 	q, args := pinSQL, []any{sessionID, cleanText(userID), cleanText(title)}
 	if title == "" {
@@ -369,7 +370,7 @@ func (x *CatalogIndex) SetTitle(ctx context.Context, sessionID, userID, title st
 	}
 	switch {
 	case !r.Owner.Valid:
-		return fmt.Errorf("db: catalog set title %q: %w", sessionID, memory.ErrNotFound)
+		return fmt.Errorf("db: catalog set title %q: %w", sessionID, store.ErrNotFound)
 	case r.Owner.String != userID:
 		return fmt.Errorf("db: catalog set title %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}

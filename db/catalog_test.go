@@ -14,6 +14,7 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The catalogue's conformance suite on PostgreSQL, portable mode: the
@@ -187,19 +188,19 @@ func abs(x float64) float64 {
 
 // newGuardFixture returns an index over a fresh schema with one session of
 // alice's holding two messages, and their append result.
-func newGuardFixture(t *testing.T) (context.Context, *sqlx.DB, memory.MessageStore, *db.CatalogIndex, memory.AppendResult) {
+func newGuardFixture(t *testing.T) (context.Context, *sqlx.DB, memory.MessageStore, *db.CatalogIndex, store.AppendResult) {
 	t.Helper()
 	ctx := context.Background()
 	d := dbtest.New(t)
-	store, idx := db.NewMessageStore(d), db.NewCatalogIndex(d)
-	ensureSession(t, ctx, store, "s", "alice")
-	r, err := store.Append(ctx, "s", "alice",
-		memory.Message{Role: memory.RoleUser, Content: "My blender is broken."},
-		memory.Message{Role: memory.RoleAssistant, Content: "Sorry."})
+	ms, idx := db.NewMessageStore(d), db.NewCatalogIndex(d)
+	ensureSession(t, ctx, ms, "s", "alice")
+	r, err := ms.Append(ctx, "s", "alice",
+		store.Message{Role: store.RoleUser, Content: "My blender is broken."},
+		store.Message{Role: store.RoleAssistant, Content: "Sorry."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, d, store, idx, r
+	return ctx, d, ms, idx, r
 }
 
 // Writes are guarded by the session's live row: its owner, and the
@@ -208,7 +209,7 @@ func newGuardFixture(t *testing.T) (context.Context, *sqlx.DB, memory.MessageSto
 // title that is empty; documents go with their session.
 func TestCatalogWriteGuards(t *testing.T) {
 	t.Parallel()
-	ctx, d, store, idx, r := newGuardFixture(t)
+	ctx, d, ms, idx, r := newGuardFixture(t)
 	doc := catalog.Doc{SessionID: "s", UserID: "alice", Epoch: r.Epoch, Title: "T", Source: catalog.SourceSummary,
 		SourceSeq: r.LastSeq, Text: "T blender", Embedding: []float32{1, 0}, Model: "m"}
 	if err := idx.Upsert(ctx, doc); err != nil {
@@ -266,7 +267,7 @@ func TestCatalogWriteGuards(t *testing.T) {
 	if err := idx.SetTitle(ctx, "s", "mallory", "Mine"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Errorf("SetTitle by another user = %v", err)
 	}
-	if err := idx.SetTitle(ctx, "nope", "alice", "Mine"); !errors.Is(err, memory.ErrNotFound) {
+	if err := idx.SetTitle(ctx, "nope", "alice", "Mine"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTitle of a missing session = %v", err)
 	}
 	if err := idx.SetTitle(ctx, "s", "alice", "Pinned"); err != nil {
@@ -275,7 +276,7 @@ func TestCatalogWriteGuards(t *testing.T) {
 
 	// Deleted: the document and its pinned title go, and no write for the
 	// deleted incarnation lands, whatever its guard.
-	if err := store.Delete(ctx, "s", "alice"); err != nil {
+	if err := ms.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range []catalog.Doc{doc, fromTurns} {
@@ -283,7 +284,7 @@ func TestCatalogWriteGuards(t *testing.T) {
 			t.Errorf("upsert after delete: %v", err)
 		}
 	}
-	if err := idx.SetTitle(ctx, "s", "alice", "Pinned"); !errors.Is(err, memory.ErrNotFound) {
+	if err := idx.SetTitle(ctx, "s", "alice", "Pinned"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTitle of a deleted session = %v", err)
 	}
 	var n int
@@ -291,8 +292,8 @@ func TestCatalogWriteGuards(t *testing.T) {
 		t.Errorf("%d rows left after the delete (%v)", n, err)
 	}
 	// Created again by its owner: the old incarnation's writes still miss.
-	ensureSession(t, ctx, store, "s", "alice")
-	r2, err := store.Append(ctx, "s", "alice", memory.Message{Role: memory.RoleUser, Content: "Tomatoes on a balcony?"})
+	ensureSession(t, ctx, ms, "s", "alice")
+	r2, err := ms.Append(ctx, "s", "alice", store.Message{Role: store.RoleUser, Content: "Tomatoes on a balcony?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,11 +323,11 @@ func TestCatalogWriteGuards(t *testing.T) {
 // never lands on the second.
 func TestCatalogUpsertRacesDelete(t *testing.T) {
 	t.Parallel()
-	ctx, _, store, idx, _ := newGuardFixture(t)
+	ctx, _, ms, idx, _ := newGuardFixture(t)
 	for round := range 30 {
 		sid := "race" + string(rune('a'+round%26)) + string(rune('0'+round/26))
-		ensureSession(t, ctx, store, sid, "alice")
-		r, err := store.Append(ctx, sid, "alice", memory.Message{Role: memory.RoleUser, Content: "blender"})
+		ensureSession(t, ctx, ms, sid, "alice")
+		r, err := ms.Append(ctx, sid, "alice", store.Message{Role: store.RoleUser, Content: "blender"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,15 +347,15 @@ func TestCatalogUpsertRacesDelete(t *testing.T) {
 		}
 		go func() {
 			defer wg.Done()
-			if err := store.Delete(ctx, sid, "alice"); err != nil {
+			if err := ms.Delete(ctx, sid, "alice"); err != nil {
 				t.Error(err)
 				return
 			}
-			if err := store.Create(ctx, sid, "alice"); err != nil {
+			if err := ms.Create(ctx, sid, "alice"); err != nil {
 				t.Error(err)
 				return
 			}
-			if _, err := store.Append(ctx, sid, "alice", memory.Message{Role: memory.RoleUser, Content: "tomatoes"}); err != nil {
+			if _, err := ms.Append(ctx, sid, "alice", store.Message{Role: store.RoleUser, Content: "tomatoes"}); err != nil {
 				t.Error(err)
 			}
 		}()

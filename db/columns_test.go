@@ -4,9 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/memory"
 )
 
 // The tool_calls and metadata columns hold JSON that rows already written
@@ -17,14 +16,14 @@ func TestColumnEncodingGolden(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	msgs := []memory.Message{
-		{Role: memory.RoleAssistant, Content: "", ToolCalls: []llms.ToolCall{
+	msgs := []store.Message{
+		{Role: store.RoleAssistant, Content: "", ToolCalls: []llms.ToolCall{
 			{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup", Arguments: `{"q":"<a&b>"}`}},
 			{ID: "call_2", Type: "custom"}, // no function
 			{Type: "function", FunctionCall: &llms.FunctionCall{Name: "no_id"}},
-		}, Metadata: map[string]string{memory.MetadataModelVariant: "v1", "a": "é\"\n"}},
-		{Role: memory.RoleTool, Content: "ok", ToolCallID: "call_1", Name: "lookup"},
-		{Role: memory.RoleUser, Content: "plain", Metadata: map[string]string{}},
+		}, Metadata: map[string]string{store.MetadataModelVariant: "v1", "a": "é\"\n"}},
+		{Role: store.RoleTool, Content: "ok", ToolCallID: "call_1", Name: "lookup"},
+		{Role: store.RoleUser, Content: "plain", Metadata: map[string]string{}},
 	}
 	mustAppend(t, ctx, f.messages, "cols", "u", msgs...)
 	var rows []struct {
@@ -85,15 +84,15 @@ VALUES ('legacy', $1, 'c', NULLIF($2, '')::jsonb, '', '', NULLIF($3, '')::jsonb,
 	insert("assistant", "[\n  {\"function\": {\"arguments\": \"\", \"name\": \"g\"}, \"type\": \"function\", \"id\": \"c3\"}\n]", `{}`)
 	insert("user", `null`, `null`)
 	insert("user", `[]`, ``)
-	want := []memory.Message{
-		{Role: memory.RoleAssistant, Content: "c", ToolCalls: []llms.ToolCall{
+	want := []store.Message{
+		{Role: store.RoleAssistant, Content: "c", ToolCalls: []llms.ToolCall{
 			{ID: "c1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: `{"a":1}`}},
 			{ID: "c2"},
-		}, Metadata: map[string]string{memory.MetadataModelVariant: "v"}},
-		{Role: memory.RoleAssistant, Content: "c", ToolCalls: []llms.ToolCall{
+		}, Metadata: map[string]string{store.MetadataModelVariant: "v"}},
+		{Role: store.RoleAssistant, Content: "c", ToolCalls: []llms.ToolCall{
 			{ID: "c3", Type: "function", FunctionCall: &llms.FunctionCall{Name: "g"}}}},
-		{Role: memory.RoleUser, Content: "c"},
-		{Role: memory.RoleUser, Content: "c"},
+		{Role: store.RoleUser, Content: "c"},
+		{Role: store.RoleUser, Content: "c"},
 	}
 	got := allMessages(t, ctx, f.messages, "legacy", "u")
 	if len(got) != len(want) {

@@ -9,6 +9,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // TestMessageStoreConformance runs the memory.MessageStore conformance
@@ -49,15 +50,15 @@ func (r *replicas) Create(ctx context.Context, sessionID, userID string) error {
 	return r.next().Create(ctx, sessionID, userID)
 }
 
-func (r *replicas) Append(ctx context.Context, sessionID, userID string, msgs ...memory.Message) (memory.AppendResult, error) {
+func (r *replicas) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
 	return r.next().Append(ctx, sessionID, userID, msgs...)
 }
 
-func (r *replicas) Tail(ctx context.Context, sessionID, userID string, n int) (memory.Tail, error) {
+func (r *replicas) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	return r.next().Tail(ctx, sessionID, userID, n)
 }
 
-func (r *replicas) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]memory.Message, error) {
+func (r *replicas) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
 	return r.next().Range(ctx, sessionID, userID, afterSeq, throughSeq, limit)
 }
 
@@ -65,6 +66,6 @@ func (r *replicas) Delete(ctx context.Context, sessionID, userID string) error {
 	return r.next().Delete(ctx, sessionID, userID)
 }
 
-func (r *replicas) Sessions(ctx context.Context, userID string, limit, offset int) ([]memory.SessionInfo, int, error) {
+func (r *replicas) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	return r.next().Sessions(ctx, userID, limit, offset)
 }

@@ -40,7 +40,7 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 	// DefaultStatementTimeout bounds every statement on the server
 	// (PostgreSQL's statement_timeout). A statement cut short fails with
-	// an error wrapping memory.ErrUnavailable.
+	// an error wrapping store.ErrUnavailable.
 	DefaultStatementTimeout = 30 * time.Second
 )
 
@@ -72,7 +72,7 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 // (postgres://user:pass@host:5432/db?sslmode=disable) or a key=value
 // connection string. Errors name the data source with its password
 // redacted; when the server cannot be reached they wrap
-// memory.ErrUnavailable.
+// store.ErrUnavailable.
 //
 // Every connection of the pool gets a connect timeout
 // (DefaultConnectTimeout, or WithConnectTimeout) and a statement timeout
@@ -163,16 +163,18 @@ func redactURLError(err error, dsn string) error {
 	return err
 }
 
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
 var kvPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
 
 // RedactDSN returns dsn with its password replaced by "xxxxx", for logs and
 // error messages. It handles URLs (including a password query parameter) and
 // key=value connection strings.
 func RedactDSN(dsn string) string {
-	// Only the URL schemes the driver accepts make a URL (the same test
-	// pgx applies): a key=value string whose password contains "://" is
-	// still key=value.
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	// A URL starts with its scheme; a key=value string with a key, so one
+	// whose password contains "://" is still key=value. (Any scheme counts:
+	// a mistaken mysql:// URL is reported, redacted, by the caller.)
+	if urlScheme.MatchString(dsn) {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "<unparsable data source name>"
@@ -245,10 +247,10 @@ func cleanText(s string) string {
 // WithDSNParams sets connection parameters (search_path, application_name,
 // …) on a URL or key=value connection string.
 func WithDSNParams(dsn string, params map[string]string) (string, error) {
-	// Only the URL schemes the driver accepts make a URL (the same test
-	// pgx applies): a key=value string whose password contains "://" is
-	// still key=value.
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+	// A URL starts with its scheme; a key=value string with a key, so one
+	// whose password contains "://" is still key=value. (Any scheme counts:
+	// a mistaken mysql:// URL is reported, redacted, by the caller.)
+	if urlScheme.MatchString(dsn) {
 		u, err := url.Parse(dsn)
 		if err != nil {
 			return "", fmt.Errorf("db: parse %s: %w", RedactDSN(dsn), redactURLError(err, dsn))

@@ -128,17 +128,17 @@
 // session's row lock from the check to the commit; no owner is looked up
 // first and acted on later. Create is one INSERT … ON CONFLICT that
 // inserts the row or revives a tombstone, and otherwise returns no row
-// (memory.ErrSessionExists); only Create makes or revives a session.
+// (store.ErrSessionExists); only Create makes or revives a session.
 // Append is one statement whose UPDATE of the session row has "owner =
 // caller and live" in its condition: it locks the caller's own session, and
 // when it updates nothing the same statement reports the live owner it saw
-// (another user: memory.ErrNotOwner; none: memory.ErrNotFound, the session
+// (another user: memory.ErrNotOwner; none: store.ErrNotFound, the session
 // is missing or deleted). Tail, Range and Snapshot are one SELECT each that
 // reads the session row and, in a lateral subquery guarded by "owner =
 // caller", the messages: one snapshot decides both. Delete locks the live
 // row FOR UPDATE, checks the owner it read, then tombstones the row in the
 // same transaction. Missing sessions and tombstones answer
-// memory.ErrNotFound everywhere, and Sessions never lists a tombstone.
+// store.ErrNotFound everywhere, and Sessions never lists a tombstone.
 //
 // Sequence numbers. Message.Seq is drawn from the global sequence of
 // strata_messages.seq. Appends to one session are serialized by a lock on
@@ -165,7 +165,7 @@
 // Loads. Tail is one statement: the session's count plus a backward index
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
-// (memory.SnapshotReader) is Tail plus the session's summary in one
+// (store.SnapshotReader) is Tail plus the session's summary in one
 // prepared statement: a manager whose summary store is this database's
 // SummaryStore on the same pool loads in one round trip.
 //
@@ -187,7 +187,7 @@
 // Facts that fail to decode are dropped with a warning on the store's
 // logger; the rest of the summary loads.
 //
-// Single-flight. Both stores implement memory.FoldLocker with lease rows
+// Single-flight. Both stores implement store.FoldLocker with lease rows
 // (INSERT … ON CONFLICT DO UPDATE … WHERE expires_at <= clock_timestamp()),
 // released by deleting only the caller's own token. Unlike an advisory
 // lock it pins no connection while the summarizer runs. A lease is granted
@@ -209,7 +209,7 @@
 // resources), 57 (operator intervention: statement timeout 57014, admin
 // shutdown 57P01, cannot connect now 57P03, …) and 58 (system error), plus
 // lock and idle-in-transaction timeouts — additionally wrap
-// memory.ErrUnavailable, the original error staying in the chain. A call
+// store.ErrUnavailable, the original error staying in the chain. A call
 // its caller cancelled is not an outage: its error carries
 // context.Canceled instead. Open sets a connect timeout
 // (DefaultConnectTimeout) and a statement timeout

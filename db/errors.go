@@ -12,8 +12,7 @@ import (
 	"syscall"
 
 	"github.com/lib/pq"
-
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // classify prepares a database error for the caller of a store method
@@ -25,7 +24,7 @@ import (
 //   - a call the caller cancelled is returned as it is: nothing failed;
 //   - an outage — the server unreachable, the connection broken, the
 //     server shutting down, a statement or call timeout — is wrapped with
-//     memory.ErrUnavailable, so callers can tell "retry later" from a bad
+//     store.ErrUnavailable, so callers can tell "retry later" from a bad
 //     request. The original error stays in the chain.
 func classify(ctx context.Context, err error) error {
 	if err == nil {
@@ -34,10 +33,10 @@ func classify(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w: %w", cerr, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, memory.ErrUnavailable) || !isOutage(err) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, store.ErrUnavailable) || !isOutage(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
 
 // isOutage reports whether err says that the database could not be reached

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
-
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 func TestClassify(t *testing.T) {
@@ -59,7 +58,7 @@ func TestClassify(t *testing.T) {
 		if !errors.Is(got, c.err) {
 			t.Errorf("%s: the original error is not in the chain of %v", c.name, got)
 		}
-		if errors.Is(got, memory.ErrUnavailable) != c.outage {
+		if errors.Is(got, store.ErrUnavailable) != c.outage {
 			t.Errorf("%s: classify = %v, outage %v, want %v", c.name, got, !c.outage, c.outage)
 		}
 		if c.ctxErr != nil && !errors.Is(got, c.ctxErr) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/db/dbtest"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // terminateBackends kills every server connection of the test's own pools
@@ -82,7 +82,7 @@ func TestAppendKilledMidTransaction(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Append did not return after its backend was terminated")
 	}
-	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, memory.ErrUnavailable) {
+	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("Append = %v, want a wrapped connection error marked ErrUnavailable", err)
 	}
 	t.Logf("surfaced error: %v", err)
@@ -140,7 +140,7 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 				s := sessions[(w+i)%len(sessions)]
 				res, err := f.messages.Append(ctx, s, "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i)))
 				if err != nil {
-					if !strings.HasPrefix(err.Error(), "db: ") || errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, memory.ErrUnavailable) {
+					if !strings.HasPrefix(err.Error(), "db: ") || errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrUnavailable) {
 						t.Errorf("unexpected append error: %v", err)
 						return
 					}
@@ -155,7 +155,7 @@ func TestConnectionsKilledUnderLoad(t *testing.T) {
 					mu.Unlock()
 				}
 				if _, err := f.messages.Tail(ctx, s, "alice", 10); err != nil {
-					if !errors.Is(err, memory.ErrUnavailable) {
+					if !errors.Is(err, store.ErrUnavailable) {
 						t.Errorf("unexpected load error: %v", err)
 						return
 					}
@@ -244,7 +244,7 @@ func TestServerRestartUnderLoad(t *testing.T) {
 					_, err = f.messages.Tail(ctx, s, "alice", 10)
 				}
 				if err != nil {
-					if !strings.HasPrefix(err.Error(), "db: ") || !errors.Is(err, memory.ErrUnavailable) {
+					if !strings.HasPrefix(err.Error(), "db: ") || !errors.Is(err, store.ErrUnavailable) {
 						t.Errorf("error not wrapped as an outage: %v", err)
 					}
 					failed.Add(1)

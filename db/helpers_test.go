@@ -14,6 +14,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // testTimeout bounds every store call of a test.
@@ -50,14 +51,14 @@ func newFixture(t testing.TB) *fixture {
 	}
 }
 
-func user(s string) memory.Message { return memory.Message{Role: memory.RoleUser, Content: s} }
-func assistant(s string) memory.Message {
-	return memory.Message{Role: memory.RoleAssistant, Content: s}
+func user(s string) store.Message { return store.Message{Role: store.RoleUser, Content: s} }
+func assistant(s string) store.Message {
+	return store.Message{Role: store.RoleAssistant, Content: s}
 }
 
 // mustAppend appends, first creating the session for userID when it is
 // missing (as memory.Manager.Append does), and fails the test on error.
-func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string, msgs ...memory.Message) memory.AppendResult {
+func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string, msgs ...store.Message) store.AppendResult {
 	t.Helper()
 	ensureSession(t, ctx, s, session, userID)
 	res, err := s.Append(ctx, session, userID, msgs...)
@@ -69,7 +70,7 @@ func mustAppend(t testing.TB, ctx context.Context, s memory.MessageStore, sessio
 
 // allMessages reads a session's whole history through Range, as its
 // owner.
-func allMessages(t testing.TB, ctx context.Context, s memory.MessageStore, session, owner string) []memory.Message {
+func allMessages(t testing.TB, ctx context.Context, s memory.MessageStore, session, owner string) []store.Message {
 	t.Helper()
 	msgs, err := s.Range(ctx, session, owner, 0, 1<<62, 0)
 	if err != nil {
@@ -111,7 +112,7 @@ func countRows(t testing.TB, ctx context.Context, d *sqlx.DB, table, session str
 // (whoever owns it).
 func ensureSession(t testing.TB, ctx context.Context, s memory.MessageStore, session, userID string) {
 	t.Helper()
-	if err := s.Create(ctx, session, userID); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+	if err := s.Create(ctx, session, userID); err != nil && !errors.Is(err, store.ErrSessionExists) {
 		t.Fatalf("Create(%q, %q): %v", session, userID, err)
 	}
 }

@@ -61,7 +61,7 @@ type lease struct {
 	once    sync.Once
 }
 
-// tryLockFold implements memory.FoldLocker for both stores over the
+// tryLockFold implements store.FoldLocker for both stores over the
 // strata_fold_leases table. A lease row, rather than an advisory lock,
 // keeps no connection pinned while the summarizer runs, survives a
 // connection reset, and expires by itself if its holder dies.
@@ -161,7 +161,7 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// TryLockFold implements memory.FoldLocker with a lease row in
+// TryLockFold implements store.FoldLocker with a lease row in
 // strata_fold_leases: ok is true when this call took the session's lease,
 // false while another holder (in this or another process) has a live one.
 // The lease lasts at most ttl (DefaultFoldLeaseTTL when ttl <= 0); beyond

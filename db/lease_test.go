@@ -8,7 +8,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
@@ -16,8 +16,8 @@ func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
 	// Two replicas: separate pools, separate stores.
-	a := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL)))
-	b := memory.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL)))
+	a := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL)))
+	b := store.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL)))
 
 	relA, ok, err := a.TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
@@ -76,9 +76,9 @@ func TestFoldLeaseSingleHolderUnderContention(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
-	var lockers []memory.FoldLocker
+	var lockers []store.FoldLocker
 	for range 4 {
-		lockers = append(lockers, memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL))))
+		lockers = append(lockers, store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL))))
 	}
 	var holders, maxHolders, acquired atomic.Int32
 	var wg sync.WaitGroup
@@ -123,8 +123,8 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	// A slice long enough that a renewal (every third of a slice, bounded
 	// by that third) gets through on a machine busy with other tests.
 	slice := db.WithFoldLeaseSlice(900 * time.Millisecond)
-	a := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
-	b := memory.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
+	a := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
+	b := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
 
 	rel, ok, err := a.TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
@@ -167,8 +167,8 @@ func TestFoldLeaseOfDeadHolderFreesWithinSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := memory.FoldLocker(db.NewMessageStore(dying, slice))
-	b := memory.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL), slice))
+	a := store.FoldLocker(db.NewMessageStore(dying, slice))
+	b := store.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL), slice))
 	if _, ok, err := a.TryLockFold(ctx, "s", 2*time.Second); err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}

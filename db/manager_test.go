@@ -17,6 +17,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -300,7 +301,7 @@ func assertConsistentPairs(t *testing.T, ctx context.Context, s memory.MessageSt
 		t.Errorf("%s: %d messages, want %d", session, len(msgs), want)
 	}
 	for i := 0; i+1 < len(msgs); i += 2 {
-		if msgs[i].Role != memory.RoleUser || msgs[i+1].Content != "a"+msgs[i].Content[1:] {
+		if msgs[i].Role != store.RoleUser || msgs[i+1].Content != "a"+msgs[i].Content[1:] {
 			t.Errorf("%s: messages %d,%d (%q, %q) are not a pair", session, i, i+1, msgs[i].Content, msgs[i+1].Content)
 			return
 		}
@@ -373,7 +374,7 @@ func TestDeleteOnOtherReplicaDuringFoldWritesNothing(t *testing.T) {
 			switch msgs, err := a.d.Range(ctx, "s", "alice", 0, 1<<62, 0); {
 			case recreate && (err != nil || len(msgs) != 2):
 				t.Errorf("re-created session: %d messages, %v; want 2", len(msgs), err)
-			case !recreate && !errors.Is(err, memory.ErrNotFound):
+			case !recreate && !errors.Is(err, store.ErrNotFound):
 				t.Errorf("deleted session: %d messages, %v; want ErrNotFound", len(msgs), err)
 			}
 		})

@@ -14,11 +14,12 @@ import (
 
 	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
 // MessageStore is the PostgreSQL memory.MessageStore over strata_sessions
-// and strata_messages. It also implements memory.FoldLocker (see
+// and strata_messages. It also implements store.FoldLocker (see
 // TryLockFold). It is safe for concurrent use, within one process and
 // across processes sharing the database.
 //
@@ -35,9 +36,9 @@ type MessageStore struct {
 }
 
 var (
-	_ memory.MessageStore   = (*MessageStore)(nil)
-	_ memory.FoldLocker     = (*MessageStore)(nil)
-	_ memory.SnapshotReader = (*MessageStore)(nil)
+	_ memory.MessageStore  = (*MessageStore)(nil)
+	_ store.FoldLocker     = (*MessageStore)(nil)
+	_ store.SnapshotReader = (*MessageStore)(nil)
 )
 
 // NewMessageStore returns a message store over d, whose schema must have
@@ -69,20 +70,20 @@ ON CONFLICT (session_id) DO UPDATE
 RETURNING epoch`
 
 // Create implements memory.MessageStore: one statement creates the
-// session or, when the id is in use, returns memory.ErrSessionExists. The
+// session or, when the id is in use, returns store.ErrSessionExists. The
 // id of a deleted session is free again; its new incarnation gets a new
 // epoch.
 func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) error {
 	if !validID(sessionID) {
-		return fmt.Errorf("db: create session: %w: session id %s", memory.ErrInvalidMessage, invalidID)
+		return fmt.Errorf("db: create session: %w: session id %s", store.ErrInvalidMessage, invalidID)
 	}
 	if !validID(userID) {
-		return fmt.Errorf("db: create session: %w: user id %s", memory.ErrInvalidMessage, invalidID)
+		return fmt.Errorf("db: create session: %w: user id %s", store.ErrInvalidMessage, invalidID)
 	}
 	var epoch int64
 	err := s.d.QueryRowxContext(ctx, createSQL, sessionID, userID).Scan(&epoch)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("db: create session %q: %w", sessionID, memory.ErrSessionExists)
+		return fmt.Errorf("db: create session %q: %w", sessionID, store.ErrSessionExists)
 	}
 	if err != nil {
 		return fmt.Errorf("db: create session %q: %w", sessionID, classify(ctx, err))
@@ -143,33 +144,33 @@ SELECT user_id, message_count, epoch FROM strata_sessions WHERE session_id = $1 
 // Append implements memory.MessageStore in one statement (appendSQL): the
 // ownership check, the session row's lock and counters and the insertion
 // of every message happen together, or nothing does. A missing or deleted
-// session returns memory.ErrNotFound (only Create creates sessions),
+// session returns store.ErrNotFound (only Create creates sessions),
 // another user's memory.ErrNotOwner; invalid messages (see
-// memory.Message.Validate) and ids PostgreSQL cannot store return
-// memory.ErrInvalidMessage; all wrapped,
+// store.Message.Validate) and ids PostgreSQL cannot store return
+// store.ErrInvalidMessage; all wrapped,
 // storing nothing. With no messages Append only reads the session's count
 // and epoch, changing nothing. Seq, UserID and CreatedAt of msgs are
 // ignored: the store assigns them.
-func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msgs ...memory.Message) (memory.AppendResult, error) {
+func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
 	if !validID(sessionID) {
-		return memory.AppendResult{}, fmt.Errorf("db: append: %w: session id %s", memory.ErrInvalidMessage, invalidID)
+		return store.AppendResult{}, fmt.Errorf("db: append: %w: session id %s", store.ErrInvalidMessage, invalidID)
 	}
 	if !validID(userID) {
-		return memory.AppendResult{}, fmt.Errorf("db: append: %w: user id %s", memory.ErrInvalidMessage, invalidID)
+		return store.AppendResult{}, fmt.Errorf("db: append: %w: user id %s", store.ErrInvalidMessage, invalidID)
 	}
 	b, err := newBatch(msgs)
 	if err != nil {
-		return memory.AppendResult{}, fmt.Errorf("db: append: %w", err)
+		return store.AppendResult{}, fmt.Errorf("db: append: %w", err)
 	}
-	fail := func(err error) (memory.AppendResult, error) {
-		return memory.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, classify(ctx, err))
+	fail := func(err error) (store.AppendResult, error) {
+		return store.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, classify(ctx, err))
 	}
-	missing := func(owner sql.NullString) (memory.AppendResult, error) {
+	missing := func(owner sql.NullString) (store.AppendResult, error) {
 		if owner.Valid && owner.String != userID {
-			return memory.AppendResult{}, fmt.Errorf("db: append to session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+			return store.AppendResult{}, fmt.Errorf("db: append to session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 		}
 		// Missing, deleted, or deleted while the append waited for its lock.
-		return memory.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, memory.ErrNotFound)
+		return store.AppendResult{}, fmt.Errorf("db: append to session %q: %w", sessionID, store.ErrNotFound)
 	}
 
 	if len(msgs) == 0 {
@@ -188,7 +189,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 		case owner.String != userID:
 			return missing(owner)
 		}
-		return memory.AppendResult{Total: int(total), Epoch: epoch}, nil
+		return store.AppendResult{Total: int(total), Epoch: epoch}, nil
 	}
 
 	// On a connection of its own: database/sql re-runs a statement on
@@ -218,7 +219,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	if !total.Valid {
 		return missing(owner)
 	}
-	return memory.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
+	return store.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
 }
 
 // batch holds one Append's messages as parallel column arrays, the shape
@@ -228,7 +229,7 @@ type batch struct {
 	firstUser                                                sql.NullString
 }
 
-func newBatch(msgs []memory.Message) (*batch, error) {
+func newBatch(msgs []store.Message) (*batch, error) {
 	n := len(msgs)
 	b := &batch{
 		roles: make([]string, n), contents: make([]string, n), toolCalls: make([]string, n),
@@ -249,7 +250,7 @@ func newBatch(msgs []memory.Message) (*batch, error) {
 		if b.metadata[i], err = msgjson.EncodeMetadata(m.Metadata); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		if m.Role == memory.RoleUser && !b.firstUser.Valid {
+		if m.Role == store.RoleUser && !b.firstUser.Valid {
 			b.firstUser = sql.NullString{String: truncateRunes(m.Content, firstUserMessageMax), Valid: true}
 		}
 	}
@@ -317,22 +318,22 @@ SELECT s.user_id AS owner, s.message_count, s.epoch, m.seq, m.role, m.content, m
 
 // Tail implements memory.MessageStore with a single indexed query that
 // checks ownership and reads only the n newest messages.
-func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int) (memory.Tail, error) {
+func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	if !validID(sessionID) {
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, memory.ErrNotFound)
+		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, store.ErrNotFound)
 	}
 	n = max(n, 0)
 	st, err := s.stmts.get(ctx, fmt.Sprintf(tailSQL, readLimit(n)))
 	if err != nil {
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
+		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
 	rows, err := st.QueryContext(ctx, sessionID, userID)
 	if err != nil {
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
+		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
 	defer rows.Close()
 	var (
-		out   memory.Tail
+		out   store.Tail
 		owner string
 		found bool
 	)
@@ -341,7 +342,7 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 		var r messageRow
 		if err := rows.Scan(&owner, &total, &out.Epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt); err != nil {
-			return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
+			return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 		}
 		found = true
 		out.Total = int(total)
@@ -350,18 +351,18 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 		}
 		m, err := r.message()
 		if err != nil {
-			return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, err)
+			return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, err)
 		}
 		out.Messages = append(out.Messages, m)
 	}
 	if err := rows.Err(); err != nil {
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
+		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
 	switch {
 	case !found:
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, memory.ErrNotFound)
+		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, store.ErrNotFound)
 	case owner != userID:
-		return memory.Tail{}, fmt.Errorf("db: tail of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+		return store.Tail{}, fmt.Errorf("db: tail of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}
 	// Newest first from the index, beyond n when the limit was rounded up;
 	// the contract wants the n newest, oldest first.
@@ -405,7 +406,7 @@ SELECT NULL, NULL, NULL,
          LIMIT %d
        ) m`
 
-// ReadsSummariesOf implements memory.SnapshotReader: Snapshot's summary is
+// ReadsSummariesOf implements store.SnapshotReader: Snapshot's summary is
 // the one sums stores when sums is a SummaryStore of this package on the
 // same pool (same database, same schema). For any other summary store the
 // manager reads the tail and the summary in two calls.
@@ -414,18 +415,18 @@ func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
 	return ok && ss.d == s.d
 }
 
-// Snapshot implements memory.SnapshotReader: Tail's result and the
+// Snapshot implements store.SnapshotReader: Tail's result and the
 // session's stored summary (nil when none), read by one prepared
 // statement (snapshotSQL), so the ownership decision, the messages and the
 // summary come from one snapshot. The summary is returned whatever its
 // epoch; the caller compares it with the tail's. Facts that cannot be
 // decoded are dropped with a logged warning, as SummaryStore.Get does.
-func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n int) (memory.Tail, *summary.Summary, error) {
-	fail := func(err error) (memory.Tail, *summary.Summary, error) {
-		return memory.Tail{}, nil, fmt.Errorf("db: snapshot of session %q: %w", sessionID, err)
+func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+	fail := func(err error) (store.Tail, *summary.Summary, error) {
+		return store.Tail{}, nil, fmt.Errorf("db: snapshot of session %q: %w", sessionID, err)
 	}
 	if !validID(sessionID) {
-		return fail(memory.ErrNotFound)
+		return fail(store.ErrNotFound)
 	}
 	n = max(n, 0)
 	st, err := s.stmts.get(ctx, fmt.Sprintf(snapshotSQL, readLimit(n)))
@@ -444,7 +445,7 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 		CreatedAt, UpdatedAt    sql.NullTime
 	}
 	var (
-		out   memory.Tail
+		out   store.Tail
 		owner sql.NullString
 		sr    summaryCols // from the session row
 		found bool
@@ -477,11 +478,11 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 	}
 	switch {
 	case !found:
-		return fail(memory.ErrNotFound)
+		return fail(store.ErrNotFound)
 	case owner.String != userID:
-		return memory.Tail{}, nil, fmt.Errorf("db: snapshot of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+		return store.Tail{}, nil, fmt.Errorf("db: snapshot of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}
-	slices.SortFunc(out.Messages, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	out.Messages = out.Messages[max(len(out.Messages)-n, 0):] // the limit was rounded up (readLimit)
 	if !sr.UpToSeq.Valid {
 		return out, nil, nil
@@ -523,9 +524,9 @@ SELECT s.user_id AS owner, m.seq, m.role, m.content, m.tool_calls, m.tool_call_i
 
 // Range implements memory.MessageStore with a single indexed query that
 // checks ownership and reads the range.
-func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]memory.Message, error) {
+func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
 	if !validID(sessionID) {
-		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, memory.ErrNotFound)
+		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, store.ErrNotFound)
 	}
 	var lim sql.NullInt64
 	if limit > 0 {
@@ -544,11 +545,11 @@ func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afte
 	}
 	switch {
 	case len(rows) == 0:
-		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, memory.ErrNotFound)
+		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, store.ErrNotFound)
 	case rows[0].Owner != userID:
 		return nil, fmt.Errorf("db: range of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
 	}
-	var out []memory.Message
+	var out []store.Message
 	for _, r := range rows {
 		if !r.Seq.Valid {
 			continue // no message in range
@@ -576,8 +577,8 @@ type messageRow struct {
 	CreatedAt  sql.NullTime   `db:"created_at"`
 }
 
-func (r messageRow) message() (memory.Message, error) {
-	m := memory.Message{
+func (r messageRow) message() (store.Message, error) {
+	m := store.Message{
 		Seq:        r.Seq.Int64,
 		Role:       parseRole(r.Role.String),
 		Content:    r.Content.String,
@@ -588,22 +589,22 @@ func (r messageRow) message() (memory.Message, error) {
 	}
 	var err error
 	if m.ToolCalls, err = msgjson.DecodeToolCalls(r.ToolCalls); err != nil {
-		return memory.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
+		return store.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
 	}
 	if m.Metadata, err = msgjson.DecodeMetadata(r.Metadata); err != nil {
-		return memory.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
+		return store.Message{}, fmt.Errorf("message %d: %w", m.Seq, err)
 	}
 	return m, nil
 }
 
-// parseRole maps a stored role to a memory.Role; unknown strings (which
-// the table's CHECK constraint keeps out) read as memory.RoleUser.
-func parseRole(s string) memory.Role {
-	switch r := memory.Role(s); r {
-	case memory.RoleUser, memory.RoleAssistant, memory.RoleSystem, memory.RoleTool:
+// parseRole maps a stored role to a store.Role; unknown strings (which
+// the table's CHECK constraint keeps out) read as store.RoleUser.
+func parseRole(s string) store.Role {
+	switch r := store.Role(s); r {
+	case store.RoleUser, store.RoleAssistant, store.RoleSystem, store.RoleTool:
 		return r
 	}
-	return memory.RoleUser
+	return store.RoleUser
 }
 
 // deleteLockSQL locks the live session row and reads its owner. Holding
@@ -633,12 +634,12 @@ UPDATE strata_sessions
 // row is locked and its owner checked (deleteLockSQL), then the session
 // becomes a tombstone and its messages, summary and catalogue document are
 // removed (deleteSessionSQL). A missing or already deleted session returns
-// memory.ErrNotFound, another user's memory.ErrNotOwner, and nothing
+// store.ErrNotFound, another user's memory.ErrNotOwner, and nothing
 // changes. A summary save that finishes afterwards, on any replica,
 // writes nothing (see SummaryStore.Save).
 func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) error {
 	if !validID(sessionID) {
-		return fmt.Errorf("db: delete session %q: %w", sessionID, memory.ErrNotFound)
+		return fmt.Errorf("db: delete session %q: %w", sessionID, store.ErrNotFound)
 	}
 	tx, err := s.d.BeginTxx(ctx, nil)
 	if err != nil {
@@ -649,7 +650,7 @@ func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) err
 	err = tx.QueryRowxContext(ctx, deleteLockSQL, sessionID).Scan(&owner)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("db: delete session %q: %w", sessionID, memory.ErrNotFound)
+		return fmt.Errorf("db: delete session %q: %w", sessionID, store.ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("db: delete session %q: lock: %w", sessionID, classify(ctx, err))
 	case owner != userID:
@@ -687,7 +688,7 @@ const previewRunes = 50
 // included, most recently active first, from strata_sessions alone (one
 // indexed query). limit <= 0 means no limit; a negative offset counts as
 // 0. total is the number of the user's sessions, whatever the page.
-func (s *MessageStore) Sessions(ctx context.Context, userID string, limit, offset int) (page []memory.SessionInfo, total int, err error) {
+func (s *MessageStore) Sessions(ctx context.Context, userID string, limit, offset int) (page []store.SessionInfo, total int, err error) {
 	rows, total, err := listSessions[sessionRow](ctx, s.d, sessionsSQL, userID, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("db: sessions of user %q: %w", userID, classify(ctx, err))
@@ -710,7 +711,7 @@ type sessionRow struct {
 	Total            int64          `db:"total"`
 }
 
-func (r sessionRow) info() memory.SessionInfo {
+func (r sessionRow) info() store.SessionInfo {
 	preview := emptyPreview
 	if r.FirstUserMessage.Valid {
 		preview = truncateRunes(r.FirstUserMessage.String, previewRunes)
@@ -718,7 +719,7 @@ func (r sessionRow) info() memory.SessionInfo {
 			preview += "..."
 		}
 	}
-	return memory.SessionInfo{SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
+	return store.SessionInfo{SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
 		CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview}
 }
 

@@ -16,23 +16,24 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
-func sampleMessages() []memory.Message {
+func sampleMessages() []store.Message {
 	long := strings.Repeat("x", 4990) + "🚀é" + strings.Repeat("y", 8)
-	return []memory.Message{
-		{Role: memory.RoleSystem, Content: "You are helpful."},
-		{Role: memory.RoleUser, Content: `Order "#1234" — naïve café ☕ 🚀🇰🇷 한국어 日本語 'quoted' \backslash`},
-		{Role: memory.RoleAssistant, Content: "", ToolCalls: []llms.ToolCall{
+	return []store.Message{
+		{Role: store.RoleSystem, Content: "You are helpful."},
+		{Role: store.RoleUser, Content: `Order "#1234" — naïve café ☕ 🚀🇰🇷 한국어 日本語 'quoted' \backslash`},
+		{Role: store.RoleAssistant, Content: "", ToolCalls: []llms.ToolCall{
 			{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup_order", Arguments: `{"id":"#1234","nested":{"a":[1,2,3]},"html":"<b>&</b>"}`}},
 			{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"서울"}`}},
 			{ID: "call_3", Type: "custom"}, // no function: stays nil
 		}},
-		{Role: memory.RoleTool, Content: `{"status":"shipped","eta":"2024-05-01"}`, ToolCallID: "call_1", Name: "lookup_order"},
-		{Role: memory.RoleTool, Content: "sunny, 23°C", ToolCallID: "call_2"},
-		{Role: memory.RoleAssistant, Content: "Your order ships soon. 📦", Metadata: map[string]string{memory.MetadataModelVariant: "gpt-x-mini", "trace": `{"json":"inside"}`}},
-		{Role: memory.RoleUser, Content: long, Name: "custom-role"},
-		{Role: memory.RoleAssistant, Content: "  leading and trailing spaces \n\t"},
+		{Role: store.RoleTool, Content: `{"status":"shipped","eta":"2024-05-01"}`, ToolCallID: "call_1", Name: "lookup_order"},
+		{Role: store.RoleTool, Content: "sunny, 23°C", ToolCallID: "call_2"},
+		{Role: store.RoleAssistant, Content: "Your order ships soon. 📦", Metadata: map[string]string{store.MetadataModelVariant: "gpt-x-mini", "trace": `{"json":"inside"}`}},
+		{Role: store.RoleUser, Content: long, Name: "custom-role"},
+		{Role: store.RoleAssistant, Content: "  leading and trailing spaces \n\t"},
 	}
 }
 
@@ -97,9 +98,9 @@ func TestChatMessagesRoundTrip(t *testing.T) {
 		llms.ToolChatMessage{ID: "c1", Content: `{"temp": 18}`},
 		llms.AIChatMessage{Content: "18 degrees"},
 	}
-	var msgs []memory.Message
+	var msgs []store.Message
 	for _, cm := range chat {
-		m, err := memory.FromChatMessage(cm)
+		m, err := store.FromChatMessage(cm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,40 +120,40 @@ func TestAppendRejectsInvalidMessages(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	cases := map[string]memory.Message{
-		"nul byte":         {Role: memory.RoleUser, Content: "a\x00b"},
-		"invalid utf-8":    {Role: memory.RoleUser, Content: "a\xffb"},
+	cases := map[string]store.Message{
+		"nul byte":         {Role: store.RoleUser, Content: "a\x00b"},
+		"invalid utf-8":    {Role: store.RoleUser, Content: "a\xffb"},
 		"unknown role":     {Role: "wizard", Content: "x"},
-		"tool without id":  {Role: memory.RoleTool, Content: "x"},
-		"nul in metadata":  {Role: memory.RoleAssistant, Content: "x", Metadata: map[string]string{"k": "\x00"}},
-		"nul in arguments": {Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "c", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: "\x00"}}}},
+		"tool without id":  {Role: store.RoleTool, Content: "x"},
+		"nul in metadata":  {Role: store.RoleAssistant, Content: "x", Metadata: map[string]string{"k": "\x00"}},
+		"nul in arguments": {Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "c", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: "\x00"}}}},
 	}
 	for name, bad := range cases {
 		_, err := f.messages.Append(ctx, "s-"+name, "alice", user("fine"), bad)
-		if !errors.Is(err, memory.ErrInvalidMessage) {
+		if !errors.Is(err, store.ErrInvalidMessage) {
 			t.Errorf("%s: err = %v, want ErrInvalidMessage", name, err)
 		}
 		if _, _, _, exists := sessionRow(t, ctx, f.d, "s-"+name); exists {
 			t.Errorf("%s: the session was created by a rejected append", name)
 		}
 	}
-	if _, err := f.messages.Append(ctx, "bad\x00id", "alice", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
+	if _, err := f.messages.Append(ctx, "bad\x00id", "alice", user("x")); !errors.Is(err, store.ErrInvalidMessage) {
 		t.Errorf("NUL in session id: err = %v, want ErrInvalidMessage", err)
 	}
-	if _, err := f.messages.Append(ctx, "s", "bad\xff", user("x")); !errors.Is(err, memory.ErrInvalidMessage) {
+	if _, err := f.messages.Append(ctx, "s", "bad\xff", user("x")); !errors.Is(err, store.ErrInvalidMessage) {
 		t.Errorf("invalid user id: err = %v, want ErrInvalidMessage", err)
 	}
-	if err := f.messages.Create(ctx, "bad\x00id", "alice"); !errors.Is(err, memory.ErrInvalidMessage) {
+	if err := f.messages.Create(ctx, "bad\x00id", "alice"); !errors.Is(err, store.ErrInvalidMessage) {
 		t.Errorf("Create(NUL id): err = %v, want ErrInvalidMessage", err)
 	}
 	// Ids that cannot be stored name no session.
-	if _, err := f.messages.Tail(ctx, "bad\x00id", "alice", 5); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.messages.Tail(ctx, "bad\x00id", "alice", 5); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Tail(NUL id) = %v, want ErrNotFound", err)
 	}
-	if _, err := f.messages.Range(ctx, "bad\xffid", "alice", 0, 10, 0); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.messages.Range(ctx, "bad\xffid", "alice", 0, 10, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Range(invalid id) = %v, want ErrNotFound", err)
 	}
-	if err := f.messages.Delete(ctx, "bad\x00id", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if err := f.messages.Delete(ctx, "bad\x00id", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Delete(NUL id) = %v, want ErrNotFound", err)
 	}
 	var n int
@@ -243,10 +244,10 @@ func TestOwnershipEnforced(t *testing.T) {
 	if err := f.messages.Delete(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Errorf("foreign Delete: err = %v, want ErrNotOwner", err)
 	}
-	if err := f.messages.Create(ctx, "s", "bob"); !errors.Is(err, memory.ErrSessionExists) {
+	if err := f.messages.Create(ctx, "s", "bob"); !errors.Is(err, store.ErrSessionExists) {
 		t.Errorf("Create on another user's id: err = %v, want ErrSessionExists", err)
 	}
-	if err := f.messages.Create(ctx, "s", "alice"); !errors.Is(err, memory.ErrSessionExists) {
+	if err := f.messages.Create(ctx, "s", "alice"); !errors.Is(err, store.ErrSessionExists) {
 		t.Errorf("Create on one's own id: err = %v, want ErrSessionExists", err)
 	}
 	if owner, _, _, _ := sessionRow(t, ctx, f.d, "s"); owner != "alice" {
@@ -268,7 +269,7 @@ func TestOwnershipEnforced(t *testing.T) {
 		{"Range", func() error { _, err := f.messages.Range(ctx, "none", "alice", 0, 10, 0); return err }()},
 		{"Delete", f.messages.Delete(ctx, "none", "alice")},
 	} {
-		if !errors.Is(op.err, memory.ErrNotFound) {
+		if !errors.Is(op.err, store.ErrNotFound) {
 			t.Errorf("%s of a missing session: err = %v, want ErrNotFound", op.name, op.err)
 		}
 	}
@@ -289,7 +290,7 @@ func TestCreateMakesVisibleEmptySession(t *testing.T) {
 	if err != nil || tail.Total != 0 || len(tail.Messages) != 0 || tail.Epoch <= 0 {
 		t.Fatalf("Tail on another replica = %+v, %v; want an empty session with an epoch", tail, err)
 	}
-	if err := other.Create(ctx, "c", "bob"); !errors.Is(err, memory.ErrSessionExists) {
+	if err := other.Create(ctx, "c", "bob"); !errors.Is(err, store.ErrSessionExists) {
 		t.Errorf("second Create on another replica: %v, want ErrSessionExists", err)
 	}
 	if _, err := other.Append(ctx, "c", "bob", user("x")); !errors.Is(err, memory.ErrNotOwner) {
@@ -319,7 +320,7 @@ func TestConcurrentFirstWritersOneOwner(t *testing.T) {
 			defer wg.Done()
 			<-start
 			u := fmt.Sprintf("user-%d", i)
-			if err := f.messages.Create(ctx, "contested", u); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+			if err := f.messages.Create(ctx, "contested", u); err != nil && !errors.Is(err, store.ErrSessionExists) {
 				errs[i] = err
 				return
 			}
@@ -413,7 +414,7 @@ func TestTailAndRange(t *testing.T) {
 		}
 	}
 
-	check := func(after, through int64, limit int, want []memory.Message) {
+	check := func(after, through int64, limit int, want []store.Message) {
 		t.Helper()
 		got, err := f.messages.Range(ctx, "s", "u", after, through, limit)
 		if err != nil {
@@ -473,13 +474,13 @@ func TestDeleteLeavesTombstone(t *testing.T) {
 	release()
 
 	// The tombstone reads as a missing session.
-	if _, err := f.messages.Tail(ctx, "s", "alice", 5); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.messages.Tail(ctx, "s", "alice", 5); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Tail after delete: %v, want ErrNotFound", err)
 	}
-	if _, err := f.messages.Range(ctx, "s", "alice", 0, 1<<62, 0); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.messages.Range(ctx, "s", "alice", 0, 1<<62, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Range after delete: %v, want ErrNotFound", err)
 	}
-	if err := f.messages.Delete(ctx, "s", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if err := f.messages.Delete(ctx, "s", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
 	}
 	if page, total, err := f.messages.Sessions(ctx, "alice", 0, 0); err != nil || total != 1 || len(page) != 1 || page[0].SessionID != "keep" {
@@ -543,8 +544,8 @@ func TestDeleteRacesWithAppends(t *testing.T) {
 				}
 				// As the manager does: create when missing (a delete won), then append.
 				_, err := f.messages.Append(ctx, "s", "alice", user(fmt.Sprintf("q%d-%d", w, i)), assistant(fmt.Sprintf("a%d-%d", w, i)))
-				if errors.Is(err, memory.ErrNotFound) {
-					if err = f.messages.Create(ctx, "s", "alice"); errors.Is(err, memory.ErrSessionExists) {
+				if errors.Is(err, store.ErrNotFound) {
+					if err = f.messages.Create(ctx, "s", "alice"); errors.Is(err, store.ErrSessionExists) {
 						err = nil
 					}
 				}
@@ -560,7 +561,7 @@ func TestDeleteRacesWithAppends(t *testing.T) {
 		switch err := f.messages.Delete(ctx, "s", "alice"); {
 		case err == nil:
 			deleted++
-		case !errors.Is(err, memory.ErrNotFound): // between a delete and the next append
+		case !errors.Is(err, store.ErrNotFound): // between a delete and the next append
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -643,7 +644,7 @@ func assertConsistent(t *testing.T, ctx context.Context, f *fixture, session str
 			break
 		}
 		q, a := msgs[i], msgs[i+1]
-		if q.Role != memory.RoleUser || a.Role != memory.RoleAssistant || "a"+strings.TrimPrefix(q.Content, "q") != a.Content {
+		if q.Role != store.RoleUser || a.Role != store.RoleAssistant || "a"+strings.TrimPrefix(q.Content, "q") != a.Content {
 			t.Errorf("messages %d,%d = %q/%q, %q/%q: not a pair", i, i+1, q.Role, q.Content, a.Role, a.Content)
 			return
 		}
@@ -655,7 +656,7 @@ func TestSessionsOfUser(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
 	long := strings.Repeat("ß", 600)
-	mustAppend(t, ctx, f.messages, "a1", "alice", memory.Message{Role: memory.RoleSystem, Content: "sys"}, user(long))
+	mustAppend(t, ctx, f.messages, "a1", "alice", store.Message{Role: store.RoleSystem, Content: "sys"}, user(long))
 	time.Sleep(2 * time.Millisecond)
 	mustAppend(t, ctx, f.messages, "b1", "bob", user("bob's"))
 	time.Sleep(2 * time.Millisecond)

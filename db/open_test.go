@@ -16,7 +16,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 func TestOpenErrorRedactsPassword(t *testing.T) {
@@ -31,7 +31,7 @@ func TestOpenErrorRedactsPassword(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "alice:xxxxx@127.0.0.1:1") || !strings.HasPrefix(err.Error(), "db: open") {
 		t.Errorf("error = %q", err)
 	}
-	if !errors.Is(err, memory.ErrUnavailable) {
+	if !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("connection refused is not reported as an outage: %v", err)
 	}
 	var opErr *net.OpError
@@ -43,7 +43,7 @@ func TestOpenErrorRedactsPassword(t *testing.T) {
 	}
 	// An unparsable URL: the parser's error quotes it, password included.
 	_, err = db.Open(ctx, "postgres://alice:hunter2@127.0.0.1:5x/app")
-	if err == nil || strings.Contains(err.Error(), "hunter2") || errors.Is(err, memory.ErrUnavailable) {
+	if err == nil || strings.Contains(err.Error(), "hunter2") || errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("unparsable URL: %v; want an error without the password, not an outage", err)
 	}
 }
@@ -134,8 +134,8 @@ func TestOpenHungServerFailsByConnectTimeout(t *testing.T) {
 			if !errors.As(err, &netErr) || !netErr.Timeout() {
 				t.Errorf("Open = %v, want a network timeout", err)
 			}
-			if !errors.Is(err, memory.ErrUnavailable) {
-				t.Errorf("Open = %v, want it to wrap memory.ErrUnavailable", err)
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("Open = %v, want it to wrap store.ErrUnavailable", err)
 			}
 		})
 	}
@@ -205,13 +205,13 @@ func TestOpenStatementTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store := db.NewMessageStore(d)
-	mustAppend(t, ctx, store, "s", "alice", user("q0"), assistant("a0"))
-	_, err = store.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
-	if !errors.Is(err, memory.ErrUnavailable) || !errors.As(err, &pqErr) || pqErr.Code != "57014" {
+	ms := db.NewMessageStore(d)
+	mustAppend(t, ctx, ms, "s", "alice", user("q0"), assistant("a0"))
+	_, err = ms.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
+	if !errors.Is(err, store.ErrUnavailable) || !errors.As(err, &pqErr) || pqErr.Code != "57014" {
 		t.Fatalf("Append past the statement timeout = %v, want ErrUnavailable wrapping SQLSTATE 57014", err)
 	}
-	if tail, err := store.Tail(ctx, "s", "alice", 10); err != nil || tail.Total != 2 {
+	if tail, err := ms.Tail(ctx, "s", "alice", 10); err != nil || tail.Total != 2 {
 		t.Errorf("after the timed-out append: %+v, %v; want the 2 earlier messages", tail, err)
 	}
 }
@@ -331,13 +331,13 @@ func TestHungServerFailsCallsByReadBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	store, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
-	mustAppend(t, ctx, store, "s", "alice", user("q"), assistant("a"))
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	mustAppend(t, ctx, ms, "s", "alice", user("q"), assistant("a"))
 
 	proxy.setFrozen(true)
 	for name, call := range map[string]func() error{
-		"Tail":   func() error { _, err := store.Tail(ctx, "s", "alice", 5); return err },
-		"Append": func() error { _, err := store.Append(ctx, "s", "alice", user("q2"), assistant("a2")); return err },
+		"Tail":   func() error { _, err := ms.Tail(ctx, "s", "alice", 5); return err },
+		"Append": func() error { _, err := ms.Append(ctx, "s", "alice", user("q2"), assistant("a2")); return err },
 		"Get":    func() error { _, err := sums.Get(ctx, "s"); return err },
 	} {
 		done := make(chan error, 1)
@@ -345,7 +345,7 @@ func TestHungServerFailsCallsByReadBound(t *testing.T) {
 		select {
 		case err := <-done:
 			var netErr net.Error
-			if !errors.Is(err, memory.ErrUnavailable) || !errors.As(err, &netErr) || !netErr.Timeout() {
+			if !errors.Is(err, store.ErrUnavailable) || !errors.As(err, &netErr) || !netErr.Timeout() {
 				t.Errorf("%s against a hung server = %v, want ErrUnavailable wrapping a network timeout", name, err)
 			}
 		case <-time.After(time.Minute):
@@ -353,7 +353,7 @@ func TestHungServerFailsCallsByReadBound(t *testing.T) {
 		}
 	}
 	proxy.setFrozen(false)
-	if tail, err := store.Tail(ctx, "s", "alice", 5); err != nil || tail.Total < 2 {
+	if tail, err := ms.Tail(ctx, "s", "alice", 5); err != nil || tail.Total < 2 {
 		t.Errorf("Tail once the server answers again = %+v, %v", tail, err)
 	}
 }

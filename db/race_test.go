@@ -10,6 +10,7 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // TestOwnershipRaceAcrossReplicas races, round after round on a fresh
@@ -57,7 +58,7 @@ func TestOwnershipRaceAcrossReplicas(t *testing.T) {
 			fails = append(fails, fmt.Sprintf(format, args...))
 			mu.Unlock()
 		}
-		readOwn := func(who string, msgs []memory.Message) {
+		readOwn := func(who string, msgs []store.Message) {
 			for _, m := range msgs {
 				if m.UserID != who || !strings.HasPrefix(m.Content, who) {
 					fail("%s read %q written by %q", who, m.Content, m.UserID)
@@ -78,13 +79,13 @@ func TestOwnershipRaceAcrossReplicas(t *testing.T) {
 		}{{"alice", a}, {"bob", b}} {
 			run(func() {
 				_, err := u.store.Append(ctx, session, u.name, user(u.name+" q"), assistant(u.name+" a"))
-				if !allowed(err, memory.ErrNotFound, memory.ErrNotOwner) {
+				if !allowed(err, store.ErrNotFound, memory.ErrNotOwner) {
 					fail("%s Append: %v", u.name, err)
 				}
 			})
 			run(func() {
 				tail, err := u.store.Tail(ctx, session, u.name, 10)
-				if !allowed(err, memory.ErrNotFound, memory.ErrNotOwner) {
+				if !allowed(err, store.ErrNotFound, memory.ErrNotOwner) {
 					fail("%s Tail: %v", u.name, err)
 				}
 				if err == nil && (tail.Epoch <= 0 || tail.Total < len(tail.Messages)) {
@@ -94,19 +95,19 @@ func TestOwnershipRaceAcrossReplicas(t *testing.T) {
 			})
 			run(func() {
 				msgs, err := u.store.Range(ctx, session, u.name, 0, 1<<62, 0)
-				if !allowed(err, memory.ErrNotFound, memory.ErrNotOwner) {
+				if !allowed(err, store.ErrNotFound, memory.ErrNotOwner) {
 					fail("%s Range: %v", u.name, err)
 				}
 				readOwn(u.name, msgs)
 			})
 		}
 		run(func() {
-			if err := a.Delete(ctx, session, "alice"); !allowed(err, memory.ErrNotFound, memory.ErrNotOwner) {
+			if err := a.Delete(ctx, session, "alice"); !allowed(err, store.ErrNotFound, memory.ErrNotOwner) {
 				fail("alice Delete: %v", err)
 			}
 		})
 		run(func() {
-			if err := b.Create(ctx, session, "bob"); !allowed(err, memory.ErrSessionExists) {
+			if err := b.Create(ctx, session, "bob"); !allowed(err, store.ErrSessionExists) {
 				fail("bob Create: %v", err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -66,9 +67,9 @@ func TestSnapshotMatchesTailAndGet(t *testing.T) {
 		session, user string
 		want          error
 	}{
-		{"none", "alice", memory.ErrNotFound},
+		{"none", "alice", store.ErrNotFound},
 		{"s", "bob", memory.ErrNotOwner},
-		{"bad\x00id", "alice", memory.ErrNotFound},
+		{"bad\x00id", "alice", store.ErrNotFound},
 	} {
 		if tl, s, err := f.messages.Snapshot(ctx, c.session, c.user, 10); !errors.Is(err, c.want) || s != nil || tl.Messages != nil {
 			t.Errorf("Snapshot(%q, %q) = %+v, %+v, %v; want nothing and %v", c.session, c.user, tl, s, err, c.want)
@@ -77,7 +78,7 @@ func TestSnapshotMatchesTailAndGet(t *testing.T) {
 	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.messages.Snapshot(ctx, "s", "alice", 10); !errors.Is(err, memory.ErrNotFound) {
+	if _, _, err := f.messages.Snapshot(ctx, "s", "alice", 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Snapshot of a deleted session: %v, want ErrNotFound", err)
 	}
 }
@@ -90,8 +91,8 @@ func TestAppendNeverCreates(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	for _, msgs := range [][]memory.Message{nil, {user("hi")}} {
-		if _, err := f.messages.Append(ctx, "missing", "alice", msgs...); !errors.Is(err, memory.ErrNotFound) {
+	for _, msgs := range [][]store.Message{nil, {user("hi")}} {
+		if _, err := f.messages.Append(ctx, "missing", "alice", msgs...); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Append of %d to a missing session: %v, want ErrNotFound", len(msgs), err)
 		}
 	}
@@ -103,7 +104,7 @@ func TestAppendNeverCreates(t *testing.T) {
 	if err := f.d.GetContext(ctx, &before, `SELECT last_activity::text FROM strata_sessions WHERE session_id = 's'`); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := f.messages.Append(ctx, "s", "alice"); err != nil || r != (memory.AppendResult{Total: 2, Epoch: first.Epoch}) {
+	if r, err := f.messages.Append(ctx, "s", "alice"); err != nil || r != (store.AppendResult{Total: 2, Epoch: first.Epoch}) {
 		t.Errorf("empty append = %+v, %v; want Total 2 in epoch %d", r, err, first.Epoch)
 	}
 	var after string
@@ -113,7 +114,7 @@ func TestAppendNeverCreates(t *testing.T) {
 	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.messages.Append(ctx, "s", "alice", user("again")); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.messages.Append(ctx, "s", "alice", user("again")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Append to a deleted session: %v, want ErrNotFound", err)
 	}
 	if _, _, deleted, _ := sessionRow(t, ctx, f.d, "s"); !deleted {

@@ -11,12 +11,12 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
 // SummaryStore is the PostgreSQL summary.Store over the
-// strata_summaries table. It also implements memory.FoldLocker (the
+// strata_summaries table. It also implements store.FoldLocker (the
 // same leases as MessageStore.TryLockFold). It is safe for concurrent use,
 // within one process and across processes sharing the database.
 //
@@ -32,8 +32,8 @@ type SummaryStore struct {
 }
 
 var (
-	_ summary.Store     = (*SummaryStore)(nil)
-	_ memory.FoldLocker = (*SummaryStore)(nil)
+	_ summary.Store    = (*SummaryStore)(nil)
+	_ store.FoldLocker = (*SummaryStore)(nil)
 )
 
 // NewSummaryStore returns a summary store over d, whose schema must have
@@ -191,7 +191,7 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// TryLockFold implements memory.FoldLocker; see MessageStore.TryLockFold.
+// TryLockFold implements store.FoldLocker; see MessageStore.TryLockFold.
 func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -463,7 +464,7 @@ func TestSummaryErrorsAreWrappedAndDataIntact(t *testing.T) {
 			t.Errorf("%s with a cancelled context: %v", name, err)
 		}
 		// A call its caller cancelled is not an outage.
-		if errors.Is(err, memory.ErrUnavailable) {
+		if errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s with a cancelled context reports an outage: %v", name, err)
 		}
 	}

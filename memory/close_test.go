@@ -26,15 +26,15 @@ func TestCloseAbandonsSummarizerIgnoringCancellation(t *testing.T) {
 		<-release // no select on ctx.Done(): cancellation is ignored
 		return countingResult(req), nil
 	})
-	store := memory.NewInMemoryStore()
+	ms := memory.NewInMemoryStore()
 	cfg := hierConfig()
 	cfg.CloseTimeout = 20 * time.Millisecond
-	mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
+	mgr, err := memory.NewManager(ms, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	seed(t, store, "s", "alice", 10)
+	seed(t, ms, "s", "alice", 10)
 	if err := mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
 		t.Fatal(err)
 	}

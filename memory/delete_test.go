@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -196,7 +197,7 @@ func TestDeleteObserver(t *testing.T) {
 	if err := f.mgr.DeleteSession(ctx, "s", "mallory"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatal(err)
 	}
-	if err := f.mgr.DeleteSession(ctx, "missing", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if err := f.mgr.DeleteSession(ctx, "missing", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err := f.mgr.DeleteSession(ctx, "s", "alice"); err != nil {

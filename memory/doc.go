@@ -28,4 +28,9 @@
 // Sessions belong to their first writer (or creator); another user's session
 // answers ErrNotOwner and shows nothing. The package also adapts a session to
 // langchaingo's schema.Memory and schema.ChatMessageHistory.
+//
+// What a store must do — the stored form of a message, the errors, the
+// optional capabilities — is package memory/store, as database/sql's driver
+// contract is database/sql/driver: writing a store needs it, using a
+// Manager rarely does (its errors, and Append's stored-form messages).
 package memory

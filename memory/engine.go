@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/strata-go/strata/internal/bg"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -26,7 +27,7 @@ import (
 type engine struct {
 	m      *Manager
 	runner *bg.Runner
-	locker FoldLocker
+	locker store.FoldLocker
 	cool   *cooldowns
 
 	// saveMu orders summary saves against Close: saves hold it shared and
@@ -94,9 +95,9 @@ var (
 func newEngine(m *Manager) *engine {
 	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{}}
 	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
-	if l, ok := m.store.(FoldLocker); ok {
+	if l, ok := m.store.(store.FoldLocker); ok {
 		e.locker = l
-	} else if l, ok := m.sums.(FoldLocker); ok {
+	} else if l, ok := m.sums.(store.FoldLocker); ok {
 		e.locker = l
 	}
 	return e
@@ -352,7 +353,7 @@ func (e *engine) cancelRun(sessionID string) {
 // the summary must reach (0: nothing to fold) with the trigger's name.
 type foldPlan struct {
 	v        view
-	unfolded []Message
+	unfolded []store.Message
 	cut      int64
 	why      string
 }
@@ -400,7 +401,7 @@ func (e *engine) track(sessionID string, t tracked) {
 // store, so appends by other processes count too; their tokens and turns do
 // not, which can only delay a token or safety fold until this process plans
 // again (a load whose view is over its budget asks for one anyway).
-func (e *engine) saveDue(sessionID string, res AppendResult, msgs []Message) bool {
+func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
 	m := e.m
 	if !m.pol.wantsUnfolded() {
 		return m.pol.due(backlog{})
@@ -458,7 +459,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if incremental {
 		from = existing.UpToSeq
 	}
-	var msgs []Message
+	var msgs []store.Message
 	if incremental && unfolded != nil {
 		// Already read: the messages after the summary's cursor.
 		i := 0
@@ -630,7 +631,7 @@ func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, be
 
 // sentAt lists when each message was stored, for summarizers that resolve
 // relative dates ("tomorrow") against the day a message was written.
-func sentAt(msgs []Message) []time.Time {
+func sentAt(msgs []store.Message) []time.Time {
 	out := make([]time.Time, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.CreatedAt

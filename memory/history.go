@@ -5,6 +5,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -33,7 +34,7 @@ type History struct {
 	// Summary is the summary shown, nil when none.
 	Summary *summary.Summary
 	// Recent are the stored messages shown verbatim.
-	Recent []Message
+	Recent []store.Message
 	// Total is the number of stored messages.
 	Total int
 }

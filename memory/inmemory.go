@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // defaultMaxSessions is how many sessions an inMemoryStore holds when
@@ -70,10 +72,10 @@ type memSession struct {
 	epoch        int64
 	created      time.Time
 	lastActivity time.Time
-	activity     int64     // tick of the creation or of the latest append
-	firstUser    string    // content of the first user message
-	hasUser      bool      // whether firstUser is set
-	msgs         []Message // oldest first; msgs[i].Seq strictly increasing
+	activity     int64           // tick of the creation or of the latest append
+	firstUser    string          // content of the first user message
+	hasUser      bool            // whether firstUser is set
+	msgs         []store.Message // oldest first; msgs[i].Seq strictly increasing
 	elem         *list.Element
 }
 
@@ -113,23 +115,23 @@ func (s *inMemoryStore) Create(ctx context.Context, sessionID, userID string) er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sessions[sessionID] != nil {
-		return ErrSessionExists
+		return store.ErrSessionExists
 	}
 	s.create(sessionID, userID, time.Now())
 	return nil
 }
 
 // Append implements MessageStore.
-func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
+func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
 	if err := ctx.Err(); err != nil {
-		return AppendResult{}, err
+		return store.AppendResult{}, err
 	}
-	stored := make([]Message, len(msgs))
+	stored := make([]store.Message, len(msgs))
 	for i, m := range msgs {
 		if err := m.Validate(0); err != nil {
-			return AppendResult{}, fmt.Errorf("message %d: %w", i, err)
+			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
 		}
-		stored[i] = cloneMessage(m)
+		stored[i] = m.Clone()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,40 +139,40 @@ func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, ms
 	// below happen in this one critical section.
 	sess, err := s.owned(sessionID, userID)
 	if err != nil {
-		return AppendResult{}, err
+		return store.AppendResult{}, err
 	}
 	now := time.Now()
 	s.lru.MoveToFront(sess.elem)
 	if len(stored) == 0 {
-		return AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
+		return store.AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
 	}
 	for i := range stored {
 		s.lastSeq++
 		stored[i].Seq, stored[i].UserID, stored[i].CreatedAt = s.lastSeq, userID, now
-		if !sess.hasUser && stored[i].Role == RoleUser {
+		if !sess.hasUser && stored[i].Role == store.RoleUser {
 			sess.firstUser, sess.hasUser = stored[i].Content, true
 		}
 	}
 	sess.msgs = append(sess.msgs, stored...)
 	s.activity++
 	sess.lastActivity, sess.activity = now, s.activity
-	return AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+	return store.AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
 }
 
 // Tail implements MessageStore.
-func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error) {
+func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	if err := ctx.Err(); err != nil {
-		return Tail{}, err
+		return store.Tail{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, err := s.owned(sessionID, userID)
 	if err != nil {
-		return Tail{}, err
+		return store.Tail{}, err
 	}
 	s.lru.MoveToFront(sess.elem)
 	total := len(sess.msgs)
-	t := Tail{Total: total, Epoch: sess.epoch}
+	t := store.Tail{Total: total, Epoch: sess.epoch}
 	if n = min(n, total); n > 0 {
 		t.Messages = cloneMessages(sess.msgs[total-n:])
 	}
@@ -178,7 +180,7 @@ func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n in
 }
 
 // Range implements MessageStore.
-func (s *inMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error) {
+func (s *inMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -221,18 +223,18 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID, userID string) er
 // Sessions implements MessageStore. Sessions whose latest activity is the
 // same instant are listed in the order their activity happened, newest
 // first.
-func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
+func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
 	type entry struct {
-		info     SessionInfo
+		info     store.SessionInfo
 		activity int64
 	}
 	s.mu.Lock()
 	all := make([]entry, 0, len(s.byUser[userID]))
 	for _, sess := range s.byUser[userID] {
-		info := SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
+		info := store.SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
 			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: emptyPreview}
 		if sess.hasUser {
 			info.Preview = preview(sess.firstUser)
@@ -255,7 +257,7 @@ func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offs
 	if limit > 0 && len(all) > limit {
 		all = all[:limit]
 	}
-	page := make([]SessionInfo, len(all))
+	page := make([]store.SessionInfo, len(all))
 	for i, e := range all {
 		page[i] = e.info
 	}
@@ -268,7 +270,7 @@ func (s *inMemoryStore) owned(sessionID, userID string) (*memSession, error) {
 	sess := s.sessions[sessionID]
 	switch {
 	case sess == nil:
-		return nil, ErrNotFound
+		return nil, store.ErrNotFound
 	case sess.owner != userID:
 		return nil, ErrNotOwner
 	}
@@ -326,10 +328,10 @@ func preview(text string) string {
 	return text
 }
 
-func cloneMessages(in []Message) []Message {
-	out := make([]Message, len(in))
+func cloneMessages(in []store.Message) []store.Message {
+	out := make([]store.Message, len(in))
 	for i, m := range in {
-		out[i] = cloneMessage(m)
+		out[i] = m.Clone()
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/store"
 )
 
 func TestInMemoryConformance(t *testing.T) {
@@ -48,7 +49,7 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	wantEvicted := func(id string, messages int) {
 		t.Helper()
-		if _, err := s.Tail(ctx, id, "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+		if _, err := s.Tail(ctx, id, "alice", 0); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("%s should have been evicted: Tail err = %v", id, err)
 		}
 		line := fmt.Sprintf("session_id=%s user_id=alice messages=%d max_sessions=3", id, messages)
@@ -59,7 +60,7 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 
 	mustCreate("s1")
 	mustCreate("s2")
-	if _, err := s.Append(ctx, "s2", "alice", memory.Message{Role: memory.RoleUser, Content: "hello"}); err != nil {
+	if _, err := s.Append(ctx, "s2", "alice", store.Message{Role: store.RoleUser, Content: "hello"}); err != nil {
 		t.Fatal(err)
 	}
 	old2, _ := s.Tail(ctx, "s2", "alice", 0)
@@ -87,7 +88,7 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 		t.Fatalf("bob's Tail: %v", err)
 	}
 	// An append to a missing session is refused and evicts nothing.
-	if _, err := s.Append(ctx, "s5", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := s.Append(ctx, "s5", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Append to a missing session: %v, want ErrNotFound", err)
 	}
 	wantSessions("s4", "s3", "s1")
@@ -121,7 +122,7 @@ func TestInMemoryDefaultBound(t *testing.T) {
 		if _, total, _ := s.Sessions(ctx, "alice", 1, 0); total != bound {
 			t.Errorf("%s: %d sessions held, want %d", name, total, bound)
 		}
-		if _, err := s.Tail(ctx, "0", "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+		if _, err := s.Tail(ctx, "0", "alice", 0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: the oldest session survived past the bound: %v", name, err)
 		}
 		if _, err := s.Tail(ctx, "1", "alice", 0); err != nil {
@@ -137,7 +138,7 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	msg := memory.Message{Role: memory.RoleUser, Content: "hi"}
+	msg := store.Message{Role: store.RoleUser, Content: "hi"}
 	errs := map[string]error{
 		"Create": s.Create(ctx, "t", "alice"),
 		"Append": func() error { _, err := s.Append(ctx, "s", "alice", msg); return err }(),
@@ -157,7 +158,7 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 	if tail, err := s.Tail(t.Context(), "s", "alice", 1); err != nil || tail.Total != 0 {
 		t.Fatalf("cancelled operations changed the store: %+v, %v", tail, err)
 	}
-	if _, err := s.Tail(t.Context(), "t", "alice", 0); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := s.Tail(t.Context(), "t", "alice", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cancelled Create made a session: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
 	lcmemory "github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
@@ -141,7 +142,7 @@ func (c *ConversationMemory) SaveContext(ctx context.Context, inputs, outputs ma
 
 // Clear implements schema.Memory: deletes the session.
 func (c *ConversationMemory) Clear(ctx context.Context) error {
-	if err := c.m.DeleteSession(ctx, c.sessionID, c.userID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := c.m.DeleteSession(ctx, c.sessionID, c.userID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -182,7 +183,7 @@ func (h *ChatHistory) AddAIMessage(ctx context.Context, text string) error {
 
 // Clear implements schema.ChatMessageHistory: deletes the session.
 func (h *ChatHistory) Clear(ctx context.Context) error {
-	if err := h.m.DeleteSession(ctx, h.sessionID, h.userID); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := h.m.DeleteSession(ctx, h.sessionID, h.userID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -192,7 +193,7 @@ func (h *ChatHistory) Clear(ctx context.Context) error {
 // empty (non-nil) slice for a missing session.
 func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) {
 	msgs, err := h.m.Messages(ctx, h.sessionID, h.userID, 0, 0)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return []llms.ChatMessage{}, nil
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -32,7 +33,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
 		return m.pol.degraded(v, v.msgs), nil
 	}
-	var unfolded []Message
+	var unfolded []store.Message
 	if m.pol.wantsUnfolded() || s != nil {
 		if unfolded, err = m.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
 			return History{}, err
@@ -92,7 +93,7 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		v, err = e.m.readTail(ctx, sessionID, userID, want)
 		return v, nil, nil, err
 	}
-	sr, ok := e.m.store.(SnapshotReader)
+	sr, ok := e.m.store.(store.SnapshotReader)
 	if !ok || !sr.ReadsSummariesOf(e.m.sums) {
 		if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
 			return view{}, nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -208,23 +209,23 @@ func (f *fixture) blockWith(t *testing.T, honourCtx bool) *gate {
 
 // seed stores turns user/assistant pairs "u1"/"a1", "u2"/"a2", ... directly
 // in the store (no background folds).
-func seed(t *testing.T, store memory.MessageStore, session, user string, turns int) {
+func seed(t *testing.T, ms memory.MessageStore, session, user string, turns int) {
 	t.Helper()
-	seedTurns(t, store, session, user, "", 1, turns)
+	seedTurns(t, ms, session, user, "", 1, turns)
 }
 
 // seedTurns stores the pairs prefix+"u<i>"/prefix+"a<i>" for i in
 // [from, to] directly in the store, creating the session for user first
 // when it does not exist (store appends never create one).
-func seedTurns(t *testing.T, store memory.MessageStore, session, user, prefix string, from, to int) {
+func seedTurns(t *testing.T, ms memory.MessageStore, session, user, prefix string, from, to int) {
 	t.Helper()
-	if err := store.Create(context.Background(), session, user); err != nil && !errors.Is(err, memory.ErrSessionExists) {
+	if err := ms.Create(context.Background(), session, user); err != nil && !errors.Is(err, store.ErrSessionExists) {
 		t.Fatal(err)
 	}
 	for i := from; i <= to; i++ {
-		_, err := store.Append(context.Background(), session, user,
-			memory.Message{Role: memory.RoleUser, Content: fmt.Sprintf("%su%d", prefix, i)},
-			memory.Message{Role: memory.RoleAssistant, Content: fmt.Sprintf("%sa%d", prefix, i)})
+		_, err := ms.Append(context.Background(), session, user,
+			store.Message{Role: store.RoleUser, Content: fmt.Sprintf("%su%d", prefix, i)},
+			store.Message{Role: store.RoleAssistant, Content: fmt.Sprintf("%sa%d", prefix, i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +240,7 @@ func contents(msgs []llms.ChatMessage) []string {
 	return out
 }
 
-func storedContents(msgs []memory.Message) []string {
+func storedContents(msgs []store.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Content
@@ -264,7 +265,7 @@ func seqStrings(from, to int) []string {
 }
 
 // mustMessages returns every stored message of the session after afterSeq.
-func mustMessages(t *testing.T, mgr *memory.Manager, session, user string, afterSeq int64) []memory.Message {
+func mustMessages(t *testing.T, mgr *memory.Manager, session, user string, afterSeq int64) []store.Message {
 	t.Helper()
 	msgs, err := mgr.Messages(context.Background(), session, user, afterSeq, 0)
 	if err != nil {

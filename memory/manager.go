@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/nilcheck"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -81,7 +82,7 @@ func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
 // manager sharing the store. An id already in use gives ErrSessionExists.
 func (m *Manager) Create(ctx context.Context, sessionID, userID string) error {
 	if sessionID == "" {
-		return fmt.Errorf("memory: create: %w: empty session id", ErrInvalidMessage)
+		return fmt.Errorf("memory: create: %w: empty session id", store.ErrInvalidMessage)
 	}
 	if err := m.store.Create(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: create %q: %w", sessionID, err)
@@ -94,53 +95,49 @@ func (m *Manager) Create(ctx context.Context, sessionID, userID string) error {
 // records a failed turn: only the user message is stored, as the reference
 // does. Past the trigger a background fold starts; SaveTurn never waits.
 func (m *Manager) SaveTurn(ctx context.Context, sessionID, userID, userText, assistantText string) error {
-	msgs := []Message{{Role: RoleUser, Content: userText}}
+	msgs := []store.Message{{Role: store.RoleUser, Content: userText}}
 	if assistantText != "" {
-		msgs = append(msgs, Message{Role: RoleAssistant, Content: assistantText})
+		msgs = append(msgs, store.Message{Role: store.RoleAssistant, Content: assistantText})
 	}
-	_, err := m.Append(ctx, sessionID, userID, msgs...)
+	_, err := m.append(ctx, sessionID, userID, true, msgs)
 	return err
 }
 
 // SaveMessages saves langchaingo messages — including assistant tool calls
 // and tool results — losslessly, atomically and adjacently.
 func (m *Manager) SaveMessages(ctx context.Context, sessionID, userID string, msgs ...llms.ChatMessage) error {
-	stored := make([]Message, 0, len(msgs))
+	stored := make([]store.Message, 0, len(msgs))
 	for i, cm := range msgs {
-		sm, err := FromChatMessage(cm)
+		sm, err := store.FromChatMessage(cm)
 		if err != nil {
 			return fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
 		}
 		stored = append(stored, sm)
 	}
-	_, err := m.Append(ctx, sessionID, userID, stored...)
+	_, err := m.append(ctx, sessionID, userID, true, stored)
 	return err
 }
 
 // Append saves stored-form messages, which may carry metadata such as the
-// model variant (MetadataModelVariant), and reports the session's message
-// count and last sequence number, read atomically with the write. A session
-// that does not exist is created for userID, who then owns it; with no msgs
-// it is only created. An empty sessionID stores nothing (no memory without
-// a session). Use AppendExisting where a mistyped id must not start a new
-// conversation.
-func (m *Manager) Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
-	return m.append(ctx, sessionID, userID, true, msgs)
+// model variant (store.MetadataModelVariant), and reports the session's
+// message count and last sequence number, read atomically with the write.
+// create says what a session that does not exist becomes: with create it is
+// made for userID, who then owns it (with no msgs it is only created), as
+// SaveTurn and SaveMessages do; without, Append answers store.ErrNotFound
+// and stores nothing — for callers such as an HTTP API, where a mistyped
+// id must not start a new conversation. An empty sessionID stores nothing
+// (no memory without a session).
+func (m *Manager) Append(ctx context.Context, sessionID, userID string, create bool, msgs ...store.Message) (store.AppendResult, error) {
+	return m.append(ctx, sessionID, userID, create, msgs)
 }
 
-// AppendExisting is Append for a session that must already exist: a missing
-// one gives ErrNotFound and nothing is stored.
-func (m *Manager) AppendExisting(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error) {
-	return m.append(ctx, sessionID, userID, false, msgs)
-}
-
-func (m *Manager) append(ctx context.Context, sessionID, userID string, create bool, msgs []Message) (AppendResult, error) {
+func (m *Manager) append(ctx context.Context, sessionID, userID string, create bool, msgs []store.Message) (store.AppendResult, error) {
 	if sessionID == "" {
-		return AppendResult{}, nil
+		return store.AppendResult{}, nil
 	}
 	for i := range msgs {
 		if err := msgs[i].Validate(m.cfg.MaxMessageBytes); err != nil {
-			return AppendResult{}, fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
+			return store.AppendResult{}, fmt.Errorf("memory: save %q: message %d: %w", sessionID, i, err)
 		}
 	}
 	user := m.owner(sessionID, userID)
@@ -149,8 +146,8 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 	// Each step is atomic in the store: a session created by another user
 	// in between makes the next Append fail with ErrNotOwner; one deleted in
 	// between is created again (a bounded number of times).
-	for i := 0; create && errors.Is(err, ErrNotFound) && i < 3; i++ {
-		if err = m.store.Create(ctx, sessionID, user); err == nil || errors.Is(err, ErrSessionExists) {
+	for i := 0; create && errors.Is(err, store.ErrNotFound) && i < 3; i++ {
+		if err = m.store.Create(ctx, sessionID, user); err == nil || errors.Is(err, store.ErrSessionExists) {
 			res, err = m.store.Append(ctx, sessionID, user, msgs...)
 		}
 	}
@@ -158,7 +155,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 	endSpan(span, err)
 	if err != nil {
 		m.stats.saveErrors.Add(1)
-		return AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
+		return store.AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
 	}
 	m.stats.saves.Add(1)
 	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
@@ -204,7 +201,7 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	m.stats.loads.Add(1)
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return History{Mode: ModeEmpty}, nil
 	case errors.Is(err, ErrNotOwner):
 		m.stats.ownerDenied.Add(1)
@@ -218,14 +215,14 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 
 // Sessions lists userID's sessions, newest activity first; total counts
 // them all.
-func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int) ([]SessionInfo, int, error) {
+func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	return m.store.Sessions(ctx, normUser(userID), limit, offset)
 }
 
 // Messages returns up to limit (<= 0: all) of the session's stored messages
 // with Seq > afterSeq, oldest first: pages of a transcript. A missing
 // session gives ErrNotFound, another user's ErrNotOwner.
-func (m *Manager) Messages(ctx context.Context, sessionID, userID string, afterSeq int64, limit int) ([]Message, error) {
+func (m *Manager) Messages(ctx context.Context, sessionID, userID string, afterSeq int64, limit int) ([]store.Message, error) {
 	return m.store.Range(ctx, sessionID, m.owner(sessionID, userID), afterSeq, 1<<62, limit)
 }
 

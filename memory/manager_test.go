@@ -14,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -62,7 +63,7 @@ func TestEmptyAndMissingSessions(t *testing.T) {
 	if err := f.mgr.Create(ctx, "new", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.mgr.Create(ctx, "new", "bob"); !errors.Is(err, memory.ErrSessionExists) {
+	if err := f.mgr.Create(ctx, "new", "bob"); !errors.Is(err, store.ErrSessionExists) {
 		t.Fatalf("second create err = %v, want ErrSessionExists", err)
 	}
 	h, err = f.mgr.Load(ctx, "new", "alice")
@@ -311,9 +312,9 @@ func TestNoSessionIDMeansNoMemory(t *testing.T) {
 func TestAppendReportsTotalsAndMetadata(t *testing.T) {
 	f := newFixture(t, memory.DefaultConfig())
 	ctx := context.Background()
-	res, err := f.mgr.Append(ctx, "s", "alice",
-		memory.Message{Role: memory.RoleUser, Content: "deep question"},
-		memory.Message{Role: memory.RoleAssistant, Content: "deep answer", Metadata: map[string]string{memory.MetadataModelVariant: "deep-dive"}})
+	res, err := f.mgr.Append(ctx, "s", "alice", true,
+		store.Message{Role: store.RoleUser, Content: "deep question"},
+		store.Message{Role: store.RoleAssistant, Content: "deep answer", Metadata: map[string]string{store.MetadataModelVariant: "deep-dive"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,15 +322,29 @@ func TestAppendReportsTotalsAndMetadata(t *testing.T) {
 		t.Fatalf("append result = %+v", res)
 	}
 	msgs := mustMessages(t, f.mgr, "s", "alice", 0)
-	if len(msgs) != 2 || msgs[1].Seq != res.LastSeq || msgs[1].Metadata[memory.MetadataModelVariant] != "deep-dive" || msgs[1].UserID != "alice" {
+	if len(msgs) != 2 || msgs[1].Seq != res.LastSeq || msgs[1].Metadata[store.MetadataModelVariant] != "deep-dive" || msgs[1].UserID != "alice" {
 		t.Fatalf("stored = %+v", msgs)
 	}
 	// Claim only: no messages, the session exists and is alice's.
-	if res, err := f.mgr.Append(ctx, "claimed", "alice"); err != nil || res.Total != 0 {
+	if res, err := f.mgr.Append(ctx, "claimed", "alice", true); err != nil || res.Total != 0 {
 		t.Fatalf("claim = %+v, %v", res, err)
 	}
 	if _, err := f.mgr.Messages(ctx, "claimed", "bob", 0, 0); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("claimed session read by another user: %v", err)
+	}
+	// Without create, a missing session stays missing and nothing is stored;
+	// an existing one of another user is refused the same way it is on reads.
+	if _, err := f.mgr.Append(ctx, "typo", "alice", false, store.Message{Role: store.RoleUser, Content: "lost?"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append without create to a missing session: %v", err)
+	}
+	if _, err := f.mgr.Messages(ctx, "typo", "alice", 0, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("append without create made the session: %v", err)
+	}
+	if _, err := f.mgr.Append(ctx, "claimed", "bob", false, store.Message{Role: store.RoleUser, Content: "mine?"}); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("append without create to another user's session: %v", err)
+	}
+	if res, err := f.mgr.Append(ctx, "claimed", "alice", false, store.Message{Role: store.RoleUser, Content: "hello"}); err != nil || res.Total != 1 {
+		t.Fatalf("append without create to an existing session = %+v, %v", res, err)
 	}
 	// Paging.
 	seed(t, f.store, "p", "alice", 5)
@@ -359,7 +374,7 @@ func TestConcurrentSavesKeepPairsAdjacent(t *testing.T) {
 		t.Fatalf("stored %d messages, want 128", len(msgs))
 	}
 	for i := 0; i < len(msgs); i += 2 {
-		if msgs[i].Role != memory.RoleUser || msgs[i+1].Content != "a"+msgs[i].Content[1:] {
+		if msgs[i].Role != store.RoleUser || msgs[i+1].Content != "a"+msgs[i].Content[1:] {
 			t.Fatalf("pair %d not adjacent: %q, %q", i/2, msgs[i].Content, msgs[i+1].Content)
 		}
 	}
@@ -518,9 +533,9 @@ type failingStore struct {
 	failTail atomic.Bool
 }
 
-func (s *failingStore) Tail(ctx context.Context, id, user string, n int) (memory.Tail, error) {
+func (s *failingStore) Tail(ctx context.Context, id, user string, n int) (store.Tail, error) {
 	if s.failTail.Load() {
-		return memory.Tail{}, fmt.Errorf("%w: connection refused", memory.ErrUnavailable)
+		return store.Tail{}, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 	}
 	return s.MessageStore.Tail(ctx, id, user, n)
 }
@@ -529,14 +544,14 @@ func (s *failingStore) Tail(ctx context.Context, id, user string, n int) (memory
 type failingSummaries struct{ summary.Store }
 
 func (failingSummaries) Get(context.Context, string) (*summary.Summary, error) {
-	return nil, errors.New("summary store: connection refused")
+	return nil, errors.New("summary ms: connection refused")
 }
 
 func TestStoreFailures(t *testing.T) {
 	ctx := context.Background()
-	t.Run("message store outage is returned", func(t *testing.T) {
-		store := &failingStore{MessageStore: memory.NewInMemoryStore()}
-		mgr, err := memory.NewManager(store, memory.DefaultConfig(), memory.WithLogger(quiet))
+	t.Run("message ms outage is returned", func(t *testing.T) {
+		ms := &failingStore{MessageStore: memory.NewInMemoryStore()}
+		mgr, err := memory.NewManager(ms, memory.DefaultConfig(), memory.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -544,28 +559,28 @@ func TestStoreFailures(t *testing.T) {
 		if err := mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
 			t.Fatal(err)
 		}
-		store.failTail.Store(true)
+		ms.failTail.Store(true)
 		h, err := mgr.Load(ctx, "s", "alice")
-		if !errors.Is(err, memory.ErrUnavailable) || errors.Is(err, memory.ErrNotOwner) || len(h.Messages) != 0 {
+		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, memory.ErrNotOwner) || len(h.Messages) != 0 {
 			t.Fatalf("read failure: %+v, %v", h, err)
 		}
-		if _, err := mgr.Summary(ctx, "s", "alice"); !errors.Is(err, memory.ErrUnavailable) {
+		if _, err := mgr.Summary(ctx, "s", "alice"); !errors.Is(err, store.ErrUnavailable) {
 			t.Fatalf("Summary during an outage: %v", err)
 		}
 		if mgr.Stats().LoadErrors != 1 {
 			t.Fatalf("stats = %+v", mgr.Stats())
 		}
 	})
-	t.Run("summary store outage degrades", func(t *testing.T) {
-		store := memory.NewInMemoryStore()
+	t.Run("summary ms outage degrades", func(t *testing.T) {
+		ms := memory.NewInMemoryStore()
 		svc := &fakeSummarizer{}
-		mgr, err := memory.NewManager(store, hierConfig(), memory.WithLogger(quiet),
+		mgr, err := memory.NewManager(ms, hierConfig(), memory.WithLogger(quiet),
 			memory.WithSummaries(failingSummaries{summary.NewInMemoryStore(0)}, svc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer mgr.Close()
-		seed(t, store, "s", "alice", 16)
+		seed(t, ms, "s", "alice", 16)
 		h, err := mgr.Load(ctx, "s", "alice")
 		if err != nil || h.Mode != memory.ModeFallback || len(h.Messages) != 20 {
 			t.Fatalf("mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
@@ -575,8 +590,8 @@ func TestStoreFailures(t *testing.T) {
 
 type failingAppendStore struct{ memory.MessageStore }
 
-func (failingAppendStore) Append(context.Context, string, string, ...memory.Message) (memory.AppendResult, error) {
-	return memory.AppendResult{}, errors.New("disk full")
+func (failingAppendStore) Append(context.Context, string, string, ...store.Message) (store.AppendResult, error) {
+	return store.AppendResult{}, errors.New("disk full")
 }
 
 func TestSaveFailureIsReturnedAndStartsNoFold(t *testing.T) {
@@ -631,7 +646,7 @@ func TestToolCallsRoundTripAndWindowAlignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Recent[0].Role != memory.RoleAssistant || len(h.Recent[0].ToolCalls) != 2 || len(h.Recent) != 3 {
+	if h.Recent[0].Role != store.RoleAssistant || len(h.Recent[0].ToolCalls) != 2 || len(h.Recent) != 3 {
 		t.Fatalf("window = %+v", h.Recent)
 	}
 	for _, r := range f.svc.requests() {
@@ -650,22 +665,22 @@ func TestInvalidMessagesAreRejected(t *testing.T) {
 		msgs []llms.ChatMessage
 		want error
 	}{
-		"too large": {[]llms.ChatMessage{llms.HumanChatMessage{Content: strings.Repeat("x", 11)}}, memory.ErrMessageTooLarge},
-		"nul byte":  {[]llms.ChatMessage{llms.HumanChatMessage{Content: "a\x00b"}}, memory.ErrInvalidMessage},
-		"bad utf8":  {[]llms.ChatMessage{llms.HumanChatMessage{Content: "\xff"}}, memory.ErrInvalidMessage},
-		"no id":     {[]llms.ChatMessage{llms.ToolChatMessage{Content: "x"}}, memory.ErrInvalidMessage},
-		"nil":       {[]llms.ChatMessage{nil}, memory.ErrInvalidMessage},
-		"2nd bad":   {[]llms.ChatMessage{llms.HumanChatMessage{Content: "ok"}, llms.AIChatMessage{Content: "\xff"}}, memory.ErrInvalidMessage},
+		"too large": {[]llms.ChatMessage{llms.HumanChatMessage{Content: strings.Repeat("x", 11)}}, store.ErrMessageTooLarge},
+		"nul byte":  {[]llms.ChatMessage{llms.HumanChatMessage{Content: "a\x00b"}}, store.ErrInvalidMessage},
+		"bad utf8":  {[]llms.ChatMessage{llms.HumanChatMessage{Content: "\xff"}}, store.ErrInvalidMessage},
+		"no id":     {[]llms.ChatMessage{llms.ToolChatMessage{Content: "x"}}, store.ErrInvalidMessage},
+		"nil":       {[]llms.ChatMessage{nil}, store.ErrInvalidMessage},
+		"2nd bad":   {[]llms.ChatMessage{llms.HumanChatMessage{Content: "ok"}, llms.AIChatMessage{Content: "\xff"}}, store.ErrInvalidMessage},
 	} {
 		if err := f.mgr.SaveMessages(ctx, "s", "alice", tc.msgs...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, tc.want)
 		}
 	}
-	if _, err := f.mgr.Append(ctx, "s", "alice", memory.Message{Role: "wizard", Content: "x"}); !errors.Is(err, memory.ErrInvalidMessage) {
+	if _, err := f.mgr.Append(ctx, "s", "alice", true, store.Message{Role: "wizard", Content: "x"}); !errors.Is(err, store.ErrInvalidMessage) {
 		t.Errorf("unknown role: err = %v", err)
 	}
 	// Rejected batches store nothing, not even the session.
-	if got, err := f.mgr.Messages(ctx, "s", "alice", 0, 0); !errors.Is(err, memory.ErrNotFound) || len(got) != 0 {
+	if got, err := f.mgr.Messages(ctx, "s", "alice", 0, 0); !errors.Is(err, store.ErrNotFound) || len(got) != 0 {
 		t.Fatalf("rejected batches stored %d messages (%v)", len(got), err)
 	}
 }
@@ -729,14 +744,14 @@ func (busyLocker) TryLockFold(context.Context, string, time.Duration) (func(), b
 
 func TestLoadDoesNotWaitForeverForAnotherProcessFold(t *testing.T) {
 	svc := &fakeSummarizer{}
-	store := busyLocker{memory.NewInMemoryStore()}
-	mgr, err := memory.NewManager(store, waits(hierConfig(), 0, 20*time.Millisecond),
+	ms := busyLocker{memory.NewInMemoryStore()}
+	mgr, err := memory.NewManager(ms, waits(hierConfig(), 0, 20*time.Millisecond),
 		memory.WithSummaries(summary.NewInMemoryStore(0), svc), memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mgr.Close()
-	seed(t, store, "s", "alice", 16)
+	seed(t, ms, "s", "alice", 16)
 	h, err := mgr.Load(context.Background(), "s", "alice")
 	if err != nil || h.Mode != memory.ModeFallback || len(h.Messages) != 20 {
 		t.Fatalf("load while another process folds: mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
@@ -770,25 +785,25 @@ func (s *lockingStore) TryLockFold(_ context.Context, id string, _ time.Duration
 }
 
 func TestFoldTakesTheStoreLock(t *testing.T) {
-	store := &lockingStore{MessageStore: memory.NewInMemoryStore(), held: map[string]bool{}}
+	ms := &lockingStore{MessageStore: memory.NewInMemoryStore(), held: map[string]bool{}}
 	svc := &fakeSummarizer{}
-	mgr, err := memory.NewManager(store, hierConfig(), memory.WithSummaries(summary.NewInMemoryStore(0), svc),
+	mgr, err := memory.NewManager(ms, hierConfig(), memory.WithSummaries(summary.NewInMemoryStore(0), svc),
 		memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mgr.Close()
-	seed(t, store, "s", "alice", 16)
+	seed(t, ms, "s", "alice", 16)
 	h, err := mgr.Load(context.Background(), "s", "alice")
 	if err != nil || h.Mode != memory.ModeHierarchical {
 		t.Fatalf("mode %s, %v", h.Mode, err)
 	}
-	if store.grants.Load() != 1 || svc.calls.Load() != 1 {
-		t.Fatalf("lock grants %d, calls %d", store.grants.Load(), svc.calls.Load())
+	if ms.grants.Load() != 1 || svc.calls.Load() != 1 {
+		t.Fatalf("lock grants %d, calls %d", ms.grants.Load(), svc.calls.Load())
 	}
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	if len(store.held) != 0 {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if len(ms.held) != 0 {
 		t.Fatal("fold lock not released")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Another user's session is neither readable nor writable nor deletable,
@@ -75,13 +76,13 @@ func TestOwnership(t *testing.T) {
 func TestMissingSession(t *testing.T) {
 	f := newFixture(t, hierConfig())
 	ctx := context.Background()
-	if msgs, err := f.mgr.Messages(ctx, "missing", "alice", 0, 0); !errors.Is(err, memory.ErrNotFound) || len(msgs) != 0 {
+	if msgs, err := f.mgr.Messages(ctx, "missing", "alice", 0, 0); !errors.Is(err, store.ErrNotFound) || len(msgs) != 0 {
 		t.Fatalf("Messages = %d, %v", len(msgs), err)
 	}
-	if s, err := f.mgr.Summary(ctx, "missing", "alice"); !errors.Is(err, memory.ErrNotFound) || s != nil {
+	if s, err := f.mgr.Summary(ctx, "missing", "alice"); !errors.Is(err, store.ErrNotFound) || s != nil {
 		t.Fatalf("Summary = %+v, %v", s, err)
 	}
-	if err := f.mgr.DeleteSession(ctx, "missing", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if err := f.mgr.DeleteSession(ctx, "missing", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeleteSession = %v", err)
 	}
 	if h, err := f.mgr.Load(ctx, "missing", "alice"); err != nil || h.Mode != memory.ModeEmpty || len(h.Messages) != 0 {
@@ -94,10 +95,10 @@ func TestMissingSession(t *testing.T) {
 	if err := f.mgr.DeleteSession(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.mgr.DeleteSession(ctx, "s", "alice"); !errors.Is(err, memory.ErrNotFound) {
+	if err := f.mgr.DeleteSession(ctx, "s", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second delete = %v", err)
 	}
-	if _, err := f.mgr.Messages(ctx, "s", "alice", 0, 0); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := f.mgr.Messages(ctx, "s", "alice", 0, 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Messages after delete = %v", err)
 	}
 }

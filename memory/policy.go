@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -23,14 +24,14 @@ type policy interface {
 	// cannot be shown as it should without the fold, so the load waits for
 	// it a bounded time; any other trigger means the fold is due but the
 	// view is complete without it, so it runs in the background.
-	target(v view, s *summary.Summary, unfolded []Message, background bool) (cut int64, trigger string)
+	target(v view, s *summary.Summary, unfolded []store.Message, background bool) (cut int64, trigger string)
 	// show assembles the view from a usable summary s (nil: none) that
 	// target was satisfied with, or that is stale (then unfolded are the
 	// messages after its cursor, all shown).
-	show(v view, s *summary.Summary, unfolded []Message) History
+	show(v view, s *summary.Summary, unfolded []store.Message) History
 	// degraded is the view when no summary is usable and the fold did not
 	// finish in time or failed.
-	degraded(v view, unfolded []Message) History
+	degraded(v view, unfolded []store.Message) History
 	// incremental reports whether a fold sends only the messages after the
 	// summary's cursor (with the summary) rather than all of them.
 	incremental() bool
@@ -39,7 +40,7 @@ type policy interface {
 	wantsUnfolded() bool
 	// backlogOf measures what a session holds beyond its usable summary s
 	// (nil: none): unfolded are the messages after its cursor.
-	backlogOf(s *summary.Summary, unfolded []Message) backlog
+	backlogOf(s *summary.Summary, unfolded []store.Message) backlog
 	// due reports whether a save that left the session with backlog b may
 	// need a fold; a save that is not due starts none.
 	due(b backlog) bool
@@ -75,7 +76,7 @@ func render(cfg Config) summary.RenderOptions {
 	return summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
 }
 
-func shown(s *summary.Summary, msgs []Message, mode Mode, total int, opt summary.RenderOptions) History {
+func shown(s *summary.Summary, msgs []store.Message, mode Mode, total int, opt summary.RenderOptions) History {
 	out := append(s.BlocksWith(opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
@@ -97,7 +98,7 @@ func (p parity) loadSize() int { return max(p.takeLastN(), p.cfg.RecentMessageCo
 
 func (p parity) triggers(total int) bool { return total > p.cfg.TriggerMessageCount }
 
-func (p parity) target(v view, s *summary.Summary, _ []Message, background bool) (int64, string) {
+func (p parity) target(v view, s *summary.Summary, _ []store.Message, background bool) (int64, string) {
 	if v.total <= p.cfg.TriggerMessageCount {
 		return 0, ""
 	}
@@ -111,7 +112,7 @@ func (p parity) target(v view, s *summary.Summary, _ []Message, background bool)
 	return cut, "load"
 }
 
-func (p parity) show(v view, s *summary.Summary, unfolded []Message) History {
+func (p parity) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if v.total <= p.cfg.TriggerMessageCount {
 		return takeLast(v, p.takeLastN(), ModeTakeLast)
 	}
@@ -127,7 +128,7 @@ func (p parity) show(v view, s *summary.Summary, unfolded []Message) History {
 	return p.degraded(v, nil)
 }
 
-func (p parity) degraded(v view, _ []Message) History {
+func (p parity) degraded(v view, _ []store.Message) History {
 	return takeLast(v, p.takeLastN(), ModeFallback)
 }
 
@@ -136,8 +137,8 @@ func (parity) wantsUnfolded() bool { return false }
 
 // Parity folds after every save past the trigger: there is no backlog to
 // track.
-func (parity) backlogOf(*summary.Summary, []Message) backlog { return backlog{} }
-func (parity) due(backlog) bool                              { return true }
+func (parity) backlogOf(*summary.Summary, []store.Message) backlog { return backlog{} }
+func (parity) due(backlog) bool                                    { return true }
 
 // chunked shows the summary plus every message it does not cover yet — so
 // no message leaves the view unless folded — and keeps that verbatim tail
@@ -164,7 +165,7 @@ func (c chunked) loadSize() int { return c.cfg.RecentMessageCount + c.cfg.Buffer
 
 func (c chunked) triggers(total int) bool { return total > c.cfg.RecentMessageCount }
 
-func (c chunked) target(_ view, s *summary.Summary, unfolded []Message, background bool) (int64, string) {
+func (c chunked) target(_ view, s *summary.Summary, unfolded []store.Message, background bool) (int64, string) {
 	if background {
 		trigger := c.foldTrigger(s, unfolded)
 		start := alignedStart(unfolded, c.cfg.RecentMessageCount)
@@ -183,7 +184,7 @@ func (c chunked) target(_ view, s *summary.Summary, unfolded []Message, backgrou
 	return 0, ""
 }
 
-func (c chunked) show(v view, s *summary.Summary, unfolded []Message) History {
+func (c chunked) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if s.IsEmpty() {
 		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
@@ -194,7 +195,7 @@ func (c chunked) show(v view, s *summary.Summary, unfolded []Message) History {
 	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
-func (c chunked) degraded(v view, unfolded []Message) History {
+func (c chunked) degraded(v view, unfolded []store.Message) History {
 	return shown(nil, unfolded, ModeFallback, v.total, render(c.cfg))
 }
 
@@ -202,7 +203,7 @@ func (c chunked) incremental() bool { return c.cfg.FoldMode != FoldFull }
 func (chunked) wantsUnfolded() bool { return true }
 
 // foldTrigger names the highest-priority trigger that fires, "" for none.
-func (c chunked) foldTrigger(s *summary.Summary, unfolded []Message) string {
+func (c chunked) foldTrigger(s *summary.Summary, unfolded []store.Message) string {
 	return c.trigger(c.backlogOf(s, unfolded))
 }
 
@@ -222,7 +223,7 @@ func (c chunked) trigger(b backlog) string {
 	return ""
 }
 
-func (c chunked) backlogOf(s *summary.Summary, unfolded []Message) backlog {
+func (c chunked) backlogOf(s *summary.Summary, unfolded []store.Message) backlog {
 	b := backlog{messages: len(unfolded), tokens: c.summaryTokens(s) + c.messageTokens(unfolded)}
 	b.turns = userTurns(unfolded)
 	return b
@@ -231,10 +232,10 @@ func (c chunked) backlogOf(s *summary.Summary, unfolded []Message) backlog {
 func (c chunked) due(b backlog) bool { return c.trigger(b) != "" }
 
 // userTurns counts the user messages of msgs.
-func userTurns(msgs []Message) int {
+func userTurns(msgs []store.Message) int {
 	n := 0
 	for _, m := range msgs {
-		if m.Role == RoleUser {
+		if m.Role == store.RoleUser {
 			n++
 		}
 	}
@@ -273,7 +274,7 @@ func (c chunked) viewBudget() int {
 
 // overflowFrom returns the index of the first unfolded message kept when
 // the tail is over K+B (folding down to K), 0 when it is not.
-func (c chunked) overflowFrom(unfolded []Message) int {
+func (c chunked) overflowFrom(unfolded []store.Message) int {
 	if len(unfolded) > c.cfg.RecentMessageCount+c.cfg.BufferMessageCount {
 		return alignedStart(unfolded, c.cfg.RecentMessageCount)
 	}
@@ -283,7 +284,7 @@ func (c chunked) overflowFrom(unfolded []Message) int {
 // fitFrom returns the index of the first unfolded message that the view's
 // token budget holds beside the summary (at least MinTailMessages, aligned
 // so no tool group is split): 0 when the whole tail fits.
-func (c chunked) fitFrom(s *summary.Summary, unfolded []Message) int {
+func (c chunked) fitFrom(s *summary.Summary, unfolded []store.Message) int {
 	budget := c.viewBudget()
 	avail := budget - c.summaryTokens(s)
 	if c.messageTokens(unfolded) <= avail {
@@ -304,7 +305,7 @@ func (c chunked) fitFrom(s *summary.Summary, unfolded []Message) int {
 // summary + tail exceed the prompt-memory budget: the last resort, after
 // dropping folded verbatim turns. Facts are never cut. The stored summary is
 // unchanged.
-func (c chunked) fitNarrative(s *summary.Summary, tail []Message) *summary.Summary {
+func (c chunked) fitNarrative(s *summary.Summary, tail []store.Message) *summary.Summary {
 	budget := c.cfg.PromptMemoryBudget
 	if budget == 0 || s == nil {
 		return s
@@ -327,7 +328,7 @@ func (c chunked) fitNarrative(s *summary.Summary, tail []Message) *summary.Summa
 	return &cut
 }
 
-func (c chunked) messageTokens(msgs []Message) int {
+func (c chunked) messageTokens(msgs []store.Message) int {
 	if len(msgs) == 0 {
 		return 0
 	}
@@ -345,15 +346,15 @@ func (c chunked) summaryTokens(s *summary.Summary) int {
 // chunks splits msgs into runs of at most limit tokens (limit <= 0: one
 // run), each at least one message and never starting with a tool result
 // when that can be avoided.
-func chunks(msgs []Message, limit int, cost *trimmer.Trimmer) [][]Message {
+func chunks(msgs []store.Message, limit int, cost *trimmer.Trimmer) [][]store.Message {
 	if limit <= 0 {
-		return [][]Message{msgs}
+		return [][]store.Message{msgs}
 	}
-	var out [][]Message
+	var out [][]store.Message
 	start, used := 0, 0
 	for i := range msgs {
 		c := cost.Cost(chatMessages(msgs[i : i+1]))
-		if i > start && used+c > limit && msgs[i].Role != RoleTool {
+		if i > start && used+c > limit && msgs[i].Role != store.RoleTool {
 			out = append(out, msgs[start:i])
 			start, used = i, 0
 		}

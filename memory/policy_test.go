@@ -21,6 +21,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -236,14 +237,14 @@ func TestPromptMemoryBudgetFoldsBeforeDropping(t *testing.T) {
 func TestModelVariantMetadataIsStoredNotUsed(t *testing.T) {
 	f := newFixture(t, chunkedConfig(2, 2))
 	ctx := context.Background()
-	_, err := f.mgr.Append(ctx, "s", "alice",
-		memory.Message{Role: memory.RoleUser, Content: "deep question"},
-		memory.Message{Role: memory.RoleAssistant, Content: "deep answer", Metadata: map[string]string{memory.MetadataModelVariant: "deep-dive"}})
+	_, err := f.mgr.Append(ctx, "s", "alice", true,
+		store.Message{Role: store.RoleUser, Content: "deep question"},
+		store.Message{Role: store.RoleAssistant, Content: "deep answer", Metadata: map[string]string{store.MetadataModelVariant: "deep-dive"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := f.mgr.Load(ctx, "s", "alice")
-	if h.Recent[1].Metadata[memory.MetadataModelVariant] != "deep-dive" {
+	if h.Recent[1].Metadata[store.MetadataModelVariant] != "deep-dive" {
 		t.Fatalf("metadata lost: %+v", h.Recent[1])
 	}
 	if _, ok := h.Messages[1].(llms.AIChatMessage); !ok {
@@ -256,7 +257,7 @@ func TestModelVariantMetadataIsStoredNotUsed(t *testing.T) {
 func assertNoDropWithoutFold(t *testing.T, mgr *memory.Manager, session, user string, h memory.History) {
 	t.Helper()
 	all, err := mgr.Messages(context.Background(), session, user, 0, 0)
-	if err != nil && !errors.Is(err, memory.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}
 	var cursor int64
@@ -564,7 +565,7 @@ type tailCounter struct {
 	tails atomic.Int64
 }
 
-func (c *tailCounter) Tail(ctx context.Context, sessionID, userID string, n int) (memory.Tail, error) {
+func (c *tailCounter) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	c.tails.Add(1)
 	return c.MessageStore.Tail(ctx, sessionID, userID, n)
 }

@@ -20,19 +20,15 @@ import (
 // trimmer.TruncationMarker. reserve holds back tokens for what the caller
 // sends beside the messages, such as tool definitions. When not even the
 // question cut fits, the prompt holds the question alone, whole, over
-// budget: an agent sends its question rather than an empty prompt
-// (PromptReport says so).
-func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) []llms.ChatMessage {
-	prompt, _ := m.PromptReport(systemPrompt, history, reserve)
-	return prompt
-}
-
-// PromptReport is Prompt with the trimmer's report of the fit: the budget
-// the system prompt and reserve leave the history, the history's tokens
-// before and after, how many of its messages were dropped (Removed) or cut
-// (Truncated), and whether nothing could fit, not even cut (OverBudget). The report
-// counts the history only, never the system prompt's message.
-func (m *Manager) PromptReport(systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
+// budget: an agent sends its question rather than an empty prompt (the
+// report says so).
+//
+// The report tells how the history was fitted: the budget the system prompt
+// and reserve leave it, its tokens before and after, how many of its
+// messages were dropped (Removed) or cut (Truncated), and whether nothing
+// could fit, not even cut (OverBudget). It counts the history only, never
+// the system prompt's message.
+func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
 	trimmed, rep := m.cost.TrimReport(history, systemPrompt, reserve)
 	if systemPrompt == "" {
 		return trimmed, rep

@@ -23,8 +23,8 @@ func TestPromptReportCutsOrFlagsTheNewestMessage(t *testing.T) {
 	}
 	system := strings.Repeat("s", 50)
 
-	got, rep := mgr.PromptReport(system, history, 0)
-	if !reflect.DeepEqual(got, mgr.Prompt(system, history, 0)) {
+	got, rep := mgr.Prompt(system, history, 0)
+	if again, _ := mgr.Prompt(system, history, 0); !reflect.DeepEqual(got, again) {
 		t.Fatal("PromptReport and Prompt differ")
 	}
 	// 200 − 50 (system prompt) − 20 (overhead) = 130 for the question's
@@ -39,7 +39,7 @@ func TestPromptReportCutsOrFlagsTheNewestMessage(t *testing.T) {
 
 	// A reserve that leaves no room for even the overhead: the question
 	// whole, over budget.
-	got, rep = mgr.PromptReport(system, history, 140)
+	got, rep = mgr.Prompt(system, history, 140)
 	if len(got) != 2 || got[1].GetContent() != question || !rep.OverBudget || rep.Truncated != 0 {
 		t.Fatalf("prompt = %q, report %+v", contents(got), rep)
 	}

@@ -64,7 +64,7 @@ func TestPromptFitsTheOneBudget(t *testing.T) {
 		{350, "67"},    // 350
 		{10_000, "7"},  // nothing fits: the last user message stays
 	} {
-		got := mgr.Prompt(system, history, tc.reserve)
+		got, _ := mgr.Prompt(system, history, tc.reserve)
 		if len(got) == 0 || got[0].GetType() != llms.ChatMessageTypeSystem || got[0].GetContent() != system {
 			t.Fatalf("reserve %d: the prompt does not start with the system prompt: %q", tc.reserve, contents(got))
 		}
@@ -86,19 +86,19 @@ func TestPromptFitsTheOneBudget(t *testing.T) {
 		{400, "789"},    // 300: every older message goes before the tool round
 		{450, "7"},      // 250: then the tool round, never the question
 	} {
-		if k := keptIDs(mgr.Prompt(system, turn, tc.reserve)[1:]); k != tc.want {
+		if k := keptIDs(promptOf(mgr, system, turn, tc.reserve)[1:]); k != tc.want {
 			t.Errorf("turn in progress, reserve %d: kept %q, want %q", tc.reserve, k, tc.want)
 		}
 	}
 	// Without a system prompt there is no system message, and its tokens are
 	// free for history.
-	if k := keptIDs(mgr.Prompt("", history, 100)); k != "1234567" {
+	if k := keptIDs(promptOf(mgr, "", history, 100)); k != "1234567" {
 		t.Errorf("no system prompt: kept %q", k)
 	}
 	// The output reserve comes from the configuration: 300 of output and
 	// 100 of reserve trim like 200 and 200.
 	other := promptManager(t, 1000, 300)
-	if a, b := keptIDs(other.Prompt(system, history, 100)[1:]), keptIDs(mgr.Prompt(system, history, 200)[1:]); a != b || a != "34567" {
+	if a, b := keptIDs(promptOf(other, system, history, 100)[1:]), keptIDs(promptOf(mgr, system, history, 200)[1:]); a != b || a != "34567" {
 		t.Errorf("output reserve 300 + reserve 100 kept %q; output 200 + reserve 200 kept %q", a, b)
 	}
 	// The input is not modified.
@@ -141,7 +141,7 @@ func TestPromptOfHierarchicalHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := f.mgr.Prompt("You are helpful.", h.Messages, trimmer.ToolDefinitionTokens)
+	got, _ := f.mgr.Prompt("You are helpful.", h.Messages, trimmer.ToolDefinitionTokens)
 	if len(got) != len(h.Messages)+1 || got[0].GetContent() != "You are helpful." {
 		t.Fatalf("prompt = %q", contents(got))
 	}
@@ -149,4 +149,10 @@ func TestPromptOfHierarchicalHistory(t *testing.T) {
 	if got[1].GetType() != llms.ChatMessageTypeSystem || got[2].GetType() != llms.ChatMessageTypeSystem {
 		t.Fatal("summary blocks do not follow the system prompt")
 	}
+}
+
+// promptOf is Manager.Prompt without its report.
+func promptOf(m *memory.Manager, system string, history []llms.ChatMessage, reserve int) []llms.ChatMessage {
+	prompt, _ := m.Prompt(system, history, reserve)
+	return prompt
 }

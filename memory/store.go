@@ -1,188 +1,23 @@
 package memory
 
 import (
-	"context"
 	"errors"
-	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/memory/store"
 )
 
-// Role is the stored role of a message.
-type Role string
+// MessageStore is the contract of the stores a Manager keeps its sessions
+// in: NewInMemoryStore, or package db for PostgreSQL. The contract itself —
+// the stored form of a message, the errors, the optional capabilities —
+// lives in package memory/store, as database/sql's lives in
+// database/sql/driver; users of a Manager need it only to write a store.
+type MessageStore = store.Store
 
-// The stored roles. Unknown role strings read back from a store are treated
-// as RoleUser, as the reference does.
-const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleSystem    Role = "system"
-	RoleTool      Role = "tool"
-)
+// ErrNotOwner is returned when a user loads, saves or deletes a session
+// that another user owns. It is store.ErrNotOwner, so errors.Is matches
+// either name. HTTP layers answer it exactly as they answer
+// store.ErrNotFound, so that ids of other users' sessions cannot be probed.
+var ErrNotOwner = store.ErrNotOwner
 
-// Message is one stored message of a session. It holds everything a
-// langchaingo chat message carries, losslessly, plus the store's bookkeeping.
-type Message struct {
-	// Seq is the message's sequence number, assigned by the store on append:
-	// strictly increasing within a session (not necessarily dense) and never
-	// reused for a later message of the same session id.
-	Seq     int64
-	Role    Role
-	Content string
-	// ToolCalls are the tool calls requested by an assistant message.
-	ToolCalls []llms.ToolCall
-	// ToolCallID is the id of the call a tool message answers.
-	ToolCallID string
-	// Name is the tool's name on a tool message (Gemini needs it on function
-	// responses), when known.
-	Name string
-	// Metadata carries free-form per-message annotations, e.g.
-	// "model_variant". Stored and returned, ignored by the memory policy.
-	Metadata map[string]string
-	// UserID is the user that wrote the message (set by the store).
-	UserID string
-	// CreatedAt is set by the store on append.
-	CreatedAt time.Time
-}
-
-// MetadataModelVariant is the metadata key for the model variant that
-// produced an assistant message.
-const MetadataModelVariant = "model_variant"
-
-// AppendResult reports the outcome of an append.
-type AppendResult struct {
-	// Total is the number of messages the session holds after the append,
-	// read atomically with it.
-	Total int
-	// LastSeq is the sequence number of the last message appended (0 when
-	// nothing was appended).
-	LastSeq int64
-	// Epoch identifies the incarnation of the session the messages went to
-	// (see Tail.Epoch).
-	Epoch int64
-}
-
-// Tail is the newest part of a session.
-type Tail struct {
-	// Total is the number of messages the session holds.
-	Total int
-	// Epoch identifies this incarnation of the session: it is fixed when the
-	// session is created and differs for a session re-created under the same
-	// id after a delete. Summaries record it, so a summary made for a deleted
-	// session is never shown for its successor.
-	Epoch int64
-	// Messages are at most the requested number of newest messages, oldest
-	// first.
-	Messages []Message
-}
-
-// SessionInfo describes one session of a user, for listings.
-type SessionInfo struct {
-	SessionID    string
-	UserID       string
-	MessageCount int
-	CreatedAt    time.Time
-	LastActivity time.Time
-	// Preview is the first user message, cut to 50 characters plus "..."
-	// ("Empty conversation" when there is none), as the reference shows it.
-	Preview string
-}
-
-// MessageStore is the driver contract behind a Manager: it persists the raw
-// messages of sessions and who owns them. The in-memory store
-// (NewInMemoryStore) and the PostgreSQL store (package db) implement it, and
-// both run the conformance suite in package memory/memorytest.
-//
-// Ownership is part of every operation: each takes the caller's user id and
-// checks it in the same atomic step as the work it guards (one SQL
-// statement, or one critical section), so no interleaving of another
-// caller's create or delete can expose one user's messages to another.
-// Operations on a session that does not exist return ErrNotFound; on a
-// session another user owns, ErrNotOwner. Implementations must be safe for
-// concurrent use.
-type MessageStore interface {
-	// Create makes an empty session owned by userID, visible at once to
-	// every user of the store. It returns ErrSessionExists when the id is
-	// already in use, whoever owns it.
-	Create(ctx context.Context, sessionID, userID string) error
-	// Append atomically appends msgs to userID's session: either all of
-	// them are stored, contiguously and in order, or none. Append never
-	// creates a session (only Create does): a session that does not exist
-	// returns ErrNotFound, one another user owns ErrNotOwner, and neither
-	// stores anything. The ownership check and the write are one atomic
-	// step, so a concurrent Delete or Create cannot slip between them. With
-	// no msgs, Append on the caller's session stores nothing and reports
-	// its Total and Epoch (LastSeq 0).
-	Append(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error)
-	// Tail returns the message count, the epoch and the newest n messages
-	// (n <= 0: none), without reading the rest of the history.
-	Tail(ctx context.Context, sessionID, userID string, n int) (Tail, error)
-	// Range returns the messages with afterSeq < Seq <= throughSeq, oldest
-	// first; limit > 0 caps how many (the oldest ones are returned).
-	Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error)
-	// Delete removes every message and the ownership of the session.
-	Delete(ctx context.Context, sessionID, userID string) error
-	// Sessions lists userID's sessions, newest activity first. total is
-	// the number of the user's sessions before pagination; limit <= 0
-	// means no limit; a negative offset counts as 0.
-	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
-}
-
-// Errors returned by the manager and the stores; check them with errors.Is.
-var (
-	// ErrNotOwner: the session belongs to another user. HTTP layers answer
-	// it exactly as they answer ErrNotFound, so that ids of other users'
-	// sessions cannot be probed.
-	ErrNotOwner = errors.New("memory: session is owned by another user")
-	// ErrNotFound: no session has this id.
-	ErrNotFound = errors.New("memory: session not found")
-	// ErrSessionExists: Create was given an id that is already in use.
-	ErrSessionExists = errors.New("memory: session already exists")
-	// ErrInvalidMessage: a message cannot be stored as given (unknown type,
-	// invalid UTF-8, NUL byte, tool result without call id, ...).
-	ErrInvalidMessage = errors.New("memory: invalid message")
-	// ErrMessageTooLarge: a message exceeds Config.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("memory: message too large")
-	// ErrUnavailable: the store could not be reached or did not answer in
-	// time (database down, connection refused, statement timeout). Stores
-	// wrap such failures with it so that callers can tell an outage, worth
-	// retrying later, from a bad request.
-	ErrUnavailable = errors.New("memory: store unavailable")
-	// ErrClosed: the manager has been closed.
-	ErrClosed = errors.New("memory: closed")
-)
-
-// FoldLocker is an optional capability of a MessageStore or summary.Store
-// that coordinates summarization across processes (the PostgreSQL stores
-// have it). When either store implements it, every fold of a session first
-// takes this lock, so two replicas never summarize one session at the same
-// time. Without it, folds are single-flight within one process only.
-type FoldLocker interface {
-	// TryLockFold tries to take the session's fold lock for at most ttl. ok
-	// is false when another holder has it. release must be called when ok.
-	// Deleting a session does not release or remove its lock: a fold that
-	// is still running keeps it until it ends or the lock expires.
-	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error)
-}
-
-// SnapshotReader is an optional capability of a MessageStore that keeps
-// its sessions' summaries beside their messages (the PostgreSQL store
-// does). It lets a load read the tail and the summary in one call — for a
-// database, one statement: one round trip and one snapshot.
-//
-// The manager uses it only when ReadsSummariesOf(its summary store) is
-// true, that is when Snapshot's summary is exactly what that summary store
-// would return. Otherwise, and for stores without the capability, a load
-// reads the tail (MessageStore.Tail) and then the summary (summary.Store.Get):
-// two calls, with the same result.
-type SnapshotReader interface {
-	// ReadsSummariesOf reports whether Snapshot returns the summaries that
-	// sums stores.
-	ReadsSummariesOf(sums summary.Store) bool
-	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
-	// the same errors, and the session's stored summary (nil when it has
-	// none) whatever its epoch, read atomically with the tail.
-	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
-}
+// ErrClosed is returned by a Manager after Close.
+var ErrClosed = errors.New("memory: closed")

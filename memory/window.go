@@ -3,13 +3,15 @@ package memory
 import (
 	"context"
 	"math"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // view is the newest part of a session, read once per load or fold.
 type view struct {
 	total int
 	epoch int64
-	msgs  []Message // the newest messages, oldest first
+	msgs  []store.Message // the newest messages, oldest first
 }
 
 // alignSlack is how many extra messages a read fetches beyond the window so
@@ -39,7 +41,7 @@ func (m *Manager) readTail(ctx context.Context, sessionID, userID string, want i
 
 // after returns the session's messages with Seq > cursor, oldest first:
 // from v when v reaches back to the cursor, else read from the store.
-func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]Message, error) {
+func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
 	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) {
 		i := 0
 		for i < len(v.msgs) && v.msgs[i].Seq <= cursor {
@@ -53,9 +55,9 @@ func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, c
 // alignedStart is the index where the window of the newest want messages
 // starts, moved back so that it never starts with a tool result whose
 // assistant call precedes it (tool groups stay whole).
-func alignedStart(msgs []Message, want int) int {
+func alignedStart(msgs []store.Message, want int) int {
 	start := max(len(msgs)-want, 0)
-	for start > 0 && start < len(msgs) && msgs[start].Role == RoleTool {
+	for start > 0 && start < len(msgs) && msgs[start].Role == store.RoleTool {
 		start--
 	}
 	return start
@@ -63,7 +65,7 @@ func alignedStart(msgs []Message, want int) int {
 
 // recent returns the verbatim window of the newest n messages (aligned) and
 // the Seq of the last message before it (0 when nothing precedes it).
-func (v view) recent(n int) ([]Message, int64) {
+func (v view) recent(n int) ([]store.Message, int64) {
 	start := alignedStart(v.msgs, n)
 	if start == 0 {
 		return v.msgs, 0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -199,14 +200,14 @@ func mergeKeys(a, b http.Header) map[string]bool {
 }
 
 // outageStore fails every call with an error wrapping
-// memory.ErrUnavailable while down is set, as the PostgreSQL store does
+// store.ErrUnavailable while down is set, as the PostgreSQL store does
 // when the database does not answer.
 type outageStore struct {
 	memory.MessageStore
 	down atomic.Bool
 }
 
-var errOutage = fmt.Errorf("db: dial tcp 10.0.0.5:5432: connect: connection refused: %w", memory.ErrUnavailable)
+var errOutage = fmt.Errorf("db: dial tcp 10.0.0.5:5432: connect: connection refused: %w", store.ErrUnavailable)
 
 func (o *outageStore) Create(ctx context.Context, id, user string) error {
 	if o.down.Load() {
@@ -215,21 +216,21 @@ func (o *outageStore) Create(ctx context.Context, id, user string) error {
 	return o.MessageStore.Create(ctx, id, user)
 }
 
-func (o *outageStore) Append(ctx context.Context, id, user string, msgs ...memory.Message) (memory.AppendResult, error) {
+func (o *outageStore) Append(ctx context.Context, id, user string, msgs ...store.Message) (store.AppendResult, error) {
 	if o.down.Load() {
-		return memory.AppendResult{}, errOutage
+		return store.AppendResult{}, errOutage
 	}
 	return o.MessageStore.Append(ctx, id, user, msgs...)
 }
 
-func (o *outageStore) Tail(ctx context.Context, id, user string, n int) (memory.Tail, error) {
+func (o *outageStore) Tail(ctx context.Context, id, user string, n int) (store.Tail, error) {
 	if o.down.Load() {
-		return memory.Tail{}, errOutage
+		return store.Tail{}, errOutage
 	}
 	return o.MessageStore.Tail(ctx, id, user, n)
 }
 
-func (o *outageStore) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]memory.Message, error) {
+func (o *outageStore) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]store.Message, error) {
 	if o.down.Load() {
 		return nil, errOutage
 	}
@@ -243,7 +244,7 @@ func (o *outageStore) Delete(ctx context.Context, id, user string) error {
 	return o.MessageStore.Delete(ctx, id, user)
 }
 
-func (o *outageStore) Sessions(ctx context.Context, user string, limit, offset int) ([]memory.SessionInfo, int, error) {
+func (o *outageStore) Sessions(ctx context.Context, user string, limit, offset int) ([]store.SessionInfo, int, error) {
 	if o.down.Load() {
 		return nil, 0, errOutage
 	}
@@ -405,7 +406,7 @@ func TestContextBudget(t *testing.T) {
 	} {
 		var got wireContext
 		ts.must(200, "GET", "/v1/sessions/"+id+"/context"+c.query, keyAlice, nil, &got)
-		want := ts.srv.mgr.Prompt("", h.Messages, managerBudget-c.wantBudget)
+		want, _ := ts.srv.mgr.Prompt("", h.Messages, managerBudget-c.wantBudget)
 		chat := toChat(t, got.Messages)
 		if got.Tokens.Budget != c.wantBudget || got.Tokens.Total > c.wantBudget || got.OverBudget ||
 			got.Tokens.Total != meter.Cost(chat) || got.Tokens.BeforeTrim != meter.Cost(h.Messages) ||
@@ -446,7 +447,7 @@ func TestContextBudget(t *testing.T) {
 // panicStore panics on one session id.
 type panicStore struct{ memory.MessageStore }
 
-func (p panicStore) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]memory.Message, error) {
+func (p panicStore) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]store.Message, error) {
 	if id == "boom" {
 		panic("store exploded")
 	}

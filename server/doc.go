@@ -26,7 +26,7 @@
 // that a session's existence is never revealed; 413 for a body over the
 // limit or a message over the manager's MaxMessageBytes; 415 for a non-JSON
 // Content-Type; 503 with Retry-After when the store is unreachable
-// (memory.ErrUnavailable), on timeouts and during shutdown — an outage is
+// (store.ErrUnavailable), on timeouts and during shutdown — an outage is
 // never a 500.
 //
 // Messages are OpenAI-like: {role: user|assistant|system|tool, content,
@@ -36,7 +36,7 @@
 // the session (400 otherwise). The context endpoint returns the manager's
 // assembled history (facts and summary system messages first, then the
 // verbatim window) fitted to the budget exactly as the manager fits an
-// agent's prompt (memory.Manager.PromptReport, priced by the manager's
+// agent's prompt (memory.Manager.Prompt, priced by the manager's
 // estimator; a budget larger than the manager's is lowered to it). The
 // last user message always stays. Older messages between the facts and
 // summary messages and that message go first, oldest first; then the facts

@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -318,7 +319,7 @@ func runEndToEnd(t *testing.T, st stack) {
 	if list.Total != 1 || list.Sessions[0].ID != other.ID {
 		t.Fatalf("list after delete: %+v", list)
 	}
-	if sum, err := ts.srv.mgr.Summary(t.Context(), sid, "alice"); !errors.Is(err, memory.ErrNotFound) || sum != nil {
+	if sum, err := ts.srv.mgr.Summary(t.Context(), sid, "alice"); !errors.Is(err, store.ErrNotFound) || sum != nil {
 		t.Fatalf("summary after delete: %+v, %v", sum, err)
 	}
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // This file holds the check of message lists that is more than a field's
@@ -19,13 +19,13 @@ const toolLookupPage = 500
 // firstUnanswered returns the index of the first tool result in msgs that
 // answers neither a tool call made earlier in msgs nor one of stored, with
 // its call id; -1 when every result answers a call.
-func firstUnanswered(msgs []memory.Message, stored map[string]bool) (int, string) {
+func firstUnanswered(msgs []store.Message, stored map[string]bool) (int, string) {
 	made := map[string]bool{}
 	for i, m := range msgs {
 		for _, tc := range m.ToolCalls {
 			made[tc.ID] = true
 		}
-		if m.Role == memory.RoleTool && !made[m.ToolCallID] && !stored[m.ToolCallID] {
+		if m.Role == store.RoleTool && !made[m.ToolCallID] && !stored[m.ToolCallID] {
 			return i, m.ToolCallID
 		}
 	}
@@ -55,14 +55,14 @@ func unknownToolCall(i int, call string) *apiError {
 // the same id in between — possible only through the Go library, since
 // this API names new sessions itself — would get the result beside no
 // call; it is still the owner's own session.)
-func (s *Server) checkToolResults(ctx context.Context, id, user string, msgs []memory.Message) error {
+func (s *Server) checkToolResults(ctx context.Context, id, user string, msgs []store.Message) error {
 	i, _ := firstUnanswered(msgs, nil)
 	if i < 0 {
 		return nil
 	}
 	wanted := map[string]bool{}
 	for _, m := range msgs[i:] {
-		if m.Role == memory.RoleTool {
+		if m.Role == store.RoleTool {
 			wanted[m.ToolCallID] = true
 		}
 	}

@@ -116,8 +116,8 @@ func TestContextIsThePrompt(t *testing.T) {
 			t.Fatalf("case %d: loaded %d of %d messages: %v", n, len(h.Messages), len(history), err)
 		}
 		applied := min(budget, managerBudget)
-		prompt := srv.mgr.Prompt("", h.Messages, managerBudget-applied)
-		reported, rep := srv.mgr.PromptReport("", h.Messages, managerBudget-applied)
+		prompt, _ := srv.mgr.Prompt("", h.Messages, managerBudget-applied)
+		reported, rep := srv.mgr.Prompt("", h.Messages, managerBudget-applied)
 		if !reflect.DeepEqual(reported, prompt) {
 			t.Fatalf("case %d: PromptReport and Prompt differ", n)
 		}

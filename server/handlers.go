@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Query parameter bounds.
@@ -68,15 +69,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
-	case errors.Is(err, memory.ErrNotFound), errors.Is(err, memory.ErrNotOwner):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, memory.ErrNotOwner):
 		ae = errNotFound
-	case errors.Is(err, memory.ErrMessageTooLarge):
+	case errors.Is(err, store.ErrMessageTooLarge):
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "message_too_large", msg: memoryReason(err)}
-	case errors.Is(err, memory.ErrInvalidMessage):
+	case errors.Is(err, store.ErrInvalidMessage):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: memoryReason(err)}
 	case errors.Is(err, memory.ErrClosed):
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "server is shutting down"}
-	case errors.Is(err, memory.ErrUnavailable):
+	case errors.Is(err, store.ErrUnavailable):
 		s.log.WarnContext(r.Context(), "strata serve: store unavailable", "request_id", stateOf(r.Context()).id, "error", err)
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "storage temporarily unavailable, retry later"}
 		retry = retryAfterOutage
@@ -138,12 +139,12 @@ func newSessionID() string {
 }
 
 // convert validates client messages and turns them into stored form.
-func (s *Server) convert(in []wireMessage) ([]memory.Message, *apiError) {
+func (s *Server) convert(in []wireMessage) ([]store.Message, *apiError) {
 	if len(in) > maxMessagesPerRequest {
 		return nil, badRequest("too many messages: %d, at most %d per request", len(in), maxMessagesPerRequest)
 	}
 	max := s.mgr.Config().MaxMessageBytes
-	out := make([]memory.Message, 0, len(in))
+	out := make([]store.Message, 0, len(in))
 	for i, w := range in {
 		m, err := w.toMemory(i)
 		if err != nil {
@@ -151,7 +152,7 @@ func (s *Server) convert(in []wireMessage) ([]memory.Message, *apiError) {
 		}
 		if err := m.Validate(max); err != nil {
 			e := &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: fmt.Sprintf("messages[%d]: %s", i, memoryReason(err))}
-			if errors.Is(err, memory.ErrMessageTooLarge) {
+			if errors.Is(err, store.ErrMessageTooLarge) {
 				e.status, e.code = http.StatusRequestEntityTooLarge, "message_too_large"
 			}
 			return nil, e
@@ -209,7 +210,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var id string
 	for range maxCreateAttempts {
 		id = newSessionID()
-		if err = s.mgr.Create(ctx, id, st.user); !errors.Is(err, memory.ErrSessionExists) {
+		if err = s.mgr.Create(ctx, id, st.user); !errors.Is(err, store.ErrSessionExists) {
 			break
 		}
 	}
@@ -228,7 +229,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		resp.Title = title
 	}
 	if len(msgs) > 0 {
-		res, err := s.mgr.Append(ctx, id, st.user, msgs...)
+		res, err := s.mgr.Append(ctx, id, st.user, false, msgs...)
 		if err != nil {
 			s.discard(ctx, id, st.user)
 			s.fail(w, r, err)
@@ -294,7 +295,7 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		if t.Assistant != "" {
 			a := wireMessage{Role: "assistant", Content: t.Assistant}
 			if t.ModelVariant != "" {
-				a.Metadata = map[string]string{memory.MetadataModelVariant: t.ModelVariant}
+				a.Metadata = map[string]string{store.MetadataModelVariant: t.ModelVariant}
 			}
 			in = append(in, a)
 		}
@@ -313,10 +314,10 @@ func (s *Server) handleAppend(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// Sessions are created by POST /v1/sessions only: AppendExisting stores
+	// Sessions are created by POST /v1/sessions only: Append without create stores
 	// nothing into an unknown id (404, like another user's session), and it
 	// checks existence and ownership in the same atomic step as the write.
-	res, err := s.mgr.AppendExisting(ctx, id, st.user, msgs...)
+	res, err := s.mgr.Append(ctx, id, st.user, false, msgs...)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -378,7 +379,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	if len(h.Messages) > 0 {
 		// The manager's one prompt builder fits the context, as it fits
 		// every prompt; a budget below the manager's is a larger reserve.
-		msgs, rep := s.mgr.PromptReport("", h.Messages, s.budget-budget)
+		msgs, rep := s.mgr.Prompt("", h.Messages, s.budget-budget)
 		if rep.OverBudget {
 			// Not even the last user message cut fits: an empty context
 			// rather than one above its budget.

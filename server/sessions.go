@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/strata-go/strata/catalog"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // This file holds the server's reads and writes of session data that are
@@ -63,7 +63,7 @@ func (s *Server) search(ctx context.Context, user, q string, limit int) (catalog
 	rctx, cancel := context.WithTimeout(ctx, reindexTimeout)
 	defer cancel()
 	if _, err := s.cat.Reindex(rctx, user); err != nil && ctx.Err() == nil {
-		if errors.Is(err, memory.ErrUnavailable) && rctx.Err() == nil {
+		if errors.Is(err, store.ErrUnavailable) && rctx.Err() == nil {
 			return catalog.Results{}, err
 		}
 		s.log.WarnContext(ctx, "strata serve: reindex before search", "user_id", user, "error", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -23,7 +24,7 @@ type slowStore struct {
 	release chan struct{}
 }
 
-func (s *slowStore) Append(ctx context.Context, id, user string, msgs ...memory.Message) (memory.AppendResult, error) {
+func (s *slowStore) Append(ctx context.Context, id, user string, msgs ...store.Message) (store.AppendResult, error) {
 	if slow, _ := s.slow.Load().(string); id == slow && len(msgs) > 0 {
 		s.entered <- struct{}{}
 		<-s.release

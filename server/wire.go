@@ -15,7 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/msgjson"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -57,17 +57,17 @@ func wireFacts(fs []summary.Fact) []wireFact {
 
 // toMemory validates a client message and converts it; i is its index in
 // the request, which errors name ("messages[2].role is missing …").
-func (m wireMessage) toMemory(i int) (memory.Message, error) {
+func (m wireMessage) toMemory(i int) (store.Message, error) {
 	out, err := msgjson.ToMemory(msgjson.Message(m), msgjson.Wire)
 	if err != nil {
-		return memory.Message{}, fmt.Errorf("messages[%d].%w", i, err)
+		return store.Message{}, fmt.Errorf("messages[%d].%w", i, err)
 	}
 	return out, nil
 }
 
 // fromMemory converts a stored message for the wire, without the server's
 // own metadata.
-func fromMemory(m memory.Message) wireMessage {
+func fromMemory(m store.Message) wireMessage {
 	return wireMessage(msgjson.FromMemory(m, msgjson.Wire))
 }
 

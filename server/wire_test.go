@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/memory"
 )
 
 // The wire format is public (server/openapi.json): these golden tests pin
@@ -29,17 +28,17 @@ func encodeWire(t *testing.T, v any) string {
 
 func TestWireGoldenStoredMessages(t *testing.T) {
 	t.Parallel()
-	msgs := []memory.Message{
-		{Seq: 7, Role: memory.RoleAssistant, Content: "a<b & c>", CreatedAt: wireGoldenTime,
+	msgs := []store.Message{
+		{Seq: 7, Role: store.RoleAssistant, Content: "a<b & c>", CreatedAt: wireGoldenTime,
 			ToolCalls: []llms.ToolCall{
 				{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup", Arguments: `{"q":"<x>"}`}},
 				{ID: "call_2"}, // no type, no function: written as a function call
 			},
-			Metadata: map[string]string{"z": "1", memory.MetadataModelVariant: "v1", "strata.title": "hidden"}},
-		{Seq: 8, Role: memory.RoleTool, Content: "ok", ToolCallID: "call_1", Name: "lookup", CreatedAt: wireGoldenTime},
-		{Seq: 9, Role: memory.RoleUser, Content: "", CreatedAt: wireGoldenTime,
+			Metadata: map[string]string{"z": "1", store.MetadataModelVariant: "v1", "strata.title": "hidden"}},
+		{Seq: 8, Role: store.RoleTool, Content: "ok", ToolCallID: "call_1", Name: "lookup", CreatedAt: wireGoldenTime},
+		{Seq: 9, Role: store.RoleUser, Content: "", CreatedAt: wireGoldenTime,
 			Metadata: map[string]string{"strata.title": "only reserved keys: no metadata"}},
-		{Seq: 10, Role: memory.RoleTool, Content: "r", Name: "legacy_function", CreatedAt: wireGoldenTime},
+		{Seq: 10, Role: store.RoleTool, Content: "r", Name: "legacy_function", CreatedAt: wireGoldenTime},
 	}
 	var out []storedMessage
 	for _, m := range msgs {
@@ -123,16 +122,16 @@ func TestWireGoldenRequest(t *testing.T) {
 	if e != nil {
 		t.Fatalf("decode: %v", e)
 	}
-	want := []memory.Message{
-		{Role: memory.RoleUser, Content: "Where is my order?", Name: "priya", Metadata: map[string]string{"channel": "web"}},
-		{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{
+	want := []store.Message{
+		{Role: store.RoleUser, Content: "Where is my order?", Name: "priya", Metadata: map[string]string{"channel": "web"}},
+		{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{
 			{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup", Arguments: `{"id":"A-1"}`}},
 			{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather"}},
 		}},
-		{Role: memory.RoleTool, Content: "shipped", ToolCallID: "call_1", Name: "lookup"},
-		{Role: memory.RoleTool, Content: "sunny", ToolCallID: "call_2"},
-		{Role: memory.RoleAssistant, Content: "It shipped.", Metadata: map[string]string{memory.MetadataModelVariant: "deep"}},
-		{Role: memory.RoleSystem, Content: "s"},
+		{Role: store.RoleTool, Content: "shipped", ToolCallID: "call_1", Name: "lookup"},
+		{Role: store.RoleTool, Content: "sunny", ToolCallID: "call_2"},
+		{Role: store.RoleAssistant, Content: "It shipped.", Metadata: map[string]string{store.MetadataModelVariant: "deep"}},
+		{Role: store.RoleSystem, Content: "s"},
 	}
 	if len(in) != len(want) {
 		t.Fatalf("%d messages, want %d", len(in), len(want))

@@ -105,7 +105,7 @@ type Summary struct {
 	// session never makes a stale summary look fresh.
 	UpToSeq int64
 	// Epoch is the incarnation of the session the summary was made for
-	// (memory.Tail.Epoch). A summary whose epoch differs from the session's
+	// (store.Tail.Epoch). A summary whose epoch differs from the session's
 	// belongs to a deleted predecessor of the same id and is never shown.
 	Epoch int64
 	// Version counts the saves of this session's summary; stores set it.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -133,7 +134,7 @@ func testList(t *testing.T, env Env) {
 	save(t, ctx, mgr, "alice-long", "alice", long, "")
 	time.Sleep(2 * time.Millisecond)
 	// A session without any user message.
-	if _, err := mgr.Append(ctx, "alice-silent", "alice", memory.Message{Role: memory.RoleAssistant, Content: "Welcome back!"}); err != nil {
+	if _, err := mgr.Append(ctx, "alice-silent", "alice", true, store.Message{Role: store.RoleAssistant, Content: "Welcome back!"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
@@ -242,9 +243,9 @@ func ids(es []catalog.Entry) []string {
 
 // appendUser appends one user message through mgr and returns the append's
 // result (sequence number and epoch).
-func appendUser(t *testing.T, ctx context.Context, mgr *memory.Manager, sid, uid, text string) memory.AppendResult {
+func appendUser(t *testing.T, ctx context.Context, mgr *memory.Manager, sid, uid, text string) store.AppendResult {
 	t.Helper()
-	r, err := mgr.Append(ctx, sid, uid, memory.Message{Role: memory.RoleUser, Content: text})
+	r, err := mgr.Append(ctx, sid, uid, true, store.Message{Role: store.RoleUser, Content: text})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +586,7 @@ func testPinned(t *testing.T, env Env) {
 	if err := cat.SetTitle(ctx, sid, "mallory", "Mine"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Errorf("SetTitle by another user = %v, want ErrNotOwner", err)
 	}
-	if err := cat.SetTitle(ctx, "missing", uid, "Nothing"); !errors.Is(err, memory.ErrNotFound) {
+	if err := cat.SetTitle(ctx, "missing", uid, "Nothing"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTitle of a missing session = %v, want ErrNotFound", err)
 	}
 	if got, err := cat.Title(ctx, sid, uid); err != nil || got != "Kitchen appliances" {
@@ -594,7 +595,7 @@ func testPinned(t *testing.T, env Env) {
 	if _, err := cat.Title(ctx, sid, "mallory"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Errorf("Title for another user = %v, want ErrNotOwner", err)
 	}
-	if _, err := cat.Title(ctx, "missing", uid); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := cat.Title(ctx, "missing", uid); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Title of a missing session = %v, want ErrNotFound", err)
 	}
 
@@ -637,7 +638,7 @@ func testPinned(t *testing.T, env Env) {
 	if err := mgr.DeleteSession(ctx, sid, uid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cat.Title(ctx, sid, uid); !errors.Is(err, memory.ErrNotFound) {
+	if _, err := cat.Title(ctx, sid, uid); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Title of a deleted session = %v, want ErrNotFound", err)
 	}
 	save(t, ctx, mgr, sid, uid, "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")

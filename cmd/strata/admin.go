@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -276,7 +277,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	msgs, err := mgr.Messages(ctx, session, *user, 0, 0)
 	switch {
-	case errors.Is(err, memory.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("inspect: session %q not found", session)
 	case errors.Is(err, memory.ErrNotOwner):
 		return fmt.Errorf("inspect: session %q: %w", session, memory.ErrNotOwner)
@@ -345,8 +346,8 @@ func printInspect(w io.Writer, r inspectReport) {
 			mark, anyFolded = "f", true
 		}
 		variant := ""
-		if v := m.Metadata[memory.MetadataModelVariant]; v != "" {
-			variant, anyVariant = " ["+memory.MetadataModelVariant+"="+v+"]", true
+		if v := m.Metadata[store.MetadataModelVariant]; v != "" {
+			variant, anyVariant = " ["+store.MetadataModelVariant+"="+v+"]", true
 		}
 		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Number, m.Role, oneLine(m.Text), variant)
 	}
@@ -358,7 +359,7 @@ func printInspect(w io.Writer, r inspectReport) {
 		legend = append(legend, "f = already folded into the summary")
 	}
 	if anyVariant {
-		legend = append(legend, "["+memory.MetadataModelVariant+"=…] = the model variant stored with the message")
+		legend = append(legend, "["+store.MetadataModelVariant+"=…] = the model variant stored with the message")
 	}
 	fmt.Fprintf(w, "  (%s)\n", strings.Join(legend, "; "))
 }

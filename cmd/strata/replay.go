@@ -19,6 +19,7 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -395,7 +396,7 @@ func (r *replayer) replay(t transcript) error {
 	}
 	// Messages before the first user message (a greeting) are stored first.
 	i := 0
-	for i < len(t.Msgs) && t.Msgs[i].Role != memory.RoleUser {
+	for i < len(t.Msgs) && t.Msgs[i].Role != store.RoleUser {
 		i++
 	}
 	if err := r.save(session, user, t.Msgs[:i]); err != nil {
@@ -406,7 +407,7 @@ func (r *replayer) replay(t transcript) error {
 	var cursor int64
 	for i < len(t.Msgs) {
 		j := i + 1
-		for j < len(t.Msgs) && t.Msgs[j].Role != memory.RoleUser {
+		for j < len(t.Msgs) && t.Msgs[j].Role != store.RoleUser {
 			j++
 		}
 		turn++
@@ -418,7 +419,7 @@ func (r *replayer) replay(t transcript) error {
 		// fits the system prompt, the memory and the user message into its
 		// budget.
 		history := append(slices.Clip(h.Messages), t.Msgs[i].ChatMessage())
-		full := mgr.Prompt(t.System, history, 0)
+		full, _ := mgr.Prompt(t.System, history, 0)
 		sysPrompt := 0
 		if t.System != "" {
 			sysPrompt = 1
@@ -466,7 +467,7 @@ func (r *replayer) prepareSession(session, user string) error {
 	mgr := r.rt.Manager
 	held, err := mgr.Messages(r.ctx, session, user, 0, 1)
 	switch {
-	case errors.Is(err, memory.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil
 	case errors.Is(err, memory.ErrNotOwner):
 		return fmt.Errorf("replay: session %q belongs to another user in the configured store; pass its owner with --user (and --reset to delete it), or choose another --session NAME", session)
@@ -481,18 +482,18 @@ func (r *replayer) prepareSession(session, user string) error {
 		}
 		return fmt.Errorf("replay: session %q already holds %d messages in the configured store; pass --reset to delete it first, or --session NAME", session, len(all))
 	}
-	if err := mgr.DeleteSession(r.ctx, session, user); err != nil && !errors.Is(err, memory.ErrNotFound) {
+	if err := mgr.DeleteSession(r.ctx, session, user); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("replay: %w", err)
 	}
 	return nil
 }
 
 // save stores msgs and waits for the background fold they trigger.
-func (r *replayer) save(session, user string, msgs []memory.Message) error {
+func (r *replayer) save(session, user string, msgs []store.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if _, err := r.rt.Manager.Append(r.ctx, session, user, msgs...); err != nil {
+	if _, err := r.rt.Manager.Append(r.ctx, session, user, true, msgs...); err != nil {
 		return err
 	}
 	return r.rt.Manager.Flush(r.ctx)

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/strata-go/strata/internal/msgjson"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Transcript formats.
@@ -55,14 +55,14 @@ type transcript struct {
 	// System is the system prompt: the leading system messages, joined.
 	System string
 	// Msgs are the conversation's messages after the system prompt.
-	Msgs []memory.Message
+	Msgs []store.Message
 }
 
 // userTurns counts the user messages.
 func (t transcript) userTurns() int {
 	n := 0
 	for _, m := range t.Msgs {
-		if m.Role == memory.RoleUser {
+		if m.Role == store.RoleUser {
 			n++
 		}
 	}
@@ -219,24 +219,24 @@ var tauBenchOptions = func() msgjson.Options {
 
 // toMessage decodes one message object of a transcript and checks that it
 // can be stored (within maxBytes); the error has no location prefix.
-func toMessage(raw []byte, opts msgjson.Options, maxBytes int) (memory.Message, error) {
+func toMessage(raw []byte, opts msgjson.Options, maxBytes int) (store.Message, error) {
 	w, err := msgjson.Decode(raw, opts)
 	if err != nil {
-		return memory.Message{}, err
+		return store.Message{}, err
 	}
 	m, err := msgjson.ToMemory(w, opts)
 	if err != nil {
-		return memory.Message{}, err
+		return store.Message{}, err
 	}
 	if err := m.Validate(maxBytes); err != nil {
-		return memory.Message{}, &reworded{msg: strings.TrimPrefix(err.Error(), "memory: "), err: err}
+		return store.Message{}, &reworded{msg: strings.TrimPrefix(err.Error(), "memory: "), err: err}
 	}
 	return m, nil
 }
 
 // parseJSONL reads one {"role","content"} object per line.
 func parseJSONL(path string, data []byte, maxBytes int) (transcript, error) {
-	var msgs []memory.Message
+	var msgs []store.Message
 	var where []string // each message's location, for checkToolResults
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
@@ -287,7 +287,7 @@ func parseJSONMessages(path string, data []byte, maxBytes int) (transcript, erro
 	if err != nil {
 		return transcript{}, inputErrorf("%s: %v", path, err)
 	}
-	msgs := make([]memory.Message, 0, len(elems))
+	msgs := make([]store.Message, 0, len(elems))
 	where := make([]string, 0, len(elems))
 	for i, el := range elems {
 		loc := fmt.Sprintf("%s:%d: message %d", path, el.line, i+1)
@@ -391,16 +391,16 @@ func jsonKeys(raw []byte) map[string]json.RawMessage {
 // reject such an orphan — naming its location (where[i] locates msgs[i]).
 // A call left without a result (a dangling tool call) is accepted: replay
 // shows it being left out of the prompt.
-func checkToolResults(msgs []memory.Message, where []string) error {
+func checkToolResults(msgs []store.Message, where []string) error {
 	var open []string // unanswered call ids of the current tool run
 	for i, m := range msgs {
 		switch {
-		case m.Role == memory.RoleAssistant && len(m.ToolCalls) > 0:
+		case m.Role == store.RoleAssistant && len(m.ToolCalls) > 0:
 			open = open[:0]
 			for _, tc := range m.ToolCalls {
 				open = append(open, tc.ID)
 			}
-		case m.Role == memory.RoleTool:
+		case m.Role == store.RoleTool:
 			k := slices.Index(open, m.ToolCallID)
 			if k < 0 {
 				return inputErrorf("%s: orphan tool result: no assistant tool call %q right before it is waiting for a result (a tool message must follow the assistant message that made the call)", where[i], m.ToolCallID)
@@ -414,10 +414,10 @@ func checkToolResults(msgs []memory.Message, where []string) error {
 }
 
 // newTranscript moves the leading system messages into the system prompt.
-func newTranscript(name string, msgs []memory.Message) transcript {
+func newTranscript(name string, msgs []store.Message) transcript {
 	var sys []string
 	i := 0
-	for ; i < len(msgs) && msgs[i].Role == memory.RoleSystem; i++ {
+	for ; i < len(msgs) && msgs[i].Role == store.RoleSystem; i++ {
 		sys = append(sys, msgs[i].Content)
 	}
 	return transcript{Name: name, System: strings.Join(sys, "\n\n"), Msgs: msgs[i:]}
@@ -505,7 +505,7 @@ func locomoTranscript(s locomoSample) (transcript, error) {
 	if raw, ok := s.Conversation["speaker_a"]; !ok || json.Unmarshal(raw, &speakerA) != nil || speakerA == "" {
 		return transcript{}, errors.New(`conversation has no "speaker_a"`)
 	}
-	var msgs []memory.Message
+	var msgs []store.Message
 	for n := 1; ; n++ {
 		raw, ok := s.Conversation["session_"+strconv.Itoa(n)]
 		if !ok {
@@ -527,11 +527,11 @@ func locomoTranscript(s locomoSample) (transcript, error) {
 			if j == 0 && date != "" {
 				text = "[" + date + "] " + text
 			}
-			role := memory.RoleAssistant
+			role := store.RoleAssistant
 			if t.Speaker == speakerA {
-				role = memory.RoleUser
+				role = store.RoleUser
 			}
-			msgs = append(msgs, memory.Message{Role: role, Content: text})
+			msgs = append(msgs, store.Message{Role: role, Content: text})
 		}
 	}
 	if len(msgs) == 0 {
@@ -577,7 +577,7 @@ func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]tra
 	var out []transcript
 	for _, i := range idx {
 		tr := trajs[i]
-		msgs := make([]memory.Message, 0, len(tr.Traj))
+		msgs := make([]store.Message, 0, len(tr.Traj))
 		where := make([]string, 0, len(tr.Traj))
 		for j, raw := range tr.Traj {
 			m, err := toMessage(raw, tauBenchOptions, maxBytes)

@@ -5,9 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/memory"
 )
 
 // The transcript files under testdata pin what replay reads from the
@@ -22,39 +21,39 @@ func TestTranscriptGolden(t *testing.T) {
 	}{
 		{"testdata/openai-variants.jsonl", formatJSONL, transcript{
 			Name: "openai-variants", System: "Be brief.\n\nUse the tools.",
-			Msgs: []memory.Message{
-				{Role: memory.RoleUser, Content: "Where is order #Z-42?"},
-				{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{
+			Msgs: []store.Message{
+				{Role: store.RoleUser, Content: "Where is order #Z-42?"},
+				{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{
 					{ID: "c1", Type: "function", FunctionCall: fn("lookup", `{"id":"Z-42","fields":["status","eta"]}`)},
 					{ID: "c2", Type: "function", FunctionCall: fn("weather", `{"city": "Oslo"}`)},
 				}},
-				{Role: memory.RoleTool, Content: `{"status":"shipped"}`, ToolCallID: "c1", Name: "lookup"},
-				{Role: memory.RoleTool, Content: "sunny\n21°C", ToolCallID: "c2"},
-				{Role: memory.RoleAssistant, Content: "It shipped <today> & it is sunny.",
-					Metadata: map[string]string{memory.MetadataModelVariant: "deep-dive"}},
-				{Role: memory.RoleUser, Content: "Thanks! 🙏"},
-				{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{
+				{Role: store.RoleTool, Content: `{"status":"shipped"}`, ToolCallID: "c1", Name: "lookup"},
+				{Role: store.RoleTool, Content: "sunny\n21°C", ToolCallID: "c2"},
+				{Role: store.RoleAssistant, Content: "It shipped <today> & it is sunny.",
+					Metadata: map[string]string{store.MetadataModelVariant: "deep-dive"}},
+				{Role: store.RoleUser, Content: "Thanks! 🙏"},
+				{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{
 					{Type: "function", FunctionCall: fn("no_id", "")},
 					{ID: "x", Type: "custom", FunctionCall: fn("c", "")},
 				}},
 			}}},
 		{"testdata/chat-request.json", formatJSON, transcript{
 			Name: "chat-request", System: "Be brief.",
-			Msgs: []memory.Message{
-				{Role: memory.RoleUser, Content: "Hello"},
-				{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "call_1", Type: "function", FunctionCall: fn("clock", "{}")}}},
-				{Role: memory.RoleTool, Content: "09:00", ToolCallID: "call_1"},
-				{Role: memory.RoleAssistant, Content: "Good morning!"},
-				{Role: memory.RoleUser, Content: "Bye"},
+			Msgs: []store.Message{
+				{Role: store.RoleUser, Content: "Hello"},
+				{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "call_1", Type: "function", FunctionCall: fn("clock", "{}")}}},
+				{Role: store.RoleTool, Content: "09:00", ToolCallID: "call_1"},
+				{Role: store.RoleAssistant, Content: "Good morning!"},
+				{Role: store.RoleUser, Content: "Bye"},
 			}}},
 		{"testdata/trajectories.json", formatTauBench, transcript{
 			Name: "task-3-trial-1", System: "# Airline Agent Policy",
-			Msgs: []memory.Message{
-				{Role: memory.RoleUser, Content: "Cancel my flight."},
-				{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "call_a", Type: "function",
+			Msgs: []store.Message{
+				{Role: store.RoleUser, Content: "Cancel my flight."},
+				{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "call_a", Type: "function",
 					FunctionCall: fn("get_reservation_details", `{"reservation_id": "ABC123"}`)}}},
-				{Role: memory.RoleTool, Content: `{"status": "active"}`, ToolCallID: "call_a", Name: "get_reservation_details"},
-				{Role: memory.RoleAssistant, Content: "Done."},
+				{Role: store.RoleTool, Content: `{"status": "active"}`, ToolCallID: "call_a", Name: "get_reservation_details"},
+				{Role: store.RoleAssistant, Content: "Done."},
 			}}},
 	} {
 		ts, format, err := loadTranscripts(c.file, formatAuto, "", 1<<20, nil)

@@ -73,7 +73,7 @@ func run(ctx context.Context, w io.Writer) error {
 		// What a model call would receive: the manager's one prompt builder
 		// puts the system prompt first and fits memory + the new message
 		// into the budget.
-		prompt := mgr.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: turn[0]}), 0)
+		prompt, _ := mgr.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: turn[0]}), 0)
 		if i == 2 || i == 6 || i == len(conversation)-1 {
 			fmt.Fprintf(w, "=== before turn %d: the model sees %d messages (~%d tokens) ===\n", i+1, len(prompt), pricer.Cost(prompt))
 			for j, m := range prompt {

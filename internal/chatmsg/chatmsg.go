@@ -48,3 +48,20 @@ func Value(m llms.ChatMessage) llms.ChatMessage {
 	}
 	return nil
 }
+
+// CloneToolCalls returns a deep copy of calls (nil when empty), so a copy
+// handed on never shares a FunctionCall with the caller's.
+func CloneToolCalls(calls []llms.ToolCall) []llms.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]llms.ToolCall, len(calls))
+	for i, tc := range calls {
+		out[i] = tc
+		if tc.FunctionCall != nil {
+			fc := *tc.FunctionCall
+			out[i].FunctionCall = &fc
+		}
+	}
+	return out
+}

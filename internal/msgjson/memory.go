@@ -9,7 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/chatmsg"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // roles lists the roles a message may have, for errors.
@@ -17,7 +17,7 @@ const roles = "user, assistant, system or tool"
 
 // invalid is a broken rule of field.
 func invalid(field, problem string) *FieldError {
-	return &FieldError{Field: field, Problem: problem, Err: memory.ErrInvalidMessage}
+	return &FieldError{Field: field, Problem: problem, Err: store.ErrInvalidMessage}
 }
 
 // ToMemory checks m against the rules of its format and converts it: a
@@ -27,28 +27,28 @@ func invalid(field, problem string) *FieldError {
 // distinct ids and of type "function", and non-empty metadata keys; no
 // metadata key starting with o.ReservedPrefix. A call's empty type becomes
 // "function"; empty tool calls and metadata become nil. Every error is a
-// *FieldError wrapping memory.ErrInvalidMessage. Storage limits (size,
-// UTF-8, NUL bytes) are memory.Message.Validate's to check.
-func ToMemory(m Message, o Options) (memory.Message, error) {
-	out := memory.Message{Content: m.Content, Name: m.Name}
-	switch role := memory.Role(m.Role); role {
-	case memory.RoleUser, memory.RoleAssistant, memory.RoleSystem, memory.RoleTool:
+// *FieldError wrapping store.ErrInvalidMessage. Storage limits (size,
+// UTF-8, NUL bytes) are store.Message.Validate's to check.
+func ToMemory(m Message, o Options) (store.Message, error) {
+	out := store.Message{Content: m.Content, Name: m.Name}
+	switch role := store.Role(m.Role); role {
+	case store.RoleUser, store.RoleAssistant, store.RoleSystem, store.RoleTool:
 		out.Role = role
 	case "":
-		return memory.Message{}, invalid("role", " is missing (want "+roles+")")
+		return store.Message{}, invalid("role", " is missing (want "+roles+")")
 	default:
-		return memory.Message{}, invalid("role", fmt.Sprintf(" = %q: want %s", m.Role, roles))
+		return store.Message{}, invalid("role", fmt.Sprintf(" = %q: want %s", m.Role, roles))
 	}
-	if len(m.ToolCalls) > 0 && out.Role != memory.RoleAssistant {
-		return memory.Message{}, invalid("tool_calls", ": only assistant messages make tool calls")
+	if len(m.ToolCalls) > 0 && out.Role != store.RoleAssistant {
+		return store.Message{}, invalid("tool_calls", ": only assistant messages make tool calls")
 	}
 	switch {
-	case out.Role == memory.RoleTool && m.ToolCallID == "":
-		return memory.Message{}, invalid("tool_call_id", " is missing: a tool message answers one tool call")
-	case out.Role == memory.RoleTool:
+	case out.Role == store.RoleTool && m.ToolCallID == "":
+		return store.Message{}, invalid("tool_call_id", " is missing: a tool message answers one tool call")
+	case out.Role == store.RoleTool:
 		out.ToolCallID = m.ToolCallID
 	case m.ToolCallID != "" && !o.Lenient:
-		return memory.Message{}, invalid("tool_call_id", ": only tool messages answer tool calls")
+		return store.Message{}, invalid("tool_call_id", ": only tool messages answer tool calls")
 	}
 	seen := map[string]bool{}
 	for j, tc := range m.ToolCalls {
@@ -60,16 +60,16 @@ func ToMemory(m Message, o Options) (memory.Message, error) {
 		if !o.Lenient {
 			switch {
 			case tc.ID == "":
-				return memory.Message{}, invalid(at+".id", " is missing")
+				return store.Message{}, invalid(at+".id", " is missing")
 			case seen[tc.ID]:
-				return memory.Message{}, invalid(at+".id", fmt.Sprintf(" %q is repeated", tc.ID))
+				return store.Message{}, invalid(at+".id", fmt.Sprintf(" %q is repeated", tc.ID))
 			case typ != "function":
-				return memory.Message{}, invalid(at+".type", fmt.Sprintf(` = %q: want "function"`, tc.Type))
+				return store.Message{}, invalid(at+".type", fmt.Sprintf(` = %q: want "function"`, tc.Type))
 			}
 			seen[tc.ID] = true
 		}
 		if tc.Function == nil || tc.Function.Name == "" {
-			return memory.Message{}, invalid(at+".function.name", " is missing")
+			return store.Message{}, invalid(at+".function.name", " is missing")
 		}
 		out.ToolCalls = append(out.ToolCalls, llms.ToolCall{ID: tc.ID, Type: typ,
 			FunctionCall: &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
@@ -77,9 +77,9 @@ func ToMemory(m Message, o Options) (memory.Message, error) {
 	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
 		switch {
 		case o.ReservedPrefix != "" && strings.HasPrefix(k, o.ReservedPrefix):
-			return memory.Message{}, invalid("metadata", fmt.Sprintf(": key %q is reserved (keys starting with %q)", k, o.ReservedPrefix))
+			return store.Message{}, invalid("metadata", fmt.Sprintf(": key %q is reserved (keys starting with %q)", k, o.ReservedPrefix))
 		case k == "" && !o.Lenient:
-			return memory.Message{}, invalid("metadata", ": empty key")
+			return store.Message{}, invalid("metadata", ": empty key")
 		}
 	}
 	if len(m.Metadata) > 0 {
@@ -92,7 +92,7 @@ func ToMemory(m Message, o Options) (memory.Message, error) {
 // reads "function" and a call without a function names the empty one (so
 // that every call has the shape clients are promised), and the metadata
 // keys starting with o.ReservedPrefix are left out.
-func FromMemory(m memory.Message, o Options) Message {
+func FromMemory(m store.Message, o Options) Message {
 	out := Message{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name,
 		ToolCalls: toolCalls(m.ToolCalls, true)}
 	for k, v := range m.Metadata {
@@ -108,28 +108,28 @@ func FromMemory(m memory.Message, o Options) Message {
 }
 
 // FromChat converts a chat message of an assembled context (what a model
-// receives) as FromMemory converts the message memory.FromChatMessage
+// receives) as FromMemory converts the message store.FromChatMessage
 // stores for it, without metadata. A message of a type memory does not
 // store keeps its role (by its type) and its content; a nil one reads as
 // an empty user message.
 func FromChat(cm llms.ChatMessage) Message {
-	if m, err := memory.FromChatMessage(cm); err == nil {
+	if m, err := store.FromChatMessage(cm); err == nil {
 		out := FromMemory(m, Options{})
 		out.Metadata = nil
 		return out
 	}
 	v := chatmsg.Value(cm)
 	if v == nil {
-		return Message{Role: string(memory.RoleUser)}
+		return Message{Role: string(store.RoleUser)}
 	}
-	role := memory.RoleUser
+	role := store.RoleUser
 	switch v.GetType() {
 	case llms.ChatMessageTypeAI:
-		role = memory.RoleAssistant
+		role = store.RoleAssistant
 	case llms.ChatMessageTypeSystem:
-		role = memory.RoleSystem
+		role = store.RoleSystem
 	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
-		role = memory.RoleTool
+		role = store.RoleTool
 	}
 	return Message{Role: string(role), Content: v.GetContent()}
 }

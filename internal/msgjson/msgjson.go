@@ -1,6 +1,6 @@
 // Package msgjson is the one JSON codec of a stored message
-// (memory.Message): it owns the JSON shape of a message, of its tool calls
-// and of its metadata, the mapping between that shape and memory.Message,
+// (store.Message): it owns the JSON shape of a message, of its tool calls
+// and of its metadata, the mapping between that shape and store.Message,
 // and the rules a message must follow on its way in. The HTTP API's wire
 // format, the PostgreSQL store's tool_calls and metadata columns and the
 // CLI's transcript files all use it: the wire and the transcripts are the
@@ -113,7 +113,7 @@ type FieldError struct {
 	// Problem follows the path in the error's text, separator included:
 	// " is missing", ": only assistant messages make tool calls".
 	Problem string
-	// Err is the cause: memory.ErrInvalidMessage for a broken rule, the
+	// Err is the cause: store.ErrInvalidMessage for a broken rule, the
 	// error of encoding/json for a value that cannot be decoded.
 	Err error
 }

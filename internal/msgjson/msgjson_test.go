@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/memory"
 )
 
 func fn(name, args string) *llms.FunctionCall { return &llms.FunctionCall{Name: name, Arguments: args} }
@@ -56,7 +55,7 @@ func TestColumnsGolden(t *testing.T) {
 		t.Fatalf("DecodeToolCalls(jsonb) = %#v, %v", back, err)
 	}
 
-	md := map[string]string{"z": "1", memory.MetadataModelVariant: "v<1>", "": "empty key", "é": "\"\n"}
+	md := map[string]string{"z": "1", store.MetadataModelVariant: "v<1>", "": "empty key", "é": "\"\n"}
 	const wantMD = `{"":"empty key","model_variant":"v\u003c1\u003e","z":"1","é":"\"\n"}`
 	if got, err := EncodeMetadata(md); err != nil || got != wantMD {
 		t.Fatalf("EncodeMetadata:\n got %s (%v)\nwant %s", got, err, wantMD)
@@ -131,7 +130,7 @@ func wireJSON(t *testing.T, v any) string {
 // TestWireGolden pins the wire shape of a message, both ways.
 func TestWireGolden(t *testing.T) {
 	t.Parallel()
-	stored := memory.Message{Role: memory.RoleAssistant, Content: "a<b", ToolCalls: []llms.ToolCall{
+	stored := store.Message{Role: store.RoleAssistant, Content: "a<b", ToolCalls: []llms.ToolCall{
 		{ID: "c1", Type: "function", FunctionCall: fn("f", `{"x":1}`)},
 		{ID: "c2"},
 	}, Metadata: map[string]string{"model_variant": "v", "strata.title": "hidden"}, Seq: 3, UserID: "u"}
@@ -140,10 +139,10 @@ func TestWireGolden(t *testing.T) {
 	if got := wireJSON(t, FromMemory(stored, Wire)); got != want {
 		t.Errorf("FromMemory:\n got %s\nwant %s", got, want)
 	}
-	if got := wireJSON(t, FromMemory(memory.Message{Role: memory.RoleUser}, Wire)); got != `{"role":"user","content":""}` {
+	if got := wireJSON(t, FromMemory(store.Message{Role: store.RoleUser}, Wire)); got != `{"role":"user","content":""}` {
 		t.Errorf("FromMemory(empty) = %s", got)
 	}
-	if got := wireJSON(t, FromMemory(memory.Message{Role: memory.RoleTool, Content: "r", ToolCallID: "c1", Name: "f"}, Wire)); got != `{"role":"tool","content":"r","tool_call_id":"c1","name":"f"}` {
+	if got := wireJSON(t, FromMemory(store.Message{Role: store.RoleTool, Content: "r", ToolCallID: "c1", Name: "f"}, Wire)); got != `{"role":"tool","content":"r","tool_call_id":"c1","name":"f"}` {
 		t.Errorf("FromMemory(tool) = %s", got)
 	}
 
@@ -152,7 +151,7 @@ func TestWireGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := ToMemory(m, Wire)
-	wantMsg := memory.Message{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function", FunctionCall: fn("f", "{}")}},
+	wantMsg := store.Message{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function", FunctionCall: fn("f", "{}")}},
 		Metadata: map[string]string{"k": "v"}}
 	if err != nil || !reflect.DeepEqual(got, wantMsg) {
 		t.Fatalf("ToMemory = %#v, %v", got, err)
@@ -229,8 +228,8 @@ func TestToMemoryRules(t *testing.T) {
 				t.Errorf("%s: ToMemory(%+v) = %v, want %s", f.name, c.m, err, f.want)
 			case err != nil:
 				var fe *FieldError
-				if !errors.As(err, &fe) || !errors.Is(err, memory.ErrInvalidMessage) || !strings.HasPrefix(f.want, fe.Field) {
-					t.Errorf("%s: %v is not a FieldError wrapping memory.ErrInvalidMessage", f.name, err)
+				if !errors.As(err, &fe) || !errors.Is(err, store.ErrInvalidMessage) || !strings.HasPrefix(f.want, fe.Field) {
+					t.Errorf("%s: %v is not a FieldError wrapping store.ErrInvalidMessage", f.name, err)
 				}
 			}
 		}
@@ -238,7 +237,7 @@ func TestToMemoryRules(t *testing.T) {
 	// The lenient format drops a call id off a message that is no tool
 	// result and keeps a call's own type.
 	got, err := ToMemory(Message{Role: "user", Content: "x", ToolCallID: "c", Name: "n"}, Transcript)
-	if err != nil || !reflect.DeepEqual(got, memory.Message{Role: memory.RoleUser, Content: "x", Name: "n"}) {
+	if err != nil || !reflect.DeepEqual(got, store.Message{Role: store.RoleUser, Content: "x", Name: "n"}) {
 		t.Errorf("Transcript user message = %#v, %v", got, err)
 	}
 	got, err = ToMemory(Message{Role: "assistant", ToolCalls: []ToolCall{call("", "custom", "f"), call("", "", "g")}}, Transcript)

@@ -28,6 +28,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Run runs the suite against the stores newStore returns, one subtest per
@@ -93,11 +94,11 @@ func (e *env) user(name string) string { return name + "-" + e.token }
 const all = 1 << 20
 
 // user returns a user message.
-func user(text string) memory.Message { return memory.Message{Role: memory.RoleUser, Content: text} }
+func user(text string) store.Message { return store.Message{Role: store.RoleUser, Content: text} }
 
 // assistant returns an assistant message.
-func assistant(text string) memory.Message {
-	return memory.Message{Role: memory.RoleAssistant, Content: text}
+func assistant(text string) store.Message {
+	return store.Message{Role: store.RoleAssistant, Content: text}
 }
 
 // mustCreate creates a session and fails the test on error.
@@ -109,7 +110,7 @@ func (e *env) mustCreate(sessionID, userID string) {
 }
 
 // mustAppend appends and fails the test on error.
-func (e *env) mustAppend(sessionID, userID string, msgs ...memory.Message) memory.AppendResult {
+func (e *env) mustAppend(sessionID, userID string, msgs ...store.Message) store.AppendResult {
 	e.t.Helper()
 	res, err := e.s.Append(e.ctx, sessionID, userID, msgs...)
 	if err != nil {
@@ -119,7 +120,7 @@ func (e *env) mustAppend(sessionID, userID string, msgs ...memory.Message) memor
 }
 
 // mustTail returns the whole session and fails the test on error.
-func (e *env) mustTail(sessionID, userID string) memory.Tail {
+func (e *env) mustTail(sessionID, userID string) store.Tail {
 	e.t.Helper()
 	tail, err := e.s.Tail(e.ctx, sessionID, userID, all)
 	if err != nil {
@@ -129,14 +130,14 @@ func (e *env) mustTail(sessionID, userID string) memory.Tail {
 }
 
 // wantContents fails the test unless msgs hold exactly want, in order.
-func (e *env) wantContents(what string, msgs []memory.Message, want ...string) {
+func (e *env) wantContents(what string, msgs []store.Message, want ...string) {
 	e.t.Helper()
 	if got := contents(msgs); !slices.Equal(got, want) {
 		e.t.Fatalf("%s = %q, want %q", what, got, want)
 	}
 }
 
-func contents(msgs []memory.Message) []string {
+func contents(msgs []store.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Content
@@ -144,7 +145,7 @@ func contents(msgs []memory.Message) []string {
 	return out
 }
 
-func seqs(msgs []memory.Message) []int64 {
+func seqs(msgs []store.Message) []int64 {
 	out := make([]int64, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Seq
@@ -179,10 +180,10 @@ func testCreate(e *env) {
 	if msgs, err := e.s.Range(e.ctx, id, alice, 0, math.MaxInt64, 0); err != nil || len(msgs) != 0 {
 		e.t.Fatalf("Range of a new session = %+v, %v", msgs, err)
 	}
-	e.wantErr("Create by the owner again", e.s.Create(e.ctx, id, alice), memory.ErrSessionExists)
-	e.wantErr("Create by another user", e.s.Create(e.ctx, id, bob), memory.ErrSessionExists)
+	e.wantErr("Create by the owner again", e.s.Create(e.ctx, id, alice), store.ErrSessionExists)
+	e.wantErr("Create by another user", e.s.Create(e.ctx, id, bob), store.ErrSessionExists)
 	e.wantErr("another user's probe", func() error { _, err := e.s.Tail(e.ctx, id, bob, 0); return err }(), memory.ErrNotOwner)
-	e.wantErr("probe of a missing session", func() error { _, err := e.s.Tail(e.ctx, e.id("missing"), alice, 0); return err }(), memory.ErrNotFound)
+	e.wantErr("probe of a missing session", func() error { _, err := e.s.Tail(e.ctx, e.id("missing"), alice, 0); return err }(), store.ErrNotFound)
 
 	// Create makes a session that appends go to, without a new epoch.
 	before, _ := e.s.Tail(e.ctx, id, alice, 0)
@@ -191,7 +192,7 @@ func testCreate(e *env) {
 		e.t.Fatalf("first append to a created session = %+v, want Total 1, Epoch %d", res, before.Epoch)
 	}
 	// Creating a session whose id is in use with messages fails too.
-	e.wantErr("Create over a session with messages", e.s.Create(e.ctx, id, bob), memory.ErrSessionExists)
+	e.wantErr("Create over a session with messages", e.s.Create(e.ctx, id, bob), store.ErrSessionExists)
 	e.wantContents("messages after a refused Create", e.mustTail(id, alice).Messages, "first")
 }
 
@@ -199,14 +200,14 @@ func testAppendNeverCreates(e *env) {
 	alice, bob := e.user("alice"), e.user("bob")
 	id := e.id("s")
 	// Neither a batch nor an empty append makes a missing session.
-	for _, batch := range [][]memory.Message{{user("hi"), assistant("hello")}, nil} {
+	for _, batch := range [][]store.Message{{user("hi"), assistant("hello")}, nil} {
 		res, err := e.s.Append(e.ctx, id, alice, batch...)
-		e.wantErr(fmt.Sprintf("Append of %d messages to a missing session", len(batch)), err, memory.ErrNotFound)
-		if res != (memory.AppendResult{}) {
+		e.wantErr(fmt.Sprintf("Append of %d messages to a missing session", len(batch)), err, store.ErrNotFound)
+		if res != (store.AppendResult{}) {
 			e.t.Fatalf("refused Append reported %+v, want the zero AppendResult", res)
 		}
 		_, err = e.s.Tail(e.ctx, id, alice, 0)
-		e.wantErr("probe after a refused Append", err, memory.ErrNotFound)
+		e.wantErr("probe after a refused Append", err, store.ErrNotFound)
 	}
 	if page, total, err := e.s.Sessions(e.ctx, alice, 0, 0); err != nil || total != 0 || len(page) != 0 {
 		e.t.Fatalf("listing after appends to a missing session = %+v, %d, %v; want nothing", page, total, err)
@@ -256,9 +257,9 @@ func testAppendNeverCreates(e *env) {
 		e.t.Fatal(err)
 	}
 	_, err = e.s.Append(e.ctx, e.id("deleted"), alice, user("back?"))
-	e.wantErr("Append to a deleted session", err, memory.ErrNotFound)
+	e.wantErr("Append to a deleted session", err, store.ErrNotFound)
 	_, err = e.s.Tail(e.ctx, e.id("deleted"), alice, 0)
-	e.wantErr("probe of a deleted session after an Append", err, memory.ErrNotFound)
+	e.wantErr("probe of a deleted session after an Append", err, store.ErrNotFound)
 }
 
 // op is one store operation run as user on session.
@@ -312,7 +313,7 @@ func testNotFound(e *env) {
 	alice := e.user("alice")
 	missing := e.id("missing")
 	for _, o := range ops {
-		e.wantErr(o.name+" of a missing session", o.run(e, missing, alice), memory.ErrNotFound)
+		e.wantErr(o.name+" of a missing session", o.run(e, missing, alice), store.ErrNotFound)
 	}
 	// A deleted session is missing too.
 	deleted := e.id("deleted")
@@ -322,7 +323,7 @@ func testNotFound(e *env) {
 		e.t.Fatal(err)
 	}
 	for _, o := range ops {
-		e.wantErr(o.name+" of a deleted session", o.run(e, deleted, alice), memory.ErrNotFound)
+		e.wantErr(o.name+" of a deleted session", o.run(e, deleted, alice), store.ErrNotFound)
 	}
 	// The failed operations created nothing.
 	if page, total, err := e.s.Sessions(e.ctx, alice, 0, 0); err != nil || total != 0 || len(page) != 0 {
@@ -331,22 +332,22 @@ func testNotFound(e *env) {
 }
 
 // sample returns messages using every field a Message carries.
-func sample() []memory.Message {
-	return []memory.Message{
-		{Role: memory.RoleSystem, Content: "be brief"},
-		{Role: memory.RoleUser, Content: "héllo 🌍, what's the weather in Paris?"},
-		{Role: memory.RoleAssistant, ToolCalls: []llms.ToolCall{
+func sample() []store.Message {
+	return []store.Message{
+		{Role: store.RoleSystem, Content: "be brief"},
+		{Role: store.RoleUser, Content: "héllo 🌍, what's the weather in Paris?"},
+		{Role: store.RoleAssistant, ToolCalls: []llms.ToolCall{
 			{ID: "call-1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}},
 			{ID: "call-2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "time", Arguments: `{}`}},
 		}},
-		{Role: memory.RoleTool, Content: `{"sky":"sunny"}`, ToolCallID: "call-1", Name: "weather"},
-		{Role: memory.RoleTool, Content: "12:00", ToolCallID: "call-2"},
-		{Role: memory.RoleAssistant, Content: "Sunny, at noon.", Metadata: map[string]string{memory.MetadataModelVariant: "fast", "k": "v"}},
+		{Role: store.RoleTool, Content: `{"sky":"sunny"}`, ToolCallID: "call-1", Name: "weather"},
+		{Role: store.RoleTool, Content: "12:00", ToolCallID: "call-2"},
+		{Role: store.RoleAssistant, Content: "Sunny, at noon.", Metadata: map[string]string{store.MetadataModelVariant: "fast", "k": "v"}},
 	}
 }
 
 // sameMessage reports whether got holds what want was appended with.
-func sameMessage(got, want memory.Message) bool {
+func sameMessage(got, want store.Message) bool {
 	return got.Role == want.Role && got.Content == want.Content && got.ToolCallID == want.ToolCallID &&
 		got.Name == want.Name && sameOrEmpty(got.ToolCalls, want.ToolCalls) && sameOrEmpty(got.Metadata, want.Metadata)
 }
@@ -509,7 +510,7 @@ func testSeq(e *env) {
 	seen := map[int64]bool{}
 	// check records the seqs of one incarnation: strictly increasing within
 	// it, and never one that an earlier incarnation used.
-	check := func(who string, res memory.AppendResult) {
+	check := func(who string, res store.AppendResult) {
 		e.t.Helper()
 		msgs := e.mustTail(id, who).Messages
 		var last int64
@@ -594,7 +595,7 @@ func testEpoch(e *env) {
 		e.t.Fatal(err)
 	}
 	_, err := e.s.Append(e.ctx, id, alice, user("refused"))
-	e.wantErr("Append after delete", err, memory.ErrNotFound)
+	e.wantErr("Append after delete", err, store.ErrNotFound)
 	e.mustCreate(id, alice)
 	res := e.mustAppend(id, alice, user("again"))
 	incarnation("Create by the same user after delete", res.Epoch)
@@ -628,21 +629,21 @@ func testAtomicAppend(e *env) {
 	id := e.id("s")
 	e.mustCreate(id, alice)
 	e.mustAppend(id, alice, user("before"))
-	invalid := map[string]memory.Message{
-		"unknown role":                {Role: memory.Role("robot"), Content: "beep"},
+	invalid := map[string]store.Message{
+		"unknown role":                {Role: store.Role("robot"), Content: "beep"},
 		"NUL byte":                    user("nul\x00byte"),
 		"invalid UTF-8":               user("bad \xff utf-8"),
-		"invalid UTF-8 in metadata":   {Role: memory.RoleUser, Content: "ok", Metadata: map[string]string{"k": "\xfe"}},
-		"tool result without call id": {Role: memory.RoleTool, Content: "42"},
+		"invalid UTF-8 in metadata":   {Role: store.RoleUser, Content: "ok", Metadata: map[string]string{"k": "\xfe"}},
+		"tool result without call id": {Role: store.RoleTool, Content: "42"},
 	}
 	for name, bad := range invalid {
-		for _, batch := range [][]memory.Message{
+		for _, batch := range [][]store.Message{
 			{bad},
 			{user("valid"), assistant("valid too"), bad},
 			{bad, user("valid")},
 		} {
 			_, err := e.s.Append(e.ctx, id, alice, batch...)
-			e.wantErr(fmt.Sprintf("Append of a batch with a message with %s", name), err, memory.ErrInvalidMessage)
+			e.wantErr(fmt.Sprintf("Append of a batch with a message with %s", name), err, store.ErrInvalidMessage)
 			tail := e.mustTail(id, alice)
 			if tail.Total != 1 {
 				e.t.Fatalf("after a refused batch (%s): Total %d, want 1", name, tail.Total)
@@ -653,11 +654,11 @@ func testAtomicAppend(e *env) {
 			// invalid or as missing, and makes nothing.
 			missing := e.id("missing")
 			_, err = e.s.Append(e.ctx, missing, alice, batch...)
-			if !errors.Is(err, memory.ErrInvalidMessage) && !errors.Is(err, memory.ErrNotFound) {
+			if !errors.Is(err, store.ErrInvalidMessage) && !errors.Is(err, store.ErrNotFound) {
 				e.t.Fatalf("Append of a batch with a message with %s to a missing session: err = %v, want ErrInvalidMessage or ErrNotFound", name, err)
 			}
 			_, err = e.s.Tail(e.ctx, missing, alice, 0)
-			e.wantErr("probe of a missing session after a refused batch", err, memory.ErrNotFound)
+			e.wantErr("probe of a missing session after a refused batch", err, store.ErrNotFound)
 		}
 	}
 	// A valid batch lands whole and contiguous.
@@ -673,7 +674,7 @@ func testAtomicAppend(e *env) {
 }
 
 // infoIDs returns the session ids of a listing, without the token prefix.
-func (e *env) infoIDs(page []memory.SessionInfo) []string {
+func (e *env) infoIDs(page []store.SessionInfo) []string {
 	out := make([]string, len(page))
 	for i, info := range page {
 		out[i] = strings.TrimPrefix(info.SessionID, e.id(""))
@@ -682,7 +683,7 @@ func (e *env) infoIDs(page []memory.SessionInfo) []string {
 }
 
 // sessions lists userID's sessions and fails the test on error.
-func (e *env) sessions(userID string, limit, offset int) ([]memory.SessionInfo, int) {
+func (e *env) sessions(userID string, limit, offset int) ([]store.SessionInfo, int) {
 	e.t.Helper()
 	page, total, err := e.s.Sessions(e.ctx, userID, limit, offset)
 	if err != nil {
@@ -703,7 +704,7 @@ func testSessions(e *env) {
 	e.mustCreate(e.id("bob"), bob)
 	e.mustAppend(e.id("bob"), bob, user(exact))
 	e.mustCreate(e.id("system-only"), alice)
-	e.mustAppend(e.id("system-only"), alice, memory.Message{Role: memory.RoleSystem, Content: "be brief"})
+	e.mustAppend(e.id("system-only"), alice, store.Message{Role: store.RoleSystem, Content: "be brief"})
 	e.mustCreate(e.id("long"), alice)
 	e.mustAppend(e.id("long"), alice, user(long))
 	e.mustCreate(e.id("bob-empty"), bob)
@@ -715,7 +716,7 @@ func testSessions(e *env) {
 		e.t.Fatalf("listing = %q, total %d; want %q, total 4", e.infoIDs(page), total, want)
 	}
 	e.checkOrder(page, want)
-	byID := map[string]memory.SessionInfo{}
+	byID := map[string]store.SessionInfo{}
 	for _, info := range page {
 		byID[strings.TrimPrefix(info.SessionID, e.id(""))] = info
 		if info.UserID != alice || info.CreatedAt.IsZero() || info.LastActivity.Before(info.CreatedAt) {
@@ -756,7 +757,7 @@ func testSessions(e *env) {
 	// Users see their own sessions only, empty ones included.
 	page, total = e.sessions(bob, 0, 0)
 	e.checkOrder(page, []string{"bob-empty", "bob"})
-	bobs := map[string]memory.SessionInfo{}
+	bobs := map[string]store.SessionInfo{}
 	for _, info := range page {
 		bobs[strings.TrimPrefix(info.SessionID, e.id(""))] = info
 	}
@@ -783,7 +784,7 @@ func testSessions(e *env) {
 // want, most recent activity first, where want is in the order the
 // sessions were last written, newest first. Sessions whose LastActivity
 // is the same instant may come in either order.
-func (e *env) checkOrder(page []memory.SessionInfo, want []string) {
+func (e *env) checkOrder(page []store.SessionInfo, want []string) {
 	e.t.Helper()
 	got := e.infoIDs(page)
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
@@ -823,7 +824,7 @@ func testDelete(e *env) {
 		e.t.Fatal(err)
 	}
 	for _, o := range ops {
-		e.wantErr(o.name+" after Delete", o.run(e, id, alice), memory.ErrNotFound)
+		e.wantErr(o.name+" after Delete", o.run(e, id, alice), store.ErrNotFound)
 	}
 	page, total := e.sessions(alice, 0, 0)
 	if got := e.infoIDs(page); total != 1 || !slices.Equal(got, []string{"kept"}) {
@@ -857,7 +858,7 @@ func testConcurrentAppends(e *env) {
 		e.t.Fatal(err)
 	}
 	type ack struct {
-		res   memory.AppendResult
+		res   store.AppendResult
 		first string
 	}
 	acks := make([][]ack, writers)
@@ -957,7 +958,7 @@ func testConcurrentCreates(e *env) {
 						mu.Lock()
 						winners = append(winners, u)
 						mu.Unlock()
-					case !errors.Is(err, memory.ErrSessionExists):
+					case !errors.Is(err, store.ErrSessionExists):
 						e.t.Errorf("%s, round %d: Create by contender %d: %v, want nil or ErrSessionExists", mode, r, c, err)
 						return
 					}
@@ -1072,7 +1073,7 @@ func testOwnershipRace(e *env) {
 				a.lost += countMissing(acked, got)
 				a.add("round %d: alice's session holds %q, want %q", r, got, acked)
 			}
-		case !errors.Is(err, memory.ErrNotFound) && !errors.Is(err, memory.ErrNotOwner):
+		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, memory.ErrNotOwner):
 			a.add("round %d: final Tail by alice, who holds no session: %+v, %v; want ErrNotFound or ErrNotOwner", r, tail, err)
 		}
 		// Clean up, so that a shared database keeps little of the race.
@@ -1111,7 +1112,7 @@ func countMissing(want, got []string) int {
 // notMine reports whether err is how an operation on a session its caller
 // does not hold must fail.
 func notMine(err error) bool {
-	return errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, memory.ErrNotOwner)
 }
 
 // raceAlice is alice's side of a round: she creates id, appends, reads,
@@ -1128,7 +1129,7 @@ func raceAlice(e *env, rep *raceReport, r int, id, alice string) (owns bool, ack
 			owns, acked = true, nil
 		case owns:
 			rep.add("round %d: alice's Create of an id she holds: %v, want ErrSessionExists", r, err)
-		case !errors.Is(err, memory.ErrSessionExists):
+		case !errors.Is(err, store.ErrSessionExists):
 			rep.add("round %d: alice's Create: %v, want nil or ErrSessionExists", r, err)
 		}
 		runtime.Gosched()
@@ -1137,12 +1138,12 @@ func raceAlice(e *env, rep *raceReport, r int, id, alice string) (owns bool, ack
 	// none. An acknowledged append means alice holds the session, and a
 	// refusal is only allowed while she does not.
 	write := func(texts ...string) {
-		msgs := make([]memory.Message, len(texts))
+		msgs := make([]store.Message, len(texts))
 		for i, text := range texts {
 			msgs[i] = user(text)
 		}
 		_, err := e.s.Append(e.ctx, id, alice, msgs...)
-		if errors.Is(err, memory.ErrNotFound) && !owns {
+		if errors.Is(err, store.ErrNotFound) && !owns {
 			runtime.Gosched()
 			create()
 			_, err = e.s.Append(e.ctx, id, alice, msgs...)
@@ -1215,7 +1216,7 @@ func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) 
 		switch err := e.s.Create(e.ctx, id, bob); {
 		case err == nil:
 			owns = true
-		case !errors.Is(err, memory.ErrSessionExists):
+		case !errors.Is(err, store.ErrSessionExists):
 			rep.add("round %d: bob's Create: %v, want nil or ErrSessionExists", r, err)
 		}
 		runtime.Gosched()
@@ -1228,7 +1229,7 @@ func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) 
 		}
 	}
 	// read checks what one read returned.
-	read := func(what string, msgs []memory.Message, err error) {
+	read := func(what string, msgs []store.Message, err error) {
 		for _, m := range msgs {
 			if m.UserID == alice || strings.HasPrefix(m.Content, "alice-") {
 				rep.leaks++
@@ -1240,7 +1241,7 @@ func raceBob(e *env, rep *raceReport, r int, id, bob, alice string) (owns bool) 
 			owns = false
 		case owns && !slices.Equal(contents(msgs), []string{mine}):
 			rep.add("round %d: bob's %s of his own session = %q, want [%s]", r, what, contents(msgs), mine)
-		case !owns && errors.Is(err, memory.ErrNotFound):
+		case !owns && errors.Is(err, store.ErrNotFound):
 			rep.notFound++
 		case !owns && errors.Is(err, memory.ErrNotOwner):
 			rep.notOwner++

@@ -322,7 +322,8 @@ func (v *fidelityView) prompt(ctx context.Context, cur string) ([]llms.ChatMessa
 	if cur != "" {
 		hist = append(hist, llms.HumanChatMessage{Content: cur})
 	}
-	return v.m.Prompt("", hist, 0), nil
+	prompt, _ := v.m.Prompt("", hist, 0)
+	return prompt, nil
 }
 
 func (v *fidelityView) close() { _ = v.m.Close() }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // rawCountSQL and rawMessagesSQL are the baseline write of section 11: the
@@ -136,8 +137,8 @@ func runWrites(ctx context.Context, r *runner, out *sectionOut) error {
 		return err
 	}
 	defer d.Close()
-	store := db.NewMessageStore(d, db.WithLogger(r.quiet))
-	mgr, err := r.newManager(store, nil, nil, takeLastConfig())
+	ms := db.NewMessageStore(d, db.WithLogger(r.quiet))
+	mgr, err := r.newManager(ms, nil, nil, takeLastConfig())
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func runWrites(ctx context.Context, r *runner, out *sectionOut) error {
 	workers, sessions := r.p.concWorkers, r.p.concSessions
 	const prefix = "s11-"
 	for s := range sessions {
-		if err := store.Create(ctx, fmt.Sprint(prefix, s), benchUser); err != nil {
+		if err := ms.Create(ctx, fmt.Sprint(prefix, s), benchUser); err != nil {
 			return err
 		}
 	}
@@ -162,7 +163,7 @@ func runWrites(ctx context.Context, r *runner, out *sectionOut) error {
 	configs := []config{
 		{"raw SQL transaction (baseline)", func(s, u, a string) error { return raw.turn(ctx, s, u, a) }},
 		{"`MessageStore.Append` (one statement)", func(s, u, a string) error {
-			_, err := store.Append(ctx, s, benchUser, memory.Message{Role: memory.RoleUser, Content: u}, memory.Message{Role: memory.RoleAssistant, Content: a})
+			_, err := ms.Append(ctx, s, benchUser, store.Message{Role: store.RoleUser, Content: u}, store.Message{Role: store.RoleAssistant, Content: a})
 			return err
 		}},
 		{"`Manager.SaveTurn`, summaries off", func(s, u, a string) error { return mgr.SaveTurn(ctx, s, benchUser, u, a) }},
@@ -226,19 +227,19 @@ func runInMemoryFootprint(r *runner, out *sectionOut) error {
 		return ms.HeapAlloc
 	}
 	// Empty sessions.
-	store := memory.NewInMemoryStore()
+	ms := memory.NewInMemoryStore()
 	ids := make([]string, sessions)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("fp-session-%06d", i)
 	}
 	before := heap()
 	for _, id := range ids {
-		if err := store.Create(ctx, id, benchUser); err != nil {
+		if err := ms.Create(ctx, id, benchUser); err != nil {
 			return err
 		}
 	}
 	perSession := float64(heap()-before) / sessions
-	runtime.KeepAlive(store)
+	runtime.KeepAlive(ms)
 
 	// Messages, 100 per session, content strings allocated beforehand so
 	// that only the store's own bytes count; the content is reported apart.
@@ -254,13 +255,13 @@ func runInMemoryFootprint(r *runner, out *sectionOut) error {
 	}
 	before = heap()
 	for s := range perMsgN / 100 {
-		msgs := make([]memory.Message, 100)
+		msgs := make([]store.Message, 100)
 		for j := range msgs {
-			role := memory.RoleUser
+			role := store.RoleUser
 			if j%2 == 1 {
-				role = memory.RoleAssistant
+				role = store.RoleAssistant
 			}
-			msgs[j] = memory.Message{Role: role, Content: texts[s*100+j]}
+			msgs[j] = store.Message{Role: role, Content: texts[s*100+j]}
 		}
 		if _, err := store2.Append(ctx, fmt.Sprintf("fp-%04d", s), benchUser, msgs...); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -24,25 +25,25 @@ type loadBackend struct {
 }
 
 func inMemoryLoadBackend() loadBackend {
-	store := memory.NewInMemoryStore()
+	ms := memory.NewInMemoryStore()
 	return loadBackend{
 		name:  "in-memory",
-		store: store,
+		store: ms,
 		sums:  summary.NewInMemoryStore(0),
 		seed: func(ctx context.Context, session string, n int) error {
-			if err := store.Create(ctx, session, benchUser); err != nil {
+			if err := ms.Create(ctx, session, benchUser); err != nil {
 				return err
 			}
 			const batch = 1000
-			msgs := make([]memory.Message, 0, batch)
+			msgs := make([]store.Message, 0, batch)
 			for g := 1; g <= n; g++ {
-				role := memory.RoleUser
+				role := store.RoleUser
 				if g%2 == 0 {
-					role = memory.RoleAssistant
+					role = store.RoleAssistant
 				}
-				msgs = append(msgs, memory.Message{Role: role, Content: seedText(g)})
+				msgs = append(msgs, store.Message{Role: role, Content: seedText(g)})
 				if len(msgs) == batch || g == n {
-					if _, err := store.Append(ctx, session, benchUser, msgs...); err != nil {
+					if _, err := ms.Append(ctx, session, benchUser, msgs...); err != nil {
 						return err
 					}
 					msgs = msgs[:0]
@@ -234,7 +235,7 @@ func runLoadRoundTrip(ctx context.Context, r *runner, out *sectionOut, b loadBac
 		return err
 	}
 	defer two.Close()
-	snap, ok := b.store.(memory.SnapshotReader)
+	snap, ok := b.store.(store.SnapshotReader)
 	if !ok || !snap.ReadsSummariesOf(b.sums) {
 		return errors.New("the db message store does not read its summary store's summaries")
 	}
@@ -366,9 +367,9 @@ func rawTail(ctx context.Context, st *sqlx.Stmt, n int, args ...any) error {
 
 // storeCoveringSummary saves a summary covering every message before the
 // verbatim window (the last RecentMessageCount messages) of session.
-func storeCoveringSummary(ctx context.Context, store memory.MessageStore, sums summary.Store, session string) error {
+func storeCoveringSummary(ctx context.Context, ms memory.MessageStore, sums summary.Store, session string) error {
 	k := parityConfig().RecentMessageCount
-	t, err := store.Tail(ctx, session, benchUser, k+1)
+	t, err := ms.Tail(ctx, session, benchUser, k+1)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -120,7 +121,7 @@ func runSlowSave(ctx context.Context, r *runner, out *sectionOut) error {
 		for j := 0; j < preSeed/2; j++ {
 			p := pairs[j%len(pairs)]
 			if _, err := c.raw.Append(ctx, session, benchUser,
-				memory.Message{Role: memory.RoleUser, Content: p[0]}, memory.Message{Role: memory.RoleAssistant, Content: p[1]}); err != nil {
+				store.Message{Role: store.RoleUser, Content: p[0]}, store.Message{Role: store.RoleAssistant, Content: p[1]}); err != nil {
 				return err
 			}
 		}

@@ -202,8 +202,10 @@ func (r *runner) replyRunOne(ctx context.Context, name string, cfg memory.Config
 	if s != nil {
 		run.cursor = s.UpToSeq
 	}
-	// What the next turn would be shown, without waiting for a fold.
-	peek, cancel := context.WithTimeout(ctx, time.Millisecond)
+	// What the next turn would be shown, without waiting for a fold: a
+	// deadline far below the load grace, but not so short that the read
+	// itself misses it on a busy machine (1ms did, under the race detector).
+	peek, cancel := context.WithTimeout(ctx, 25*time.Millisecond)
 	h, err := m.Load(peek, session, benchUser)
 	cancel()
 	if err != nil {

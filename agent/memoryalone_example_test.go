@@ -1,4 +1,4 @@
-package memory_test
+package agent_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/agent"
+	"github.com/strata-go/strata/agent/agenttest"
 	"github.com/strata-go/strata/memory"
 )
 
@@ -17,8 +19,8 @@ func turn(ctx context.Context, mgr *memory.Manager, llm llms.Model, sessionID, u
 	if err != nil {
 		return "", err
 	}
-	prompt := mgr.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: input}), 0)
-	resp, err := llm.GenerateContent(ctx, memory.MessageContents(prompt))
+	prompt, _ := mgr.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: input}), 0)
+	resp, err := llm.GenerateContent(ctx, agent.MessageContents(prompt))
 	if err != nil {
 		return "", err
 	}
@@ -51,35 +53,20 @@ func ExampleMessageContents() {
 		llms.ToolChatMessage{ID: "c1", Content: "shipped"},
 		llms.AIChatMessage{Content: "It has shipped."})
 
-	llm := replies("You asked about #A-1.")
+	llm := agenttest.NewScript(agenttest.Text("You asked about #A-1."))
 	answer, err := turn(ctx, mgr, llm, "chat-1", "alice", "You are a support agent.", "Which order was it?")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(answer)
-	fmt.Print(llm.prompt(0)) // its text parts
+	fmt.Print(llm.LastRequest().Text()) // what the model was sent
 
-	// What the model was given, message by message.
-	history, _ := mgr.LoadHistory(ctx, "chat-1", "alice")
-	for _, mc := range memory.MessageContents(history[1:4]) {
-		for _, p := range mc.Parts {
-			switch p := p.(type) {
-			case llms.ToolCall:
-				fmt.Printf("%s calls %s %s\n", mc.Role, p.FunctionCall.Name, p.FunctionCall.Arguments)
-			case llms.ToolCallResponse:
-				fmt.Printf("%s answers %s (%s): %s\n", mc.Role, p.ToolCallID, p.Name, p.Content)
-			case llms.TextContent:
-				fmt.Printf("%s: %s\n", mc.Role, p.Text)
-			}
-		}
-	}
 	// Output:
 	// You asked about #A-1.
 	// system: You are a support agent.
 	// human: Where is order #A-1?
+	// ai: call order_status {"id":"A-1"}
+	// tool: result order_status shipped
 	// ai: It has shipped.
 	// human: Which order was it?
-	// ai calls order_status {"id":"A-1"}
-	// tool answers c1 (order_status): shipped
-	// ai: It has shipped.
 }

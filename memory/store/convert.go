@@ -1,0 +1,172 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/chatmsg"
+)
+
+// Metadata keys under which FromChatMessage keeps what a stored Message has
+// no field for, so Message.ChatMessage gives back the very message saved.
+const (
+	// metadataGenericRole is the role of a langchaingo generic message
+	// (stored as a user message; its Name is the message's name).
+	metadataGenericRole = "langchaingo.generic_role"
+	// metadataFunctionCall is the JSON of an assistant message's deprecated
+	// FunctionCall.
+	metadataFunctionCall = "langchaingo.function_call"
+	// metadataReasoning is an assistant message's ReasoningContent.
+	metadataReasoning = "langchaingo.reasoning_content"
+	// metadataCallFromFunction marks tool calls that FromChatMessage derived
+	// from a FunctionCall (so providers see the call); they are not returned.
+	metadataCallFromFunction = "langchaingo.tool_calls_from_function_call"
+)
+
+// FromChatMessage converts a langchaingo chat message into a storable
+// Message, losslessly: Message.ChatMessage returns an equal message.
+// Human, AI (tool calls, FunctionCall, ReasoningContent), system, tool,
+// function and generic messages are supported. A generic message is stored
+// as a user message with its role in Metadata[metadataGenericRole] and its
+// name in Name; a deprecated function message as a tool message with the
+// function's name and no call id; an AI message's FunctionCall is also
+// stored as its tool call when it has none, so every provider sees it.
+func FromChatMessage(cm llms.ChatMessage) (Message, error) {
+	switch m := chatmsg.Value(cm).(type) {
+	case nil:
+		return Message{}, fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	case llms.HumanChatMessage:
+		return Message{Role: RoleUser, Content: m.Content}, nil
+	case llms.AIChatMessage:
+		msg := Message{Role: RoleAssistant, Content: m.Content, ToolCalls: chatmsg.CloneToolCalls(m.ToolCalls)}
+		if m.FunctionCall != nil {
+			raw, err := json.Marshal(m.FunctionCall)
+			if err != nil {
+				return Message{}, fmt.Errorf("%w: function call: %w", ErrInvalidMessage, err)
+			}
+			msg.Metadata = map[string]string{metadataFunctionCall: string(raw)}
+			if len(m.ToolCalls) == 0 {
+				fc := *m.FunctionCall
+				msg.ToolCalls = []llms.ToolCall{{Type: "function", FunctionCall: &fc}}
+				msg.Metadata[metadataCallFromFunction] = "true"
+			}
+		}
+		if m.ReasoningContent != "" {
+			if msg.Metadata == nil {
+				msg.Metadata = map[string]string{}
+			}
+			msg.Metadata[metadataReasoning] = m.ReasoningContent
+		}
+		return msg, nil
+	case llms.SystemChatMessage:
+		return Message{Role: RoleSystem, Content: m.Content}, nil
+	case llms.ToolChatMessage:
+		if m.ID == "" {
+			return Message{}, fmt.Errorf("%w: tool result without a tool call id", ErrInvalidMessage)
+		}
+		return Message{Role: RoleTool, Content: m.Content, ToolCallID: m.ID}, nil
+	case llms.FunctionChatMessage:
+		if m.Name == "" {
+			return Message{}, fmt.Errorf("%w: function result without a function name", ErrInvalidMessage)
+		}
+		return Message{Role: RoleTool, Content: m.Content, Name: m.Name}, nil
+	case llms.GenericChatMessage:
+		return Message{Role: RoleUser, Content: m.Content, Name: m.Name,
+			Metadata: map[string]string{metadataGenericRole: m.Role}}, nil
+	}
+	return Message{}, fmt.Errorf("%w: unsupported message type %T", ErrInvalidMessage, cm)
+}
+
+// ChatMessage converts a stored message back into a langchaingo chat
+// message (a value, not a pointer): the message FromChatMessage was given.
+// A tool message without a call id is a function message.
+func (m Message) ChatMessage() llms.ChatMessage {
+	switch m.Role {
+	case RoleAssistant:
+		ai := llms.AIChatMessage{Content: m.Content, ToolCalls: chatmsg.CloneToolCalls(m.ToolCalls),
+			ReasoningContent: m.Metadata[metadataReasoning]}
+		if raw, ok := m.Metadata[metadataFunctionCall]; ok {
+			var fc llms.FunctionCall
+			if json.Unmarshal([]byte(raw), &fc) == nil {
+				ai.FunctionCall = &fc
+				if m.Metadata[metadataCallFromFunction] == "true" {
+					ai.ToolCalls = nil
+				}
+			}
+		}
+		return ai
+	case RoleSystem:
+		return llms.SystemChatMessage{Content: m.Content}
+	case RoleTool:
+		if m.ToolCallID == "" && m.Name != "" {
+			return llms.FunctionChatMessage{Name: m.Name, Content: m.Content}
+		}
+		return llms.ToolChatMessage{ID: m.ToolCallID, Content: m.Content}
+	default:
+		if role, ok := m.Metadata[metadataGenericRole]; ok {
+			return llms.GenericChatMessage{Role: role, Name: m.Name, Content: m.Content}
+		}
+		return llms.HumanChatMessage{Content: m.Content}
+	}
+}
+
+// Validate checks that a message can be stored by every store: valid UTF-8,
+// no NUL bytes (PostgreSQL TEXT rejects them), a known role, tool results
+// with a call id, and a size within maxBytes (0 = unlimited).
+func (m Message) Validate(maxBytes int) error {
+	size := len(m.Content)
+	for _, tc := range m.ToolCalls {
+		if tc.FunctionCall != nil {
+			size += len(tc.FunctionCall.Name) + len(tc.FunctionCall.Arguments)
+		}
+	}
+	if maxBytes > 0 && size > maxBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, maxBytes)
+	}
+	switch m.Role {
+	case RoleUser, RoleAssistant, RoleSystem:
+	case RoleTool:
+		if m.ToolCallID == "" && m.Name == "" {
+			return fmt.Errorf("%w: tool result without a tool call id", ErrInvalidMessage)
+		}
+	default:
+		return fmt.Errorf("%w: unknown role %q", ErrInvalidMessage, m.Role)
+	}
+	texts := []string{m.Content, m.ToolCallID, m.Name}
+	for _, tc := range m.ToolCalls {
+		texts = append(texts, tc.ID, tc.Type)
+		if tc.FunctionCall != nil {
+			texts = append(texts, tc.FunctionCall.Name, tc.FunctionCall.Arguments)
+		}
+	}
+	for k, v := range m.Metadata {
+		texts = append(texts, k, v)
+	}
+	for _, s := range texts {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: text is not valid UTF-8", ErrInvalidMessage)
+		}
+		if strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("%w: text contains a NUL byte", ErrInvalidMessage)
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy of m (tool calls and metadata included), so a
+// store never shares mutable state with its callers.
+func (m Message) Clone() Message {
+	m.ToolCalls = chatmsg.CloneToolCalls(m.ToolCalls)
+	if m.Metadata != nil {
+		md := make(map[string]string, len(m.Metadata))
+		for k, v := range m.Metadata {
+			md[k] = v
+		}
+		m.Metadata = md
+	}
+	return m
+}
