@@ -168,6 +168,9 @@
 // (store.SnapshotReader) is Tail plus the session's summary in one
 // prepared statement: a manager whose summary store is this database's
 // SummaryStore on the same pool loads in one round trip.
+// SnapshotAfterSummary is Snapshot whose index scan also stops at the
+// summary's cursor: a chunked manager, which shows every message its
+// summary does not cover and none before, reads only those.
 //
 // Deletion. MessageStore.Delete removes the session's messages, summary
 // and catalogue document and turns its row into a tombstone, in one
@@ -196,7 +199,10 @@
 // or one whose release was lost to a broken connection, frees itself
 // within a slice. If a holder cannot renew (the database is unreachable)
 // its lease may lapse and another replica may fold too; the monotonic save
-// keeps that harmless.
+// keeps that harmless. TryLockFoldSaving's save ends a fold in one
+// statement and one commit: it saves the summary as Save does and deletes
+// the lease, only while the lease is still the caller's (a holder whose
+// lapsed lease was taken over saves nothing).
 //
 // Listings. MessageStore.Sessions reads strata_sessions alone: live
 // sessions of the user, empty ones included.

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/strata-go/strata/summary"
 )
 
 // DefaultFoldLeaseTTL is the lease length TryLockFold uses when asked for a
@@ -66,6 +68,29 @@ type lease struct {
 // keeps no connection pinned while the summarizer runs, survives a
 // connection reset, and expires by itself if its holder dies.
 func tryLockFold(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
+	l, ok, err := takeLease(ctx, stmts, slice, sessionID, ttl)
+	if !ok {
+		return nil, false, err
+	}
+	return l.release, true, nil
+}
+
+// tryLockFoldSaving is tryLockFold that also returns, when canSave (the
+// caller's summary store keeps its summaries on the lease's pool), the
+// lease's saveRelease.
+func tryLockFoldSaving(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration, canSave bool) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+	l, ok, err := takeLease(ctx, stmts, slice, sessionID, ttl)
+	if !ok {
+		return nil, nil, false, err
+	}
+	if canSave {
+		save = l.saveRelease
+	}
+	return l.release, save, true, nil
+}
+
+// takeLease takes the session's fold lease (see tryLockFold).
+func takeLease(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration) (*lease, bool, error) {
 	if !validID(sessionID) {
 		return nil, false, fmt.Errorf("db: fold lease: session id is not valid UTF-8 or contains a NUL byte")
 	}
@@ -98,7 +123,7 @@ func tryLockFold(ctx context.Context, stmts *stmtCache, slice time.Duration, ses
 		l.stop, l.done = make(chan struct{}), make(chan struct{})
 		go l.renew(deadline)
 	}
-	return l.release, true, nil
+	return l, true, nil
 }
 
 // renew keeps the lease alive, one slice at a time, until release, the
@@ -131,13 +156,11 @@ func (l *lease) renew(deadline time.Time) {
 
 // release stops the renewal and deletes the lease if it is still ours,
 // retrying while the database is unreachable, for at most releaseTimeout.
-// It is safe to call more than once.
+// It is safe to call more than once, and does nothing after a saveRelease
+// that released the lease.
 func (l *lease) release() {
 	l.once.Do(func() {
-		if l.stop != nil {
-			close(l.stop)
-			<-l.done
-		}
+		l.stopRenewal()
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		for delay := 25 * time.Millisecond; ; delay = min(2*delay, time.Second) {
@@ -151,6 +174,49 @@ func (l *lease) release() {
 			}
 		}
 	})
+}
+
+// stopRenewal stops the renewal, if any, and waits for it to end.
+func (l *lease) stopRenewal() {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+}
+
+// saveRelease saves sm as SummaryStore.Save does and releases the lease,
+// in one statement (saveReleaseSQL), provided the lease is still this
+// holder's: when another holder took it over after it expired, nothing is
+// saved or released and the error wraps summary.ErrStale (that holder folds
+// the session now). When the lease is held it is released whatever the
+// save's outcome (Save's errors: summary.ErrSessionGone, summary.ErrStale),
+// and release does nothing afterwards. On any other error (the statement
+// did not run or did not commit) the lease stays with its holder, for
+// release to delete.
+func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
+	if err := checkSummary(sm); err != nil {
+		return err
+	}
+	if sm.SessionID != l.session {
+		return fmt.Errorf("db: save summary of session %q under the fold lease of session %q", sm.SessionID, l.session)
+	}
+	facts, err := encodeFacts(sm.Facts)
+	if err != nil {
+		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
+	}
+	var held, gone, saved bool
+	st, err := l.stmts.get(ctx, saveReleaseSQL)
+	if err == nil {
+		err = st.QueryRowxContext(ctx, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
+	}
+	if err != nil {
+		return saveResult(ctx, sm, false, false, err)
+	}
+	if !held {
+		return fmt.Errorf("db: save summary of session %q: fold lease taken over by another holder: %w", sm.SessionID, summary.ErrStale)
+	}
+	l.once.Do(l.stopRenewal) // released by the statement
+	return saveResult(ctx, sm, gone, saved, nil)
 }
 
 func newToken() (string, error) {
@@ -173,4 +239,20 @@ func newToken() (string, error) {
 // its holder's release or its expiry ends it.
 func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
+}
+
+// TryLockFoldSaving is TryLockFold that can also end the fold in one
+// statement: when sums is a SummaryStore on this store's pool, save stores
+// a summary as sums.Save does and releases the lease in the same statement
+// and commit, one write instead of two, provided the lease is still the
+// caller's; it refuses (an error wrapping summary.ErrStale, nothing
+// written) when another holder took the lease over after it expired. After
+// a save that returned nil, summary.ErrSessionGone or summary.ErrStale for
+// a newer stored summary, the lease is released and release does nothing;
+// after any other error release must still be called. For any other sums,
+// save is nil: save through sums and call release, as with TryLockFold.
+// The memory package uses it, through an optional interface, for a fold's
+// last save.
+func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+	return tryLockFoldSaving(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }

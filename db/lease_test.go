@@ -1,6 +1,10 @@
 package db_test
 
 import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +13,7 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
@@ -189,4 +194,156 @@ func TestFoldLeaseOfDeadHolderFreesWithinSlice(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("dead holder's lease taken over after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// leaseHolder is the lease row of a session: its holder and whether there
+// is one.
+func leaseHolder(t *testing.T, ctx context.Context, f *fixture, session string) (string, bool) {
+	t.Helper()
+	var holder string
+	err := f.d.GetContext(ctx, &holder, `SELECT holder FROM strata_fold_leases WHERE session_id = $1`, session)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder, true
+}
+
+// TestFoldLeaseSaveReleases: TryLockFoldSaving's save stores the summary
+// exactly as SummaryStore.Save does and releases the lease in the same
+// statement; after it, release does nothing (it does not free a lease
+// taken since). With a summary store it cannot write to, save is nil.
+func TestFoldLeaseSaveReleases(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
+	first, save, ok, err := f.messages.TryLockFoldSaving(ctx, "s", time.Minute, summary.NewInMemoryStore(0))
+	if err != nil || !ok || save != nil {
+		t.Fatalf("with an in-memory summary store: save %v, ok %v, %v; want a lease and no save", save != nil, ok, err)
+	}
+	if _, held := leaseHolder(t, ctx, f, "s"); !held {
+		t.Fatal("no lease row")
+	}
+	// The lease is held: nobody else gets it.
+	if _, _, ok, _ := f.sums.TryLockFoldSaving(ctx, "s", time.Minute, f.sums); ok {
+		t.Fatal("a held lease was taken")
+	}
+	first()
+
+	for _, locker := range []interface {
+		TryLockFoldSaving(context.Context, string, time.Duration, summary.Store) (func(), func(context.Context, summary.Summary) error, bool, error)
+	}{f.messages, f.sums} {
+		release, save, ok, err := locker.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
+		if err != nil || !ok || save == nil {
+			t.Fatalf("%T: save %v, ok %v, %v", locker, save != nil, ok, err)
+		}
+		old, _ := f.sums.Get(ctx, "s")
+		sm := summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: fmt.Sprintf("by %T", locker),
+			Facts: []summary.Fact{{Key: "k", Value: "v", Category: summary.Entity}}}
+		if err := save(ctx, sm); err != nil {
+			t.Fatalf("%T: save: %v", locker, err)
+		}
+		got, err := f.sums.Get(ctx, "s")
+		if err != nil || got == nil || got.Narrative != sm.Narrative || got.UpToSeq != sm.UpToSeq || len(got.Facts) != 1 {
+			t.Fatalf("%T: stored %+v, %v", locker, got, err)
+		}
+		if old != nil && got.Version != old.Version+1 {
+			t.Errorf("%T: version %d after %d", locker, got.Version, old.Version)
+		}
+		if _, held := leaseHolder(t, ctx, f, "s"); held {
+			t.Fatalf("%T: the lease survived the save", locker)
+		}
+		// A new holder's lease is not freed by the old holder's release.
+		rel2, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("%T: lease not free after the save: %v %v", locker, ok, err)
+		}
+		before, _ := leaseHolder(t, ctx, f, "s")
+		release()
+		if after, held := leaseHolder(t, ctx, f, "s"); !held || after != before {
+			t.Fatalf("%T: the old holder's release touched the new lease", locker)
+		}
+		rel2()
+	}
+
+	// Save's refusals release the lease too: the fold is over.
+	release, save, _, _ := f.messages.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
+	older := summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq - 1, Narrative: "older"}
+	if err := save(ctx, older); !errors.Is(err, summary.ErrStale) {
+		t.Fatalf("save of an older cursor: %v, want ErrStale", err)
+	}
+	if _, held := leaseHolder(t, ctx, f, "s"); held {
+		t.Fatal("the lease survived a refused save")
+	}
+	release()
+	release, save, _, _ = f.messages.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
+	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := save(ctx, summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq + 1, Narrative: "late"}); !errors.Is(err, summary.ErrSessionGone) {
+		t.Fatalf("save for a deleted session: %v, want ErrSessionGone", err)
+	}
+	if n := countRows(t, ctx, f.d, "strata_summaries", "s"); n != 0 {
+		t.Fatalf("%d summaries after the delete", n)
+	}
+	if _, held := leaseHolder(t, ctx, f, "s"); held {
+		t.Fatal("the lease survived a save for a deleted session")
+	}
+	release()
+}
+
+// TestFoldLeaseSaveRefusedAfterTakeOver: a holder whose lease expired and
+// was taken over by another holder cannot save through it: nothing is
+// written, and the new holder's lease stays.
+func TestFoldLeaseSaveRefusedAfterTakeOver(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	ctx := testCtx(t)
+	slice := db.WithFoldLeaseSlice(100 * time.Millisecond)
+	pool := dbtest.Open(t, s.URL)
+	messages, sums := db.NewMessageStore(pool, slice), db.NewSummaryStore(pool, slice)
+	other := db.NewSummaryStore(dbtest.Open(t, s.URL), slice) // another replica
+	if err := messages.Create(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := messages.Append(ctx, "s", "alice", user("q"), assistant("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 150 ms asked, in slices of 100 ms: renewed once, then left to expire.
+	release, save, ok, err := messages.TryLockFoldSaving(ctx, "s", 150*time.Millisecond, sums)
+	if err != nil || !ok || save == nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	var rel2 func()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if rel2, ok, err = other.TryLockFold(ctx, "s", time.Minute); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the expired lease was never taken over")
+		}
+	}
+	defer rel2()
+	var newHolder string
+	if err := pool.GetContext(ctx, &newHolder, `SELECT holder FROM strata_fold_leases WHERE session_id = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	err = save(ctx, summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "late"})
+	if !errors.Is(err, summary.ErrStale) {
+		t.Fatalf("save after a take-over: %v, want ErrStale", err)
+	}
+	if got, err := sums.Get(ctx, "s"); err != nil || got != nil {
+		t.Fatalf("a refused save stored %+v (%v)", got, err)
+	}
+	release()
+	var holder string
+	if err := pool.GetContext(ctx, &holder, `SELECT holder FROM strata_fold_leases WHERE session_id = 's'`); err != nil || holder != newHolder {
+		t.Fatalf("the new holder's lease: %q, %v; want %q kept", holder, err, newHolder)
+	}
 }

@@ -379,20 +379,38 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 // primary key backwards as tailSQL does. A missing or deleted session
 // yields no row. The session row is read once (s is materialized), so
 // both branches see the same owner.
-const snapshotSQL = `
+var snapshotSQL = snapshotQuery("")
+
+// snapshotAfterSQL is snapshotSQL whose second branch reads only the
+// messages after the summary's cursor when the summary belongs to the
+// session's current epoch (all of them otherwise, as snapshotSQL): the
+// index walk backwards stops at the cursor or at the limit, whichever
+// comes first. The summary row is read once (c is materialized), so the
+// cursor and the summary returned agree.
+var snapshotAfterSQL = snapshotQuery(`
+           AND seq > COALESCE((SELECT c.up_to_seq FROM c WHERE c.epoch = s.epoch), 0)`)
+
+// snapshotQuery builds snapshotSQL with an extra condition on the messages
+// read (cond, which may refer to s and to c, the summary row).
+func snapshotQuery(cond string) string {
+	return `
 WITH s AS MATERIALIZED (
     SELECT user_id, message_count, epoch
       FROM strata_sessions
      WHERE session_id = $1 AND deleted_at IS NULL
+), c AS MATERIALIZED (
+    SELECT cs.epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version, cs.created_at, cs.updated_at
+      FROM s
+      JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $2
 )
 SELECT s.user_id AS owner, s.message_count, s.epoch,
        NULL::bigint AS seq, NULL::text AS role, NULL::text AS content, NULL::jsonb AS tool_calls,
        NULL::text AS tool_call_id, NULL::text AS name, NULL::jsonb AS metadata,
        NULL::text AS m_user_id, NULL::timestamptz AS m_created_at,
-       cs.epoch AS s_epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version,
-       cs.created_at AS s_created_at, cs.updated_at AS s_updated_at
+       c.epoch AS s_epoch, c.narrative, c.facts_json, c.up_to_seq, c.version,
+       c.created_at AS s_created_at, c.updated_at AS s_updated_at
   FROM s
-  LEFT JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $2
+  LEFT JOIN c ON true
 UNION ALL
 SELECT NULL, NULL, NULL,
        m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at,
@@ -401,18 +419,18 @@ SELECT NULL, NULL, NULL,
  CROSS JOIN LATERAL (
         SELECT ` + messageColumns + `
           FROM strata_messages
-         WHERE session_id = $1 AND s.user_id = $2
+         WHERE session_id = $1 AND s.user_id = $2` + cond + `
          ORDER BY seq DESC
          LIMIT %d
        ) m`
+}
 
 // ReadsSummariesOf implements store.SnapshotReader: Snapshot's summary is
 // the one sums stores when sums is a SummaryStore of this package on the
 // same pool (same database, same schema). For any other summary store the
 // manager reads the tail and the summary in two calls.
 func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
-	ss, ok := sums.(*SummaryStore)
-	return ok && ss.d == s.d
+	return sameSummaries(s.d, sums)
 }
 
 // Snapshot implements store.SnapshotReader: Tail's result and the
@@ -422,6 +440,25 @@ func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
 // epoch; the caller compares it with the tail's. Facts that cannot be
 // decoded are dropped with a logged warning, as SummaryStore.Get does.
 func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+	return s.snapshot(ctx, snapshotSQL, sessionID, userID, n)
+}
+
+// SnapshotAfterSummary is Snapshot reading only the messages after the
+// summary's cursor: Messages are the newest n of the session's messages
+// with Seq above the returned summary's UpToSeq when that summary has the
+// session's epoch (Tail.Epoch), else the newest n of all, as Snapshot's.
+// Total counts all of them. Ownership, messages and summary come from one
+// statement, as for Snapshot. The memory package uses it, through an
+// optional interface, for policies that show every message their summary
+// does not cover (memory.PolicyChunked): a load then reads those messages
+// and no older ones.
+func (s *MessageStore) SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+	return s.snapshot(ctx, snapshotAfterSQL, sessionID, userID, n)
+}
+
+// snapshot runs query, snapshotSQL or one of its variants, with the limit
+// for n.
+func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
 	fail := func(err error) (store.Tail, *summary.Summary, error) {
 		return store.Tail{}, nil, fmt.Errorf("db: snapshot of session %q: %w", sessionID, err)
 	}
@@ -429,7 +466,7 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 		return fail(store.ErrNotFound)
 	}
 	n = max(n, 0)
-	st, err := s.stmts.get(ctx, fmt.Sprintf(snapshotSQL, readLimit(n)))
+	st, err := s.stmts.get(ctx, fmt.Sprintf(query, readLimit(n)))
 	if err != nil {
 		return fail(classify(ctx, err))
 	}

@@ -116,8 +116,13 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 //
 // saved says whether a row was written; gone = false and saved = false
 // means a newer summary of the same epoch is stored.
-const saveSummarySQL = `
-WITH s AS MATERIALIZED (
+var saveSummarySQL = `
+WITH ` + fmt.Sprintf(saveSummaryCTEs, "") + `
+SELECT EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
+
+// saveSummaryCTEs are the s and ins parts of saveSummarySQL; %s adds a
+// condition to the insertion (ANDed).
+const saveSummaryCTEs = `s AS MATERIALIZED (
     SELECT deleted_at IS NOT NULL OR epoch <> $2 AS gone
       FROM strata_sessions
      WHERE session_id = $1
@@ -126,7 +131,7 @@ WITH s AS MATERIALIZED (
     INSERT INTO strata_summaries AS cs
            (session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at)
     SELECT $1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint, 1, now(), now()
-     WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.gone)
+     WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.gone)%s
     ON CONFLICT (session_id) DO UPDATE
        SET epoch      = EXCLUDED.epoch,
            narrative  = EXCLUDED.narrative,
@@ -137,8 +142,26 @@ WITH s AS MATERIALIZED (
            updated_at = now()
      WHERE cs.epoch <> EXCLUDED.epoch OR EXCLUDED.up_to_seq >= cs.up_to_seq
     RETURNING 1
+)`
+
+// saveReleaseSQL is saveSummarySQL for the holder $6 of the session's fold
+// lease, which it releases in the same statement (one commit instead of
+// two):
+//
+//   - l locks the lease row if it is still $6's (FOR UPDATE: a take-over
+//     in progress is waited for and then seen). held is false when another
+//     holder took the lease over after it expired: then nothing is saved,
+//     since that holder folds the session now, and its lease is left alone.
+//   - When held, the summary is saved exactly as saveSummarySQL saves it,
+//     and rel deletes the lease, whether the save wrote or was refused
+//     (gone, or a newer summary stored): the fold is over either way.
+var saveReleaseSQL = `
+WITH l AS MATERIALIZED (
+    SELECT 1 FROM strata_fold_leases WHERE session_id = $1 AND holder = $6 FOR UPDATE
+), ` + fmt.Sprintf(saveSummaryCTEs, "\n       AND EXISTS (SELECT 1 FROM l)") + `, rel AS (
+    DELETE FROM strata_fold_leases WHERE session_id = $1 AND holder = $6 AND EXISTS (SELECT 1 FROM l)
 )
-SELECT EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
+SELECT EXISTS (SELECT 1 FROM l) AS held, EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
 
 // Save implements summary.Store with one guarded statement
 // (saveSummarySQL). It returns an error wrapping summary.ErrSessionGone,
@@ -149,14 +172,8 @@ SELECT EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins)
 // Version of sm are ignored: the database sets them. Text that PostgreSQL
 // cannot store (NUL bytes, invalid UTF-8) is cleaned.
 func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
-	if sm.SessionID == "" {
-		return fmt.Errorf("db: save summary: %w", summary.ErrNoSessionID)
-	}
-	if !validID(sm.SessionID) {
-		return fmt.Errorf("db: save summary: session id %s", invalidID)
-	}
-	if sm.UpToSeq < 0 {
-		return fmt.Errorf("db: save summary of session %q: negative cursor %d", sm.SessionID, sm.UpToSeq)
+	if err := checkSummary(sm); err != nil {
+		return err
 	}
 	facts, err := encodeFacts(sm.Facts)
 	if err != nil {
@@ -167,6 +184,25 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err == nil {
 		err = st.QueryRowxContext(ctx, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
 	}
+	return saveResult(ctx, sm, gone, saved, err)
+}
+
+// checkSummary refuses a summary that Save cannot store.
+func checkSummary(sm summary.Summary) error {
+	if sm.SessionID == "" {
+		return fmt.Errorf("db: save summary: %w", summary.ErrNoSessionID)
+	}
+	if !validID(sm.SessionID) {
+		return fmt.Errorf("db: save summary: session id %s", invalidID)
+	}
+	if sm.UpToSeq < 0 {
+		return fmt.Errorf("db: save summary of session %q: negative cursor %d", sm.SessionID, sm.UpToSeq)
+	}
+	return nil
+}
+
+// saveResult is Save's error for the outcome of saveSummarySQL.
+func saveResult(ctx context.Context, sm summary.Summary, gone, saved bool, err error) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, classify(ctx, err))
@@ -194,6 +230,20 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 // TryLockFold implements store.FoldLocker; see MessageStore.TryLockFold.
 func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
+}
+
+// TryLockFoldSaving is TryLockFold that can also save the fold's result
+// and release the lease in one statement; see
+// MessageStore.TryLockFoldSaving.
+func (s *SummaryStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+	return tryLockFoldSaving(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
+}
+
+// sameSummaries reports whether sums is a SummaryStore of pool d: the
+// summaries that a statement on d writes are then the ones sums keeps.
+func sameSummaries(d *sqlx.DB, sums summary.Store) bool {
+	ss, ok := sums.(*SummaryStore)
+	return ok && ss.d == d
 }
 
 // factJSON is one element of facts_json: the reference's shape

@@ -44,12 +44,26 @@ type engine struct {
 	backlogs map[string]tracked // by session; guarded by mu
 }
 
-// tracked is a session's backlog as of its last fold plan, kept up to date
-// by this process's saves.
+// tracked is a session's backlog as of its last fold plan (or, before the
+// first, the first load that read it), kept up to date by this process's
+// saves and folds: backlog.messages is always total − covered.
 type tracked struct {
 	epoch   int64 // the session incarnation it belongs to
-	covered int   // messages the summary covered at the plan
+	covered int   // messages the summary covers
+	total   int   // the largest message count read or saved
+	// partial: saves reported messages the plan did not read, whose turns
+	// and tokens the plan's backlog lacks (they only count messages).
+	partial bool
+	// countOnly: nothing has measured the backlog yet, only total is
+	// known (from saves that came before the first plan or load).
+	countOnly bool
 	backlog
+}
+
+// newTracked is the record of a read: v, the usable summary s and the
+// messages after its cursor.
+func (e *engine) newTracked(v view, s *summary.Summary, unfolded []store.Message) tracked {
+	return tracked{epoch: v.epoch, covered: v.total - len(unfolded), total: v.total, backlog: e.m.pol.backlogOf(v, s, unfolded)}
 }
 
 // maxTracked bounds the backlogs kept; past it they are all forgotten
@@ -198,6 +212,14 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		finish(sum, err)
 		again := r.again
 		r.again = false
+		if again && err == nil {
+			// The saves that asked counted a backlog from before this fold
+			// stored its summary; the tracked backlog, which the fold has
+			// brought up to date, says whether one more fold is due.
+			if due, ok := e.trackedDueLocked(sessionID); ok && !due {
+				again = false
+			}
+		}
 		if !again || ctx.Err() != nil {
 			// Deciding to end and leaving st.cur happen in one critical
 			// section: a save that asks for another pass after this point
@@ -378,18 +400,99 @@ func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*
 	}
 	p.cut, p.why = m.pol.target(v, existing, p.unfolded, trigger != "load")
 	if m.pol.wantsUnfolded() {
-		e.track(sessionID, tracked{epoch: v.epoch, covered: v.total - len(p.unfolded), backlog: m.pol.backlogOf(existing, p.unfolded)})
+		e.track(sessionID, e.newTracked(v, existing, p.unfolded))
 	}
 	return existing, p, nil
 }
 
-// track records a session's backlog as a plan measured it.
+// track records a session's backlog as a plan measured it. Saves that
+// reported a larger count meanwhile appended after the plan's read: their
+// messages still count, and the record is marked partial (their turns and
+// tokens are not in it).
 func (e *engine) track(sessionID string, t tracked) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.remeasureLocked(sessionID, t)
+}
+
+// remeasureLocked replaces a session's record by t, measured by a read,
+// keeping the larger count of saves reported since. Callers hold e.mu.
+func (e *engine) remeasureLocked(sessionID string, t tracked) {
+	if old, ok := e.backlogs[sessionID]; ok && old.epoch == t.epoch && old.total > t.total {
+		t.total, t.partial = old.total, true
+		t.messages = t.total - t.covered
+	}
+	e.trackLocked(sessionID, t)
+}
+
+func (e *engine) trackLocked(sessionID string, t tracked) {
 	if len(e.backlogs) >= maxTracked {
 		clear(e.backlogs)
 	}
+	e.backlogs[sessionID] = t
+}
+
+// seed starts tracking a session's backlog from what a load read (v, its
+// usable summary s and the messages after its cursor) when this process
+// does not track it yet, so the session's next saves need not plan a fold
+// to learn it. A tracked session is left alone: its record is at least as
+// new as the load's read.
+func (e *engine) seed(sessionID string, v view, s *summary.Summary, unfolded []store.Message) {
+	known := func() bool {
+		t, ok := e.backlogs[sessionID]
+		return ok && t.epoch == v.epoch && !t.countOnly
+	}
+	e.mu.Lock()
+	k := known()
+	e.mu.Unlock()
+	if k {
+		return
+	}
+	fresh := e.newTracked(v, s, unfolded)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if known() {
+		return // a plan or another load was first
+	}
+	e.remeasureLocked(sessionID, fresh)
+}
+
+// trackedDueLocked reports whether the session is tracked (ok) and, if
+// so, whether its backlog fires a trigger. A partial record, which may
+// undercount turns and tokens, is not ok. Callers hold e.mu.
+func (e *engine) trackedDueLocked(sessionID string) (due, ok bool) {
+	t, ok := e.backlogs[sessionID]
+	if !ok || t.partial || t.countOnly {
+		return false, false
+	}
+	return e.m.pol.due(t.backlog), true
+}
+
+// folded updates a session's tracked backlog after a fold that planned
+// from covered messages covered and stored sum: the folded messages (the
+// first of unfolded, up to sum's cursor) leave the backlog and the summary
+// replaces the old one (existing) in its tokens, so the session's next
+// saves need not plan again to learn that the fold happened. A record that
+// does not descend from the fold's plan (re-created session, or tracked
+// anew since) is left alone.
+func (e *engine) folded(sessionID string, epoch int64, covered int, existing, sum *summary.Summary, unfolded []store.Message) {
+	n := 0
+	for n < len(unfolded) && unfolded[n].Seq <= sum.UpToSeq {
+		n++
+	}
+	pol := e.m.pol
+	before := pol.backlogOf(view{}, existing, unfolded[:n])
+	after := pol.backlogOf(view{}, sum, nil)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.backlogs[sessionID]
+	if !ok || t.epoch != epoch || t.countOnly || t.covered != covered {
+		return
+	}
+	t.covered += n
+	t.messages = max(t.total-t.covered, 0)
+	t.turns = max(t.turns-before.turns, 0)
+	t.tokens = max(t.tokens-before.tokens+after.tokens, 0)
 	e.backlogs[sessionID] = t
 }
 
@@ -407,15 +510,25 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 		return m.pol.due(backlog{})
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	t, ok := e.backlogs[sessionID]
-	e.mu.Unlock()
-	if !ok || t.epoch != res.Epoch {
+	if !ok || t.epoch != res.Epoch || t.countOnly {
+		// Due: the fold plans and measures the backlog. Keep the count, so
+		// that the plan knows of messages appended after its read.
+		if !ok || t.epoch != res.Epoch {
+			t = tracked{epoch: res.Epoch, countOnly: true}
+		}
+		t.total = max(t.total, res.Total)
+		e.trackLocked(sessionID, t)
 		return true
 	}
-	t.messages = res.Total - t.covered
+	// Saves of one session may report here out of order: the count only
+	// grows within an epoch, so the larger one is the newer.
+	t.total = max(t.total, res.Total)
+	t.messages = t.total - t.covered
 	t.turns += userTurns(msgs)
 	t.tokens += m.cost.Cost(chatMessages(msgs))
-	e.track(sessionID, t)
+	e.trackLocked(sessionID, t)
 	return m.pol.due(t.backlog)
 }
 
@@ -426,17 +539,17 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
 	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
 	defer func() { endSpan(span, err) }()
-	if e.locker != nil {
-		// Plan first, without the lease: most saves of a chunked session
-		// find nothing to fold (it folds every B messages), and taking and
-		// releasing the lease costs two writes. A fold that is due is
+	if e.locker != nil && e.planFirst(sessionID, trigger) {
+		// Plan first, without the lease: a save of a session whose backlog
+		// this process does not know may find nothing to fold, and taking
+		// and releasing the lease costs two writes. A fold that is due is
 		// planned again under the lease: another process may have folded
 		// meanwhile.
 		if existing, p, err := e.plan(ctx, sessionID, userID, trigger); err != nil || p.cut == 0 {
 			return existing, err
 		}
 	}
-	release, err := e.lock(ctx, sessionID)
+	release, saveRelease, err := e.lock(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -460,8 +573,9 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		from = existing.UpToSeq
 	}
 	var msgs []store.Message
-	if incremental && unfolded != nil {
-		// Already read: the messages after the summary's cursor.
+	if unfolded != nil && (incremental || existing == nil) {
+		// Already read: the messages after the summary's cursor (all of
+		// them when there is no summary yet).
 		i := 0
 		for i < len(unfolded) && unfolded[i].Seq <= cut {
 			i++
@@ -484,7 +598,8 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	// Every fold's input is capped, parity's too: a long range is folded in
 	// chunks, each after the first continuing the summary incrementally.
 	limit := m.cfg.MaxFoldInputTokens
-	for i, chunk := range chunks(msgs, limit, m.cost) {
+	parts := chunks(msgs, limit, m.cost)
+	for i, chunk := range parts {
 		req := summary.Request{SessionID: sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0,
 			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens}
 		m.stats.summarizerCalls.Add(1)
@@ -509,7 +624,11 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		})
 		// Each chunk's result covers a whole prefix of the session: save it so
 		// progress survives a later failure.
-		if err := e.save(ctx, st, gen, next); err != nil {
+		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
+		if i == len(parts)-1 {
+			saveFn = saveRelease // the last save ends the fold: it may release the lease too
+		}
+		if err := e.save(ctx, st, gen, next, saveFn); err != nil {
 			if errors.Is(err, summary.ErrStale) { // another replica stored a newer one
 				return e.usableSummary(ctx, sessionID, v.epoch)
 			}
@@ -519,6 +638,9 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		cur = &next
 		e.notify(FoldEvent{SessionID: sessionID, UserID: userID, Summary: next})
 	}
+	if unfolded != nil {
+		e.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
+	}
 	e.cool.succeed(sessionID)
 	e.observeDuration(m.now().Sub(began))
 	m.stats.folds.Add(1)
@@ -526,10 +648,27 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	return cur, nil
 }
 
+// planFirst reports whether a fold should plan before taking the lease:
+// when a save asks and the session's tracked backlog does not say a fold is
+// due (untracked, or a save that raced a fold). A load asks only when its
+// own read found a fold due, and a tracked save only when its backlog fires
+// a trigger: those take the lease at once and plan once, under it.
+func (e *engine) planFirst(sessionID, trigger string) bool {
+	if trigger != "save" {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	due, ok := e.trackedDueLocked(sessionID)
+	return !ok || !due
+}
+
 // save writes s unless the manager is closed, the session was deleted
 // (gen changed) or the fold was cancelled since it started, so no late fold
 // resurrects a deleted session's summary or writes after Close.
-func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary) error {
+// With saveFn non-nil (a lease's save-and-release, see foldSaveLocker) it
+// saves through saveFn instead of the summary store.
+func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary, saveFn func(context.Context, summary.Summary) error) error {
 	e.saveMu.RLock()
 	defer e.saveMu.RUnlock()
 	if e.closed.Load() {
@@ -543,7 +682,10 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 	if st.gen != gen {
 		return errDeleted
 	}
-	if err := e.m.sums.Save(ctx, s); err != nil {
+	if saveFn == nil {
+		saveFn = e.m.sums.Save
+	}
+	if err := saveFn(ctx, s); err != nil {
 		return fmt.Errorf("save summary: %w", err)
 	}
 	return nil
@@ -556,31 +698,51 @@ func (e *engine) notify(ev FoldEvent) {
 	}
 }
 
+// foldSaveLocker is an optional capability of a FoldLocker (the
+// PostgreSQL stores have it) that ends a fold in one write: beside the
+// lock's release it may return save, which stores a summary in sums (as
+// sums.Save would, with its errors) and releases the lock at once,
+// provided the lock is still the caller's (else it refuses with an error
+// wrapping summary.ErrStale and stores nothing). save is nil when the
+// locker cannot write to sums; then, and for lockers without the
+// capability, a fold saves through sums.Save and calls release, as it
+// always does: release must be safe to call after save.
+type foldSaveLocker interface {
+	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error)
+}
+
 // lock takes the cross-process fold lock when the stores have one, waiting
-// for another process's fold at most Config.FoldWait.
-func (e *engine) lock(ctx context.Context, sessionID string) (func(), error) {
+// for another process's fold at most Config.FoldWait. save, when not nil,
+// saves a summary and releases the lock in one step (foldSaveLocker).
+func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
 	if e.locker == nil {
-		return func() {}, nil
+		return func() {}, nil, nil
 	}
 	deadline := time.NewTimer(e.m.cfg.FoldWait)
 	defer deadline.Stop()
+	saver, _ := e.locker.(foldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		release, ok, err := e.locker.TryLockFold(ctx, sessionID, e.m.cfg.FoldLockTTL)
+		var ok bool
+		if saver != nil {
+			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.m.cfg.FoldLockTTL, e.m.sums)
+		} else {
+			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.m.cfg.FoldLockTTL)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("fold lock: %w", err)
+			return nil, nil, fmt.Errorf("fold lock: %w", err)
 		}
 		if ok {
-			return release, nil
+			return release, save, nil
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-deadline.C:
 			t.Stop()
-			return nil, errFoldBusy
+			return nil, nil, errFoldBusy
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 }

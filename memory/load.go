@@ -39,6 +39,9 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 			return History{}, err
 		}
 	}
+	if m.pol.wantsUnfolded() {
+		e.seed(sessionID, v, s, unfolded)
+	}
 	cut, trigger := m.pol.target(v, s, unfolded, false)
 	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
 		e.request(sessionID, user, trigger, false) // due, but the view is complete without it
@@ -88,6 +91,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 // statement for a database; otherwise the tail and then the summary, two
 // calls. A tail too short to align the window is read again by readTail.
 func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
+	defer func() { v.prices = new(tailPrices) }()
 	want := e.m.pol.loadSize()
 	if !e.m.hierarchical() {
 		v, err = e.m.readTail(ctx, sessionID, userID, want)
@@ -101,6 +105,21 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
 		return v, s, sumErr, nil
 	}
+	if ar, ok := sr.(afterSummaryReader); ok && e.m.pol.wantsUnfolded() {
+		// The policy shows every message after the summary's cursor and
+		// none before it: read only those. When more than the limit are
+		// unfolded, after() reads them all.
+		n := want + alignSlack
+		t, s, err := ar.SnapshotAfterSummary(ctx, sessionID, userID, n)
+		if err != nil {
+			return view{}, nil, nil, err
+		}
+		v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages, all: len(t.Messages) < n}
+		if s != nil && s.Epoch == t.Epoch {
+			v.from = s.UpToSeq
+		}
+		return v, usable(s, v.epoch), nil, nil
+	}
 	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
 	if err != nil {
 		return view{}, nil, nil, err
@@ -112,6 +131,17 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		}
 	}
 	return v, usable(s, v.epoch), nil, nil
+}
+
+// afterSummaryReader is an optional capability of a SnapshotReader (the
+// PostgreSQL store has it): SnapshotAfterSummary returns what Snapshot
+// returns, except that its messages are the newest n of those after the
+// returned summary's cursor when that summary has the tail's epoch (else
+// the newest n of all). A load of a policy that shows every message its
+// summary does not cover (chunked) then reads no message it would drop.
+// Stores without it are read with Snapshot.
+type afterSummaryReader interface {
+	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error)
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil

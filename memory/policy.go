@@ -39,8 +39,8 @@ type policy interface {
 	// the cursor even when the summary is fresh.
 	wantsUnfolded() bool
 	// backlogOf measures what a session holds beyond its usable summary s
-	// (nil: none): unfolded are the messages after its cursor.
-	backlogOf(s *summary.Summary, unfolded []store.Message) backlog
+	// (nil: none): unfolded are the messages after its cursor, read in v.
+	backlogOf(v view, s *summary.Summary, unfolded []store.Message) backlog
 	// due reports whether a save that left the session with backlog b may
 	// need a fold; a save that is not due starts none.
 	due(b backlog) bool
@@ -137,8 +137,8 @@ func (parity) wantsUnfolded() bool { return false }
 
 // Parity folds after every save past the trigger: there is no backlog to
 // track.
-func (parity) backlogOf(*summary.Summary, []store.Message) backlog { return backlog{} }
-func (parity) due(backlog) bool                                    { return true }
+func (parity) backlogOf(view, *summary.Summary, []store.Message) backlog { return backlog{} }
+func (parity) due(backlog) bool                                          { return true }
 
 // chunked shows the summary plus every message it does not cover yet — so
 // no message leaves the view unless folded — and keeps that verbatim tail
@@ -165,16 +165,16 @@ func (c chunked) loadSize() int { return c.cfg.RecentMessageCount + c.cfg.Buffer
 
 func (c chunked) triggers(total int) bool { return total > c.cfg.RecentMessageCount }
 
-func (c chunked) target(_ view, s *summary.Summary, unfolded []store.Message, background bool) (int64, string) {
+func (c chunked) target(v view, s *summary.Summary, unfolded []store.Message, background bool) (int64, string) {
 	if background {
-		trigger := c.foldTrigger(s, unfolded)
+		trigger := c.foldTrigger(v, s, unfolded)
 		start := alignedStart(unfolded, c.cfg.RecentMessageCount)
 		if trigger == "" || start == 0 {
 			return 0, ""
 		}
 		return unfolded[start-1].Seq, trigger
 	}
-	fit := c.fitFrom(s, unfolded)
+	fit := c.fitFrom(v, s, unfolded)
 	if fit > 0 {
 		return unfolded[max(fit, c.overflowFrom(unfolded))-1].Seq, "load"
 	}
@@ -189,10 +189,10 @@ func (c chunked) show(v view, s *summary.Summary, unfolded []store.Message) Hist
 		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
 	mode := ModeHierarchical
-	if c.overflowFrom(unfolded) > 0 || c.fitFrom(s, unfolded) > 0 {
+	if c.overflowFrom(unfolded) > 0 || c.fitFrom(v, s, unfolded) > 0 {
 		mode = ModeStale
 	}
-	return shown(c.fitNarrative(s, unfolded), unfolded, mode, v.total, render(c.cfg))
+	return shown(c.fitNarrative(v, s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
 func (c chunked) degraded(v view, unfolded []store.Message) History {
@@ -203,8 +203,8 @@ func (c chunked) incremental() bool { return c.cfg.FoldMode != FoldFull }
 func (chunked) wantsUnfolded() bool { return true }
 
 // foldTrigger names the highest-priority trigger that fires, "" for none.
-func (c chunked) foldTrigger(s *summary.Summary, unfolded []store.Message) string {
-	return c.trigger(c.backlogOf(s, unfolded))
+func (c chunked) foldTrigger(v view, s *summary.Summary, unfolded []store.Message) string {
+	return c.trigger(c.backlogOf(v, s, unfolded))
 }
 
 // trigger names the highest-priority trigger that a backlog fires, "" for
@@ -223,8 +223,9 @@ func (c chunked) trigger(b backlog) string {
 	return ""
 }
 
-func (c chunked) backlogOf(s *summary.Summary, unfolded []store.Message) backlog {
-	b := backlog{messages: len(unfolded), tokens: c.summaryTokens(s) + c.messageTokens(unfolded)}
+func (c chunked) backlogOf(v view, s *summary.Summary, unfolded []store.Message) backlog {
+	sums, msgs := c.prices(v, s, unfolded)
+	b := backlog{messages: len(unfolded), tokens: sums + msgs}
 	b.turns = userTurns(unfolded)
 	return b
 }
@@ -284,10 +285,11 @@ func (c chunked) overflowFrom(unfolded []store.Message) int {
 // fitFrom returns the index of the first unfolded message that the view's
 // token budget holds beside the summary (at least MinTailMessages, aligned
 // so no tool group is split): 0 when the whole tail fits.
-func (c chunked) fitFrom(s *summary.Summary, unfolded []store.Message) int {
+func (c chunked) fitFrom(v view, s *summary.Summary, unfolded []store.Message) int {
 	budget := c.viewBudget()
-	avail := budget - c.summaryTokens(s)
-	if c.messageTokens(unfolded) <= avail {
+	sums, msgs := c.prices(v, s, unfolded)
+	avail := budget - sums
+	if msgs <= avail {
 		return 0 // the usual case, priced in one pass
 	}
 	fit := 0
@@ -305,12 +307,13 @@ func (c chunked) fitFrom(s *summary.Summary, unfolded []store.Message) int {
 // summary + tail exceed the prompt-memory budget: the last resort, after
 // dropping folded verbatim turns. Facts are never cut. The stored summary is
 // unchanged.
-func (c chunked) fitNarrative(s *summary.Summary, tail []store.Message) *summary.Summary {
+func (c chunked) fitNarrative(v view, s *summary.Summary, tail []store.Message) *summary.Summary {
 	budget := c.cfg.PromptMemoryBudget
 	if budget == 0 || s == nil {
 		return s
 	}
-	over := c.summaryTokens(s) + c.messageTokens(tail) - budget
+	sums, msgs := c.prices(v, s, tail)
+	over := sums + msgs - budget
 	if over <= 0 {
 		return s
 	}
@@ -326,6 +329,18 @@ func (c chunked) fitNarrative(s *summary.Summary, tail []store.Message) *summary
 		cut.Narrative = "…" + string(r[len(r)-keep:])
 	}
 	return &cut
+}
+
+// prices returns the tokens of the summary s and of the messages unfolded,
+// priced once per view: the steps of one load or plan (target, show,
+// backlogOf) ask for the same pair.
+func (c chunked) prices(v view, s *summary.Summary, unfolded []store.Message) (sums, msgs int) {
+	if sums, msgs, ok := v.prices.lookup(s, unfolded); ok {
+		return sums, msgs
+	}
+	sums, msgs = c.summaryTokens(s), c.messageTokens(unfolded)
+	v.prices.keep(s, unfolded, sums, msgs)
+	return sums, msgs
 }
 
 func (c chunked) messageTokens(msgs []store.Message) int {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 // view is the newest part of a session, read once per load or fold.
@@ -12,6 +13,45 @@ type view struct {
 	total int
 	epoch int64
 	msgs  []store.Message // the newest messages, oldest first
+	// from and all: msgs hold every message with Seq > from (a read of
+	// the messages after a summary's cursor that the limit did not cut).
+	from int64
+	all  bool
+	// prices remembers the last pricing of a summary and its unfolded
+	// messages for this view (nil: none kept), so that the policy's steps
+	// for one load or plan price them once.
+	prices *tailPrices
+}
+
+// tailPrices is the token cost of a summary and of the messages after its
+// cursor, for the one pair (s, msgs) it was computed for: keyed by the
+// summary's identity and the slice's first element and length, which a
+// load or plan never changes once read.
+type tailPrices struct {
+	s           *summary.Summary
+	first       *store.Message
+	n           int
+	sums, msgs  int
+	initialized bool
+}
+
+// lookup returns the prices of (s, msgs) when they are the ones kept.
+func (p *tailPrices) lookup(s *summary.Summary, msgs []store.Message) (sums, msgTokens int, ok bool) {
+	if p == nil || !p.initialized || p.s != s || p.n != len(msgs) || (len(msgs) > 0 && p.first != &msgs[0]) {
+		return 0, 0, false
+	}
+	return p.sums, p.msgs, true
+}
+
+// keep remembers the prices of (s, msgs).
+func (p *tailPrices) keep(s *summary.Summary, msgs []store.Message, sums, msgTokens int) {
+	if p == nil {
+		return
+	}
+	*p = tailPrices{s: s, n: len(msgs), sums: sums, msgs: msgTokens, initialized: true}
+	if len(msgs) > 0 {
+		p.first = &msgs[0]
+	}
 }
 
 // alignSlack is how many extra messages a read fetches beyond the window so
@@ -42,7 +82,7 @@ func (m *Manager) readTail(ctx context.Context, sessionID, userID string, want i
 // after returns the session's messages with Seq > cursor, oldest first:
 // from v when v reaches back to the cursor, else read from the store.
 func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
-	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) {
+	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) || (v.all && cursor >= v.from) {
 		i := 0
 		for i < len(v.msgs) && v.msgs[i].Seq <= cursor {
 			i++
