@@ -152,6 +152,11 @@ func TestTailReadsOnlyTheWindow(t *testing.T) {
 	if sl > ss+10 || ss > small+10 {
 		t.Errorf("Snapshot touched %d pages for 100 000 messages, %d for 100 (Tail: %d): it reads history, not the window", sl, ss, small)
 	}
+	as, al := queryBuffers(t, ctx, f.d, db.SnapshotAfterSQL(tailWindow), "small"), queryBuffers(t, ctx, f.d, db.SnapshotAfterSQL(tailWindow), "large")
+	t.Logf("pages touched by SnapshotAfterSummary(%d): 100 messages %d, 100 000 messages %d", tailWindow, as, al)
+	if al > as+10 || as > small+10 {
+		t.Errorf("SnapshotAfterSummary touched %d pages for 100 000 messages, %d for 100 (Tail: %d): it reads history, not the window", al, as, small)
+	}
 
 	// Wall time, interleaved so that machine load hits both alike.
 	var ds, dl []time.Duration

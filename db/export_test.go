@@ -17,6 +17,10 @@ func TailSQL(n int) string { return fmt.Sprintf(tailSQL, readLimit(n)) }
 // external tests, which inspect its plan. It takes ($1 session, $2 user).
 func SnapshotSQL(n int) string { return fmt.Sprintf(snapshotSQL, readLimit(n)) }
 
+// SnapshotAfterSQL is the SnapshotAfterSummary statement reading n
+// messages, for the external tests, as SnapshotSQL.
+func SnapshotAfterSQL(n int) string { return fmt.Sprintf(snapshotAfterSQL, readLimit(n)) }
+
 // MigrateTo migrates d up or down to version, for the tests of a
 // migration's handling of existing data.
 func MigrateTo(ctx context.Context, d *sqlx.DB, version uint) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -425,6 +426,26 @@ SELECT NULL, NULL, NULL,
        ) m`
 }
 
+// limitedQueries memoizes limitedSQL.
+var limitedQueries sync.Map // limitedKey → string
+
+type limitedKey struct {
+	format string
+	limit  int
+}
+
+// limitedSQL is fmt.Sprintf(format, limit) for a statement format with
+// one %d (its LIMIT, see readLimit), formatted once per format and limit.
+func limitedSQL(format string, limit int) string {
+	k := limitedKey{format, limit}
+	if q, ok := limitedQueries.Load(k); ok {
+		return q.(string)
+	}
+	q := fmt.Sprintf(format, limit)
+	limitedQueries.Store(k, q)
+	return q
+}
+
 // ReadsSummariesOf implements store.SnapshotReader: Snapshot's summary is
 // the one sums stores when sums is a SummaryStore of this package on the
 // same pool (same database, same schema). For any other summary store the
@@ -466,7 +487,8 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 		return fail(store.ErrNotFound)
 	}
 	n = max(n, 0)
-	st, err := s.stmts.get(ctx, fmt.Sprintf(query, readLimit(n)))
+	limit := readLimit(n)
+	st, err := s.stmts.get(ctx, limitedSQL(query, limit))
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -482,18 +504,18 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 		CreatedAt, UpdatedAt    sql.NullTime
 	}
 	var (
-		out   store.Tail
+		out   = store.Tail{Messages: make([]store.Message, 0, min(limit, 256))}
 		owner sql.NullString
 		sr    summaryCols // from the session row
 		found bool
+		// Scanned into, row after row: Scan overwrites every column and
+		// copies what it keeps (the bytes of []byte columns included).
+		rowOwner     sql.NullString
+		total, epoch sql.NullInt64
+		r            messageRow
+		row          summaryCols
 	)
 	for rows.Next() {
-		var (
-			rowOwner     sql.NullString
-			total, epoch sql.NullInt64
-			r            messageRow
-			row          summaryCols
-		)
 		if err := rows.Scan(&rowOwner, &total, &epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
 			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt); err != nil {
@@ -521,6 +543,9 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	}
 	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	out.Messages = out.Messages[max(len(out.Messages)-n, 0):] // the limit was rounded up (readLimit)
+	if len(out.Messages) == 0 {
+		out.Messages = nil // as Tail returns none
+	}
 	if !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}

@@ -509,6 +509,7 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 	if !m.pol.wantsUnfolded() {
 		return m.pol.due(backlog{})
 	}
+	tokens := m.cost.Cost(chatMessages(msgs)) // priced outside the lock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, ok := e.backlogs[sessionID]
@@ -527,7 +528,7 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 	t.total = max(t.total, res.Total)
 	t.messages = t.total - t.covered
 	t.turns += userTurns(msgs)
-	t.tokens += m.cost.Cost(chatMessages(msgs))
+	t.tokens += tokens
 	e.trackLocked(sessionID, t)
 	return m.pol.due(t.backlog)
 }
