@@ -66,24 +66,7 @@ func TestSnapshotMatchesTailAndGet(t *testing.T) {
 	check("s", 38)
 	check("s", 200)
 
-	for _, c := range []struct {
-		session, user string
-		want          error
-	}{
-		{"none", "alice", store.ErrNotFound},
-		{"s", "bob", memory.ErrNotOwner},
-		{"bad\x00id", "alice", store.ErrNotFound},
-	} {
-		if tl, s, err := f.messages.Snapshot(ctx, c.session, c.user, 10); !errors.Is(err, c.want) || s != nil || tl.Messages != nil {
-			t.Errorf("Snapshot(%q, %q) = %+v, %+v, %v; want nothing and %v", c.session, c.user, tl, s, err, c.want)
-		}
-	}
-	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.messages.Snapshot(ctx, "s", "alice", 10); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Snapshot of a deleted session: %v, want ErrNotFound", err)
-	}
+	checkSnapshotRefusals(t, ctx, f, "Snapshot", f.messages.Snapshot)
 }
 
 // TestAppendNeverCreates: only Create makes a session. Append to a
@@ -233,24 +216,7 @@ func TestSnapshotAfterSummary(t *testing.T) {
 	}
 	same(38)
 
-	for _, c := range []struct {
-		session, user string
-		want          error
-	}{
-		{"none", "alice", store.ErrNotFound},
-		{"s", "bob", memory.ErrNotOwner},
-		{"bad\x00id", "alice", store.ErrNotFound},
-	} {
-		if tl, s, err := f.messages.SnapshotAfterSummary(ctx, c.session, c.user, 10); !errors.Is(err, c.want) || s != nil || tl.Messages != nil {
-			t.Errorf("SnapshotAfterSummary(%q, %q) = %+v, %+v, %v; want nothing and %v", c.session, c.user, tl, s, err, c.want)
-		}
-	}
-	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.messages.SnapshotAfterSummary(ctx, "s", "alice", 10); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("SnapshotAfterSummary of a deleted session: %v, want ErrNotFound", err)
-	}
+	checkSnapshotRefusals(t, ctx, f, "SnapshotAfterSummary", f.messages.SnapshotAfterSummary)
 }
 
 // readCounter is the message store of a manager that records which reads
@@ -397,5 +363,32 @@ func TestChunkedLoadReadsOnlyAfterTheCursor(t *testing.T) {
 	defer store.mu.Unlock()
 	if store.after != 0 || store.snapshots < 1 {
 		t.Fatalf("a parity load and its fold made %d cursor reads and %d snapshots; want snapshots only", store.after, store.snapshots)
+	}
+}
+
+// checkSnapshotRefusals checks that snap (a snapshot read of f's store,
+// named name) of session "s", owned by alice, returns nothing and the
+// store's error for a missing session, another user and an invalid id, and
+// ErrNotFound once "s" is deleted.
+func checkSnapshotRefusals(t *testing.T, ctx context.Context, f *fixture, name string,
+	snap func(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error)) {
+	t.Helper()
+	for _, c := range []struct {
+		session, user string
+		want          error
+	}{
+		{"none", "alice", store.ErrNotFound},
+		{"s", "bob", memory.ErrNotOwner},
+		{"bad\x00id", "alice", store.ErrNotFound},
+	} {
+		if tl, s, err := snap(ctx, c.session, c.user, 10); !errors.Is(err, c.want) || s != nil || tl.Messages != nil {
+			t.Errorf("%s(%q, %q) = %+v, %+v, %v; want nothing and %v", name, c.session, c.user, tl, s, err, c.want)
+		}
+	}
+	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := snap(ctx, "s", "alice", 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("%s of a deleted session: %v, want ErrNotFound", name, err)
 	}
 }

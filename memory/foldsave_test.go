@@ -73,19 +73,8 @@ func TestFoldEndsWithTheLocksSave(t *testing.T) {
 	sums := &countingSums{Store: summary.NewInMemoryStore(0)}
 	store.writes = sums
 	svc := &fakeSummarizer{}
-	mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mgr.Close()
+	mgr := foldOnce(t, store, cfg, sums, svc)
 	ctx := context.Background()
-	seed(t, store, "s", "alice", 15)
-	if err := mgr.SaveTurn(ctx, "s", "alice", "u16", "a16"); err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
 	calls := svc.calls.Load()
 	if calls < 2 || store.saves.Load() != 1 || sums.saves.Load() != calls-1 || store.offered.Load() != 1 {
 		t.Fatalf("%d chunks: %d saves through the lock, %d through the store, %d locks offered a save; want the last one through the lock",
@@ -118,19 +107,8 @@ func TestFoldLockSaveRefusedOrUnavailable(t *testing.T) {
 				store.writes = summary.NewInMemoryStore(0)
 			}
 			store.refuse.Store(c.refuse)
-			mgr, err := memory.NewManager(store, hierConfig(), memory.WithSummaries(sums, &fakeSummarizer{}), memory.WithLogger(quiet))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mgr.Close()
+			foldOnce(t, store, hierConfig(), sums, &fakeSummarizer{})
 			ctx := context.Background()
-			seed(t, store, "s", "alice", 15)
-			if err := mgr.SaveTurn(ctx, "s", "alice", "u16", "a16"); err != nil {
-				t.Fatal(err)
-			}
-			if err := mgr.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
 			s, _ := sums.Get(ctx, "s")
 			switch {
 			case c.refuse && (s != nil || sums.saves.Load() != 0):
@@ -206,4 +184,24 @@ func TestChunkedSessionReadOncePerLoadAndFold(t *testing.T) {
 	if n := len(mustMessages(t, mgr, "s", "alice", s.UpToSeq)); n < 4 || n > 8 {
 		t.Fatalf("%d messages unfolded at the end, want between K and K+B", n)
 	}
+}
+
+// foldOnce returns a manager over ms whose session "s" of alice holds 15
+// seeded turns and one saved turn, with the fold that turn started done.
+func foldOnce(t *testing.T, ms memory.MessageStore, cfg memory.Config, sums summary.Store, svc summary.Service) *memory.Manager {
+	t.Helper()
+	mgr, err := memory.NewManager(ms, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	ctx := context.Background()
+	seed(t, ms, "s", "alice", 15)
+	if err := mgr.SaveTurn(ctx, "s", "alice", "u16", "a16"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return mgr
 }
