@@ -100,7 +100,14 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 	}
 	pool := d.DB
 	if own, ok := d.Driver().(*pgDriver); ok {
-		c, err := newConnector(own.c.dsn, 0)
+		// Without a statement timeout from the first statement on: the
+		// pool's own (which may be shorter than the SET below takes on a
+		// busy server) is replaced in the connection's start-up parameters.
+		dsn, err := WithDSNParams(own.c.dsn, map[string]string{"statement_timeout": "0"})
+		if err != nil {
+			return fmt.Errorf("db: %s: %w", op, err)
+		}
+		c, err := newConnector(dsn, 0)
 		if err != nil {
 			return fmt.Errorf("db: %s: %w", op, err)
 		}

@@ -83,3 +83,25 @@ func BenchmarkEstimator(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCachedEstimatorParallel prices a window of 40 distinct messages
+// of about 200 bytes, already cached, from every P at once: what the loads
+// of many sessions do with one manager's shared estimator.
+func BenchmarkCachedEstimatorParallel(b *testing.B) {
+	texts := make([]string, 40)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("message %d: %s", i, strings.Repeat("we talked about the trip to Lisbon and the museum ", 4))
+	}
+	est := NewEstimator()
+	for _, t := range texts {
+		est.Estimate(t)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			est.Estimate(texts[i%len(texts)])
+			i++
+		}
+	})
+}

@@ -1,11 +1,9 @@
 package trimmer
 
 import (
-	"crypto/sha256"
-	"strings"
+	"hash/maphash"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -32,9 +30,6 @@ const (
 	EstimatorCacheSize = 50_000
 	// EstimatorCacheTTL is how long an entry survives without being read.
 	EstimatorCacheTTL = 5 * time.Minute
-	// maxInlineKeyBytes: longer texts are keyed by their SHA-256 so the
-	// cache does not pin large strings in memory.
-	maxInlineKeyBytes = 2_000
 )
 
 // cjkClass holds the scripts that tokenizers split at about 2/3 token per
@@ -126,40 +121,62 @@ func NewCachedEstimator(est Estimator) Estimator {
 	return newCachedEstimator(est, EstimatorCacheSize, EstimatorCacheTTL, time.Now)
 }
 
-// cachedEstimator is an LRU with an idle timeout. It does not use
+// cachedEstimator is a sharded LRU with an idle timeout. It does not use
 // golang-lru's expirable cache on purpose: that one starts a goroutine per
 // cache that can never be stopped, which leaks every cache ever built and
 // trips goroutine-leak checks in callers' tests. Expiry is applied lazily
 // instead: a stale entry is a miss, and each insert first drops stale entries
-// from the cold end (entries sit in last-access order, so the stale ones are
-// all there).
+// from the cold end of its shard (entries sit in last-access order, so the
+// stale ones are all there).
+//
+// A text is keyed by two independently seeded 64-bit hashes of it rather
+// than by the text itself: the key is small and cheap to compare, the cache
+// pins no caller's string, and two texts share a key with probability about
+// 2^-128 per pair (the seeds are random per cache, so inputs cannot be
+// crafted to collide). Many loads price their windows at once through one
+// manager's estimator, so the cache is split into shards by key, each with
+// its own lock; recency is then kept per shard.
 type cachedEstimator struct {
-	est Estimator
-	ttl time.Duration
-	now func() time.Time
+	est    Estimator
+	ttl    time.Duration
+	now    func() time.Time
+	seeds  [2]maphash.Seed
+	shards []cacheShard
+}
 
+type cacheShard struct {
 	mu  sync.Mutex
 	lru *simplelru.LRU[cacheKey, *cacheEntry]
 }
 
-// cacheKey holds either a short text or the SHA-256 of a long one (text
-// empty), so a short text can never collide with a digest.
-type cacheKey struct {
-	text string
-	sum  [sha256.Size]byte
-}
+type cacheKey [2]uint64
 
 type cacheEntry struct {
 	tokens   int
 	deadline time.Time
 }
 
+// cacheShards is the number of shards of a cache of at least
+// minShardedSize entries; smaller caches are one exact LRU.
+const (
+	cacheShards    = 16
+	minShardedSize = 1_024
+)
+
 func newCachedEstimator(est Estimator, size int, ttl time.Duration, now func() time.Time) *cachedEstimator {
-	lru, err := simplelru.NewLRU[cacheKey, *cacheEntry](size, nil)
-	if err != nil {
-		panic("trimmer: invalid estimator cache size") // unreachable: sizes are constants > 0
+	n := 1
+	if size >= minShardedSize {
+		n = cacheShards
 	}
-	return &cachedEstimator{est: est, ttl: ttl, now: now, lru: lru}
+	c := &cachedEstimator{est: est, ttl: ttl, now: now, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, shards: make([]cacheShard, n)}
+	for i := range c.shards {
+		lru, err := simplelru.NewLRU[cacheKey, *cacheEntry](size/n, nil)
+		if err != nil {
+			panic("trimmer: invalid estimator cache size") // unreachable: sizes are constants > 0
+		}
+		c.shards[i].lru = lru
+	}
+	return c
 }
 
 // Estimate returns the memoised count, computing it outside the lock on a
@@ -169,65 +186,61 @@ func (c *cachedEstimator) Estimate(text string) int {
 	if text == "" {
 		return c.est.Estimate(text)
 	}
-	key := keyFor(text)
-	if n, ok := c.lookup(key); ok {
+	key := c.keyFor(text)
+	sh := &c.shards[key[0]%uint64(len(c.shards))]
+	if n, ok := sh.lookup(key, c.now(), c.ttl); ok {
 		return n
 	}
 	n := c.est.Estimate(text)
-	c.store(key, n)
+	sh.store(key, n, c.now(), c.ttl)
 	return n
 }
 
-func keyFor(text string) cacheKey {
-	if len(text) <= maxInlineKeyBytes {
-		return cacheKey{text: text}
-	}
-	// Hash a read-only view of the string: copying a long text on every
-	// lookup would cost more than the lookup saves. Sum256 neither keeps
-	// nor modifies its argument.
-	return cacheKey{sum: sha256.Sum256(unsafe.Slice(unsafe.StringData(text), len(text)))}
+func (c *cachedEstimator) keyFor(text string) cacheKey {
+	return cacheKey{maphash.String(c.seeds[0], text), maphash.String(c.seeds[1], text)}
 }
 
-func (c *cachedEstimator) lookup(key cacheKey) (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.lru.Get(key)
+func (sh *cacheShard) lookup(key cacheKey, now time.Time, ttl time.Duration) (int, bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.lru.Get(key)
 	if !ok {
 		return 0, false
 	}
-	now := c.now()
 	if now.After(e.deadline) {
-		c.lru.Remove(key)
+		sh.lru.Remove(key)
 		return 0, false
 	}
-	e.deadline = now.Add(c.ttl)
+	e.deadline = now.Add(ttl)
 	return e.tokens, true
 }
 
-func (c *cachedEstimator) store(key cacheKey, tokens int) {
-	// The caller's string may be a slice of a much larger one.
-	key.text = strings.Clone(key.text)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	c.dropExpired(now)
-	c.lru.Add(key, &cacheEntry{tokens: tokens, deadline: now.Add(c.ttl)})
+func (sh *cacheShard) store(key cacheKey, tokens int, now time.Time, ttl time.Duration) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.dropExpired(now)
+	sh.lru.Add(key, &cacheEntry{tokens: tokens, deadline: now.Add(ttl)})
 }
 
 // dropExpired removes stale entries from the least recently used end.
-func (c *cachedEstimator) dropExpired(now time.Time) {
+func (sh *cacheShard) dropExpired(now time.Time) {
 	for {
-		_, e, ok := c.lru.GetOldest()
+		_, e, ok := sh.lru.GetOldest()
 		if !ok || !now.After(e.deadline) {
 			return
 		}
-		c.lru.RemoveOldest()
+		sh.lru.RemoveOldest()
 	}
 }
 
 // len reports the number of cached entries (tests only).
 func (c *cachedEstimator) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += sh.lru.Len()
+		sh.mu.Unlock()
+	}
+	return n
 }

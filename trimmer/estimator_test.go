@@ -113,20 +113,24 @@ func TestCachedEstimatorMatchesUncached(t *testing.T) {
 	}
 }
 
-// A digest key never collides with a short text equal to the digest.
+// Texts that differ in one byte, or only in length, get their own entries,
+// and a long text is cached like a short one.
 func TestCachedEstimatorKeysDoNotCollide(t *testing.T) {
+	c := newCachedEstimator(EstimatorFunc(func(s string) int { return len(s) }), 100, time.Hour, time.Now)
 	long := strings.Repeat("x", 3000)
-	sum := keyFor(long).sum
-	digest := string(sum[:])
-	if keyFor(long).text != "" || keyFor(digest) == keyFor(long) {
-		t.Fatal("digest key and text key overlap")
+	texts := []string{long, long[:2999], long[:2999] + "y", "a", "aa", "b"}
+	for _, text := range texts {
+		if got := c.Estimate(text); got != len(text) {
+			t.Fatalf("Estimate(%d bytes) = %d", len(text), got)
+		}
 	}
-	est := NewEstimator()
-	if got, want := est.Estimate(long), EstimateScript(long); got != want {
-		t.Fatalf("long = %d, want %d", got, want)
+	for _, text := range texts { // hits
+		if got := c.Estimate(text); got != len(text) {
+			t.Fatalf("cached Estimate(%d bytes) = %d", len(text), got)
+		}
 	}
-	if got, want := est.Estimate(digest), EstimateScript(digest); got != want {
-		t.Fatalf("digest-looking text = %d, want %d", got, want)
+	if n := c.len(); n != len(texts) {
+		t.Fatalf("cache holds %d entries, want %d", n, len(texts))
 	}
 }
 

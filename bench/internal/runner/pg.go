@@ -105,6 +105,15 @@ func openPG(ctx context.Context, base string) (*pgEnv, error) {
 	return p, nil
 }
 
+// checkpoint writes out the dirty pages of whatever ran before, so that
+// flushing them does not land inside the next measurement. It reports
+// whether the server accepted (CHECKPOINT needs a superuser or the
+// pg_checkpoint role; without them measurements go on unsettled).
+func (p *pgEnv) checkpoint(ctx context.Context) bool {
+	_, err := p.admin.ExecContext(ctx, "CHECKPOINT")
+	return err == nil
+}
+
 // pool opens another pool on the run's schema (closed by the caller).
 func (p *pgEnv) pool(ctx context.Context) (*sqlx.DB, error) { return db.Open(ctx, p.url) }
 

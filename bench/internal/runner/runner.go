@@ -92,6 +92,7 @@ type params struct {
 	concTurns             int
 	concWorkers           int
 	concThink             []time.Duration // simulated model call between load and save
+	concPasses            int             // passes of the order A B C C B A per model call
 
 	// Section 9: agent.Run turns per configuration, the stand-in model's
 	// and summarizer's call durations, the user's pause between turns and
@@ -117,7 +118,7 @@ func fullParams() params {
 		estMinTime: 300 * time.Millisecond, countTokensTexts: 20,
 		slowDelay: 2 * time.Second, slowRounds: 5, slowSaves: 100,
 		concSessions: 200, concTurns: 30, concWorkers: 50,
-		concThink:  []time.Duration{0, 50 * time.Millisecond},
+		concThink: []time.Duration{0, 50 * time.Millisecond}, concPasses: 2,
 		replyTurns: 40, replyModel: time.Second, replySummarizer: 2 * time.Second,
 		replyPause: 300 * time.Millisecond, replyGrace: 300 * time.Millisecond,
 		fidLengths: []int{50, 100, 200, 400}, fidSeeds: 2, fidQATurns: 160,
@@ -135,7 +136,7 @@ func quickParams() params {
 		estMinTime: time.Millisecond, estTexts: 200, countTokensTexts: 2,
 		slowDelay: 50 * time.Millisecond, slowRounds: 2, slowSaves: 15,
 		concSessions: 4, concTurns: 12, concWorkers: 2,
-		concThink:  []time.Duration{0, time.Millisecond},
+		concThink: []time.Duration{0, time.Millisecond}, concPasses: 1,
 		replyTurns: 24, replyModel: 40 * time.Millisecond, replySummarizer: 80 * time.Millisecond,
 		replyPause: 12 * time.Millisecond, replyGrace: 12 * time.Millisecond,
 		fidLengths: []int{24, 40}, fidSeeds: 1,

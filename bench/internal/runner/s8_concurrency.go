@@ -172,23 +172,28 @@ func runConcurrency(ctx context.Context, r *runner, out *sectionOut) error {
 		{"Strata parity + extractive", parityConfig(), summary.NewExtractiveService()},
 		{"Strata chunked + extractive", chunkedConfig(), summary.NewExtractiveService()},
 	}
-	// Each configuration runs twice, in the order A B C C B A, and its two
-	// runs are summed: the database's state drifts over a run (WAL,
-	// checkpoints, table growth), and a fixed order would charge that drift
-	// to whichever configuration runs last.
-	order := make([]int, 0, 2*len(configs))
-	for i := range configs {
-		order = append(order, i)
+	// Each configuration runs 2×concPasses times, in the order A B C C B A
+	// (repeated), and its runs are summed: the database's state drifts over
+	// a run (WAL, table growth), and a fixed order would charge that drift
+	// to whichever configuration runs last. Each run starts after a
+	// CHECKPOINT, so no run pays for writing out another's dirty pages.
+	var order []int
+	for range r.p.concPasses {
+		for i := range configs {
+			order = append(order, i)
+		}
+		for i := range configs {
+			order = append(order, len(configs)-1-i)
+		}
 	}
-	for i := range configs {
-		order = append(order, len(configs)-1-i)
-	}
+	settled := true
 	var runs []concRun
 	for ti, think := range r.p.concThink {
 		got := make([]concRun, len(configs))
 		for k, i := range order {
 			c := configs[i]
-			r.progress("  concurrency: %s, model call %s, %d sessions × %d turns on %d workers (round %d of 2)", c.name, think, r.p.concSessions, r.p.concTurns, r.p.concWorkers, k/len(configs)+1)
+			r.progress("  concurrency: %s, model call %s, %d sessions × %d turns on %d workers (run %d of %d)", c.name, think, r.p.concSessions, r.p.concTurns, r.p.concWorkers, k+1, len(order))
+			settled = pg.checkpoint(ctx) && settled
 			run, err := r.concurrencyRun(ctx, pg, c.name, fmt.Sprintf("s8-%d-%d-%d-", ti, i, k), think, c.cfg, c.svc, pairs)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
@@ -202,8 +207,12 @@ func runConcurrency(ctx context.Context, r *runner, out *sectionOut) error {
 		runs = append(runs, got...)
 	}
 
-	out.printf("%d sessions × %d turns against PostgreSQL, twice per configuration (in the order baseline, parity, chunked, chunked, parity, baseline, each run on its own sessions; the table sums both runs), %d sessions at a time (%d workers; each worker plays whole sessions, one turn = `LoadHistory`, then a simulated model call (a sleep: none, or %s), then `SaveTurn` of a LoCoMo user/assistant pair), through one manager with the `db` stores on a fresh pool with `db.Open`'s defaults (%d connections). Folds run in the background on the same pool, with the offline extractive summarizer and the cross-process fold lease. After the last turn `Flush` waits for every fold; then the stored messages are counted in the database: **lost = expected − stored** (must be 0). Goroutines are sampled every 2 ms (the process had %d before the run). The baseline is the same load with summaries off.\n\n",
-		r.p.concSessions, r.p.concTurns, r.p.concWorkers, r.p.concWorkers, r.p.concThink[len(r.p.concThink)-1], db.DefaultMaxOpenConns, runs[0].base)
+	settling := "each run starts after a `CHECKPOINT`, so that none pays for writing out the previous run's pages"
+	if !settled {
+		settling = "the server refused `CHECKPOINT` (it needs a superuser or the pg_checkpoint role), so runs were not settled in between"
+	}
+	out.printf("%d sessions × %d turns against PostgreSQL, %d times per configuration (in the order baseline, parity, chunked, chunked, parity, baseline, repeated; each run on its own sessions; %s; the table sums the runs), %d sessions at a time (%d workers; each worker plays whole sessions, one turn = `LoadHistory`, then a simulated model call (a sleep: none, or %s), then `SaveTurn` of a LoCoMo user/assistant pair), through one manager with the `db` stores on a fresh pool with `db.Open`'s defaults (%d connections). Folds run in the background on the same pool, with the offline extractive summarizer and the cross-process fold lease. After the last turn `Flush` waits for every fold; then the stored messages are counted in the database: **lost = expected − stored** (must be 0). Goroutines are sampled every 2 ms (the process had %d before the run). The baseline is the same load with summaries off.\n\n",
+		r.p.concSessions, r.p.concTurns, 2*r.p.concPasses, settling, r.p.concWorkers, r.p.concWorkers, r.p.concThink[len(r.p.concThink)-1], db.DefaultMaxOpenConns, runs[0].base)
 	out.printf("%s", r.env.provenance(true))
 	rows := [][]string{}
 	var base concRun
