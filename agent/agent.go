@@ -105,7 +105,7 @@ func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) 
 	}
 	return &Agent{
 		model: model, mgr: mgr, tools: ts, system: cfg.systemPrompt,
-		noteCost:  trimmer.MessageOverheadTokens + mgr.Estimator().Estimate(OmittedHistoryNote),
+		noteCost:  trimmer.MessageOverheadTokens + mgr.Config().Estimator.Estimate(OmittedHistoryNote),
 		maxRounds: cfg.maxRounds, provider: cfg.provider, callOpts: cfg.callOptions,
 		variant: cfg.modelVariant, log: cfg.log,
 	}, nil

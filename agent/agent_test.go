@@ -412,9 +412,9 @@ func TestPromptBeforeEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meter := trimmer.New(window, reserve, mgr.Estimator())
+	meter := trimmer.New(window, reserve, mgr.Config().Estimator)
 	budget := meter.Budget(system, trimmer.ToolDefinitionTokens)
-	if budget != window-reserve-trimmer.ToolDefinitionTokens-mgr.Estimator().Estimate(system) {
+	if budget != window-reserve-trimmer.ToolDefinitionTokens-mgr.Config().Estimator.Estimate(system) {
 		t.Fatalf("budget %d", budget)
 	}
 	for i, req := range model.Requests() {

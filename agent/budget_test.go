@@ -87,7 +87,7 @@ func TestOneBudgetKeepsEveryMarker(t *testing.T) {
 	// Not vacuous: the conversation is far larger than the budget, and the
 	// last prompt holds the first turns only as facts.
 	stored := history(t, mgr, "s", "u", 0)
-	meter := trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, mgr.Estimator())
+	meter := trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, mgr.Config().Estimator)
 	if total, budget := meter.Cost(stored), meter.Budget(system, 0); total < 2*budget {
 		t.Fatalf("conversation of %d tokens does not exceed the budget of %d", total, budget)
 	}

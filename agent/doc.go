@@ -29,8 +29,8 @@
 // # One budget
 //
 // The context window, the output reserve and the token estimator are the
-// manager's (memory.Config.ContextWindowTokens and OutputReserveTokens,
-// memory.WithEstimator): the prompt budget and the chunked policy's token
+// manager's (memory.Config.ContextWindowTokens, OutputReserveTokens and
+// Estimator): the prompt budget and the chunked policy's token
 // trigger are computed from the same numbers, so old turns are folded into
 // facts before the prompt has to drop them. WithContextWindow only checks
 // that the agent was written for that same budget.

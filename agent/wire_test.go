@@ -788,7 +788,7 @@ func TestWireTinyBudget(t *testing.T) {
 			// output reserve − one tool definition − the system prompt (6).
 			// Gemini and Anthropic keep room for OmittedHistoryNote (27
 			// tokens) when trimming leaves an assistant message first.
-			meter := trimmer.New(480, 100, mgr.Estimator())
+			meter := trimmer.New(480, 100, mgr.Config().Estimator)
 			budget := 480 - 100 - trimmer.ToolDefinitionTokens - 6
 			if b := meter.Budget(wirePrompt, trimmer.ToolDefinitionTokens); b != budget {
 				t.Fatalf("budget %d, want %d", b, budget)

@@ -49,12 +49,12 @@ arc:
 	t.Cleanup(func() { _ = rt.Close() })
 	conversation(t, rt.Manager, "s", 4) // 8 messages: above the trigger, all in the window
 	h, err := rt.Manager.Load(context.Background(), "s", "dana")
-	if err != nil || h.Mode != memory.ModeAll || len(h.Recent) != 8 {
+	if err != nil || h.Mode != "all" || len(h.Recent) != 8 {
 		t.Fatalf("8 messages: mode %s, %d verbatim, %v", h.Mode, len(h.Recent), err)
 	}
 	conversation(t, rt.Manager, "s", 2) // 12: two precede the window
 	h, err = rt.Manager.Load(context.Background(), "s", "dana")
-	if err != nil || h.Mode != memory.ModeHierarchical || len(h.Recent) != 10 || h.Summary == nil {
+	if err != nil || h.Mode != "hierarchical" || len(h.Recent) != 10 || h.Summary == nil {
 		t.Fatalf("12 messages: mode %s, %d verbatim, summary %v, %v", h.Mode, len(h.Recent), h.Summary != nil, err)
 	}
 }
@@ -221,20 +221,20 @@ func TestMaxSessionsKey(t *testing.T) {
 // their participants; other sessions stay private. Off by default.
 func TestSharedSessionPrefixesKey(t *testing.T) {
 	t.Parallel()
-	if def := Default(); len(def.SharedSessionPrefixes) != 0 {
-		t.Fatalf("shared sessions on by default: %v", def.SharedSessionPrefixes)
+	if def := Default(); len(def.Memory.SharedSessionPrefixes) != 0 {
+		t.Fatalf("shared sessions on by default: %v", def.Memory.SharedSessionPrefixes)
 	}
 	file := writeFile(t, "shared.yaml", "arc.reactor.memory.shared-session-prefixes: [slack-, teams-]\n")
 	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Files: []string{file}})
-	if err != nil || !reflect.DeepEqual(cfg.SharedSessionPrefixes, []string{"slack-", "teams-"}) {
-		t.Fatalf("from YAML: %v, %v", cfg.SharedSessionPrefixes, err)
+	if err != nil || !reflect.DeepEqual(cfg.Memory.SharedSessionPrefixes, []string{"slack-", "teams-"}) {
+		t.Fatalf("from YAML: %v, %v", cfg.Memory.SharedSessionPrefixes, err)
 	}
 	if v, _ := cfg.Value(keySharedPrefixes); v != `["slack-", "teams-"]` {
 		t.Fatalf("Value = %s", v)
 	}
 	env, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_MEMORY_SHARED_SESSION_PREFIXES=slack-, teams-,"}})
-	if err != nil || !reflect.DeepEqual(env.SharedSessionPrefixes, []string{"slack-", "teams-"}) {
-		t.Fatalf("from the environment: %v, %v", env.SharedSessionPrefixes, err)
+	if err != nil || !reflect.DeepEqual(env.Memory.SharedSessionPrefixes, []string{"slack-", "teams-"}) {
+		t.Fatalf("from the environment: %v, %v", env.Memory.SharedSessionPrefixes, err)
 	}
 	rt, err := BuildRuntime(context.Background(), cfg, WithLogger(quiet))
 	if err != nil {

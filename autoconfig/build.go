@@ -14,6 +14,7 @@ import (
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -104,9 +105,9 @@ func WithSummarizer(svc summary.Service) BuildOption {
 	return func(o *buildOptions) { o.svc, o.svcSet = svc, true }
 }
 
-// WithManagerOptions adds options to memory.NewManager, e.g.
-// memory.WithEstimator for a tokenizer that matches the model, or fold and
-// delete observers.
+// WithManagerOptions adds options to memory.NewManager, e.g. fold and
+// delete observers. (A tokenizer that matches the model is
+// Config.Memory.Estimator.)
 func WithManagerOptions(opts ...memory.Option) BuildOption {
 	return func(o *buildOptions) { o.mgrOpts = append(o.mgrOpts, opts...) }
 }
@@ -165,7 +166,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		store = memory.NewInMemoryStore(memory.WithMaxSessions(cfg.Store.MaxSessions), memory.WithStoreLogger(o.logger))
+		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions), memstore.WithLogger(o.logger))
 	}
 
 	mcfg := cfg.Memory
@@ -173,9 +174,6 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
 	}
 	mopts := []memory.Option{memory.WithLogger(o.logger)}
-	if len(cfg.SharedSessionPrefixes) > 0 {
-		mopts = append(mopts, memory.WithSharedSessions(cfg.SharedSessionPrefixes...))
-	}
 	if cfg.Memory.Enabled {
 		var sums summary.Store
 		if rt.DB != nil {

@@ -72,7 +72,7 @@ func TestBuildSummariesOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeTakeLast || len(h.Messages) != 4 || h.Total != 20 {
+	if h.Mode != "take-last" || len(h.Messages) != 4 || h.Total != 20 {
 		t.Fatalf("history mode %s, %d messages of %d", h.Mode, len(h.Messages), h.Total)
 	}
 }
@@ -93,7 +93,7 @@ func TestBuildExtractive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary == nil || !hasFact(h.Summary, "#A-7731") {
+	if h.Mode != "hierarchical" || h.Summary == nil || !hasFact(h.Summary, "#A-7731") {
 		t.Fatalf("mode %s summary %+v", h.Mode, h.Summary)
 	}
 }

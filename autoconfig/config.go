@@ -54,10 +54,6 @@ type Config struct {
 	// Server configures strata serve, the HTTP API
 	// (arc.reactor.memory.server.*).
 	Server ServerConfig
-	// SharedSessionPrefixes are the id prefixes of shared sessions
-	// (arc.reactor.memory.shared-session-prefixes; see
-	// memory.WithSharedSessions). Empty, the default: no session is shared.
-	SharedSessionPrefixes []string
 
 	// set records, for keys set by a file, the environment or an override,
 	// where the value came from.
@@ -137,7 +133,7 @@ type StoreConfig struct {
 	MaxSummaries int
 	// MaxSessions bounds the in-memory message store, a development store
 	// used without a datasource: past it the least recently used session
-	// is evicted (memory.WithMaxSessions; 0 means its default, 10000).
+	// is evicted (memstore.WithMaxSessions; 0 means its default, 10000).
 	MaxSessions int
 }
 
@@ -261,8 +257,8 @@ func (c *Config) Clone() *Config {
 	if c.Memory.PinnedFactKeys != nil {
 		out.Memory.PinnedFactKeys = append([]string(nil), c.Memory.PinnedFactKeys...)
 	}
-	if c.SharedSessionPrefixes != nil {
-		out.SharedSessionPrefixes = append([]string(nil), c.SharedSessionPrefixes...)
+	if c.Memory.SharedSessionPrefixes != nil {
+		out.Memory.SharedSessionPrefixes = append([]string(nil), c.Memory.SharedSessionPrefixes...)
 	}
 	if c.set != nil {
 		out.set = make(map[string]string, len(c.set))

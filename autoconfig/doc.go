@@ -67,7 +67,7 @@
 // connection that fails because of TLS says which sslmode fixes it
 // (OpenDatabase, TLSHint). Sessions are private to the user who created
 // them; arc-reactor's implicitly shared slack- threads are declared with
-// shared-session-prefixes (memory.WithSharedSessions). Without a datasource
+// shared-session-prefixes (memory.Config.SharedSessionPrefixes). Without a datasource
 // the stores are in memory, a development store bounded by
 // store.max-sessions.
 // String values may use Spring placeholders, ${NAME} or ${NAME:default},

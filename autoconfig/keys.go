@@ -328,7 +328,7 @@ var keyTable = []keySpec{
 	// Strata: shared sessions.
 	stringListKey(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
-		func(c *Config) *[]string { return &c.SharedSessionPrefixes }),
+		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
 
 	// Strata: folding policy.
 	stringKey(keyPolicy,
@@ -348,7 +348,7 @@ var keyTable = []keySpec{
 		func(c *Config) *int { return &c.Memory.SafetyTurns }),
 	stringKey(keyFoldMode,
 		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",
-		func(c *Config) *memory.FoldMode { return &c.Memory.FoldMode }),
+		func(c *Config) *string { return &c.Memory.FoldMode }),
 	intKey(keyMaxFoldInput,
 		"chunked: cap on one summarizer call's input tokens; larger ranges are folded in several calls. Must be >= 0 (0 = no cap).",
 		func(c *Config) *int { return &c.Memory.MaxFoldInputTokens }),

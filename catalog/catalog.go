@@ -307,10 +307,10 @@ func (c *Catalog) probe(ctx context.Context, sessionID, userID string) error {
 }
 
 // user normalizes a user id as the manager does: "" is
-// memory.AnonymousUser.
+// store.AnonymousUser.
 func user(userID string) string {
 	if userID == "" {
-		return memory.AnonymousUser
+		return store.AnonymousUser
 	}
 	return userID
 }

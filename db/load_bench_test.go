@@ -153,7 +153,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			timed(b, func() error {
 				h, err := m.Load(ctx, session, "bench")
-				if err == nil && h.Mode != memory.ModeHierarchical {
+				if err == nil && h.Mode != "hierarchical" {
 					err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
 				}
 				return err
@@ -178,7 +178,7 @@ func BenchmarkLoadTwoCalls(b *testing.B) {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			timed(b, func() error {
 				h, err := m.Load(ctx, session, "bench")
-				if err == nil && h.Mode != memory.ModeHierarchical {
+				if err == nil && h.Mode != "hierarchical" {
 					err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
 				}
 				return err

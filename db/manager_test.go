@@ -264,7 +264,7 @@ func testManagersFoldOnce(t *testing.T, policy memory.Policy, replicas int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Mode != memory.ModeHierarchical || h.Summary == nil {
+			if h.Mode != "hierarchical" || h.Summary == nil {
 				t.Errorf("%s: final load mode %s, want hierarchical with a summary", sess, h.Mode)
 			}
 		}
@@ -439,7 +439,7 @@ func TestManagerRecoversFromKilledConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := r.mgr.Load(rctx, "s", "alice")
-	if err != nil || h.Mode != memory.ModeHierarchical {
+	if err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("Load after the faults: mode %s, %v", h.Mode, err)
 	}
 	t.Logf("recovered in %v", time.Since(began).Round(time.Millisecond))

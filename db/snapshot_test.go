@@ -151,7 +151,7 @@ func TestLoadReadsTheManagersSummaryStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Mode != memory.ModeHierarchical || h.Summary == nil || h.Summary.Narrative != c.want {
+		if h.Mode != "hierarchical" || h.Summary == nil || h.Summary.Narrative != c.want {
 			t.Errorf("summary store %T: mode %s, summary %+v; want the narrative %q", c.store, h.Mode, h.Summary, c.want)
 		}
 	}
@@ -311,7 +311,7 @@ func TestChunkedLoadReadsOnlyAfterTheCursor(t *testing.T) {
 	if store.afterRows[0] != len(unfolded) {
 		t.Errorf("the load read %d messages, want the %d after the cursor", store.afterRows[0], len(unfolded))
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary == nil || h.Summary.UpToSeq != sum.UpToSeq || len(h.Recent) != len(unfolded) {
+	if h.Mode != "hierarchical" || h.Summary == nil || h.Summary.UpToSeq != sum.UpToSeq || len(h.Recent) != len(unfolded) {
 		t.Fatalf("mode %s, summary %+v, %d recent; want the summary through %d and the %d messages after it", h.Mode, h.Summary, len(h.Recent), sum.UpToSeq, len(unfolded))
 	}
 	for i := range unfolded {

@@ -67,7 +67,7 @@ func TestCloseAbandonsSummarizerIgnoringCancellation(t *testing.T) {
 	if err := mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != memory.ModeFallback || h.Summary != nil {
+	if h, err := mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != "fallback" || h.Summary != nil {
 		t.Fatalf("load after Close: mode %s, %v", h.Mode, err)
 	}
 	if err := mgr.Close(); err != nil {

@@ -1,11 +1,14 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // Config controls when and how a Manager folds old messages. Start from
@@ -70,6 +73,18 @@ type Config struct {
 	// of its own either way.
 	ShowPreviousValues bool
 
+	// SharedSessionPrefixes are id prefixes (e.g. "slack-") of sessions
+	// shared by all their participants: every user may read, append to and
+	// delete them, as arc-reactor lets every participant of a Slack thread
+	// share its conversation. The manager stores them under one owner,
+	// "shared", whoever calls, so the store's ownership check still runs
+	// with every operation; Sessions therefore lists them for no user but
+	// "shared". Empty by default, unlike arc-reactor, which shares slack-
+	// sessions implicitly: a session belongs to the user who created it
+	// unless its id is explicitly declared shared. A blank prefix, which
+	// would share every session, is refused.
+	SharedSessionPrefixes []string
+
 	// Policy chooses when to fold: PolicyParity (default) folds everything
 	// before the verbatim window after every save above the trigger, as the
 	// reference does; PolicyChunked folds in chunks (the knobs below).
@@ -86,19 +101,25 @@ type Config struct {
 	FoldTokenFraction  float64
 	// ContextWindowTokens is the model's context window (default 128000)
 	// and OutputReserveTokens the part of it kept for the model's answer
-	// (default 4096). Together with the estimator (WithEstimator) they are
-	// the one token budget: Manager.Prompt fits every prompt into it, the
-	// chunked policy folds before unfolded messages would not fit it, and
+	// (default 4096). Together with Estimator they are the one token
+	// budget: Manager.Prompt fits every prompt into it, the chunked policy
+	// folds before unfolded messages would not fit it, and
 	// FoldTokenFraction is a fraction of it.
 	ContextWindowTokens int
 	OutputReserveTokens int
+	// Estimator counts the tokens of that budget, and of the facts and
+	// narrative caps (nil: trimmer.NewEstimator(), script-aware). Set it in
+	// code, e.g. to a tokenizer that matches the model; it has no
+	// configuration key. Manager.Config returns the estimator in use.
+	Estimator trimmer.Estimator
 	// SafetyTurns (chunked): fold at least every this many user turns, even
 	// when small (default 15; 0 = off).
 	SafetyTurns int
-	// FoldMode (chunked): FoldIncremental (default) sends the existing
-	// summary plus only the new messages; FoldFull re-summarizes from the
-	// original messages with the existing facts, like the reference.
-	FoldMode FoldMode
+	// FoldMode (chunked) says what a fold sends to the summarizer:
+	// "incremental" (default) the existing summary plus only the new
+	// messages; "full" the original messages with the existing facts, like
+	// the reference.
+	FoldMode string
 	// MaxFoldInputTokens caps one summarizer call's input, under either
 	// policy; a larger range is folded in successive chunks, each after the
 	// first continuing the summary incrementally (default 8000; 0 = no
@@ -147,7 +168,7 @@ type Config struct {
 }
 
 // withDefaults fills the fields whose zero means their default (timings,
-// fact caps, policy and fold mode).
+// fact caps, policy, fold mode and estimator).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	for _, f := range []struct{ v, def *time.Duration }{
@@ -173,6 +194,13 @@ func (c Config) withDefaults() Config {
 	if c.FoldMode == "" {
 		c.FoldMode = d.FoldMode
 	}
+	if nilcheck.IsNil(c.Estimator) {
+		c.Estimator = trimmer.NewEstimator()
+	}
+	// The manager keeps its own copies: a caller's later change to its
+	// slices must not race with the manager's reads.
+	c.PinnedFactKeys = slices.Clone(c.PinnedFactKeys)
+	c.SharedSessionPrefixes = slices.Clone(c.SharedSessionPrefixes)
 	// Validated and complete: a starting point like DefaultConfig.
 	c.fromDefaults = true
 	return c
@@ -187,13 +215,10 @@ const (
 	PolicyChunked Policy = "chunked"
 )
 
-// FoldMode says what a chunked fold sends to the summarizer.
-type FoldMode string
-
-// The fold modes.
+// The values of Config.FoldMode.
 const (
-	FoldIncremental FoldMode = "incremental"
-	FoldFull        FoldMode = "full"
+	foldIncremental = "incremental"
+	foldFull        = "full"
 )
 
 // DefaultConfig returns the reference defaults: summaries off, trigger 20,
@@ -218,7 +243,7 @@ func DefaultConfig() Config {
 		ContextWindowTokens:  128_000,
 		OutputReserveTokens:  4096,
 		SafetyTurns:          15,
-		FoldMode:             FoldIncremental,
+		FoldMode:             foldIncremental,
 		MaxFoldInputTokens:   8_000,
 		MinTailMessages:      4,
 		LoadGrace:            300 * time.Millisecond,
@@ -230,13 +255,10 @@ func DefaultConfig() Config {
 	}
 }
 
-// ErrInvalidConfig is wrapped by every error Validate returns.
-var ErrInvalidConfig = errors.New("memory: invalid config")
-
 // FieldError is the error Validate returns: the Config field at fault, its
-// value and what is allowed. It wraps ErrInvalidConfig. Configuration
-// loaders map Field to their own key names (errors.As) rather than
-// validating the same rules again.
+// value and what is allowed; check for it with errors.As. Configuration
+// loaders map Field to their own key names rather than validating the same
+// rules again.
 type FieldError struct {
 	Field string // the Config field, e.g. "RecentMessageCount"
 	Value any    // the rejected value
@@ -245,11 +267,8 @@ type FieldError struct {
 
 // Error implements error.
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%v: %s = %v, want %s", ErrInvalidConfig, e.Field, e.Value, e.Want)
+	return fmt.Sprintf("memory: invalid config: %s = %v, want %s", e.Field, e.Value, e.Want)
 }
-
-// Unwrap returns ErrInvalidConfig.
-func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
 
 // Validate reports the first invalid setting, naming it and its allowed
 // range. It rejects the values that make the reference misbehave silently
@@ -302,7 +321,7 @@ func (c Config) Validate() error {
 		return bad("OutputReserveTokens", c.OutputReserveTokens, fmt.Sprintf(">= 0 and < ContextWindowTokens (%d)", c.ContextWindowTokens))
 	case c.SafetyTurns < 0:
 		return bad("SafetyTurns", c.SafetyTurns, ">= 0 (0 = off)")
-	case c.FoldMode != "" && c.FoldMode != FoldIncremental && c.FoldMode != FoldFull:
+	case c.FoldMode != "" && c.FoldMode != foldIncremental && c.FoldMode != foldFull:
 		return bad("FoldMode", c.FoldMode, `"incremental" or "full"`)
 	case c.MaxFoldInputTokens < 0:
 		return bad("MaxFoldInputTokens", c.MaxFoldInputTokens, ">= 0 (0 = no cap)")
@@ -341,6 +360,11 @@ func (c Config) Validate() error {
 			if f.zero {
 				return bad(f.name, 0, fmt.Sprintf("a value in a Config literal (0 would mean %s): start from DefaultConfig() and change what differs", f.off))
 			}
+		}
+	}
+	for i, p := range c.SharedSessionPrefixes {
+		if strings.TrimSpace(p) == "" {
+			return bad(fmt.Sprintf("SharedSessionPrefixes[%d]", i), p, "a non-blank prefix (a blank one would share every session)")
 		}
 	}
 	for i, p := range c.PinnedFactKeys {

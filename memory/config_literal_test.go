@@ -56,7 +56,7 @@ func TestConfigLiteralNeverSwitchesAProtectionOffByOmission(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != want || !strings.Contains(err.Error(), "start from DefaultConfig()") {
 			t.Errorf("literal with %s = 0: err = %v", field, err)
 		}
-		if _, err := memory.NewManager(memory.NewInMemoryStore(), lit); !errors.Is(err, memory.ErrInvalidConfig) {
+		if _, err := memory.NewManager(memory.NewInMemoryStore(), lit); !errors.As(err, &fe) || fe.Field != want {
 			t.Errorf("NewManager took a literal with %s = 0: %v", field, err)
 		}
 	}

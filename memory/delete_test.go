@@ -114,7 +114,7 @@ func TestDeleteDuringFold(t *testing.T) {
 		}
 	}
 	h, err = f.mgr.Load(ctx, "s", "bob")
-	if err != nil || h.Mode != memory.ModeHierarchical {
+	if err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("bob's load: mode %s, %v", h.Mode, err)
 	}
 	for _, m := range h.Messages {
@@ -145,7 +145,7 @@ func TestRecreatedSessionNeverShowsPredecessorSummary(t *testing.T) {
 	defer mgr.Close()
 	ctx := context.Background()
 	seedTurns(t, store, "s", "alice", "alice-", 1, 16)
-	if h, err := mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != memory.ModeHierarchical {
+	if h, err := mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("alice: mode %s, %v", h.Mode, err)
 	}
 	if err := mgr.DeleteSession(ctx, "s", "alice"); err != nil {
@@ -161,12 +161,12 @@ func TestRecreatedSessionNeverShowsPredecessorSummary(t *testing.T) {
 		t.Fatalf("bob's new session has a summary: %+v, %v", s, err)
 	}
 	h, err := mgr.Load(ctx, "s", "bob") // below the trigger: takeLast
-	if err != nil || h.Summary != nil || h.Mode != memory.ModeTakeLast {
+	if err != nil || h.Summary != nil || h.Mode != "take-last" {
 		t.Fatalf("bob: mode %s, summary %+v, %v", h.Mode, h.Summary, err)
 	}
 	seedTurns(t, store, "s", "bob", "bob-", 6, 16)
 	h, err = mgr.Load(ctx, "s", "bob")
-	if err != nil || h.Mode != memory.ModeHierarchical || h.Summary == nil || h.Summary.Epoch == old.Epoch {
+	if err != nil || h.Mode != "hierarchical" || h.Summary == nil || h.Summary.Epoch == old.Epoch {
 		t.Fatalf("bob: mode %s, summary %+v, %v", h.Mode, h.Summary, err)
 	}
 	for _, m := range h.Messages {

@@ -620,7 +620,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		rec.inputTokens += res.Usage.InputTokens
 		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
 			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
-			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.est.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
+			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
 			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
 		})
 		// Each chunk's result covers a whole prefix of the session: save it so

@@ -9,28 +9,32 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// Mode says how a History was assembled.
-type Mode string
-
-// The assembly modes.
+// The values of History.Mode.
 const (
-	ModeEmpty        Mode = "empty"        // no session, or no messages
-	ModeTakeLast     Mode = "take-last"    // summaries off or below the trigger
-	ModeHierarchical Mode = "hierarchical" // facts + narrative + verbatim window
-	ModeAll          Mode = "all"          // nothing is folded yet: every message
-	// ModeStale: the summary lags behind (its fold is still running);
-	// every message after its cursor is shown verbatim.
-	ModeStale Mode = "stale"
-	// ModeFallback: no summary could be had in time, or the summarizer
-	// failed: parity shows takeLast, chunked the whole unfolded tail.
-	ModeFallback Mode = "fallback"
+	modeEmpty        = "empty"        // no session, or no messages
+	modeTakeLast     = "take-last"    // summaries off or below the trigger
+	modeHierarchical = "hierarchical" // facts + narrative + verbatim window
+	modeAll          = "all"          // nothing is folded yet: every message
+	modeStale        = "stale"        // the summary lags behind its fold
+	modeFallback     = "fallback"     // no summary in time: degraded
 )
 
 // History is an assembled view of a session.
 type History struct {
 	// Messages is what the model receives (LoadHistory's result).
 	Messages []llms.ChatMessage
-	Mode     Mode
+	// Mode says how the view was assembled, one of:
+	//   - "empty": no session, or no messages;
+	//   - "take-last": summaries off or the session below the trigger: the
+	//     last 2 × MaxConversationTurns messages;
+	//   - "hierarchical": facts + narrative + the verbatim window;
+	//   - "all": nothing is folded yet, every message is shown;
+	//   - "stale": the summary lags behind (its fold is still running);
+	//     every message after its cursor is shown verbatim;
+	//   - "fallback": no summary could be had in time, or the summarizer
+	//     failed: parity shows takeLast, chunked the whole unfolded tail.
+	// It is a string, as in /context responses and metrics attributes.
+	Mode string
 	// Summary is the summary shown, nil when none.
 	Summary *summary.Summary
 	// Recent are the stored messages shown verbatim.

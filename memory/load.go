@@ -24,9 +24,9 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 	case err != nil:
 		return History{}, err
 	case v.total == 0:
-		return History{Mode: ModeEmpty}, nil
+		return History{Mode: modeEmpty}, nil
 	case !m.hierarchical():
-		return takeLast(v, 2*m.cfg.MaxConversationTurns, ModeTakeLast), nil
+		return takeLast(v, 2*m.cfg.MaxConversationTurns, modeTakeLast), nil
 	}
 	if sumErr != nil {
 		m.stats.fallbacks.Add(1)
@@ -72,7 +72,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 			i++
 		}
 		h := m.pol.show(v, fresh, unfolded[i:])
-		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
+		if h.Mode != modeHierarchical && h.Mode != modeAll {
 			m.stats.fallbacks.Add(1)
 		}
 		return h, nil

@@ -53,7 +53,7 @@ func TestStaleLoadDoesNotWaitForSlowFold(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	h := r.h
-	if h.Mode != memory.ModeStale || h.Summary == nil || h.Summary.UpToSeq != cursor {
+	if h.Mode != "stale" || h.Summary == nil || h.Summary.UpToSeq != cursor {
 		t.Fatalf("mode %s, summary %+v: want the stale summary (cursor %d)", h.Mode, h.Summary, cursor)
 	}
 	after := mustMessages(t, f.mgr, "s", "alice", cursor)
@@ -75,7 +75,7 @@ func TestStaleLoadDoesNotWaitForSlowFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary.UpToSeq <= cursor || len(h.Recent) != 10 {
+	if h.Mode != "hierarchical" || h.Summary.UpToSeq <= cursor || len(h.Recent) != 10 {
 		t.Fatalf("after the fold: mode %s, cursor %d (was %d), %d recent", h.Mode, h.Summary.UpToSeq, cursor, len(h.Recent))
 	}
 	if c := f.svc.calls.Load(); c != 2 {
@@ -92,7 +92,7 @@ func TestStaleLoadShowsFreshSummaryFromFastFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary.UpToSeq <= cursor || len(h.Recent) != 10 {
+	if h.Mode != "hierarchical" || h.Summary.UpToSeq <= cursor || len(h.Recent) != 10 {
 		t.Fatalf("mode %s, cursor %d (stale one %d), %d recent", h.Mode, h.Summary.UpToSeq, cursor, len(h.Recent))
 	}
 	wantContents(t, h.Messages[2:], seqStrings(15, 19)...)
@@ -127,7 +127,7 @@ func TestFirstFoldWaitIsBounded(t *testing.T) {
 			seed(t, f.store, "s", "alice", tc.turns)
 			r := loadAsync(t, f.mgr, context.Background(), "s", "alice")
 			await(t, g.entered, "the load to start a fold")
-			if r.err != nil || r.h.Mode != memory.ModeFallback || r.h.Summary != nil {
+			if r.err != nil || r.h.Mode != "fallback" || r.h.Summary != nil {
 				t.Fatalf("mode %s, summary %v, err %v", r.h.Mode, r.h.Summary, r.err)
 			}
 			wantContents(t, r.h.Messages, seqStrings(tc.from, tc.turns)...)
@@ -169,7 +169,7 @@ func TestLoadReturnsBeforeCallerDeadline(t *testing.T) {
 
 			ctx := deadlineOnly{context.Background(), time.Now().Add(100 * time.Millisecond)}
 			r := loadAsync(t, f.mgr, ctx, "s", "alice")
-			if r.err != nil || r.h.Mode != memory.ModeFallback {
+			if r.err != nil || r.h.Mode != "fallback" {
 				t.Fatalf("mode %s, err %v: want a degraded history and no error", r.h.Mode, r.err)
 			}
 			wantContents(t, r.h.Messages, seqStrings(tc.from, tc.turns)...)
@@ -178,7 +178,7 @@ func TestLoadReturnsBeforeCallerDeadline(t *testing.T) {
 			tctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			r = loadAsync(t, f.mgr, tctx, "s", "alice")
-			if r.err != nil || errors.Is(r.err, context.DeadlineExceeded) || r.h.Mode != memory.ModeFallback {
+			if r.err != nil || errors.Is(r.err, context.DeadlineExceeded) || r.h.Mode != "fallback" {
 				t.Fatalf("mode %s, err %v: want a degraded history and no error", r.h.Mode, r.err)
 			}
 			wantContents(t, r.h.Messages, seqStrings(tc.from, tc.turns)...)
@@ -216,7 +216,7 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 
 			const n = 16
 			var wg sync.WaitGroup
-			modes := make(chan memory.Mode, n)
+			modes := make(chan string, n)
 			for i := 0; i < n; i++ {
 				wg.Add(1)
 				go func() {
@@ -232,9 +232,9 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 			go func() { wg.Wait(); close(done) }()
 			await(t, done, "the concurrent loads (they must not wait for the blocked fold)")
 			close(modes)
-			want := memory.ModeFallback
+			want := "fallback"
 			if stale {
-				want = memory.ModeStale
+				want = "stale"
 			}
 			for m := range modes {
 				if m != want {
@@ -249,7 +249,7 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 				t.Fatal(err)
 			}
 			h, err := f.mgr.Load(ctx, "s", "alice")
-			if err != nil || h.Mode != memory.ModeHierarchical {
+			if err != nil || h.Mode != "hierarchical" {
 				t.Fatalf("after the fold: mode %s, %v", h.Mode, err)
 			}
 			if c := f.svc.calls.Load() - before; c != 1 {
@@ -305,7 +305,7 @@ func TestStaleLoadSkipsAFoldKnownToBeSlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeStale || h.Summary == nil {
+	if h.Mode != "stale" || h.Summary == nil {
 		t.Fatalf("mode %s, summary %v; want the stale summary", h.Mode, h.Summary)
 	}
 	close(release)
@@ -319,7 +319,7 @@ func TestChunkedOverflowWithinBudgetNeverWaits(t *testing.T) {
 	g := f.blockWith(t, true)
 	seed(t, f.store, "s", "alice", 12)
 	h, err := f.mgr.Load(context.Background(), "s", "alice") // a wait would block the test for an hour
-	if err != nil || h.Mode != memory.ModeAll {
+	if err != nil || h.Mode != "all" {
 		t.Fatalf("mode %s, err %v", h.Mode, err)
 	}
 	wantContents(t, h.Messages, seqStrings(1, 12)...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -29,7 +30,6 @@ type Manager struct {
 	svc   summary.Service
 	log   *slog.Logger
 	now   func() time.Time
-	est   trimmer.Estimator
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
 	pol   policy
 	eng   *engine
@@ -38,7 +38,6 @@ type Manager struct {
 
 	foldObservers   []func(context.Context, FoldEvent)
 	deleteObservers []func(context.Context, string)
-	sharedPrefixes  []string // WithSharedSessions
 }
 
 // NewManager returns a manager over store. It refuses an invalid cfg (a
@@ -55,7 +54,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	m := &Manager{
 		store: store, cfg: cfg,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now, est: trimmer.NewEstimator(),
+		now: time.Now,
 	}
 	for _, o := range opts {
 		o(m)
@@ -63,18 +62,22 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	if nilcheck.IsNil(m.sums) != nilcheck.IsNil(m.svc) || (cfg.Enabled && nilcheck.IsNil(m.sums)) {
 		return nil, errors.New("memory: NewManager: Config.Enabled needs WithSummaries with both a summary store and a summarizer")
 	}
-	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, m.est)
+	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, cfg.Estimator)
 	m.pol = newPolicy(cfg, m.cost)
 	m.otel = newInstruments()
 	m.eng = newEngine(m)
 	return m, nil
 }
 
-// Config returns the manager's configuration.
-func (m *Manager) Config() Config { return m.cfg }
-
-// Estimator returns the token estimator of the manager's budget.
-func (m *Manager) Estimator() trimmer.Estimator { return m.est }
+// Config returns the manager's configuration, its defaults filled in: the
+// zero timings and fact caps as their defaults, and Estimator as the
+// estimator in use. Its slices are copies: changing them changes nothing.
+func (m *Manager) Config() Config {
+	c := m.cfg
+	c.PinnedFactKeys = slices.Clone(c.PinnedFactKeys)
+	c.SharedSessionPrefixes = slices.Clone(c.SharedSessionPrefixes)
+	return c
+}
 
 func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
 
@@ -187,14 +190,14 @@ func (m *Manager) LoadHistory(ctx context.Context, sessionID, userID string) ([]
 // are known to take longer than that — then the load shows the stale summary
 // plus every message after its cursor, and the fold finishes in the
 // background. With no summary yet it waits Config.FoldWait at most, and never
-// past ctx's deadline, then degrades (ModeFallback). A summarizer failure
+// past ctx's deadline, then degrades (Mode "fallback"). A summarizer failure
 // degrades too; it is logged and counted, never returned.
 //
 // An unknown session yields an empty history; a session owned by another
 // user an empty history and an error wrapping ErrNotOwner.
 func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History, err error) {
 	if sessionID == "" {
-		return History{Mode: ModeEmpty}, nil
+		return History{Mode: modeEmpty}, nil
 	}
 	ctx, span := m.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
@@ -202,13 +205,13 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return History{Mode: ModeEmpty}, nil
+		return History{Mode: modeEmpty}, nil
 	case errors.Is(err, ErrNotOwner):
 		m.stats.ownerDenied.Add(1)
-		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	case err != nil:
 		m.stats.loadErrors.Add(1)
-		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	}
 	return h, nil
 }

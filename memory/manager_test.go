@@ -25,7 +25,7 @@ func TestTakeLastWhenSummariesOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeTakeLast || h.Summary != nil || h.Total != 30 {
+	if h.Mode != "take-last" || h.Summary != nil || h.Total != 30 {
 		t.Fatalf("mode %s, summary %v, total %d", h.Mode, h.Summary, h.Total)
 	}
 	wantContents(t, h.Messages, seqStrings(6, 15)...)
@@ -57,7 +57,7 @@ func TestEmptyAndMissingSessions(t *testing.T) {
 	f := newFixture(t, hierConfig())
 	ctx := context.Background()
 	h, err := f.mgr.Load(ctx, "nobody-here", "alice")
-	if err != nil || h.Mode != memory.ModeEmpty || len(h.Messages) != 0 {
+	if err != nil || h.Mode != "empty" || len(h.Messages) != 0 {
 		t.Fatalf("missing session: %+v, %v", h, err)
 	}
 	if err := f.mgr.Create(ctx, "new", "alice"); err != nil {
@@ -67,7 +67,7 @@ func TestEmptyAndMissingSessions(t *testing.T) {
 		t.Fatalf("second create err = %v, want ErrSessionExists", err)
 	}
 	h, err = f.mgr.Load(ctx, "new", "alice")
-	if err != nil || h.Mode != memory.ModeEmpty || len(h.Messages) != 0 {
+	if err != nil || h.Mode != "empty" || len(h.Messages) != 0 {
 		t.Fatalf("empty session: %+v, %v", h, err)
 	}
 	if err := f.mgr.Create(ctx, "", "alice"); err == nil {
@@ -82,7 +82,7 @@ func TestThresholdIsStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeTakeLast {
+	if h.Mode != "take-last" {
 		t.Fatalf("mode = %s", h.Mode)
 	}
 	wantContents(t, h.Messages, seqStrings(1, 10)...)
@@ -98,7 +98,7 @@ func TestHierarchicalLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Total != 32 {
+	if h.Mode != "hierarchical" || h.Total != 32 {
 		t.Fatalf("mode = %s, total %d", h.Mode, h.Total)
 	}
 	got := h.Messages
@@ -164,7 +164,7 @@ func TestEmptySummaryFallsBackAndIsNotStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeFallback || h.Summary != nil {
+	if h.Mode != "fallback" || h.Summary != nil {
 		t.Fatalf("mode = %s, summary %v", h.Mode, h.Summary)
 	}
 	wantContents(t, h.Messages, seqStrings(7, 16)...)
@@ -216,7 +216,7 @@ func TestGrownConversationRegeneratesWithPreviousFacts(t *testing.T) {
 		t.Fatalf("parity re-summarizes from the first message: got %d messages from %q", len(reqs[1].Messages), reqs[1].Messages[0].GetContent())
 	}
 	// The ledger keeps the omitted fact and replaces the changed one.
-	if h.Mode != memory.ModeHierarchical || h.Messages[0].GetContent() != summary.FactsHeader+"\n- order_id: #2\n- city: Paris" {
+	if h.Mode != "hierarchical" || h.Messages[0].GetContent() != summary.FactsHeader+"\n- order_id: #2\n- city: Paris" {
 		t.Fatalf("mode %s, facts = %q", h.Mode, h.Messages[0].GetContent())
 	}
 }
@@ -231,7 +231,7 @@ func TestSummarizerErrorFallsBackToTakeLast(t *testing.T) {
 	if err != nil {
 		t.Fatalf("summarizer error leaked to caller: %v", err)
 	}
-	if h.Mode != memory.ModeFallback {
+	if h.Mode != "fallback" {
 		t.Fatalf("mode = %s", h.Mode)
 	}
 	wantContents(t, h.Messages, seqStrings(7, 16)...)
@@ -259,7 +259,7 @@ func TestCooldownAfterFailure(t *testing.T) {
 	ctx := context.Background()
 	_, _ = f.mgr.LoadHistory(ctx, "s", "alice")
 	h, _ := f.mgr.Load(ctx, "s", "alice")
-	if c := f.svc.calls.Load(); c != 1 || h.Mode != memory.ModeFallback {
+	if c := f.svc.calls.Load(); c != 1 || h.Mode != "fallback" {
 		t.Fatalf("during cool-down: calls %d (want 1), mode %s", c, h.Mode)
 	}
 	// A save during the cool-down starts no fold either.
@@ -275,7 +275,7 @@ func TestCooldownAfterFailure(t *testing.T) {
 	fail.Store(false)
 	now.Add(int64(61 * time.Second))
 	h, _ = f.mgr.Load(ctx, "s", "alice")
-	if h.Mode != memory.ModeHierarchical || f.svc.calls.Load() != 2 {
+	if h.Mode != "hierarchical" || f.svc.calls.Load() != 2 {
 		t.Fatalf("after cool-down: mode %s, calls %d", h.Mode, f.svc.calls.Load())
 	}
 }
@@ -452,7 +452,7 @@ func TestSaveDuringFoldRunsItAgain(t *testing.T) {
 		t.Fatalf("%d summarizer calls ran at once for one session", f.svc.peak.Load())
 	}
 	h, err := f.mgr.Load(ctx, "s", "alice")
-	if err != nil || h.Mode != memory.ModeHierarchical {
+	if err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("after both folds: mode %s, err %v; want hierarchical", h.Mode, err)
 	}
 }
@@ -513,7 +513,7 @@ func TestCloseCancelsAndSavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := f.mgr.Load(ctx, "s", "alice")
-	if err != nil || h.Mode != memory.ModeFallback {
+	if err != nil || h.Mode != "fallback" {
 		t.Fatalf("load after Close: mode %s, %v", h.Mode, err)
 	}
 	if err := f.mgr.Flush(ctx); err != nil {
@@ -582,7 +582,7 @@ func TestStoreFailures(t *testing.T) {
 		defer mgr.Close()
 		seed(t, ms, "s", "alice", 16)
 		h, err := mgr.Load(ctx, "s", "alice")
-		if err != nil || h.Mode != memory.ModeFallback || len(h.Messages) != 20 {
+		if err != nil || h.Mode != "fallback" || len(h.Messages) != 20 {
 			t.Fatalf("mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
 		}
 	})
@@ -753,7 +753,7 @@ func TestLoadDoesNotWaitForeverForAnotherProcessFold(t *testing.T) {
 	defer mgr.Close()
 	seed(t, ms, "s", "alice", 16)
 	h, err := mgr.Load(context.Background(), "s", "alice")
-	if err != nil || h.Mode != memory.ModeFallback || len(h.Messages) != 20 {
+	if err != nil || h.Mode != "fallback" || len(h.Messages) != 20 {
 		t.Fatalf("load while another process folds: mode %s, %d messages, %v", h.Mode, len(h.Messages), err)
 	}
 	if err := mgr.Flush(context.Background()); err != nil {
@@ -795,7 +795,7 @@ func TestFoldTakesTheStoreLock(t *testing.T) {
 	defer mgr.Close()
 	seed(t, ms, "s", "alice", 16)
 	h, err := mgr.Load(context.Background(), "s", "alice")
-	if err != nil || h.Mode != memory.ModeHierarchical {
+	if err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("mode %s, %v", h.Mode, err)
 	}
 	if ms.grants.Load() != 1 || svc.calls.Load() != 1 {

@@ -34,7 +34,7 @@ func TestFoldObserverOnlySeesStoredSummaries(t *testing.T) {
 			ctx := context.Background()
 			seed(t, store, "s", "alice", 16)
 			h, err := mgr.Load(ctx, "s", "alice")
-			if err != nil || h.Mode != memory.ModeFallback || h.Summary != nil {
+			if err != nil || h.Mode != "fallback" || h.Summary != nil {
 				t.Fatalf("load with a refused save: mode %s, summary %+v, %v", h.Mode, h.Summary, err)
 			}
 			if err := mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil { // a background fold too
@@ -85,7 +85,7 @@ func TestFoldObserverRunsInBackground(t *testing.T) {
 	}), memory.WithFoldObserver(func(context.Context, memory.FoldEvent) { panic("observer bug") }))
 	seed(t, f.store, "s", "alice", 16)
 	h, err := f.mgr.Load(context.Background(), "s", "alice") // returns while the observer is blocked
-	if err != nil || h.Mode != memory.ModeHierarchical {
+	if err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("mode %s, %v", h.Mode, err)
 	}
 	close(block)

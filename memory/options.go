@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
-	"github.com/strata-go/strata/trimmer"
 )
 
 // Option configures a Manager.
@@ -36,17 +36,6 @@ func withClock(now func() time.Time) Option {
 	return func(m *Manager) {
 		if now != nil {
 			m.now = now
-		}
-	}
-}
-
-// WithEstimator sets the token estimator of the manager's budget (Prompt,
-// the chunked policy's token trigger, input cap and view budget). Default
-// trimmer.NewEstimator().
-func WithEstimator(est trimmer.Estimator) Option {
-	return func(m *Manager) {
-		if est != nil {
-			m.est = est
 		}
 	}
 }
@@ -83,46 +72,19 @@ func WithDeleteObserver(fn func(ctx context.Context, sessionID string)) Option {
 	}
 }
 
-// WithSharedSessions makes the sessions whose ids start with one of
-// prefixes (e.g. "slack-") shared by all their participants: every user
-// may read, append to and delete them, as arc-reactor lets every
-// participant of a Slack thread share its conversation. The manager
-// stores them under one owner, SharedOwner, whoever calls, so the store's
-// ownership check still runs with every operation. Shared sessions are
-// therefore listed by Sessions for no user but SharedOwner.
-//
-// Off by default, unlike arc-reactor, which shares slack- sessions
-// implicitly: a session belongs to the user who created it unless its id
-// is explicitly declared shared. Blank prefixes are ignored (one would
-// share every session).
-func WithSharedSessions(prefixes ...string) Option {
-	return func(m *Manager) {
-		for _, p := range prefixes {
-			if p != "" {
-				m.sharedPrefixes = append(m.sharedPrefixes, p)
-			}
-		}
-	}
-}
+// sharedOwner is the owner recorded for shared sessions (see
+// Config.SharedSessionPrefixes), whichever user writes them.
+const sharedOwner = "shared"
 
-// AnonymousUser is the owner recorded for saves, and checked for loads,
-// that come without a user id: a missing user id never bypasses the
-// ownership check.
-const AnonymousUser = "anonymous"
-
-// SharedOwner is the owner recorded for shared sessions (see
-// WithSharedSessions), whichever user writes them.
-const SharedOwner = "shared"
-
-// owner is the user a store operation on sessionID runs as: SharedOwner
-// for a shared session (WithSharedSessions), whoever asks, else userID
-// (AnonymousUser when empty). It is the manager's one mapping from callers
+// owner is the user a store operation on sessionID runs as: sharedOwner
+// for a shared session (Config.SharedSessionPrefixes), whoever asks, else
+// userID (store.AnonymousUser when empty). It is the manager's one mapping from callers
 // to owners; the store checks ownership in the same statement as the
 // operation, as for any other owner.
 func (m *Manager) owner(sessionID, userID string) string {
-	for _, p := range m.sharedPrefixes {
+	for _, p := range m.cfg.SharedSessionPrefixes {
 		if strings.HasPrefix(sessionID, p) {
-			return SharedOwner
+			return sharedOwner
 		}
 	}
 	return normUser(userID)
@@ -130,7 +92,7 @@ func (m *Manager) owner(sessionID, userID string) string {
 
 func normUser(userID string) string {
 	if userID == "" {
-		return AnonymousUser
+		return store.AnonymousUser
 	}
 	return userID
 }

@@ -16,7 +16,7 @@ func TestOwnership(t *testing.T) {
 	ctx := context.Background()
 	seedTurns(t, f.store, "s", "alice", "my order is #1 ", 1, 16)
 	// alice's session has a summary, so that its survival can be checked.
-	if h, err := f.mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != memory.ModeHierarchical {
+	if h, err := f.mgr.Load(ctx, "s", "alice"); err != nil || h.Mode != "hierarchical" {
 		t.Fatalf("alice: mode %s, %v", h.Mode, err)
 	}
 	before := mustMessages(t, f.mgr, "s", "alice", 0)
@@ -67,7 +67,7 @@ func TestOwnership(t *testing.T) {
 	if err := f.mgr.SaveTurn(ctx, "anon", "", "hi", "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := f.mgr.LoadHistory(ctx, "anon", memory.AnonymousUser); len(got) != 2 {
+	if got, _ := f.mgr.LoadHistory(ctx, "anon", store.AnonymousUser); len(got) != 2 {
 		t.Fatalf("anonymous session = %q", contents(got))
 	}
 }
@@ -85,7 +85,7 @@ func TestMissingSession(t *testing.T) {
 	if err := f.mgr.DeleteSession(ctx, "missing", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("DeleteSession = %v", err)
 	}
-	if h, err := f.mgr.Load(ctx, "missing", "alice"); err != nil || h.Mode != memory.ModeEmpty || len(h.Messages) != 0 {
+	if h, err := f.mgr.Load(ctx, "missing", "alice"); err != nil || h.Mode != "empty" || len(h.Messages) != 0 {
 		t.Fatalf("Load = %+v, %v", h, err)
 	}
 	// Deleting twice: the second time the session is missing.

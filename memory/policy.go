@@ -76,13 +76,13 @@ func render(cfg Config) summary.RenderOptions {
 	return summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
 }
 
-func shown(s *summary.Summary, msgs []store.Message, mode Mode, total int, opt summary.RenderOptions) History {
+func shown(s *summary.Summary, msgs []store.Message, mode string, total int, opt summary.RenderOptions) History {
 	out := append(s.BlocksWith(opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
 
 // takeLast is the newest n messages (aligned), no summary.
-func takeLast(v view, n int, mode Mode) History {
+func takeLast(v view, n int, mode string) History {
 	recent, _ := v.recent(n)
 	return shown(nil, recent, mode, v.total, summary.RenderOptions{})
 }
@@ -114,22 +114,22 @@ func (p parity) target(v view, s *summary.Summary, _ []store.Message, background
 
 func (p parity) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if v.total <= p.cfg.TriggerMessageCount {
-		return takeLast(v, p.takeLastN(), ModeTakeLast)
+		return takeLast(v, p.takeLastN(), modeTakeLast)
 	}
 	recent, cut := v.recent(p.cfg.RecentMessageCount)
 	switch {
 	case cut == 0:
-		return shown(nil, recent, ModeAll, v.total, render(p.cfg))
+		return shown(nil, recent, modeAll, v.total, render(p.cfg))
 	case covers(s, cut):
-		return shown(s, recent, ModeHierarchical, v.total, render(p.cfg))
+		return shown(s, recent, modeHierarchical, v.total, render(p.cfg))
 	case s != nil:
-		return shown(s, unfolded, ModeStale, v.total, render(p.cfg))
+		return shown(s, unfolded, modeStale, v.total, render(p.cfg))
 	}
 	return p.degraded(v, nil)
 }
 
 func (p parity) degraded(v view, _ []store.Message) History {
-	return takeLast(v, p.takeLastN(), ModeFallback)
+	return takeLast(v, p.takeLastN(), modeFallback)
 }
 
 func (parity) incremental() bool   { return false }
@@ -186,20 +186,20 @@ func (c chunked) target(v view, s *summary.Summary, unfolded []store.Message, ba
 
 func (c chunked) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if s.IsEmpty() {
-		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
+		return shown(nil, unfolded, modeAll, v.total, render(c.cfg))
 	}
-	mode := ModeHierarchical
+	mode := modeHierarchical
 	if c.overflowFrom(unfolded) > 0 || c.fitFrom(v, s, unfolded) > 0 {
-		mode = ModeStale
+		mode = modeStale
 	}
 	return shown(c.fitNarrative(v, s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
 func (c chunked) degraded(v view, unfolded []store.Message) History {
-	return shown(nil, unfolded, ModeFallback, v.total, render(c.cfg))
+	return shown(nil, unfolded, modeFallback, v.total, render(c.cfg))
 }
 
-func (c chunked) incremental() bool { return c.cfg.FoldMode != FoldFull }
+func (c chunked) incremental() bool { return c.cfg.FoldMode != foldFull }
 func (chunked) wantsUnfolded() bool { return true }
 
 // foldTrigger names the highest-priority trigger that fires, "" for none.

@@ -83,7 +83,7 @@ func TestChunkedZeroBufferFoldsEveryTurn(t *testing.T) { // B=0 reproduces the r
 
 func TestChunkedFullModeResummarizesFromOriginals(t *testing.T) {
 	cfg := chunkedConfig(4, 2)
-	cfg.FoldMode = memory.FoldFull
+	cfg.FoldMode = "full"
 	f := newFixture(t, cfg)
 	saveTurns(t, f.mgr, "s", 1, 6)
 	reqs := f.svc.requests()
@@ -211,14 +211,14 @@ func TestPromptMemoryBudgetFoldsBeforeDropping(t *testing.T) {
 	// unfolded; as the summary grows, the next load folds further, down to
 	// MinTailMessages verbatim.
 	var h memory.History
-	for i := 0; i < 5 && h.Mode != memory.ModeHierarchical; i++ {
+	for i := 0; i < 5 && h.Mode != "hierarchical"; i++ {
 		var err error
 		if h, err = f.mgr.Load(context.Background(), "s", "alice"); err != nil {
 			t.Fatal(err)
 		}
 		assertNoDropWithoutFold(t, f.mgr, "s", "alice", h)
 	}
-	if h.Mode != memory.ModeHierarchical || len(h.Recent) != 2 {
+	if h.Mode != "hierarchical" || len(h.Recent) != 2 {
 		t.Fatalf("mode %s with %d verbatim messages, want hierarchical with MinTailMessages=2", h.Mode, len(h.Recent))
 	}
 	narr := h.Messages[1].GetContent()
@@ -328,7 +328,7 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 	cfg := chunkedConfig(1+rng.IntN(6), rng.IntN(6))
 	cfg.SafetyTurns = rng.IntN(4)
 	cfg.MaxFoldInputTokens = []int{0, 30, 80}[rng.IntN(3)]
-	cfg.FoldMode = []memory.FoldMode{memory.FoldIncremental, memory.FoldFull}[rng.IntN(2)]
+	cfg.FoldMode = []string{"incremental", "full"}[rng.IntN(2)]
 	if rng.IntN(3) == 0 {
 		cfg.FoldTokenThreshold = 60 + rng.IntN(200)
 	}

@@ -20,7 +20,8 @@ func promptManager(t *testing.T, window, output int) *memory.Manager {
 	t.Helper()
 	cfg := memory.DefaultConfig()
 	cfg.ContextWindowTokens, cfg.OutputReserveTokens = window, output
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithEstimator(byteEstimator), memory.WithLogger(quiet))
+	cfg.Estimator = byteEstimator
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

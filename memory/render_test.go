@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -35,7 +34,7 @@ func TestShowPreviousValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, err := f.mgr.Load(ctx, "s", "alice")
-		if err != nil || h.Mode != memory.ModeHierarchical {
+		if err != nil || h.Mode != "hierarchical" {
 			t.Fatalf("mode %s, err %v", h.Mode, err)
 		}
 		facts := h.Messages[0].GetContent()

@@ -13,11 +13,20 @@ import (
 func TestSharedSessions(t *testing.T) {
 	ctx := context.Background()
 	store := memory.NewInMemoryStore()
-	mgr, err := memory.NewManager(store, memory.DefaultConfig(), memory.WithLogger(quiet), memory.WithSharedSessions("slack-", ""))
+	cfg := memory.DefaultConfig()
+	cfg.SharedSessionPrefixes = []string{"slack-"}
+	mgr, err := memory.NewManager(store, cfg, memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mgr.Close() })
+	// The manager keeps its own copy of the prefixes: neither the caller's
+	// slice nor the one Config returns can change who shares a session.
+	cfg.SharedSessionPrefixes[0] = "dm-"
+	mgr.Config().SharedSessionPrefixes[0] = "dm-"
+	if got := mgr.Config().SharedSessionPrefixes; len(got) != 1 || got[0] != "slack-" {
+		t.Fatalf("prefixes changed from outside: %q", got)
+	}
 
 	// Two users write one shared thread; both see all of it.
 	if err := mgr.SaveTurn(ctx, "slack-C1-1700000000.1", "alice", "hi all", "hello"); err != nil {
@@ -36,8 +45,8 @@ func TestSharedSessions(t *testing.T) {
 		}
 	}
 	// The store records the one shared owner, whoever wrote.
-	if _, err := store.Tail(ctx, "slack-C1-1700000000.1", memory.SharedOwner, 0); err != nil {
-		t.Fatalf("shared session not owned by %s: %v", memory.SharedOwner, err)
+	if _, err := store.Tail(ctx, "slack-C1-1700000000.1", "shared", 0); err != nil {
+		t.Fatalf("shared session not owned by %s: %v", "shared", err)
 	}
 	// Shared sessions are listed for no participant.
 	if list, total, err := mgr.Sessions(ctx, "alice", 10, 0); err != nil || total != 0 || len(list) != 0 {
@@ -58,7 +67,7 @@ func TestSharedSessions(t *testing.T) {
 		t.Fatalf("alice's own session: %d messages, %v", len(h.Messages), err)
 	}
 
-	// Without the option, the same id is private too.
+	// Without the prefix configured, the same id is private too.
 	plain, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig(), memory.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"testing"
-
-	"github.com/strata-go/strata/memory"
 )
 
 // A trigger below the verbatim window is accepted, as arc-reactor accepts
@@ -20,15 +18,15 @@ func TestTriggerBelowRecentWindow(t *testing.T) {
 	f := newFixture(t, cfg)
 	ctx := context.Background()
 	want := []struct {
-		mode     memory.Mode
+		mode     string
 		messages int
 		summary  bool
 	}{
-		{memory.ModeTakeLast, 2, false},    // 2 messages: not above the trigger
-		{memory.ModeAll, 4, false},         // above it, but nothing precedes the window
-		{memory.ModeAll, 6, false},         // the window exactly
-		{memory.ModeHierarchical, 6, true}, // 2 messages precede the window: folded
-		{memory.ModeHierarchical, 6, true}, // and so on
+		{"take-last", 2, false},   // 2 messages: not above the trigger
+		{"all", 4, false},         // above it, but nothing precedes the window
+		{"all", 6, false},         // the window exactly
+		{"hierarchical", 6, true}, // 2 messages precede the window: folded
+		{"hierarchical", 6, true}, // and so on
 	}
 	for i, w := range want {
 		saveTurns(t, f.mgr, "s", i+1, i+1)
@@ -63,11 +61,11 @@ func TestTriggerZeroAndNegative(t *testing.T) {
 	f := newFixture(t, cfg)
 	saveTurns(t, f.mgr, "s", 1, 1)
 	h, err := f.mgr.Load(context.Background(), "s", "alice")
-	if err != nil || h.Mode != memory.ModeAll || len(h.Recent) != 2 {
+	if err != nil || h.Mode != "all" || len(h.Recent) != 2 {
 		t.Fatalf("one turn: mode %s, %d messages, %v", h.Mode, len(h.Recent), err)
 	}
 	saveTurns(t, f.mgr, "s", 2, 2)
-	if h, err = f.mgr.Load(context.Background(), "s", "alice"); err != nil || h.Mode != memory.ModeHierarchical || len(h.Recent) != 2 {
+	if h, err = f.mgr.Load(context.Background(), "s", "alice"); err != nil || h.Mode != "hierarchical" || len(h.Recent) != 2 {
 		t.Fatalf("two turns: mode %s, %d messages, %v", h.Mode, len(h.Recent), err)
 	}
 	cfg.TriggerMessageCount = -1

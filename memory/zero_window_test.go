@@ -28,7 +28,7 @@ func TestZeroWindowsFromArcReactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || len(h.Recent) != 0 || h.Summary == nil || h.Summary.UpToSeq == 0 {
+	if h.Mode != "hierarchical" || len(h.Recent) != 0 || h.Summary == nil || h.Summary.UpToSeq == 0 {
 		t.Fatalf("recent 0: mode %s, %d verbatim, summary %+v; want the summary alone", h.Mode, len(h.Recent), h.Summary)
 	}
 	for _, m := range h.Messages {

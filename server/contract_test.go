@@ -391,7 +391,7 @@ func TestContextBudget(t *testing.T) {
 	if err != nil || len(h.Messages) == 0 {
 		t.Fatalf("Load: %d messages, %v", len(h.Messages), err)
 	}
-	meter := trimmer.New(1<<30, 0, ts.srv.mgr.Estimator())
+	meter := trimmer.New(1<<30, 0, ts.srv.mgr.Config().Estimator)
 	if c := meter.Cost(h.Messages); c <= managerBudget {
 		t.Fatalf("the history costs %d tokens: too little to test trimming", c)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
@@ -189,7 +188,7 @@ func runEndToEnd(t *testing.T, st stack) {
 	// The full context: facts, narrative, the verbatim window.
 	var full wireContext
 	ts.must(200, "GET", "/v1/sessions/"+sid+"/context?budget=100000", keyAlice, nil, &full)
-	if full.Mode != string(memory.ModeHierarchical) || full.StoredMessages != stored || full.Removed != 0 || full.Summary == nil {
+	if full.Mode != "hierarchical" || full.StoredMessages != stored || full.Removed != 0 || full.Summary == nil {
 		t.Fatalf("full context: mode %s stored %d removed %d", full.Mode, full.StoredMessages, full.Removed)
 	}
 	facts := full.Messages[0]

@@ -163,7 +163,7 @@ func TestContextKeepsTheLastQuestion(t *testing.T) {
 	t.Parallel()
 	mcfg := memory.DefaultConfig() // summaries off
 	ts := stack{mcfg: &mcfg}.start(t)
-	meter := trimmer.New(1<<30, 0, ts.srv.mgr.Estimator())
+	meter := trimmer.New(1<<30, 0, ts.srv.mgr.Config().Estimator)
 	huge := words(3000, "w")
 	call := func(id string) map[string]any {
 		return map[string]any{"role": "assistant", "content": "", "tool_calls": []map[string]any{{"id": id, "type": "function",

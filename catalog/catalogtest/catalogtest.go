@@ -866,7 +866,7 @@ func testFailingEmbedder(t *testing.T, env Env) {
 	}
 	Flush(t, ctx, mgr, cat)
 	h, err := mgr.Load(ctx, sid, uid)
-	if err != nil || h.Mode != memory.ModeHierarchical || h.Total != 2*len(turns) {
+	if err != nil || h.Mode != "hierarchical" || h.Total != 2*len(turns) {
 		t.Fatalf("conversation after embedder failures: mode %s, %d messages, %v", h.Mode, h.Total, err)
 	}
 	d := getDoc(t, ctx, env.Index, sid, uid)

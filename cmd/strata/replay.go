@@ -157,7 +157,7 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	build := []autoconfig.BuildOption{autoconfig.WithLogger(logger)}
 	if est != nil {
 		// The manager fits prompts with the exact tokenizer too.
-		build = append(build, autoconfig.WithManagerOptions(memory.WithEstimator(est)))
+		cfg.Memory.Estimator = est
 	}
 	rt, err := autoconfig.BuildRuntime(ctx, cfg, build...)
 	if err != nil {
@@ -177,7 +177,7 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		cfg: cfg,
 		// Only prices what the manager's prompt builder returns, with the
 		// manager's own estimator: it never trims.
-		price: trimmer.New(mc.ContextWindowTokens, mc.OutputReserveTokens, rt.Manager.Estimator()),
+		price: trimmer.New(mc.ContextWindowTokens, mc.OutputReserveTokens, rt.Manager.Config().Estimator),
 		opts:  o,
 		out:   stdout,
 		multi: len(ts) > 1,
@@ -302,7 +302,7 @@ type turnRecord struct {
 	ContextTokens  int           `json:"context_tokens"`
 	StoredMessages int           `json:"stored_messages"`
 	Folds          int64         `json:"folds"`
-	Mode           memory.Mode   `json:"mode"`
+	Mode           string        `json:"mode"`
 }
 
 // summaryRecord is the final --json line.

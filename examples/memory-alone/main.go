@@ -61,7 +61,7 @@ func run(ctx context.Context, w io.Writer) error {
 	defer mgr.Close()
 	// Only to print token counts: prices messages with the manager's own
 	// estimator and budget.
-	pricer := trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, mgr.Estimator())
+	pricer := trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, mgr.Config().Estimator)
 
 	const session, user = "support-42", "dana"
 	const systemPrompt = "You are a helpful support agent."

@@ -140,6 +140,12 @@ type Store interface {
 	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
 }
 
+// AnonymousUser is the owner recorded for, and checked against, the
+// operations of a caller that gives no user id: a missing user id never
+// bypasses the ownership check. Derived indexes (such as the catalogue's)
+// normalise an empty user id to it too.
+const AnonymousUser = "anonymous"
+
 // Errors returned by the stores, and passed on by the manager; check them
 // with errors.Is.
 var (

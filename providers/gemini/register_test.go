@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/autoconfig"
-	"github.com/strata-go/strata/memory"
 )
 
 const (
@@ -62,7 +61,7 @@ func TestRegisteredProviderBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary == nil || !strings.Contains(fmt.Sprint(h.Summary.Facts), "#A-7731") {
+	if h.Mode != "hierarchical" || h.Summary == nil || !strings.Contains(fmt.Sprint(h.Summary.Facts), "#A-7731") {
 		t.Fatalf("mode %s summary %+v", h.Mode, h.Summary)
 	}
 	reqs := f.requests()

@@ -69,7 +69,7 @@ func TestRegisteredProviderBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode != memory.ModeHierarchical || h.Summary == nil || !strings.Contains(fmt.Sprint(h.Summary.Facts), "$129.99") {
+	if h.Mode != "hierarchical" || h.Summary == nil || !strings.Contains(fmt.Sprint(h.Summary.Facts), "$129.99") {
 		t.Fatalf("mode %s summary %+v", h.Mode, h.Summary)
 	}
 	reqs, paths, auth := f.snapshot()

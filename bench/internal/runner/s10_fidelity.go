@@ -366,7 +366,7 @@ func (r *runner) runProbe(ctx context.Context, conv data.Conversation, pol int, 
 			c.budget = factsTokenBudget(cfg)
 		}
 		if c.score.factsBlock != "" {
-			c.factsTokens = v.m.Estimator().Estimate(c.score.factsBlock)
+			c.factsTokens = v.m.Config().Estimator.Estimate(c.score.factsBlock)
 			c.factsCL100k = r.count.text(c.score.factsBlock)
 		}
 		out = append(out, c)

@@ -125,7 +125,7 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 					var loadErr error
 					s := measure(r.p.loadWarm, r.p.loadMinOps/loadRounds, 0, r.p.loadMinTime/loadRounds, func() {
 						h, err := m.Load(ctx, session, benchUser)
-						if err == nil && h.Mode != memory.ModeHierarchical {
+						if err == nil && h.Mode != "hierarchical" {
 							err = fmt.Errorf("load of %d messages: mode %s, want hierarchical", n, h.Mode)
 						}
 						if err != nil && loadErr == nil {
@@ -258,7 +258,7 @@ func runLoadRoundTrip(ctx context.Context, r *runner, out *sectionOut, b loadBac
 	load := func(m *memory.Manager) func(string) error {
 		return func(session string) error {
 			h, err := m.Load(ctx, session, benchUser)
-			if err == nil && h.Mode != memory.ModeHierarchical {
+			if err == nil && h.Mode != "hierarchical" {
 				err = fmt.Errorf("load of %s: mode %s, want hierarchical", session, h.Mode)
 			}
 			return err

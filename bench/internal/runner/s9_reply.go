@@ -89,9 +89,9 @@ type replyRun struct {
 	// firstStored is when the first summary was stored (zero: never).
 	firstStored time.Time
 	stats       memory.Stats
-	mode        memory.Mode // how the last turn's history was assembled
-	stored      int         // messages stored at the end
-	cursor      int64       // the summary's cursor at the end (0: none)
+	mode        string // how the last turn's history was assembled
+	stored      int    // messages stored at the end
+	cursor      int64  // the summary's cursor at the end (0: none)
 }
 
 // waits describes the turns after the first fold-trigger turn.

@@ -1,4 +1,8 @@
-package memory
+// Package memstore is the in-memory session store: the store behind
+// memory.NewInMemoryStore, for tests, demos and single-process tools. Use it
+// directly to bound it (WithMaxSessions) or to see its evictions
+// (WithLogger); use the PostgreSQL store of package db in production.
+package memstore
 
 import (
 	"cmp"
@@ -14,7 +18,7 @@ import (
 	"github.com/strata-go/strata/memory/store"
 )
 
-// defaultMaxSessions is how many sessions an inMemoryStore holds when
+// defaultMaxSessions is how many sessions an Store holds when
 // WithMaxSessions is not given (or is given n <= 0). Past it, creating a
 // session evicts the least recently used one.
 const defaultMaxSessions = 10_000
@@ -26,33 +30,33 @@ const emptyPreview = "Empty conversation"
 // preview keeps before appending "...".
 const previewRunes = 50
 
-// InMemoryOption configures the store NewInMemoryStore returns.
-type InMemoryOption func(*inMemoryStore)
+// Option configures the store New returns.
+type Option func(*Store)
 
 // WithMaxSessions bounds the store to n sessions (n <= 0: 10 000, the
 // default). When a new session would exceed the bound, the least recently
 // used session (by create, append, tail or range of its owner) is evicted
 // with all its messages, and a warning is logged.
-func WithMaxSessions(n int) InMemoryOption {
-	return func(s *inMemoryStore) {
+func WithMaxSessions(n int) Option {
+	return func(s *Store) {
 		if n > 0 {
 			s.maxSessions = n
 		}
 	}
 }
 
-// WithStoreLogger sets the logger that reports evictions. By default the
+// WithLogger sets the logger that reports evictions. By default the
 // store logs nothing.
-func WithStoreLogger(l *slog.Logger) InMemoryOption {
-	return func(s *inMemoryStore) {
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) {
 		if l != nil {
 			s.log = l
 		}
 	}
 }
 
-// inMemoryStore keeps sessions in process memory (see NewInMemoryStore).
-type inMemoryStore struct {
+// Store keeps sessions in process memory (see New).
+type Store struct {
 	maxSessions int
 	log         *slog.Logger
 
@@ -66,7 +70,7 @@ type inMemoryStore struct {
 }
 
 // memSession is one incarnation of a session. Its fields are guarded by
-// inMemoryStore.mu.
+// Store.mu.
 type memSession struct {
 	id, owner    string
 	epoch        int64
@@ -79,10 +83,9 @@ type memSession struct {
 	elem         *list.Element
 }
 
-var _ MessageStore = (*inMemoryStore)(nil)
+var _ store.Store = (*Store)(nil)
 
-// NewInMemoryStore returns an empty MessageStore that keeps sessions in
-// process memory. It is a development store, for tests, demos and single-process tools:
+// New returns an empty store that keeps sessions in process memory. It is a development store, for tests, demos and single-process tools:
 // nothing survives a restart, folds are coordinated within the process only
 // (it is no FoldLocker), and it is bounded (10 000 sessions unless
 // WithMaxSessions says otherwise), evicting the least recently used session
@@ -94,8 +97,8 @@ var _ MessageStore = (*inMemoryStore)(nil)
 // losslessly, and answers Tail and Range without copying the whole
 // history. It is safe for concurrent use; each operation checks ownership
 // and does its work in one critical section.
-func NewInMemoryStore(opts ...InMemoryOption) MessageStore {
-	s := &inMemoryStore{
+func New(opts ...Option) *Store {
+	s := &Store{
 		maxSessions: defaultMaxSessions,
 		log:         slog.New(slog.DiscardHandler),
 		sessions:    map[string]*memSession{},
@@ -107,8 +110,8 @@ func NewInMemoryStore(opts ...InMemoryOption) MessageStore {
 	return s
 }
 
-// Create implements MessageStore.
-func (s *inMemoryStore) Create(ctx context.Context, sessionID, userID string) error {
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, sessionID, userID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -121,8 +124,8 @@ func (s *inMemoryStore) Create(ctx context.Context, sessionID, userID string) er
 	return nil
 }
 
-// Append implements MessageStore.
-func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+// Append implements store.Store.
+func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return store.AppendResult{}, err
 	}
@@ -159,8 +162,8 @@ func (s *inMemoryStore) Append(ctx context.Context, sessionID, userID string, ms
 	return store.AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
 }
 
-// Tail implements MessageStore.
-func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
+// Tail implements store.Store.
+func (s *Store) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Tail{}, err
 	}
@@ -179,8 +182,8 @@ func (s *inMemoryStore) Tail(ctx context.Context, sessionID, userID string, n in
 	return t, nil
 }
 
-// Range implements MessageStore.
-func (s *inMemoryStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
+// Range implements store.Store.
+func (s *Store) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -205,8 +208,8 @@ func (s *inMemoryStore) Range(ctx context.Context, sessionID, userID string, aft
 	return cloneMessages(sess.msgs[lo:hi]), nil
 }
 
-// Delete implements MessageStore.
-func (s *inMemoryStore) Delete(ctx context.Context, sessionID, userID string) error {
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, sessionID, userID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -220,10 +223,10 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID, userID string) er
 	return nil
 }
 
-// Sessions implements MessageStore. Sessions whose latest activity is the
+// Sessions implements store.Store. Sessions whose latest activity is the
 // same instant are listed in the order their activity happened, newest
 // first.
-func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
+func (s *Store) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -265,14 +268,14 @@ func (s *inMemoryStore) Sessions(ctx context.Context, userID string, limit, offs
 }
 
 // owned returns the session if userID owns it, ErrNotFound when there is
-// none and ErrNotOwner when another user owns it. s.mu must be held.
-func (s *inMemoryStore) owned(sessionID, userID string) (*memSession, error) {
+// none and store.ErrNotOwner when another user owns it. s.mu must be held.
+func (s *Store) owned(sessionID, userID string) (*memSession, error) {
 	sess := s.sessions[sessionID]
 	switch {
 	case sess == nil:
 		return nil, store.ErrNotFound
 	case sess.owner != userID:
-		return nil, ErrNotOwner
+		return nil, store.ErrNotOwner
 	}
 	return sess, nil
 }
@@ -280,7 +283,7 @@ func (s *inMemoryStore) owned(sessionID, userID string) (*memSession, error) {
 // create makes a new, empty incarnation of sessionID owned by userID,
 // evicting the least recently used sessions past the bound. The id must be
 // free. s.mu must be held.
-func (s *inMemoryStore) create(sessionID, userID string, now time.Time) *memSession {
+func (s *Store) create(sessionID, userID string, now time.Time) *memSession {
 	for len(s.sessions) >= s.maxSessions {
 		old := s.lru.Back().Value.(*memSession)
 		s.remove(old)
@@ -304,7 +307,7 @@ func (s *inMemoryStore) create(sessionID, userID string, now time.Time) *memSess
 }
 
 // remove forgets a session and its messages. s.mu must be held.
-func (s *inMemoryStore) remove(sess *memSession) {
+func (s *Store) remove(sess *memSession) {
 	delete(s.sessions, sess.id)
 	s.lru.Remove(sess.elem)
 	if mine := s.byUser[sess.owner]; mine != nil {

@@ -1,4 +1,4 @@
-package memory_test
+package memstore_test
 
 import (
 	"context"
@@ -11,25 +11,26 @@ import (
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/memory/store"
 )
 
 func TestInMemoryConformance(t *testing.T) {
-	memorytest.Run(t, func(*testing.T) memory.MessageStore { return memory.NewInMemoryStore() })
+	memorytest.Run(t, func(*testing.T) memory.MessageStore { return memstore.New() })
 }
 
 // TestInMemoryConformanceSharedStore runs the suite on one store for all
 // subtests, the way it runs on a shared database.
 func TestInMemoryConformanceSharedStore(t *testing.T) {
-	shared := memory.NewInMemoryStore()
+	shared := memstore.New()
 	memorytest.Run(t, func(*testing.T) memory.MessageStore { return shared })
 }
 
 func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 	ctx := t.Context()
 	var logs testutil.Buffer
-	s := memory.NewInMemoryStore(memory.WithMaxSessions(3),
-		memory.WithStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	s := memstore.New(memstore.WithMaxSessions(3),
+		memstore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	mustCreate := func(id string) {
 		t.Helper()
 		if err := s.Create(ctx, id, "alice"); err != nil {
@@ -110,9 +111,9 @@ func TestInMemoryDefaultBound(t *testing.T) {
 	const bound = 10_000 // documented default of WithMaxSessions
 	ctx := t.Context()
 	for name, s := range map[string]memory.MessageStore{
-		"default":             memory.NewInMemoryStore(),
-		"WithMaxSessions(0)":  memory.NewInMemoryStore(memory.WithMaxSessions(0)),
-		"WithMaxSessions(-1)": memory.NewInMemoryStore(memory.WithMaxSessions(-1)),
+		"default":             memstore.New(),
+		"WithMaxSessions(0)":  memstore.New(memstore.WithMaxSessions(0)),
+		"WithMaxSessions(-1)": memstore.New(memstore.WithMaxSessions(-1)),
 	} {
 		for i := range bound + 1 {
 			if err := s.Create(ctx, fmt.Sprint(i), "alice"); err != nil {
@@ -132,7 +133,7 @@ func TestInMemoryDefaultBound(t *testing.T) {
 }
 
 func TestInMemoryHonoursCancelledContext(t *testing.T) {
-	s := memory.NewInMemoryStore()
+	s := memstore.New()
 	if err := s.Create(t.Context(), "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +162,9 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 	if _, err := s.Tail(t.Context(), "t", "alice", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("cancelled Create made a session: %v", err)
 	}
+}
+
+// The in-memory store's API stays small, every name documented.
+func TestExportedAPI(t *testing.T) {
+	testutil.CheckExports(t, ".", 11)
 }
