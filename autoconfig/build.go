@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // Build returns a manager wired as cfg says (nil cfg: Default()):
@@ -135,6 +136,10 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		return nil, err
 	}
 	o := newBuildOptions(opts)
+	est, err := estimator(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rt := &Runtime{Config: cfg}
 	defer func() {
 		if err != nil {
@@ -170,6 +175,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 	}
 
 	mcfg := cfg.Memory
+	mcfg.Estimator = est
 	if ttl := foldLockTTL(cfg.Summarizer.Timeout); !cfg.IsSet(keyFoldLockTTL) && ttl > mcfg.FoldLockTTL {
 		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
 	}
@@ -189,6 +195,23 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		return nil, cfg.translateMemoryError(err)
 	}
 	return rt, nil
+}
+
+// estimator returns the manager's token estimator: the one set in code
+// (Memory.Estimator), the token-encoding key's, or nil for the default.
+// Both at once would be two budgets, so they are refused.
+func estimator(cfg *Config) (trimmer.Estimator, error) {
+	if cfg.TokenEncoding == "" {
+		return cfg.Memory.Estimator, nil
+	}
+	if cfg.Memory.Estimator != nil {
+		return nil, cfg.errorFor(keyTokenEncoding, "must be empty when Memory.Estimator is set in code: the manager counts tokens one way")
+	}
+	est, err := trimmer.NewTiktokenEstimator(cfg.TokenEncoding)
+	if err != nil {
+		return nil, cfg.errorFor(keyTokenEncoding, err.Error())
+	}
+	return est, nil
 }
 
 // summarizer returns the summarizer of a runtime with summaries on:

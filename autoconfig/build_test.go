@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -424,5 +425,61 @@ func TestBuildBudgetIsMemoryConfig(t *testing.T) {
 	_, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySummarizerTimeout + "=2m", keyFoldLockTTL + "=1m"}})
 	if err == nil || !strings.Contains(err.Error(), "must be > summarizer.timeout (2m)") {
 		t.Fatalf("lock TTL below the timeout: %v", err)
+	}
+}
+
+// TestBuildTokenEncoding: the token-encoding key chooses the estimator of
+// the manager's one budget; a bad name is refused at load, and the key
+// beside an estimator set in code is refused at build.
+func TestBuildTokenEncoding(t *testing.T) {
+	t.Parallel()
+	// Byte pairs that tiktoken counts differently from the script-aware
+	// estimator: a long run of one letter.
+	text := strings.Repeat("a", 400)
+	exact, err := trimmer.NewTiktokenEstimator(trimmer.EncodingO200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := buildRuntime(t, []string{}, nil).Manager.Config().Estimator.Estimate(text)
+	for name, env := range map[string][]string{
+		"override":    nil,
+		"environment": {"ARC_REACTOR_MEMORY_TOKEN_ENCODING=o200k_base"},
+	} {
+		var over []string
+		if env == nil {
+			over = []string{keyTokenEncoding + "=o200k_base"}
+		}
+		got := buildRuntime(t, env, over).Manager.Config().Estimator.Estimate(text)
+		if got != exact.Estimate(text) || got == def {
+			t.Errorf("%s: estimate %d, want tiktoken's %d (the default estimator says %d)", name, got, exact.Estimate(text), def)
+		}
+	}
+
+	_, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyTokenEncoding + "=p50k_base"}})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != keyTokenEncoding || !strings.Contains(err.Error(), "o200k_base") {
+		t.Fatalf("unknown encoding: %v", err)
+	}
+
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyTokenEncoding + "=cl100k_base"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Memory.Estimator = trimmer.EstimatorFunc(func(s string) int { return len(s) })
+	if rt, err := BuildRuntime(context.Background(), cfg, WithLogger(quiet)); !errors.As(err, &ce) || ce.Key != keyTokenEncoding {
+		if rt != nil {
+			_ = rt.Close()
+		}
+		t.Fatalf("two estimators: %v", err)
+	}
+	// An estimator set in code alone is the manager's.
+	cfg.TokenEncoding = ""
+	rt, err := BuildRuntime(context.Background(), cfg, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if got := rt.Manager.Config().Estimator.Estimate(text); got != len(text) {
+		t.Fatalf("code estimator: %d", got)
 	}
 }

@@ -54,6 +54,12 @@ type Config struct {
 	// Server configures strata serve, the HTTP API
 	// (arc.reactor.memory.server.*).
 	Server ServerConfig
+	// TokenEncoding chooses Memory.Estimator
+	// (arc.reactor.memory.token-encoding): empty for Strata's script-aware
+	// estimator, or trimmer.EncodingCL100kBase / EncodingO200kBase for an
+	// exact, offline tiktoken count. Build refuses it beside an Estimator
+	// set in code: the manager has one budget.
+	TokenEncoding string
 
 	// set records, for keys set by a file, the environment or an override,
 	// where the value came from.

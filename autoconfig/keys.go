@@ -38,6 +38,7 @@ const (
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
 	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
+	keyTokenEncoding       = "arc.reactor.memory.token-encoding"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
 	keyMaxFailureCooldown  = "arc.reactor.memory.store.max-failure-cooldown"
 	keyMaxFacts            = "arc.reactor.memory.store.max-facts"
@@ -329,6 +330,11 @@ var keyTable = []keySpec{
 	stringListKey(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
 		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
+
+	// Strata: how tokens are counted.
+	stringKey(keyTokenEncoding,
+		"How the prompt budget, the token triggers and the fact caps count tokens: empty for Strata's script-aware estimator, or a tiktoken encoding counted exactly and offline: cl100k_base (GPT-4, GPT-3.5) or o200k_base (GPT-4o, GPT-4.1, GPT-5, o-series).",
+		func(c *Config) *string { return &c.TokenEncoding }),
 
 	// Strata: folding policy.
 	stringKey(keyPolicy,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/trimmer"
 )
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -33,6 +34,8 @@ func (c *Config) Validate() error {
 		{!isProvider(normalizeProvider(c.Summarizer.Provider)), keySummarizerProvider,
 			"must be one of " + joinNames(knownProviders())},
 		{c.Summarizer.Timeout <= 0, keySummarizerTimeout, "must be > 0 (e.g. 60s)"},
+		{c.TokenEncoding != "" && c.TokenEncoding != trimmer.EncodingCL100kBase && c.TokenEncoding != trimmer.EncodingO200kBase,
+			keyTokenEncoding, "must be empty (Strata's estimator), " + trimmer.EncodingCL100kBase + " or " + trimmer.EncodingO200kBase},
 		{c.IsSet(keyFoldLockTTL) && c.Memory.FoldLockTTL <= c.Summarizer.Timeout, keyFoldLockTTL,
 			"must be > summarizer.timeout (" + formatDuration(c.Summarizer.Timeout) + "): a fold must not outlive its lock"},
 	}
@@ -100,6 +103,7 @@ var fieldKeys = map[string]string{
 	"ShowPreviousValues":    keyShowPrevious,
 	"MaxNarrativeTokens":    keyMaxNarrative,
 	"SharedSessionPrefixes": keySharedPrefixes,
+	"Estimator":             keyTokenEncoding,
 	"Policy":                keyPolicy,
 	"BufferMessageCount":    keyBuffer,
 	"FoldTokenThreshold":    keyFoldTokenThreshold,

@@ -103,7 +103,7 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.BoolVar(&o.full, "full", false, "report: print messages in full instead of one shortened line each")
 	fs.StringVar(&o.session, "session", "", "session `ID` to replay into (default replay:<sample name>)")
 	fs.StringVar(&o.user, "user", "replay", "user `ID` owning the replayed session")
-	fs.StringVar(&o.encoding, "encoding", "", "token counting `ENCODING`: empty for Strata's estimator, or cl100k_base / o200k_base (exact, offline)")
+	fs.StringVar(&o.encoding, "encoding", "", "token counting `ENCODING`: cl100k_base or o200k_base (exact, offline); empty: the configuration's token-encoding (default Strata's estimator)")
 	fs.BoolVar(&o.progress, "progress", true, "draw a progress bar on stderr when it is a terminal")
 	fs.BoolVar(&o.reset, "reset", false, "delete the session first if the configured store already holds it")
 	fs.BoolVar(&o.verbose, "verbose", false, "log summarizer calls and folds on stderr")
@@ -141,11 +141,12 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 
-	var est trimmer.Estimator
 	if o.encoding != "" {
-		if est, err = trimmer.NewTiktokenEstimator(o.encoding); err != nil {
+		if o.encoding != trimmer.EncodingCL100kBase && o.encoding != trimmer.EncodingO200kBase {
 			return usagef("replay: --encoding %q: want cl100k_base or o200k_base", o.encoding)
 		}
+		// The manager fits prompts with the exact tokenizer too.
+		cfg.TokenEncoding = o.encoding
 	}
 
 	level := slog.LevelWarn
@@ -155,10 +156,6 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	folds := &foldErrors{}
 	logger := slog.New(folds.wrap(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
 	build := []autoconfig.BuildOption{autoconfig.WithLogger(logger)}
-	if est != nil {
-		// The manager fits prompts with the exact tokenizer too.
-		cfg.Memory.Estimator = est
-	}
 	rt, err := autoconfig.BuildRuntime(ctx, cfg, build...)
 	if err != nil {
 		return err
