@@ -26,6 +26,6 @@ var ErrClosed = errors.New("memory: closed")
 // NewInMemoryStore returns an empty MessageStore that keeps sessions in
 // process memory: a development store, for tests, demos and single-process
 // tools. It holds at most 10 000 sessions, evicting the least recently used;
-// package memstore builds one with another bound or a logger for its
-// evictions. Nothing survives a restart: use package db in production.
-func NewInMemoryStore() MessageStore { return memstore.New() }
+// memstore.New builds one with another bound or a logger for its evictions.
+// Nothing survives a restart: use package db in production.
+func NewInMemoryStore() *memstore.Store { return memstore.New() }
