@@ -33,4 +33,6 @@
 // optional capabilities — is package memory/store, as database/sql's driver
 // contract is database/sql/driver: writing a store needs it, using a
 // Manager rarely does (its errors, and Append's stored-form messages).
+// NewInMemoryStore's store is package memory/memstore, which also builds one
+// with another bound.
 package memory
