@@ -3,7 +3,11 @@ package db
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -11,12 +15,24 @@ import (
 )
 
 // connector is the driver.Connector of the pools Open makes: lib/pq's,
-// dialing through boundedDialer when a reply bound is set. It keeps the
-// data source name so that Migrate can open a connection of its own
-// without the bound (a migration may legitimately run long).
+// dialing through boundedDialer when a reply bound is set, and bounding
+// every statement by a client-side timeout when one is set (timedConn).
+// It keeps the data source name so that Migrate can open a connection of
+// its own without the bound (a migration may legitimately run long).
 type connector struct {
 	*pq.Connector
 	dsn string
+	// timeout bounds every statement on the client (0: none); see timedConn.
+	timeout time.Duration
+}
+
+// Connect implements driver.Connector.
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	cn, err := c.Connector.Connect(ctx)
+	if err != nil || c.timeout <= 0 {
+		return cn, err
+	}
+	return &timedConn{conn: cn.(pqConn), timeout: c.timeout}, nil
 }
 
 // Driver implements driver.Connector. Its result lets Migrate recognize a
@@ -32,8 +48,9 @@ func (d *pgDriver) Open(string) (driver.Conn, error) { return d.c.Connect(contex
 
 // newConnector returns the connector of dsn whose connections fail any
 // read or write that waits longer than bound for the server (bound <= 0:
-// no bound).
-func newConnector(dsn string, bound time.Duration) (*connector, error) {
+// no bound) and cancel any statement that runs longer than timeout
+// (timeout <= 0: none).
+func newConnector(dsn string, bound, timeout time.Duration) (*connector, error) {
 	pc, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, err
@@ -41,7 +58,152 @@ func newConnector(dsn string, bound time.Duration) (*connector, error) {
 	if bound > 0 {
 		pc.Dialer(boundedDialer{bound: bound})
 	}
-	return &connector{Connector: pc, dsn: dsn}, nil
+	return &connector{Connector: pc, dsn: dsn, timeout: timeout}, nil
+}
+
+// pqConn is what database/sql uses of a lib/pq connection.
+type pqConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.QueryerContext
+	driver.ExecerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// timedConn is a lib/pq connection whose every statement is cancelled when
+// it runs longer than timeout: the statement's context gets that deadline,
+// and lib/pq, when a context ends, sends the server a cancel request (which
+// connection poolers such as PgBouncer forward to the server connection
+// running it) and drops the connection. This is the pool's statement
+// timeout. It is enforced by the client rather than by PostgreSQL's
+// statement_timeout because a transaction-mode pooler refuses that setting
+// as a start-up parameter and gives each transaction whichever server
+// connection is free, so a session-level SET would not stay with the
+// client either.
+type timedConn struct {
+	conn    pqConn
+	timeout time.Duration
+}
+
+var _ pqConn = (*timedConn)(nil)
+
+// bound derives the statement's context.
+func (c *timedConn) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// timedOut wraps err, the failure of a statement run under sctx (derived
+// from ctx by bound), with the timeout when that is what ended it.
+func (c *timedConn) timedOut(ctx, sctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return &statementTimeoutError{timeout: c.timeout, err: err}
+	}
+	return err
+}
+
+// QueryContext implements driver.QueryerContext; the statement's deadline
+// lasts until its rows are closed.
+func (c *timedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	sctx, cancel := c.bound(ctx)
+	rows, err := c.conn.QueryContext(sctx, query, args)
+	if err != nil {
+		err = c.timedOut(ctx, sctx, err)
+		cancel()
+		return nil, err
+	}
+	return &timedRows{Rows: rows, c: c, ctx: ctx, sctx: sctx, cancel: cancel}, nil
+}
+
+// ExecContext implements driver.ExecerContext.
+func (c *timedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	sctx, cancel := c.bound(ctx)
+	defer cancel()
+	res, err := c.conn.ExecContext(sctx, query, args)
+	return res, c.timedOut(ctx, sctx, err)
+}
+
+// BeginTx implements driver.ConnBeginTx. The statements of the transaction
+// are bounded one by one, as PostgreSQL's statement_timeout bounds them;
+// the transaction itself gets the caller's context, which lib/pq watches
+// until it ends.
+func (c *timedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.conn.BeginTx(ctx, opts)
+}
+
+// PrepareContext implements driver.ConnPrepareContext. Strata's stores
+// prepare nothing (see Open); this serves other users of the pool.
+func (c *timedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.conn.PrepareContext(ctx, query)
+}
+
+// Prepare implements driver.Conn.
+func (c *timedConn) Prepare(query string) (driver.Stmt, error) { return c.conn.Prepare(query) }
+
+// Close implements driver.Conn.
+func (c *timedConn) Close() error { return c.conn.Close() }
+
+// Begin implements driver.Conn.
+func (c *timedConn) Begin() (driver.Tx, error) { return c.conn.Begin() } //nolint:staticcheck // driver.Conn requires it
+
+// Ping implements driver.Pinger.
+func (c *timedConn) Ping(ctx context.Context) error {
+	sctx, cancel := c.bound(ctx)
+	defer cancel()
+	return c.timedOut(ctx, sctx, c.conn.Ping(sctx))
+}
+
+// ResetSession implements driver.SessionResetter.
+func (c *timedConn) ResetSession(ctx context.Context) error { return c.conn.ResetSession(ctx) }
+
+// IsValid implements driver.Validator.
+func (c *timedConn) IsValid() bool { return c.conn.IsValid() }
+
+// CheckNamedValue implements driver.NamedValueChecker.
+func (c *timedConn) CheckNamedValue(nv *driver.NamedValue) error { return c.conn.CheckNamedValue(nv) }
+
+// timedRows are the rows of a timedConn query: closing them ends the
+// statement's deadline.
+type timedRows struct {
+	driver.Rows
+	c         *timedConn
+	ctx, sctx context.Context
+	cancel    context.CancelFunc
+}
+
+// Next implements driver.Rows.
+func (r *timedRows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	if err != nil && err != io.EOF {
+		return r.c.timedOut(r.ctx, r.sctx, err)
+	}
+	return err
+}
+
+// Close implements driver.Rows.
+func (r *timedRows) Close() error {
+	err := r.Rows.Close()
+	r.cancel()
+	return err
+}
+
+// ColumnTypeDatabaseTypeName implements driver.RowsColumnTypeDatabaseTypeName.
+func (r *timedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+// ColumnTypeScanType implements driver.RowsColumnTypeScanType.
+func (r *timedRows) ColumnTypeScanType(i int) reflect.Type {
+	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
 }
 
 // boundedDialer dials connections whose every read and write waits at
@@ -135,3 +297,17 @@ func (c *boundedConn) SetWriteDeadline(t time.Time) error {
 	c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(t)
 }
+
+// statementTimeoutError is the failure of a statement that timedConn
+// cancelled. Its chain holds the driver's error (SQLSTATE 57014, or the
+// broken connection), which classify reports as an outage.
+type statementTimeoutError struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *statementTimeoutError) Error() string {
+	return fmt.Sprintf("statement cancelled after the statement timeout (%v): %v", e.timeout, e.err)
+}
+
+func (e *statementTimeoutError) Unwrap() error { return e.err }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Pool limits applied by Open. They suit a service replica talking to one
@@ -38,9 +39,9 @@ const (
 	// connect and the start-up handshake (lib/pq's connect_timeout). A
 	// server that accepts connections but never answers fails within it.
 	DefaultConnectTimeout = 5 * time.Second
-	// DefaultStatementTimeout bounds every statement on the server
-	// (PostgreSQL's statement_timeout). A statement cut short fails with
-	// an error wrapping store.ErrUnavailable.
+	// DefaultStatementTimeout bounds every statement: one that runs longer
+	// is cancelled on the server and fails with an error wrapping
+	// store.ErrUnavailable.
 	DefaultStatementTimeout = 30 * time.Second
 )
 
@@ -60,9 +61,9 @@ func WithConnectTimeout(d time.Duration) OpenOption {
 	return func(o *openOptions) { o.connectTimeout = d }
 }
 
-// WithStatementTimeout sets the statement_timeout Open applies to every
-// connection (default DefaultStatementTimeout), rounded up to whole
-// milliseconds. d <= 0 sets none: the server's own setting applies.
+// WithStatementTimeout sets the statement timeout Open applies to every
+// statement on the pool (default DefaultStatementTimeout; see Open).
+// d <= 0 sets none: the server's own statement_timeout applies.
 func WithStatementTimeout(d time.Duration) OpenOption {
 	return func(o *openOptions) { o.statementTimeout = d }
 }
@@ -74,14 +75,38 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 // redacted; when the server cannot be reached they wrap
 // store.ErrUnavailable.
 //
+// The pool works through a connection pooler in transaction mode
+// (PgBouncer's pool_mode = transaction, Supabase's or a managed service's
+// pooler) as it does directly. A pooler hands each transaction whichever
+// server connection is free, so nothing may outlive a transaction on a
+// server connection, and it refuses most start-up parameters. Open
+// therefore:
+//
+//   - turns on lib/pq's binary_parameters (unless dsn sets it): a statement
+//     with arguments is then sent as one unnamed statement, parsed, bound
+//     and executed in one round trip. Without it lib/pq parses in one round
+//     trip and binds in a second, which a pooler may route to another server
+//     connection, running there whatever unnamed statement that connection
+//     last parsed. Strata's stores prepare no named statements either (a
+//     named statement lives on one server connection). Only []byte
+//     arguments change encoding (they are sent in binary), and the stores
+//     pass none;
+//   - bounds statements on the client, not with a start-up parameter: see
+//     below.
+//
 // Every connection of the pool gets a connect timeout
-// (DefaultConnectTimeout, or WithConnectTimeout) and a statement timeout
-// (DefaultStatementTimeout, or WithStatementTimeout), passed as the
-// connection parameters connect_timeout and statement_timeout. A value
-// the deployment already gives wins over both: when dsn mentions
-// connect_timeout or statement_timeout (also inside its options
+// (DefaultConnectTimeout, or WithConnectTimeout), passed as lib/pq's
+// connect_timeout, and every statement a statement timeout
+// (DefaultStatementTimeout, or WithStatementTimeout): a statement that runs
+// longer is cancelled — lib/pq sends the server a cancel request, which a
+// pooler forwards to the server connection running it — and fails with an
+// error wrapping store.ErrUnavailable. Statements of a transaction are
+// bounded one by one. A value the deployment already gives wins: when dsn
+// mentions connect_timeout or statement_timeout (also inside its options
 // parameter), or the environment sets PGCONNECT_TIMEOUT or a
-// statement_timeout in PGOPTIONS, Open leaves that setting alone.
+// statement_timeout in PGOPTIONS, Open leaves that setting to the driver
+// and the server (a pooler then refuses a statement_timeout start-up
+// parameter, and Open's error says so).
 //
 // When Open sets the statement timeout itself, it also bounds how long a
 // connection waits for the server: a read or write that waits longer than
@@ -89,12 +114,16 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 // when none is set) fails, and the connection is dropped. A server that
 // still accepts data but no longer answers — hung, or behind a network
 // that silently drops its replies — then fails calls as an outage instead
-// of blocking them forever, which neither the server's statement_timeout
-// nor a cancelled context can do. Statements of the pool's users that
-// need longer must not run on it; Migrate runs on a connection of its own
-// without the bound and without a statement timeout.
+// of blocking them forever, which a cancel request (handled by that same
+// server) cannot do. Statements of the pool's users that need longer must
+// not run on it; Migrate runs on a connection of its own without the bound
+// and without a statement timeout.
 //
-// Open does not run migrations; call Migrate once at start-up.
+// A pooler that refuses a start-up parameter fails Open with an error that
+// names the parameter and the fix.
+//
+// Open does not run migrations; call Migrate once at start-up, over a
+// direct connection to the server (see Migrate).
 func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("db: open: empty data source name")
@@ -109,15 +138,16 @@ func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error)
 	if err != nil {
 		return nil, err
 	}
-	var bound time.Duration
-	if _, ok := params["statement_timeout"]; ok {
+	var bound, timeout time.Duration
+	if clientStatementTimeout(dsn, o) {
 		grace := o.connectTimeout
 		if _, ok := params["connect_timeout"]; !ok || grace <= 0 {
 			grace = DefaultConnectTimeout
 		}
+		timeout = o.statementTimeout
 		bound = o.statementTimeout + grace
 	}
-	c, err := newConnector(full, bound)
+	c, err := newConnector(full, bound, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), redactURLError(err, dsn))
 	}
@@ -128,23 +158,47 @@ func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error)
 	d.SetConnMaxIdleTime(DefaultConnMaxIdleTime)
 	if err := d.PingContext(ctx); err != nil {
 		_ = d.Close()
-		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), classify(ctx, err))
+		return nil, fmt.Errorf("db: open %s: %w%s", RedactDSN(dsn), classify(ctx, err), startupParamHint(err))
 	}
 	return d, nil
 }
 
-// withTimeouts adds connect_timeout and statement_timeout to dsn, each
-// unless the data source name or the environment already sets it, and
-// returns the parameters it added.
+// startupParamHint explains a connection refused because of a start-up
+// parameter (PgBouncer: "unsupported startup parameter: NAME"), "" for any
+// other error.
+func startupParamHint(err error) string {
+	var pqErr *pq.Error
+	if !isPoolerRefusal(err) || !errors.As(err, &pqErr) {
+		return ""
+	}
+	name := strings.TrimSpace(pqErr.Message[strings.LastIndex(pqErr.Message, ":")+1:])
+	return fmt.Sprintf(" (a connection pooler refused the start-up parameter %q: remove it from the data source name "+
+		"and from PGOPTIONS — Strata bounds statements on the client and needs no start-up parameter — "+
+		"or add it to the pooler's ignore_startup_parameters)", name)
+}
+
+// clientStatementTimeout reports whether the pool bounds statements on the
+// client: a statement timeout is configured and neither dsn nor PGOPTIONS
+// sets statement_timeout (the deployment's own value then applies on the
+// server).
+func clientStatementTimeout(dsn string, o openOptions) bool {
+	return o.statementTimeout > 0 && !strings.Contains(dsn, "statement_timeout") &&
+		!strings.Contains(os.Getenv("PGOPTIONS"), "statement_timeout")
+}
+
+// withTimeouts adds connect_timeout to dsn, unless the data source name or
+// the environment already sets it, and binary_parameters=yes, unless dsn
+// sets it (see Open), and returns the parameters it added. The statement
+// timeout is not a connection parameter: the pool enforces it on the
+// client (see timedConn).
 func withTimeouts(dsn string, o openOptions) (string, map[string]string, error) {
 	params := map[string]string{}
 	if o.connectTimeout > 0 && !strings.Contains(dsn, "connect_timeout") && os.Getenv("PGCONNECT_TIMEOUT") == "" {
 		secs := (o.connectTimeout + time.Second - 1) / time.Second
 		params["connect_timeout"] = strconv.FormatInt(int64(secs), 10)
 	}
-	if o.statementTimeout > 0 && !strings.Contains(dsn, "statement_timeout") && !strings.Contains(os.Getenv("PGOPTIONS"), "statement_timeout") {
-		ms := (o.statementTimeout + time.Millisecond - 1) / time.Millisecond
-		params["statement_timeout"] = strconv.FormatInt(int64(ms), 10)
+	if !strings.Contains(dsn, "binary_parameters") {
+		params["binary_parameters"] = "yes"
 	}
 	if len(params) == 0 {
 		return dsn, params, nil

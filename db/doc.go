@@ -166,7 +166,7 @@
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
 // (store.SnapshotReader) is Tail plus the session's summary in one
-// prepared statement: a manager whose summary store is this database's
+// statement: a manager whose summary store is this database's
 // SummaryStore on the same pool loads in one round trip.
 // SnapshotAfterSummary is Snapshot whose index scan also stops at the
 // summary's cursor: a chunked manager, which shows every message its

@@ -91,14 +91,17 @@ func TestWithTimeouts(t *testing.T) {
 		opt       openOptions
 		want, not []string
 	}{
-		{"postgres://u@h/db?sslmode=disable", def, []string{"connect_timeout=5", "statement_timeout=30000", "sslmode=disable"}, nil},
-		{"postgres://u@h/db?connect_timeout=2", def, []string{"connect_timeout=2", "statement_timeout=30000"}, []string{"connect_timeout=5"}},
+		// The statement timeout is never a start-up parameter (a pooler
+		// refuses it): the pool enforces it on the client.
+		{"postgres://u@h/db?sslmode=disable", def, []string{"connect_timeout=5", "binary_parameters=yes", "sslmode=disable"}, []string{"statement_timeout"}},
+		{"postgres://u@h/db?connect_timeout=2", def, []string{"connect_timeout=2"}, []string{"connect_timeout=5", "statement_timeout"}},
 		{"postgres://u@h/db?statement_timeout=100", def, []string{"statement_timeout=100", "connect_timeout=5"}, []string{"30000"}},
 		{"postgres://u@h/db?options=-c%20statement_timeout%3D100", def, []string{"connect_timeout=5"}, []string{"30000"}},
-		{"host=h dbname=db", def, []string{"connect_timeout='5'", "statement_timeout='30000'"}, nil},
-		{"host=h connect_timeout=9", def, []string{"connect_timeout=9", "statement_timeout='30000'"}, []string{"'5'"}},
-		{"postgres://u@h/db", openOptions{connectTimeout: 1500 * time.Millisecond, statementTimeout: time.Microsecond}, []string{"connect_timeout=2", "statement_timeout=1"}, nil},
-		{"postgres://u@h/db", openOptions{}, nil, []string{"connect_timeout", "statement_timeout"}},
+		{"postgres://u@h/db?binary_parameters=no", def, []string{"binary_parameters=no"}, []string{"binary_parameters=yes"}},
+		{"host=h dbname=db", def, []string{"connect_timeout='5'", "binary_parameters='yes'"}, []string{"statement_timeout"}},
+		{"host=h connect_timeout=9", def, []string{"connect_timeout=9"}, []string{"'5'"}},
+		{"postgres://u@h/db", openOptions{connectTimeout: 1500 * time.Millisecond, statementTimeout: time.Microsecond}, []string{"connect_timeout=2"}, []string{"statement_timeout"}},
+		{"postgres://u@h/db", openOptions{}, []string{"binary_parameters=yes"}, []string{"connect_timeout", "statement_timeout"}},
 	}
 	for _, c := range cases {
 		got, _, err := withTimeouts(c.dsn, c.opt)
@@ -118,7 +121,15 @@ func TestWithTimeouts(t *testing.T) {
 	}
 	t.Setenv("PGCONNECT_TIMEOUT", "3")
 	t.Setenv("PGOPTIONS", "-c statement_timeout=10")
-	if got, _, _ := withTimeouts("postgres://u@h/db", def); got != "postgres://u@h/db" {
+	if got, _, _ := withTimeouts("postgres://u@h/db?binary_parameters=yes", def); got != "postgres://u@h/db?binary_parameters=yes" {
 		t.Errorf("with both timeouts in the environment: %q, want the DSN unchanged", got)
+	}
+	if clientStatementTimeout("postgres://u@h/db", def) {
+		t.Error("a statement_timeout in PGOPTIONS must leave the timeout to the server")
+	}
+	t.Setenv("PGOPTIONS", "")
+	if !clientStatementTimeout("postgres://u@h/db", def) || clientStatementTimeout("postgres://u@h/db?statement_timeout=5", def) ||
+		clientStatementTimeout("postgres://u@h/db", openOptions{}) {
+		t.Error("clientStatementTimeout: want the client's bound exactly when a timeout is set and the deployment sets none")
 	}
 }

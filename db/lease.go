@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/strata-go/strata/summary"
 )
 
@@ -54,7 +56,7 @@ const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AN
 
 // lease is one fold lease held by this process.
 type lease struct {
-	stmts   *stmtCache
+	d       *sqlx.DB
 	slice   time.Duration
 	session string
 	token   string
@@ -67,8 +69,8 @@ type lease struct {
 // strata_fold_leases table. A lease row, rather than an advisory lock,
 // keeps no connection pinned while the summarizer runs, survives a
 // connection reset, and expires by itself if its holder dies.
-func tryLockFold(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	l, ok, err := takeLease(ctx, stmts, slice, sessionID, ttl)
+func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
+	l, ok, err := takeLease(ctx, d, slice, sessionID, ttl)
 	if !ok {
 		return nil, false, err
 	}
@@ -78,8 +80,8 @@ func tryLockFold(ctx context.Context, stmts *stmtCache, slice time.Duration, ses
 // tryLockFoldSaving is tryLockFold that also returns, when canSave (the
 // caller's summary store keeps its summaries on the lease's pool), the
 // lease's saveRelease.
-func tryLockFoldSaving(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration, canSave bool) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	l, ok, err := takeLease(ctx, stmts, slice, sessionID, ttl)
+func tryLockFoldSaving(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration, canSave bool) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+	l, ok, err := takeLease(ctx, d, slice, sessionID, ttl)
 	if !ok {
 		return nil, nil, false, err
 	}
@@ -90,7 +92,7 @@ func tryLockFoldSaving(ctx context.Context, stmts *stmtCache, slice time.Duratio
 }
 
 // takeLease takes the session's fold lease (see tryLockFold).
-func takeLease(ctx context.Context, stmts *stmtCache, slice time.Duration, sessionID string, ttl time.Duration) (*lease, bool, error) {
+func takeLease(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration) (*lease, bool, error) {
 	if !validID(sessionID) {
 		return nil, false, fmt.Errorf("db: fold lease: session id is not valid UTF-8 or contains a NUL byte")
 	}
@@ -102,12 +104,9 @@ func takeLease(ctx context.Context, stmts *stmtCache, slice time.Duration, sessi
 	if err != nil {
 		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
 	}
-	l := &lease{stmts: stmts, slice: slice, session: sessionID, token: token}
+	l := &lease{d: d, slice: slice, session: sessionID, token: token}
 	var holder string
-	st, err := stmts.get(ctx, takeLeaseSQL)
-	if err == nil {
-		err = st.QueryRowxContext(ctx, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
-	}
+	err = d.QueryRowxContext(ctx, takeLeaseSQL, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -143,7 +142,7 @@ func (l *lease) renew(deadline time.Time) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.slice/3)
-		res, err := l.stmts.exec(ctx, renewLeaseSQL, l.session, l.token, min(remaining, l.slice).Microseconds())
+		res, err := l.d.ExecContext(ctx, renewLeaseSQL, l.session, l.token, min(remaining, l.slice).Microseconds())
 		cancel()
 		if err != nil {
 			continue // the database is unreachable: try again next tick
@@ -164,7 +163,7 @@ func (l *lease) release() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		for delay := 25 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-			if _, err := l.stmts.exec(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
+			if _, err := l.d.ExecContext(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
 				return
 			}
 			select {
@@ -205,10 +204,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var held, gone, saved bool
-	st, err := l.stmts.get(ctx, saveReleaseSQL)
-	if err == nil {
-		err = st.QueryRowxContext(ctx, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
-	}
+	err = l.d.QueryRowxContext(ctx, saveReleaseSQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}
@@ -238,7 +234,7 @@ func newToken() (string, error) {
 // either may be used. Deleting the session leaves the lease alone: only
 // its holder's release or its expiry ends it.
 func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
+	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
 }
 
 // TryLockFoldSaving is TryLockFold that can also end the fold in one
@@ -254,5 +250,5 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 // The memory package uses it, through an optional interface, for a fold's
 // last save.
 func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	return tryLockFoldSaving(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
+	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }

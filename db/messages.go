@@ -28,12 +28,12 @@ import (
 // work it guards, or, for Delete, in a transaction that holds the
 // session's row lock from the check to the commit; no owner is ever
 // looked up first and acted on later. The reads of the load path (Tail,
-// Snapshot) run as prepared statements, one round trip each; a connection
-// pooler in transaction mode (PgBouncer before 1.21) cannot carry them.
+// Snapshot) are one statement and, on a pool made by Open, one round trip
+// each. No statement is prepared under a name: every one works through a
+// connection pooler in transaction mode (see Open).
 type MessageStore struct {
-	d     *sqlx.DB
-	opt   options
-	stmts *stmtCache
+	d   *sqlx.DB
+	opt options
 }
 
 var (
@@ -45,7 +45,7 @@ var (
 // NewMessageStore returns a message store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
 func NewMessageStore(d *sqlx.DB, opts ...Option) *MessageStore {
-	return &MessageStore{d: d, opt: buildOptions(opts), stmts: newStmtCache(d)}
+	return &MessageStore{d: d, opt: buildOptions(opts)}
 }
 
 // firstUserMessageMax caps, in characters, the copy of a session's first
@@ -175,13 +175,9 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	}
 
 	if len(msgs) == 0 {
-		st, err := s.stmts.get(ctx, countSQL)
-		if err != nil {
-			return fail(err)
-		}
 		var owner sql.NullString
 		var total, epoch int64
-		err = st.QueryRowxContext(ctx, sessionID).Scan(&owner, &total, &epoch)
+		err := s.d.QueryRowxContext(ctx, countSQL, sessionID).Scan(&owner, &total, &epoch)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return missing(sql.NullString{})
@@ -198,9 +194,8 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	// lib/pq also does when the connection drops after the server committed;
 	// re-running an append would store it twice. On a *sql.Conn it is never
 	// re-run: a broken connection is an error (ErrUnavailable) and the
-	// caller decides. lib/pq sends an unprepared statement in two round
-	// trips (parse, then bind and execute); the write is still one statement
-	// and one commit.
+	// caller decides. On a pool made by Open (binary_parameters) the
+	// statement is one round trip and one commit.
 	conn, err := s.d.Conn(ctx)
 	if err != nil {
 		return fail(err)
@@ -277,11 +272,13 @@ const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, meta
 // readLimit is the LIMIT of a Tail or Snapshot statement reading n
 // messages: n rounded up to a multiple of 8 (to a power of two beyond 256;
 // 0 for none); the caller drops the oldest extra rows. The limit is written
-// into the statement rather than bound as a parameter: PostgreSQL then finds
-// that the generic plan of the prepared statement costs the same as a
-// custom one and reuses it, instead of planning every execution anew (for
-// these statements planning takes longer than running). Rounding keeps the
-// number of distinct statements small while reading few extra rows.
+// into the statement rather than bound as a parameter, so the planner
+// always knows how few rows the index walk needs, whatever it knows of the
+// table: statements are unnamed (see Open) and planned with their
+// arguments on every call, and a constant limit keeps even a fresh,
+// never-analyzed table from being planned as a scan of the whole session.
+// Rounding keeps the number of distinct statement texts small while
+// reading few extra rows.
 func readLimit(n int) int {
 	switch {
 	case n <= 0:
@@ -324,11 +321,7 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, store.ErrNotFound)
 	}
 	n = max(n, 0)
-	st, err := s.stmts.get(ctx, fmt.Sprintf(tailSQL, readLimit(n)))
-	if err != nil {
-		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
-	}
-	rows, err := st.QueryContext(ctx, sessionID, userID)
+	rows, err := s.d.QueryContext(ctx, limitedSQL(tailSQL, readLimit(n)), sessionID, userID)
 	if err != nil {
 		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
 	}
@@ -455,7 +448,7 @@ func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
 }
 
 // Snapshot implements store.SnapshotReader: Tail's result and the
-// session's stored summary (nil when none), read by one prepared
+// session's stored summary (nil when none), read by one
 // statement (snapshotSQL), so the ownership decision, the messages and the
 // summary come from one snapshot. The summary is returned whatever its
 // epoch; the caller compares it with the tail's. Facts that cannot be
@@ -488,11 +481,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	}
 	n = max(n, 0)
 	limit := readLimit(n)
-	st, err := s.stmts.get(ctx, limitedSQL(query, limit))
-	if err != nil {
-		return fail(classify(ctx, err))
-	}
-	rows, err := st.QueryContext(ctx, sessionID, userID)
+	rows, err := s.d.QueryContext(ctx, limitedSQL(query, limit), sessionID, userID)
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -598,11 +587,7 @@ func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afte
 		Owner string `db:"owner"`
 		messageRow
 	}
-	st, err := s.stmts.get(ctx, rangeSQL)
-	if err == nil {
-		err = st.SelectContext(ctx, &rows, sessionID, afterSeq, throughSeq, lim, userID)
-	}
-	if err != nil {
+	if err := s.d.SelectContext(ctx, &rows, rangeSQL, sessionID, afterSeq, throughSeq, lim, userID); err != nil {
 		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, classify(ctx, err))
 	}
 	switch {

@@ -27,10 +27,34 @@ const MigrationsTable = "strata_schema_migrations"
 //go:embed migrations/*.sql
 var migrationsFS embed.FS
 
+// ErrMigrateThroughPooler is the error (wrapped) of a migration attempted
+// through a connection pooler in transaction mode. golang-migrate
+// serializes migrations with a session-level advisory lock and Migrate
+// runs on one session without a statement timeout; a transaction-mode
+// pooler keeps neither, so migrations need a direct connection to the
+// server. Migrate's connection sends statement_timeout=0 as a start-up
+// parameter, which such a pooler (PgBouncer with its usual
+// ignore_startup_parameters) refuses: that refusal is what is reported.
+var ErrMigrateThroughPooler = errors.New("migrations must run over a direct connection to PostgreSQL, " +
+	"not through a transaction-mode connection pooler: give `strata migrate` (or db.Migrate's pool) " +
+	"the server's own address, e.g. arc.reactor.memory.datasource.url or DATABASE_URL set to the direct URL " +
+	"(and migrate-on-start=false for replicas that use the pooled URL)")
+
+// isPoolerRefusal reports whether err is a pooler's refusal of a start-up
+// parameter (PgBouncer: "unsupported startup parameter: NAME").
+func isPoolerRefusal(err error) bool {
+	var pqErr *pq.Error
+	return errors.As(err, &pqErr) && strings.Contains(pqErr.Message, "unsupported startup parameter")
+}
+
 // Migrate applies every pending up migration. It is idempotent: running it
 // on an up-to-date database does nothing and returns nil. Concurrent calls
 // from several replicas are serialized by golang-migrate's advisory lock.
 // Cancelling ctx stops between migration files.
+//
+// Run it over a direct connection to the server, not through a
+// transaction-mode pooler: with a pool made by Open, a pooler that refuses
+// start-up parameters gets ErrMigrateThroughPooler.
 //
 // Each migration file runs statement by statement in one transaction: a
 // failure rolls the whole file back and is returned as a *MigrationError
@@ -107,7 +131,7 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 		if err != nil {
 			return fmt.Errorf("db: %s: %w", op, err)
 		}
-		c, err := newConnector(dsn, 0)
+		c, err := newConnector(dsn, 0, 0)
 		if err != nil {
 			return fmt.Errorf("db: %s: %w", op, err)
 		}
@@ -115,11 +139,18 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 		defer pool.Close() // runs last, after the migration instance released conn
 	}
 	conn, err := pool.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
+	if err == nil {
+		// The first statement opens the connection: a pooler that refuses
+		// the start-up parameter above says so here.
+		_, err = conn.ExecContext(ctx, "SET statement_timeout = 0")
+		if err != nil {
+			_ = conn.Close()
+		}
 	}
-	if _, err := conn.ExecContext(ctx, "SET statement_timeout = 0"); err != nil {
-		_ = conn.Close()
+	if err != nil {
+		if isPoolerRefusal(err) {
+			return fmt.Errorf("db: %s: %w: %w", op, ErrMigrateThroughPooler, err)
+		}
 		return fmt.Errorf("db: %s: %w", op, classify(ctx, err))
 	}
 	pg, err := postgres.WithConnection(ctx, conn, &postgres.Config{MigrationsTable: MigrationsTable})

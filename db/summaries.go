@@ -26,9 +26,8 @@ import (
 // for sessions that store does not know (another MessageStore keeps
 // them), it saves unconditionally.
 type SummaryStore struct {
-	d     *sqlx.DB
-	opt   options
-	stmts *stmtCache
+	d   *sqlx.DB
+	opt options
 }
 
 var (
@@ -39,7 +38,7 @@ var (
 // NewSummaryStore returns a summary store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
 func NewSummaryStore(d *sqlx.DB, opts ...Option) *SummaryStore {
-	return &SummaryStore{d: d, opt: buildOptions(opts), stmts: newStmtCache(d)}
+	return &SummaryStore{d: d, opt: buildOptions(opts)}
 }
 
 // getSummarySQL reads one summary.
@@ -68,10 +67,7 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 		return nil, nil
 	}
 	var r summaryRow
-	st, err := s.stmts.get(ctx, getSummarySQL)
-	if err == nil {
-		err = st.GetContext(ctx, &r, sessionID)
-	}
+	err := s.d.GetContext(ctx, &r, getSummarySQL, sessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -180,10 +176,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	st, err := s.stmts.get(ctx, saveSummarySQL)
-	if err == nil {
-		err = st.QueryRowxContext(ctx, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
-	}
+	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 
@@ -229,14 +222,14 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 
 // TryLockFold implements store.FoldLocker; see MessageStore.TryLockFold.
 func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	return tryLockFold(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl)
+	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
 }
 
 // TryLockFoldSaving is TryLockFold that can also save the fold's result
 // and release the lease in one statement; see
 // MessageStore.TryLockFoldSaving.
 func (s *SummaryStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	return tryLockFoldSaving(ctx, s.stmts, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
+	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }
 
 // sameSummaries reports whether sums is a SummaryStore of pool d: the

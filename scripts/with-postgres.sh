@@ -25,7 +25,20 @@
 # full_page_writes off (fast tests, nothing worth keeping); with
 # STRATA_PG_DURABLE=1 it keeps PostgreSQL's durable defaults (make bench).
 #
-# Environment: DATABASE_URL, PGUSER/PGPASSWORD (case 2), CI, STRATA_PG_DURABLE.
+# PgBouncer: in front of a server found or started here (cases 2 and 3),
+# a PgBouncer (Debian's pgbouncer package; CI=true installs it) is started
+# on a free port of 127.0.0.1 in transaction mode, with
+# ignore_startup_parameters = extra_float_digits and nothing more (what a
+# strict production pooler allows), SCRAM authentication and, as the
+# cluster, run by the postgres OS user when root. Its URL, for the same
+# user, password and database as DATABASE_URL, is exported as
+# STRATA_PGBOUNCER_URL; pooled tests connect to other databases of the
+# server through it (its [databases] entry is "*"). When DATABASE_URL is
+# given, STRATA_PGBOUNCER_URL may be given too; otherwise, or without
+# pgbouncer installed, the pooled tests are skipped (one line says so).
+#
+# Environment: DATABASE_URL, STRATA_PGBOUNCER_URL, PGUSER/PGPASSWORD
+# (case 2), CI, STRATA_PG_DURABLE.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -133,15 +146,19 @@ try_existing_server() {
 		local pw=""
 		[ -n "${PGPASSWORD:-}" ] && pw=":$(urlencode "$PGPASSWORD")"
 		DATABASE_URL="postgres://$(urlencode "$PGUSER")${pw}@127.0.0.1:5432/$dbname?sslmode=disable"
+		PG_USER="$PGUSER" PG_PASS="${PGPASSWORD:-}"
 	else
 		local role="$dbname" pass
 		pass="$(random_hex)$(random_hex)"
-		"${admin[@]}" -c "CREATE ROLE \"$role\" LOGIN PASSWORD '$pass'" </dev/null || return 1
+		# CREATEDB: pooled tests make a database of their own each.
+		"${admin[@]}" -c "CREATE ROLE \"$role\" LOGIN CREATEDB PASSWORD '$pass'" </dev/null || return 1
 		CLEANUP+=("${admin[*]@Q} -c 'DROP ROLE IF EXISTS \"$role\"' </dev/null")
 		"${admin[@]}" -c "CREATE DATABASE \"$dbname\" OWNER \"$role\"" </dev/null || return 1
 		CLEANUP+=("${admin[*]@Q} -c 'DROP DATABASE IF EXISTS \"$dbname\" WITH (FORCE)' </dev/null")
 		DATABASE_URL="postgres://$role:$pass@127.0.0.1:5432/$dbname?sslmode=disable"
+		PG_USER="$role" PG_PASS="$pass"
 	fi
+	PG_PORT=5432 PG_DB="$dbname"
 	log "using the server on 127.0.0.1:5432, throwaway database $dbname"
 	return 0
 }
@@ -207,6 +224,7 @@ start_private_cluster() {
 			as_pg "$psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$port" -U postgres -d postgres \
 				-c 'CREATE DATABASE strata_test' </dev/null || return 1
 			DATABASE_URL="postgres://postgres:$pass@127.0.0.1:$port/strata_test?sslmode=disable"
+			PG_USER=postgres PG_PASS="$pass" PG_PORT="$port" PG_DB=strata_test
 			RESTART_CMD="$(as_pg_cmd) ${bindir@Q}/pg_ctl -D ${tmp@Q}/data -l ${tmp@Q}/server.log -m fast -w -t 60 restart"
 			log "temporary server on 127.0.0.1:$port"
 			return 0
@@ -215,6 +233,73 @@ start_private_cluster() {
 		tail -n 5 "$tmp/server.log" >&2 || true
 	done
 	return 1
+}
+
+# --- PgBouncer in front of the server found or started ----------------------
+PG_USER="" PG_PASS="" PG_PORT="" PG_DB=""
+
+# start_pgbouncer starts PgBouncer in transaction mode in front of
+# 127.0.0.1:$PG_PORT and sets PGBOUNCER_URL.
+start_pgbouncer() {
+	local bin tmp port try
+	bin="$(command -v pgbouncer || ls /usr/sbin/pgbouncer 2>/dev/null)" || return 1
+	if [ -z "$PG_PASS" ]; then
+		log "no password for $PG_USER: PgBouncer not started, pooled tests will be skipped"
+		return 1
+	fi
+	tmp="$(mktemp -d "${TMPDIR:-/tmp}/strata-pgbouncer.XXXXXX")" || return 1
+	CLEANUP+=("rm -rf ${tmp@Q}")
+	# A userlist entry with the password in clear lets PgBouncer check
+	# clients with SCRAM and log in to the server with the same password.
+	printf '"%s" "%s"\n' "$PG_USER" "$PG_PASS" >"$tmp/userlist.txt" || return 1
+	for try in $(seq 1 20); do
+		port=$((20000 + RANDOM % 40000))
+		port_in_use "$port" && continue
+		cat >"$tmp/pgbouncer.ini" <<-INI || return 1
+			[databases]
+			* = host=127.0.0.1 port=$PG_PORT
+			[pgbouncer]
+			listen_addr = 127.0.0.1
+			listen_port = $port
+			unix_socket_dir =
+			auth_type = scram-sha-256
+			auth_file = $tmp/userlist.txt
+			pool_mode = transaction
+			ignore_startup_parameters = extra_float_digits
+			max_client_conn = 2000
+			default_pool_size = 40
+			logfile = $tmp/pgbouncer.log
+			pidfile = $tmp/pgbouncer.pid
+		INI
+		if [ -n "$PG_OS_USER" ]; then
+			chown -R "$PG_OS_USER" "$tmp" || return 1
+		elif is_root && id postgres >/dev/null 2>&1; then
+			# PgBouncer refuses to run as root.
+			PG_OS_USER=postgres
+			chown -R postgres "$tmp" || return 1
+		fi
+		chmod 700 "$tmp" || return 1
+		if as_pg "$bin" -d -q "$tmp/pgbouncer.ini" </dev/null >/dev/null 2>&1; then
+			CLEANUP+=("[ -f ${tmp@Q}/pgbouncer.pid ] && kill \$(cat ${tmp@Q}/pgbouncer.pid) 2>/dev/null; sleep 0.2")
+			local i
+			for i in $(seq 1 50); do
+				port_in_use "$port" && break
+				sleep 0.1
+			done
+			PGBOUNCER_URL="postgres://$(urlencode "$PG_USER"):$(urlencode "$PG_PASS")@127.0.0.1:$port/$PG_DB?sslmode=disable"
+			log "PgBouncer (transaction mode) on 127.0.0.1:$port"
+			return 0
+		fi
+		tail -n 5 "$tmp/pgbouncer.log" >&2 2>/dev/null || true
+	done
+	return 1
+}
+
+install_pgbouncer() {
+	log "PgBouncer not found; installing Debian's pgbouncer package (CI=true)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq </dev/null
+	apt-get install -y -qq pgbouncer </dev/null >/dev/null
 }
 
 # --- find or start ---------------------------------------------------------
@@ -241,7 +326,23 @@ else
 fi
 [ -n "${DATABASE_URL:-}" ] && export DATABASE_URL
 
-[ -n "${DATABASE_URL:-}" ] && export DATABASE_URL
+PGBOUNCER_URL="${STRATA_PGBOUNCER_URL:-}"
+if [ -n "$PGBOUNCER_URL" ]; then
+	log "using STRATA_PGBOUNCER_URL from the environment"
+elif [ -n "$PG_PORT" ]; then
+	if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ] && [ "${CI:-}" = true ] && is_root; then
+		install_pgbouncer
+	fi
+	if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+		log "PgBouncer is not installed: pooled tests will be skipped (install pgbouncer)"
+	elif ! start_pgbouncer; then
+		log "could not start PgBouncer: pooled tests will be skipped"
+		PGBOUNCER_URL=""
+	fi
+elif [ -n "${DATABASE_URL:-}" ]; then
+	log "DATABASE_URL given without STRATA_PGBOUNCER_URL: pooled tests will be skipped"
+fi
+[ -n "$PGBOUNCER_URL" ] && export STRATA_PGBOUNCER_URL="$PGBOUNCER_URL"
 [ -n "${RESTART_CMD:-}" ] && export STRATA_PG_RESTART_CMD="$RESTART_CMD"
 
 if [ $# -eq 0 ]; then

@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -208,4 +209,83 @@ func schemaName(t testing.TB) string {
 		base = base[:40]
 	}
 	return fmt.Sprintf("strata_t_%s_%s", base, hex.EncodeToString(b[:]))
+}
+
+// EnvPoolerURL names a connection pooler in transaction mode (PgBouncer)
+// in front of the test server, reaching it as the same user;
+// scripts/with-postgres.sh starts one and sets it. The pooler must route
+// any database name to the server's database of that name.
+const EnvPoolerURL = "STRATA_PGBOUNCER_URL"
+
+// PoolerSkipMessage is the reason given when no pooler is configured.
+const PoolerSkipMessage = "pooled PostgreSQL tests skipped: set " + EnvPoolerURL +
+	" to a PgBouncer in transaction mode in front of DATABASE_URL's server (scripts/with-postgres.sh starts one)"
+
+// Pooled is a fresh, migrated database of its own on the test server,
+// reachable directly and through the pooler. A pooler in transaction mode
+// refuses the search_path start-up parameter that Schema relies on, hence
+// a database rather than a schema.
+type Pooled struct {
+	// Name is the database's name; it is also the application_name of
+	// every connection opened through the URLs.
+	Name string
+	// DirectURL connects to the database directly; PooledURL through the
+	// pooler.
+	DirectURL, PooledURL string
+}
+
+// NewPooled creates a database, migrates it over the direct URL and drops
+// it when the test ends. Without a configured pooler it skips the test.
+func NewPooled(t testing.TB) Pooled {
+	t.Helper()
+	base := Require(t)
+	pooler := strings.TrimSpace(os.Getenv(EnvPoolerURL))
+	if pooler == "" {
+		t.Skip(PoolerSkipMessage)
+	}
+	admin := adminPool(t, base)
+	name := schemaName(t)
+	direct, err := withDatabase(base, name)
+	if err != nil {
+		t.Skipf("pooled tests need URL data source names: %v", err)
+	}
+	pooled, err := withDatabase(pooler, name)
+	if err != nil {
+		t.Skipf("pooled tests need URL data source names: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+	})
+	d, err := db.Open(ctx, direct)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	defer d.Close()
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatalf("dbtest: migrate database %s: %v", name, err)
+	}
+	return Pooled{Name: name, DirectURL: direct, PooledURL: pooled}
+}
+
+// withDatabase returns the URL dsn naming database name, with name as its
+// application_name.
+func withDatabase(dsn, name string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("%s is not a postgres:// URL", db.RedactDSN(dsn))
+	}
+	u.Path = "/" + name
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
