@@ -186,20 +186,24 @@ func TestManagersOnSharedDatabaseFoldOnce(t *testing.T) {
 		for _, replicas := range []int{2, 4} {
 			t.Run(fmt.Sprintf("%s/replicas=%d", policy, replicas), func(t *testing.T) {
 				t.Parallel()
-				testManagersFoldOnce(t, policy, replicas)
+				testManagersFoldOnce(t, policy, replicas, dbtest.NewSchema(t).URL)
+			})
+			// The same through PgBouncer in transaction mode (skipped without).
+			t.Run(fmt.Sprintf("%s/replicas=%d/pgbouncer", policy, replicas), func(t *testing.T) {
+				t.Parallel()
+				testManagersFoldOnce(t, policy, replicas, dbtest.NewPooled(t).PooledURL)
 			})
 		}
 	}
 }
 
-func testManagersFoldOnce(t *testing.T, policy memory.Policy, replicas int) {
-	s := dbtest.NewSchema(t)
+func testManagersFoldOnce(t *testing.T, policy memory.Policy, replicas int, url string) {
 	ctx := testCtx(t)
-	svc := newRecordingService(15*time.Millisecond, dbtest.Open(t, s.URL))
+	svc := newRecordingService(15*time.Millisecond, dbtest.Open(t, url))
 	cfg := hierarchicalConfig(policy)
 	var rs []*replica
 	for range replicas {
-		rs = append(rs, newReplica(t, s.URL, cfg, svc))
+		rs = append(rs, newReplica(t, url, cfg, svc))
 	}
 	sessions := []string{"hot-1", "hot-2"}
 	const turns = 12 // per replica and session
@@ -336,15 +340,27 @@ func (s *blockingService) Summarize(ctx context.Context, req summary.Request) (s
 // ends.
 func TestDeleteOnOtherReplicaDuringFoldWritesNothing(t *testing.T) {
 	t.Parallel()
-	for _, recreate := range []bool{false, true} {
-		t.Run(fmt.Sprint("recreate=", recreate), func(t *testing.T) {
+	for _, c := range []struct {
+		recreate, pooled bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		name := fmt.Sprint("recreate=", c.recreate)
+		if c.pooled {
+			name += "/pgbouncer" // through PgBouncer in transaction mode (skipped without)
+		}
+		recreate := c.recreate
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := dbtest.NewSchema(t)
+			var url string
+			if c.pooled {
+				url = dbtest.NewPooled(t).PooledURL
+			} else {
+				url = dbtest.NewSchema(t).URL
+			}
 			ctx := testCtx(t)
 			cfg := hierarchicalConfig(memory.PolicyParity)
 			slow := &blockingService{entered: make(chan string, 1), release: make(chan struct{})}
-			a := newReplica(t, s.URL, cfg, slow)
-			b := newReplica(t, s.URL, cfg, newRecordingService(0, nil))
+			a := newReplica(t, url, cfg, slow)
+			b := newReplica(t, url, cfg, newRecordingService(0, nil))
 
 			for k := range 5 { // 10 messages > trigger 6: A starts a background fold
 				if err := a.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprint("q", k), fmt.Sprint("a", k)); err != nil {

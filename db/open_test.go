@@ -174,21 +174,22 @@ func TestOpenStatementTimeout(t *testing.T) {
 	if got := showStatementTimeout(t, ctx, withParam, db.WithStatementTimeout(time.Hour)); got != "1234ms" {
 		t.Errorf("statement_timeout in the DSN: %q, want 1234ms", got)
 	}
-	checkStatementTimeout(t, ctx, s)
+	checkStatementTimeout(t, ctx, s.URL, s.Name)
 }
 
-// checkStatementTimeout: on a pool made from s with a 200ms statement
+// checkStatementTimeout: on a pool made from url with a 200ms statement
 // timeout, a statement sleeping 30s fails within seconds with SQLSTATE
 // 57014, the server stops running it (the cancel request reached it), and
 // a store's append held up by a slow trigger fails as an outage.
-func checkStatementTimeout(t *testing.T, ctx context.Context, s dbtest.Schema) {
+// (name: the application_name of url's connections).
+func checkStatementTimeout(t *testing.T, ctx context.Context, url, name string) {
 	t.Helper()
-	d, err := db.Open(ctx, s.URL, db.WithStatementTimeout(200*time.Millisecond))
+	d, err := db.Open(ctx, url, db.WithStatementTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	marker := "strata_timeout_" + s.Name
+	marker := "strata_timeout_" + name
 	start := time.Now()
 	_, err = d.ExecContext(ctx, `SELECT pg_sleep(30), $1::text`, marker)
 	var pqErr *pq.Error
@@ -201,7 +202,7 @@ func checkStatementTimeout(t *testing.T, ctx context.Context, s dbtest.Schema) {
 	var running int
 	if err := dbtest.Admin(t).GetContext(ctx, &running, `SELECT count(*) FROM pg_stat_activity
 		WHERE state = 'active' AND query LIKE '%pg_sleep(30)%' AND query NOT LIKE '%pg_stat_activity%'
-		  AND datname = current_database() AND application_name = $1`, s.Name); err != nil {
+		  AND application_name = $1`, name); err != nil {
 		t.Fatal(err)
 	} else if running != 0 {
 		t.Errorf("%d backends still run the cancelled statement", running)
