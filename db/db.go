@@ -247,8 +247,19 @@ func RedactDSN(dsn string) string {
 type Option func(*options)
 
 type options struct {
-	logger     *slog.Logger
-	leaseSlice time.Duration
+	logger        *slog.Logger
+	leaseSlice    time.Duration
+	summaryCached int
+}
+
+// WithSummaryCache sets how many sessions' decoded summaries a
+// MessageStore keeps for its loads (default DefaultSummaryCacheSessions;
+// n <= 0 keeps none). A load of a session whose summary has not changed
+// since this store last read it then neither transfers nor decodes it
+// again. The memory it takes grows with the summaries' size: at most n
+// summaries' narratives and facts.
+func WithSummaryCache(n int) Option {
+	return func(o *options) { o.summaryCached = n }
 }
 
 // WithLogger sets the logger for warnings such as undecodable facts
@@ -274,7 +285,7 @@ func WithFoldLeaseSlice(d time.Duration) Option {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice}
+	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice, summaryCached: DefaultSummaryCacheSessions}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

@@ -32,8 +32,9 @@ import (
 // each. No statement is prepared under a name: every one works through a
 // connection pooler in transaction mode (see Open).
 type MessageStore struct {
-	d   *sqlx.DB
-	opt options
+	d     *sqlx.DB
+	opt   options
+	cache *summaryCache // the summaries Snapshot read last
 }
 
 var (
@@ -45,7 +46,8 @@ var (
 // NewMessageStore returns a message store over d, whose schema must have
 // been migrated (Migrate). The store never closes d.
 func NewMessageStore(d *sqlx.DB, opts ...Option) *MessageStore {
-	return &MessageStore{d: d, opt: buildOptions(opts)}
+	o := buildOptions(opts)
+	return &MessageStore{d: d, opt: o, cache: newSummaryCache(o.summaryCached)}
 }
 
 // firstUserMessageMax caps, in characters, the copy of a session's first
@@ -373,6 +375,11 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 // primary key backwards as tailSQL does. A missing or deleted session
 // yields no row. The session row is read once (s is materialized), so
 // both branches see the same owner.
+//
+// $3, $4 and $5 are the epoch, version and updated_at of the summary the
+// caller already holds (NULL: none; see summaryCache). When the stored
+// summary is that one, same is true and the narrative and facts columns
+// are NULL: an unchanged summary is not sent again.
 var snapshotSQL = snapshotQuery("")
 
 // snapshotAfterSQL is snapshotSQL whose second branch reads only the
@@ -401,14 +408,18 @@ SELECT s.user_id AS owner, s.message_count, s.epoch,
        NULL::bigint AS seq, NULL::text AS role, NULL::text AS content, NULL::jsonb AS tool_calls,
        NULL::text AS tool_call_id, NULL::text AS name, NULL::jsonb AS metadata,
        NULL::text AS m_user_id, NULL::timestamptz AS m_created_at,
-       c.epoch AS s_epoch, c.narrative, c.facts_json, c.up_to_seq, c.version,
-       c.created_at AS s_created_at, c.updated_at AS s_updated_at
+       c.epoch AS s_epoch, CASE WHEN k.same THEN NULL ELSE c.narrative END AS narrative,
+       CASE WHEN k.same THEN NULL ELSE c.facts_json END AS facts_json, c.up_to_seq, c.version,
+       c.created_at AS s_created_at, c.updated_at AS s_updated_at, k.same
   FROM s
   LEFT JOIN c ON true
+ CROSS JOIN LATERAL (
+        SELECT COALESCE(c.epoch = $3::bigint AND c.version = $4::bigint AND c.updated_at = $5::timestamptz, false) AS same
+       ) k
 UNION ALL
 SELECT NULL, NULL, NULL,
        m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM s
  CROSS JOIN LATERAL (
         SELECT ` + messageColumns + `
@@ -481,7 +492,17 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	}
 	n = max(n, 0)
 	limit := readLimit(n)
-	rows, err := s.d.QueryContext(ctx, limitedSQL(query, limit), sessionID, userID)
+	var (
+		known                    = s.cache.get(sessionID)
+		knownEpoch, knownVersion sql.NullInt64
+		knownUpdated             sql.NullTime
+	)
+	if known != nil {
+		knownEpoch = sql.NullInt64{Int64: known.epoch, Valid: true}
+		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
+		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
+	}
+	rows, err := s.d.QueryContext(ctx, limitedSQL(query, limit), sessionID, userID, knownEpoch, knownVersion, knownUpdated)
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -491,6 +512,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 		Narrative               sql.NullString
 		Facts                   []byte
 		CreatedAt, UpdatedAt    sql.NullTime
+		Same                    sql.NullBool
 	}
 	var (
 		out   = store.Tail{Messages: make([]store.Message, 0, min(limit, 256))}
@@ -507,7 +529,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	for rows.Next() {
 		if err := rows.Scan(&rowOwner, &total, &epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
-			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt); err != nil {
+			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt, &row.Same); err != nil {
 			return fail(classify(ctx, err))
 		}
 		if rowOwner.Valid { // the session row
@@ -538,15 +560,23 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	if !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
-	facts, ferr := decodeFacts(sr.Facts)
-	if ferr != nil {
-		s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
-			"session_id", sessionID, "kept", len(facts), "error", ferr)
+	var cs *cachedSummary
+	if sr.Same.Bool && known != nil {
+		cs = known // unchanged since this store read it: not sent, not decoded
+	} else {
+		facts, ferr := decodeFacts(sr.Facts)
+		if ferr != nil {
+			s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
+				"session_id", sessionID, "kept", len(facts), "error", ferr)
+		}
+		cs = &cachedSummary{epoch: sr.Epoch.Int64, version: sr.Version.Int64, updatedAt: sr.UpdatedAt.Time,
+			narrative: sr.Narrative.String, facts: facts}
+		s.cache.put(sessionID, cs)
 	}
 	return out, &summary.Summary{
 		SessionID: sessionID,
-		Narrative: sr.Narrative.String,
-		Facts:     facts,
+		Narrative: cs.narrative,
+		Facts:     cs.factsCopy(),
 		UpToSeq:   sr.UpToSeq.Int64,
 		Epoch:     sr.Epoch.Int64,
 		Version:   sr.Version.Int64,
@@ -709,6 +739,7 @@ func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) err
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("db: delete session %q: commit: %w", sessionID, classify(ctx, err))
 	}
+	s.cache.drop(sessionID)
 	return nil
 }
 
