@@ -512,8 +512,9 @@ func (x *CatalogIndex) searchPortable(ctx context.Context, q catalog.Query) ([]c
 }
 
 // listSQL lists a user's sessions with their documents (without text and
-// embedding), newest activity first, from strata_sessions_user_activity_idx;
-// total counts all of them.
+// embedding), newest activity first: the user's sessions, found by
+// strata_sessions_user_idx, sorted by last_activity; total counts all of
+// them.
 const listSQL = `
 SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
        s.created_at, s.last_activity, count(*) OVER () AS total,

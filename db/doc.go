@@ -77,7 +77,8 @@
 //	last_activity       TIMESTAMPTZ NOT NULL   time of the latest append
 //	epoch               BIGINT NOT NULL        this incarnation's epoch
 //	deleted_at          TIMESTAMPTZ NULL       set while the row is a tombstone
-//	index (user_id, last_activity DESC, session_id)   "sessions of a user"
+//	index (user_id)   "sessions of a user" (last_activity is deliberately
+//	                  not indexed: appends then update the row as HOT updates)
 //
 // strata_messages — the append-only message log:
 //

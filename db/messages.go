@@ -743,8 +743,11 @@ func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) err
 	return nil
 }
 
-// sessionsSQL lists a user's live sessions, most recent activity first,
-// from strata_sessions_user_activity_idx; total counts all of them.
+// sessionsSQL lists a user's live sessions, most recent activity first:
+// strata_sessions_user_idx finds them and they are sorted by last_activity
+// (which is not indexed, so that appends update the session row in place,
+// as HOT updates); the cost grows with the user's number of sessions, not
+// with anyone else's. total counts all of them.
 // Tombstones have no owner, so user_id = $1 never matches one.
 const sessionsSQL = `
 SELECT session_id, user_id, message_count, first_user_message,
