@@ -313,3 +313,24 @@ func BenchmarkSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRawInsertTx is the bare baseline of BenchmarkAppendParallel:
+// BEGIN, one two-row INSERT, COMMIT — the durable write alone, without the
+// ownership check or the session's bookkeeping — on the same driver, pool
+// and workers.
+func BenchmarkRawInsertTx(b *testing.B) {
+	f := appendFixture(b)
+	ctx := context.Background()
+	parallel(b, func(session string) error {
+		tx, err := f.d.BeginTxx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.ExecContext(ctx, rawMessagesSQL, session, "bench",
+			"what is the status of order #1234?", "It shipped yesterday and arrives on Friday."); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}

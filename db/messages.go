@@ -96,7 +96,11 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 
 // appendSQL appends a batch of messages ($3.. column arrays, $9 first
 // user message, $10 batch size) to the live session $1 as $2, in one
-// statement, hence one implicit transaction and one round trip:
+// statement, hence one implicit transaction and one round trip. It calls
+// the function strata_append (migration 7), whose one statement PL/pgSQL
+// plans once per server connection rather than on every call (the planning
+// cost about as much as the statement's own work); the function holds
+// exactly this statement:
 //
 //   - s updates the session row only when $2 owns it and it is live: the
 //     ownership check is the UPDATE's own condition. The update takes the
@@ -115,29 +119,7 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //     from s, the last seq, and, only when s updated nothing, the live
 //     session's owner as the statement's snapshot saw it (NULL: missing or
 //     deleted), which tells ErrNotFound from ErrNotOwner.
-const appendSQL = `
-WITH s AS (
-    UPDATE strata_sessions
-       SET message_count      = message_count + $10,
-           first_user_message = COALESCE(first_user_message, $9),
-           last_activity      = clock_timestamp()
-     WHERE session_id = $1 AND user_id = $2 AND deleted_at IS NULL
-    RETURNING message_count, epoch
-), ins AS (
-    INSERT INTO strata_messages
-           (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
-    SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
-           b.name, NULLIF(b.metadata, '')::jsonb, $2, clock_timestamp()
-      FROM s, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-           WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, ord)
-     ORDER BY b.ord
-    RETURNING seq
-)
-SELECT (SELECT message_count FROM s) AS total, (SELECT epoch FROM s) AS epoch,
-       (SELECT max(seq) FROM ins) AS last_seq,
-       CASE WHEN NOT EXISTS (SELECT 1 FROM s)
-            THEN (SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL)
-       END AS owner`
+const appendSQL = `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 // countSQL reads a live session's owner, count and epoch: the answer of an
 // append of no messages.
