@@ -238,20 +238,34 @@ type Pooled struct {
 // it when the test ends. Without a configured pooler it skips the test.
 func NewPooled(t testing.TB) Pooled {
 	t.Helper()
-	base := Require(t)
+	Require(t)
 	pooler := strings.TrimSpace(os.Getenv(EnvPoolerURL))
 	if pooler == "" {
 		t.Skip(PoolerSkipMessage)
 	}
+	p := NewDatabase(t)
+	pooled, err := withDatabase(pooler, p.Name)
+	if err != nil {
+		t.Skipf("pooled tests need URL data source names: %v", err)
+	}
+	p.PooledURL = pooled
+	return p
+}
+
+// PoolerURL returns the configured pooler's URL, or "" when none is.
+func PoolerURL() string { return strings.TrimSpace(os.Getenv(EnvPoolerURL)) }
+
+// NewDatabase is NewPooled without the pooler: a fresh, migrated database
+// of its own (PooledURL is empty), for tests that need a new database
+// rather than a schema, such as measurements on a never-analyzed one.
+func NewDatabase(t testing.TB) Pooled {
+	t.Helper()
+	base := Require(t)
 	admin := adminPool(t, base)
 	name := schemaName(t)
 	direct, err := withDatabase(base, name)
 	if err != nil {
-		t.Skipf("pooled tests need URL data source names: %v", err)
-	}
-	pooled, err := withDatabase(pooler, name)
-	if err != nil {
-		t.Skipf("pooled tests need URL data source names: %v", err)
+		t.Skipf("database tests need URL data source names: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -273,7 +287,7 @@ func NewPooled(t testing.TB) Pooled {
 	if err := db.Migrate(ctx, d); err != nil {
 		t.Fatalf("dbtest: migrate database %s: %v", name, err)
 	}
-	return Pooled{Name: name, DirectURL: direct, PooledURL: pooled}
+	return Pooled{Name: name, DirectURL: direct}
 }
 
 // withDatabase returns the URL dsn naming database name, with name as its
