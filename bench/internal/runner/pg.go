@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -162,3 +163,66 @@ var seedFiller = strings.Repeat("lorem ipsum dolor sit amet ", 8)
 
 // seedText is the text of the g-th seeded message (1-based).
 func seedText(g int) string { return fmt.Sprintf("message %d: %s", g, seedFiller) }
+
+// benchDB is a database of its own on the run's server, migrated over the
+// direct URL, reachable directly and, when the run has a pooler, through it.
+type benchDB struct {
+	name           string
+	direct, pooled string // URLs; pooled is "" without a pooler
+	admin          *sqlx.DB
+}
+
+// newDatabase creates a fresh database named after purpose on the run's
+// server (the role must be allowed to create databases) and migrates it
+// over the direct URL. Its drop method removes it.
+func (r *runner) newDatabase(ctx context.Context, purpose string) (*benchDB, error) {
+	pg, err := r.postgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "strata_bench_" + purpose + "_" + hex.EncodeToString(b[:])
+	if _, err := pg.admin.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	bd := &benchDB{name: name, admin: pg.admin}
+	if bd.direct, err = urlWithDatabase(r.opts.DatabaseURL, name); err == nil && r.opts.PoolerURL != "" {
+		bd.pooled, err = urlWithDatabase(r.opts.PoolerURL, name)
+	}
+	if err != nil {
+		bd.drop()
+		return nil, err
+	}
+	d, err := db.Open(ctx, bd.direct)
+	if err == nil {
+		err = db.Migrate(ctx, d)
+		_ = d.Close()
+	}
+	if err != nil {
+		bd.drop()
+		return nil, err
+	}
+	return bd, nil
+}
+
+// drop removes the database, disconnecting whatever is still connected.
+func (bd *benchDB) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _ = bd.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(bd.name)+" WITH (FORCE)")
+}
+
+// urlWithDatabase returns the URL dsn naming database name, with name as
+// its application_name.
+func urlWithDatabase(dsn, name string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("%s is not a postgres:// URL", db.RedactDSN(dsn))
+	}
+	u.Path = "/" + name
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

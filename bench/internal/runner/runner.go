@@ -48,6 +48,11 @@ type Options struct {
 	// DatabaseURL is a PostgreSQL server for the PostgreSQL parts; empty
 	// skips them. The run works in a schema of its own, dropped at the end.
 	DatabaseURL string
+	// PoolerURL is a connection pooler in transaction mode (PgBouncer) in
+	// front of DatabaseURL's server, reaching it as the same user and
+	// routing any database name to that server's database of the name;
+	// empty skips the pooled measurements.
+	PoolerURL string
 	// Sections selects sections by number; empty runs all.
 	Sections []int
 	// Quick runs a tiny subset with short timings: a smoke test of every
@@ -106,12 +111,15 @@ type params struct {
 	fidLengths []int
 	fidSeeds   int
 	fidQATurns int
+	// ledgerMessages is the length of section 3's full-ledger session.
+	ledgerMessages int
 }
 
 func fullParams() params {
 	return params{
 		tokenBufferLimit: 2000,
 		loadSizes:        []int{100, 1_000, 10_000, 100_000},
+		ledgerMessages:   20_000,
 		loadWarm:         50, loadMinOps: 600, loadMinTime: 900 * time.Millisecond,
 		trimTurns:   []int{100, 500, 2_000},
 		trimMinTime: 500 * time.Millisecond, trimMaxOps: 2_000,
@@ -130,6 +138,7 @@ func quickParams() params {
 		locomoConvs: 1, locomoTurns: 40, tauTrajs: 4,
 		tokenBufferLimit: 2000,
 		loadSizes:        []int{100, 1_000},
+		ledgerMessages:   1_000,
 		loadWarm:         2, loadMinOps: 10, loadMinTime: 5 * time.Millisecond,
 		trimTurns:   []int{10, 30},
 		trimMinTime: time.Millisecond, trimMaxOps: 3,

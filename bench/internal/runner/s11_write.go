@@ -25,42 +25,34 @@ const (
 	rawMessagesSQL = `INSERT INTO strata_messages (session_id, role, content, user_id) VALUES ($1, 'user', $3, $2), ($1, 'assistant', $4, $2)`
 )
 
-// rawWriter is the raw-SQL baseline: prepared statements in a transaction.
+// rawWriter is the raw-SQL baseline: statements in a hand-written
+// transaction, unprepared (on a pool made by db.Open each is one round
+// trip), so that the same code runs through a transaction-mode pooler.
 type rawWriter struct {
-	d          *sqlx.DB
-	count, ins *sqlx.Stmt
+	d *sqlx.DB
+	// counter adds the session's counter update (owner in the condition)
+	// before the INSERT; without it the transaction is the bare two-row
+	// insert.
+	counter bool
 }
 
-func newRawWriter(ctx context.Context, d *sqlx.DB) (*rawWriter, error) {
-	count, err := d.PreparexContext(ctx, rawCountSQL)
-	if err != nil {
-		return nil, err
-	}
-	ins, err := d.PreparexContext(ctx, rawMessagesSQL)
-	if err != nil {
-		_ = count.Close()
-		return nil, err
-	}
-	return &rawWriter{d: d, count: count, ins: ins}, nil
-}
-
-func (w *rawWriter) close() { _ = w.count.Close(); _ = w.ins.Close() }
-
-// turn writes one user/assistant pair: BEGIN, counter, INSERT, COMMIT.
+// turn writes one user/assistant pair: BEGIN, [counter,] INSERT, COMMIT.
 func (w *rawWriter) turn(ctx context.Context, session, userText, assistantText string) error {
 	tx, err := w.d.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var res sql.Result
-	if res, err = tx.StmtxContext(ctx, w.count).ExecContext(ctx, session, benchUser); err != nil {
-		return err
+	if w.counter {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, rawCountSQL, session, benchUser); err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("session %s: not found", session)
+		}
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("session %s: not found", session)
-	}
-	if _, err := tx.StmtxContext(ctx, w.ins).ExecContext(ctx, session, benchUser, userText, assistantText); err != nil {
+	if _, err := tx.ExecContext(ctx, rawMessagesSQL, session, benchUser, userText, assistantText); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -132,82 +124,132 @@ func runWrites(ctx context.Context, r *runner, out *sectionOut) error {
 		return err
 	}
 	pairs := locomo.Pairs()
-	d, err := pg.pool(ctx) // db.Open's defaults
+	direct, err := runWriteConfigs(ctx, r, pg.url, "direct", pairs, true)
 	if err != nil {
 		return err
+	}
+	workers, sessions := r.p.concWorkers, r.p.concSessions
+	out.printf("\n### Append throughput on PostgreSQL\n\n")
+	out.printf("%d workers append user/assistant pairs (LoCoMo texts) round robin over %d sessions created beforehand, through one pool with `db.Open`'s defaults (%d connections), in %d interleaved rounds of %s turns each: the baseline, the bare two-row insert transaction (BEGIN; one two-row INSERT; COMMIT — the durable write alone); the same with the session's counter update (owner in the condition) before the INSERT; `db.MessageStore.Append` (one statement: owner check, row lock, counter and rows); and `Manager.SaveTurn` over it (summaries off). The raw transactions' statements are unprepared, one round trip each (lib/pq's binary_parameters, as `db.Open` sets it). Every message is counted in the database afterwards. The same without the counter variant and `SaveTurn` runs through PgBouncer (transaction mode) on a database of its own when the run has one. **Goal: `Append` ≥ 0.6 × the bare insert transaction's throughput on durable settings (aim: 0.8 ×).**\n\n",
+		workers, sessions, db.DefaultMaxOpenConns, writeRounds, fmtInt(writeTurnsPerRound(r)))
+	out.printf("%s", r.env.provenance(true))
+	tbl := writeTable("direct", direct)
+	out.headline("Append throughput (§11, PostgreSQL%s, %d workers, %d sessions): `MessageStore.Append` %s turns/s = %s the bare two-row insert transaction (%s turns/s; goal ≥ 0.6×); with the session counter the raw transaction makes %s; `SaveTurn` %s.",
+		durableLabel(r), workers, sessions, fmtFloat(direct[2].run.tps()), fmtRatio(ratio(direct[2].run.tps(), direct[0].run.tps())),
+		fmtFloat(direct[0].run.tps()), fmtRatio(ratio(direct[1].run.tps(), direct[0].run.tps())), fmtRatio(ratio(direct[3].run.tps(), direct[0].run.tps())))
+	if r.opts.PoolerURL == "" {
+		out.printf("%s\n", mdTable(writeHeaders, tbl))
+		out.printf("> **PgBouncer: skipped** — no pooler URL (`-pgbouncer-url`, default `$STRATA_PGBOUNCER_URL`).\n")
+		return nil
+	}
+	bd, err := r.newDatabase(ctx, "writes")
+	if err != nil {
+		return err
+	}
+	defer bd.drop()
+	pooled, err := runWriteConfigs(ctx, r, bd.pooled, "PgBouncer", pairs, false)
+	if err != nil {
+		return err
+	}
+	tbl = append(tbl, writeTable("PgBouncer", pooled)...)
+	out.printf("%s\n", mdTable(writeHeaders, tbl))
+	out.headline("Append throughput through PgBouncer (§11, transaction mode%s): `MessageStore.Append` %s turns/s = %s the bare two-row insert transaction through the same pooler (%s turns/s).",
+		durableLabel(r), fmtFloat(pooled[1].run.tps()), fmtRatio(ratio(pooled[1].run.tps(), pooled[0].run.tps())), fmtFloat(pooled[0].run.tps()))
+	return nil
+}
+
+// writeRounds is how many interleaved rounds section 11 runs.
+const writeRounds = 3
+
+func writeTurnsPerRound(r *runner) int {
+	return max(r.p.concSessions*r.p.concTurns/writeRounds, r.p.concWorkers)
+}
+
+var writeHeaders = []string{"connection", "write", "turns/s", "÷ bare insert transaction", "p50 per turn", "p99 per turn"}
+
+// writeResult is one configuration's outcome.
+type writeResult struct {
+	name string
+	run  writeRun
+}
+
+// writeTable renders results, the first being the baseline.
+func writeTable(via string, res []writeResult) [][]string {
+	var tbl [][]string
+	base := res[0].run.tps()
+	for _, w := range res {
+		tbl = append(tbl, []string{via, w.name, fmtFloat(w.run.tps()), fmtRatio(ratio(w.run.tps(), base)), fmtDur(w.run.lat.pct(50)), fmtDur(w.run.lat.pct(99))})
+	}
+	return tbl
+}
+
+// runWriteConfigs measures the writes on a pool of url (db.Open's
+// defaults) over fresh sessions, the bare insert transaction first; all
+// adds the counter variant and SaveTurn. It checks every message was
+// stored.
+func runWriteConfigs(ctx context.Context, r *runner, url, via string, pairs [][2]string, all bool) ([]writeResult, error) {
+	d, err := db.Open(ctx, url)
+	if err != nil {
+		return nil, err
 	}
 	defer d.Close()
 	ms := db.NewMessageStore(d, db.WithLogger(r.quiet))
 	mgr, err := r.newManager(ms, nil, nil, takeLastConfig())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer mgr.Close()
-	raw, err := newRawWriter(ctx, d)
-	if err != nil {
-		return err
-	}
-	defer raw.close()
+	bare, counted := &rawWriter{d: d}, &rawWriter{d: d, counter: true}
 
 	workers, sessions := r.p.concWorkers, r.p.concSessions
 	const prefix = "s11-"
 	for s := range sessions {
 		if err := ms.Create(ctx, fmt.Sprint(prefix, s), benchUser); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	type config struct {
 		name string
 		fn   func(session, u, a string) error
 	}
-	configs := []config{
-		{"raw SQL transaction (baseline)", func(s, u, a string) error { return raw.turn(ctx, s, u, a) }},
-		{"`MessageStore.Append` (one statement)", func(s, u, a string) error {
-			_, err := ms.Append(ctx, s, benchUser, store.Message{Role: store.RoleUser, Content: u}, store.Message{Role: store.RoleAssistant, Content: a})
-			return err
-		}},
-		{"`Manager.SaveTurn`, summaries off", func(s, u, a string) error { return mgr.SaveTurn(ctx, s, benchUser, u, a) }},
+	appendFn := func(s, u, a string) error {
+		_, err := ms.Append(ctx, s, benchUser, store.Message{Role: store.RoleUser, Content: u}, store.Message{Role: store.RoleAssistant, Content: a})
+		return err
 	}
-	const rounds = 3
-	turnsPerRound := max(r.p.concSessions*r.p.concTurns/rounds, workers)
-	runs := make([]writeRun, len(configs))
-	for round := range rounds {
+	configs := []config{{"bare two-row insert transaction (baseline)", func(s, u, a string) error { return bare.turn(ctx, s, u, a) }}}
+	if all {
+		configs = append(configs, config{"raw transaction with the session counter", func(s, u, a string) error { return counted.turn(ctx, s, u, a) }})
+	}
+	configs = append(configs, config{"`MessageStore.Append` (one statement)", appendFn})
+	if all {
+		configs = append(configs, config{"`Manager.SaveTurn`, summaries off", func(s, u, a string) error { return mgr.SaveTurn(ctx, s, benchUser, u, a) }})
+	}
+	turnsPerRound := writeTurnsPerRound(r)
+	res := make([]writeResult, len(configs))
+	for round := range writeRounds {
 		for i, c := range configs {
 			if round == 0 {
-				r.progress("  writes: %s, %d workers over %d sessions", c.name, workers, sessions)
+				r.progress("  writes (%s): %s, %d workers over %d sessions", via, c.name, workers, sessions)
 			}
 			w, err := writeWorkers(workers, sessions, turnsPerRound, prefix, pairs, c.fn)
 			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
+				return nil, fmt.Errorf("%s, %s: %w", via, c.name, err)
 			}
-			runs[i].turns += w.turns
-			runs[i].wall += w.wall
-			runs[i].lat = append(runs[i].lat, w.lat...)
+			res[i].name = c.name
+			res[i].run.turns += w.turns
+			res[i].run.wall += w.wall
+			res[i].run.lat = append(res[i].run.lat, w.lat...)
 		}
 	}
-	var stored, want int
-	want = len(configs) * rounds * turnsPerRound * 2
+	var stored int
+	want := len(configs) * writeRounds * turnsPerRound * 2
 	if err := d.GetContext(ctx, &stored, `SELECT count(*) FROM strata_messages WHERE session_id LIKE 's11-%'`); err != nil {
-		return err
+		return nil, err
 	}
 	if stored != want {
-		return fmt.Errorf("%d messages stored, want %d", stored, want)
+		return nil, fmt.Errorf("%s: %d messages stored, want %d", via, stored, want)
 	}
-
-	out.printf("\n### Append throughput on PostgreSQL\n\n")
-	out.printf("%d workers append user/assistant pairs (LoCoMo texts) round robin over %d sessions created beforehand, through one pool with `db.Open`'s defaults (%d connections): the same two-row write three ways, in %d interleaved rounds of %s turns each — a hand-written transaction with prepared statements (BEGIN; the session's counter, owner in the condition; one two-row INSERT; COMMIT), `db.MessageStore.Append` (one statement: owner check, row lock, counter and rows), and `Manager.SaveTurn` over it (summaries off). Every message is counted in the database afterwards (%s stored, as expected). **Goal: `Append` ≥ 0.6 × the raw transaction's throughput on durable settings.**\n\n",
-		workers, sessions, db.DefaultMaxOpenConns, rounds, fmtInt(turnsPerRound), fmtInt(stored))
-	out.printf("%s", r.env.provenance(true))
-	var tbl [][]string
-	base := runs[0].tps()
-	for i, c := range configs {
-		w := runs[i]
-		tbl = append(tbl, []string{c.name, fmtFloat(w.tps()), fmtRatio(ratio(w.tps(), base)), fmtDur(w.lat.pct(50)), fmtDur(w.lat.pct(99))})
-	}
-	out.printf("%s\n", mdTable([]string{"write", "turns/s", "÷ raw transaction", "p50 per turn", "p99 per turn"}, tbl))
-	out.headline("Append throughput (§11, PostgreSQL%s, %d workers, %d sessions): `MessageStore.Append` %s turns/s = %s the same two-row raw SQL transaction (%s turns/s; goal ≥ 0.6×); `SaveTurn` %s.",
-		durableLabel(r), workers, sessions, fmtFloat(runs[1].tps()), fmtRatio(ratio(runs[1].tps(), base)), fmtFloat(base), fmtRatio(ratio(runs[2].tps(), base)))
-	return nil
+	return res, nil
 }
 
 // runInMemoryFootprint measures the in-memory store's heap per stored

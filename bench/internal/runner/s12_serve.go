@@ -151,11 +151,7 @@ func runServeLoad(ctx context.Context, r *runner, out *sectionOut) error {
 	if err != nil {
 		return err
 	}
-	raw, err := newRawWriter(ctx, d)
-	if err != nil {
-		return err
-	}
-	defer raw.close()
+	raw := &rawWriter{d: d, counter: true}
 	cfg := takeLastConfig()
 	rows := 2 * cfg.MaxConversationTurns
 	tailStmt, err := d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, strconv.Itoa(rows)))

@@ -191,7 +191,10 @@ func runLoadLatency(ctx context.Context, r *runner, out *sectionOut) error {
 	out.file("load-latency.svg", pl.svg())
 	out.printf("![LoadHistory latency vs history length](load-latency.svg)\n")
 	if roundTrip != nil {
-		return roundTrip()
+		if err := roundTrip(); err != nil {
+			return err
+		}
+		return runFullLedger(ctx, r, out)
 	}
 	return nil
 }
@@ -306,7 +309,7 @@ func runLoadRoundTrip(ctx context.Context, r *runner, out *sectionOut, b loadBac
 	}
 
 	out.printf("\n### One round trip on PostgreSQL\n\n")
-	out.printf("The same PostgreSQL sessions (with their covering summaries), five ways, call by call in turn (%d warm-up rounds, then at least %d rounds and %s per size): one prepared indexed query for the newest %d messages (no ownership check, no count, no summary), with its LIMIT bound as a parameter as applications usually write it (PostgreSQL plans every execution of such a statement anew) and with the LIMIT written into the statement (the prepared statement's generic plan is reused: the floor; the db store writes its own limits this way); `MessageStore.Snapshot`, the one prepared statement that reads ownership, count, epoch, those messages and the summary; `Manager.LoadHistory` over it (parity policy, hierarchical history assembled); and the same load with the summary store hidden behind a wrapper, so the manager falls back to two calls (tail, then summary). **Goal: `Load` p50 ≤ 1.5 × the raw tail query's** (the ratios are given against both forms).\n\n",
+	out.printf("The same PostgreSQL sessions (with their covering summaries), five ways, call by call in turn (%d warm-up rounds, then at least %d rounds and %s per size): one prepared indexed query for the newest %d messages (no ownership check, no count, no summary), with its LIMIT bound as a parameter as applications usually write it (PostgreSQL plans every execution of such a statement anew) and with the LIMIT written into the statement (the prepared statement's generic plan is reused: the floor; the db store writes its own limits this way, but prepares nothing, so that it works through transaction-mode poolers: each of its statements is planned with its arguments); `MessageStore.Snapshot`, the one statement that reads ownership, count, epoch, those messages and the summary; `Manager.LoadHistory` over it (parity policy, hierarchical history assembled); and the same load with the summary store hidden behind a wrapper, so the manager falls back to two calls (tail, then summary). **Goal: `Load` p50 ≤ 1.5 × the raw tail query's** (the ratios are given against both forms).\n\n",
 		r.p.loadWarm, r.p.loadMinOps, r.p.loadMinTime, rows)
 	out.printf("%s", r.env.provenance(true))
 	var tbl [][]string
