@@ -288,7 +288,7 @@ var keyTable = []keySpec{
 		"PostgreSQL URL (postgres://user:pass@host:5432/db?sslmode=disable) or key=value string; wins over spring.datasource.url. Empty (and no spring.datasource.url) = in-memory stores.",
 		func(c *Config) *string { return &c.Datasource.URL })),
 	boolKey(keyMigrateOnStart,
-		"Apply Strata's schema migrations when the stores are built (idempotent; safe with several replicas).",
+		"Apply Strata's schema migrations when the stores are built (idempotent; safe with several replicas). Migrations need a direct connection to PostgreSQL: behind a transaction-mode pooler (PgBouncer, Supabase's port 6543, a managed PgBouncer) set the pooled URL as the datasource with migrate-on-start: false, and run `strata migrate up` with the direct URL (--set arc.reactor.memory.datasource.url=postgres://…direct… or DATABASE_URL); through a pooler that refuses start-up parameters a migration is refused with that advice. The stores themselves work through such a pooler.",
 		func(c *Config) *bool { return &c.Datasource.MigrateOnStart }),
 
 	// Strata: store limits.
