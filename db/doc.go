@@ -18,6 +18,27 @@
 // own. MigrateDown, MigrationVersion and MigrateForce serve the command-line
 // tool.
 //
+// # Connection poolers
+//
+// The stores work through a connection pooler in transaction mode
+// (PgBouncer's pool_mode = transaction and the poolers built like it) as
+// they do directly: on a pool made by Open no statement is prepared under a
+// name (lib/pq's binary_parameters sends each one unnamed, in one round
+// trip), no start-up parameter beyond lib/pq's own is sent, statements are
+// bounded on the client rather than by a session setting, and nothing
+// relies on session state (fold leases are rows, not advisory locks).
+// Migrate is the exception: it needs a direct connection, and is refused
+// through a pooler that refuses start-up parameters
+// (ErrMigrateThroughPooler).
+//
+// # Schema (version 7)
+//
+// Migration 000006 takes last_activity out of the listing index (now
+// strata_sessions_user_idx on user_id alone) and gives strata_sessions a
+// fillfactor of 80, so that the session row's update in every append is a
+// HOT update. Migration 000007 adds the function strata_append, the one
+// statement of an append, whose plan PL/pgSQL keeps per server connection.
+//
 // # Schema (version 5)
 //
 // Migration 000005 renames Strata's summary table from
@@ -219,9 +240,10 @@
 // store.ErrUnavailable, the original error staying in the chain. A call
 // its caller cancelled is not an outage: its error carries
 // context.Canceled instead. Open sets a connect timeout
-// (DefaultConnectTimeout) and a statement timeout
-// (DefaultStatementTimeout) on every connection unless the data source
-// name or the environment sets them, and bounds how long a connection
+// (DefaultConnectTimeout) on every connection and a statement timeout
+// (DefaultStatementTimeout, enforced by the client with a cancel request)
+// on every statement unless the data source name or the environment sets
+// them, and bounds how long a connection
 // waits for a reply (the statement timeout plus the connect timeout), so a
 // server that accepts connections but never answers fails calls instead
 // of blocking them. Broken connections are dropped by the pool, so calls

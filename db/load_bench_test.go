@@ -39,7 +39,7 @@ func loadRows() int {
 // rawTailSQL is the baseline of the load benchmarks: the newest messages
 // of a session by one indexed query, with no ownership check, count or
 // summary. Its LIMIT is written into the statement, as the store writes its
-// own, so that PostgreSQL reuses the generic plan for both.
+// own.
 const rawTailSQL = `
 SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at
   FROM strata_messages
@@ -236,8 +236,9 @@ func parallel(b *testing.B, op func(session string) error) {
 
 // BenchmarkAppendParallel measures MessageStore.Append of a user/assistant
 // pair from 50 workers over 200 sessions: one statement per turn.
-// Compare with BenchmarkRawAppendTx; the goal is at least 0.6 times its
-// throughput on durable settings.
+// Compare with BenchmarkRawInsertTx, the bare write; the goal is at least
+// 0.6 times its throughput on durable settings (BenchmarkRawAppendTx adds
+// the session's counter to the raw transaction).
 func BenchmarkAppendParallel(b *testing.B) {
 	f := appendFixture(b)
 	ctx := context.Background()
