@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ func tailBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, session string) 
 func queryBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, query, session string) int {
 	t.Helper()
 	var raw []byte
-	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, session, "bench"); err != nil {
+	if err := d.GetContext(ctx, &raw, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, snapshotArgs(query, session)...); err != nil {
 		t.Fatal(err)
 	}
 	var plans []struct {
@@ -125,6 +126,16 @@ func queryBuffers(t *testing.T, ctx context.Context, d *sqlx.DB, query, session 
 		t.Fatalf("EXPLAIN output %s: %v", raw, err)
 	}
 	return plans[0].Plan.Hit + plans[0].Plan.Read
+}
+
+// snapshotArgs are the arguments of a load statement for session as the
+// user "bench": a Snapshot statement also takes the identity of the summary
+// the caller holds ($3..$5), none here.
+func snapshotArgs(query, session string) []any {
+	if strings.Contains(query, "$5") {
+		return []any{session, "bench", nil, nil, nil}
+	}
+	return []any{session, "bench"}
 }
 
 // TestTailReadsOnlyTheWindow pins that a load reads the window, never the

@@ -10,16 +10,24 @@ import (
 )
 
 // TailSQL is the Tail statement reading n messages, for the external
-// tests, which inspect its plan. It takes ($1 session, $2 user).
-func TailSQL(n int) string { return fmt.Sprintf(tailSQL, readLimit(n)) }
+// tests, which inspect its cost. It takes ($1 session, $2 user).
+func TailSQL(n int) string {
+	return fmt.Sprintf(`SELECT * FROM strata_snapshot($1, $2, %d, false, false, NULL, NULL, NULL)`, n)
+}
 
 // SnapshotSQL is the Snapshot statement reading n messages, for the
-// external tests, which inspect its plan. It takes ($1 session, $2 user).
-func SnapshotSQL(n int) string { return fmt.Sprintf(snapshotSQL, readLimit(n)) }
+// external tests, which inspect its cost. It takes ($1 session, $2 user,
+// $3..$5 the epoch, version and updated_at of the summary the caller holds,
+// or NULL).
+func SnapshotSQL(n int) string {
+	return fmt.Sprintf(`SELECT * FROM strata_snapshot($1, $2, %d, false, true, $3, $4, $5)`, n)
+}
 
 // SnapshotAfterSQL is the SnapshotAfterSummary statement reading n
 // messages, for the external tests, as SnapshotSQL.
-func SnapshotAfterSQL(n int) string { return fmt.Sprintf(snapshotAfterSQL, readLimit(n)) }
+func SnapshotAfterSQL(n int) string {
+	return fmt.Sprintf(`SELECT * FROM strata_snapshot($1, $2, %d, true, true, $3, $4, $5)`, n)
+}
 
 // MigrateTo migrates d up or down to version, for the tests of a
 // migration's handling of existing data.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -253,183 +252,31 @@ func truncateRunes(s string, n int) string {
 // selects, in the order of messageRow's fields.
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
-// readLimit is the LIMIT of a Tail or Snapshot statement reading n
-// messages: n rounded up to a multiple of 8 (to a power of two beyond 256;
-// 0 for none); the caller drops the oldest extra rows. The limit is written
-// into the statement rather than bound as a parameter, so the planner
-// always knows how few rows the index walk needs, whatever it knows of the
-// table: statements are unnamed (see Open) and planned with their
-// arguments on every call, and a constant limit keeps even a fresh,
-// never-analyzed table from being planned as a scan of the whole session.
-// Rounding keeps the number of distinct statement texts small while
-// reading few extra rows.
-func readLimit(n int) int {
-	switch {
-	case n <= 0:
-		return 0
-	case n <= 256:
-		return (n + 7) / 8 * 8
-	}
-	l := 512
-	for l < n {
-		l *= 2
-	}
-	return l
-}
-
-// tailSQL reads the session's owner, count and epoch and, only when $2
-// owns it, its newest messages (LIMIT %d, see readLimit): one statement,
-// one snapshot, so the ownership decision and the messages read cannot
-// disagree. The lateral subquery walks the (session_id, seq) primary key
-// backwards and stops after the limit, so its cost does not grow with the
-// session's history; for another user it is not run at all (the owner test
-// is a one-time filter). A session without messages in range yields one row
-// of NULL message columns; a missing or deleted session yields no row.
-const tailSQL = `
-SELECT s.user_id AS owner, s.message_count, s.epoch, m.seq, m.role, m.content, m.tool_calls,
-       m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at
-  FROM strata_sessions s
-  LEFT JOIN LATERAL (
-        SELECT ` + messageColumns + `
-          FROM strata_messages
-         WHERE session_id = $1 AND s.user_id = $2
-         ORDER BY seq DESC
-         LIMIT %d
-       ) m ON true
- WHERE s.session_id = $1 AND s.deleted_at IS NULL`
-
-// Tail implements memory.MessageStore with a single indexed query that
-// checks ownership and reads only the n newest messages.
-func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
-	if !validID(sessionID) {
-		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, store.ErrNotFound)
-	}
-	n = max(n, 0)
-	rows, err := s.d.QueryContext(ctx, limitedSQL(tailSQL, readLimit(n)), sessionID, userID)
-	if err != nil {
-		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
-	}
-	defer rows.Close()
-	var (
-		out   store.Tail
-		owner string
-		found bool
-	)
-	for rows.Next() {
-		var total int64
-		var r messageRow
-		if err := rows.Scan(&owner, &total, &out.Epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
-			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt); err != nil {
-			return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
-		}
-		found = true
-		out.Total = int(total)
-		if !r.Seq.Valid {
-			continue // the session has no message in range, or is not the caller's
-		}
-		m, err := r.message()
-		if err != nil {
-			return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, err)
-		}
-		out.Messages = append(out.Messages, m)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, classify(ctx, err))
-	}
-	switch {
-	case !found:
-		return store.Tail{}, fmt.Errorf("db: tail of session %q: %w", sessionID, store.ErrNotFound)
-	case owner != userID:
-		return store.Tail{}, fmt.Errorf("db: tail of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
-	}
-	// Newest first from the index, beyond n when the limit was rounded up;
-	// the contract wants the n newest, oldest first.
-	out.Messages = out.Messages[:min(n, len(out.Messages))]
-	slices.Reverse(out.Messages)
-	return out, nil
-}
-
-// snapshotSQL is tailSQL plus the session's summary, in one statement
-// (one snapshot, one round trip). The first branch yields one row with the
+// loadSQL is the load path's one statement: a call of strata_snapshot
+// (migration 7) with ($1 session, $2 user, $3 the number of newest messages
+// to read, $4 after: only those after the summary's cursor when the summary
+// belongs to the session's epoch, $5 whether to read the summary, $6..$8
+// the epoch, version and updated_at of the summary the caller already
+// holds, or NULL; see summaryCache). The function's one statement reads the
 // live session's owner, count and epoch and, only when $2 owns it, its
-// summary columns (NULL when it has none); the second yields the newest
-// messages (LIMIT %d, see readLimit), again only for the owner, walking the (session_id, seq)
-// primary key backwards as tailSQL does. A missing or deleted session
-// yields no row. The session row is read once (s is materialized), so
-// both branches see the same owner.
-//
-// $3, $4 and $5 are the epoch, version and updated_at of the summary the
-// caller already holds (NULL: none; see summaryCache). When the stored
-// summary is that one, same is true and the narrative and facts columns
-// are NULL: an unchanged summary is not sent again.
-var snapshotSQL = snapshotQuery("")
+// summary (unless it is the held one: then same is true and the narrative
+// and facts are not sent) and its newest messages, by a backward walk of the
+// (session_id, seq) primary key that stops after $3 rows (or at the
+// cursor): one statement, one snapshot, one round trip, so the ownership
+// decision, the messages and the summary cannot disagree, and the cost does
+// not grow with the session's history. The first row is the session's
+// (owner set, message columns NULL), the others are messages (owner NULL).
+// A missing or deleted session yields no row. PL/pgSQL plans the statement
+// once per server connection, with the planner held to index scans, so the
+// plan reads only the rows it returns even on a database nothing has
+// analyzed yet.
+const loadSQL = `SELECT * FROM strata_snapshot($1, $2, $3, $4, $5, $6, $7, $8)`
 
-// snapshotAfterSQL is snapshotSQL whose second branch reads only the
-// messages after the summary's cursor when the summary belongs to the
-// session's current epoch (all of them otherwise, as snapshotSQL): the
-// index walk backwards stops at the cursor or at the limit, whichever
-// comes first. The summary row is read once (c is materialized), so the
-// cursor and the summary returned agree.
-var snapshotAfterSQL = snapshotQuery(`
-           AND seq > COALESCE((SELECT c.up_to_seq FROM c WHERE c.epoch = s.epoch), 0)`)
-
-// snapshotQuery builds snapshotSQL with an extra condition on the messages
-// read (cond, which may refer to s and to c, the summary row).
-func snapshotQuery(cond string) string {
-	return `
-WITH s AS MATERIALIZED (
-    SELECT user_id, message_count, epoch
-      FROM strata_sessions
-     WHERE session_id = $1 AND deleted_at IS NULL
-), c AS MATERIALIZED (
-    SELECT cs.epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version, cs.created_at, cs.updated_at
-      FROM s
-      JOIN strata_summaries cs ON cs.session_id = $1 AND s.user_id = $2
-)
-SELECT s.user_id AS owner, s.message_count, s.epoch,
-       NULL::bigint AS seq, NULL::text AS role, NULL::text AS content, NULL::jsonb AS tool_calls,
-       NULL::text AS tool_call_id, NULL::text AS name, NULL::jsonb AS metadata,
-       NULL::text AS m_user_id, NULL::timestamptz AS m_created_at,
-       c.epoch AS s_epoch, CASE WHEN k.same THEN NULL ELSE c.narrative END AS narrative,
-       CASE WHEN k.same THEN NULL ELSE c.facts_json END AS facts_json, c.up_to_seq, c.version,
-       c.created_at AS s_created_at, c.updated_at AS s_updated_at, k.same
-  FROM s
-  LEFT JOIN c ON true
- CROSS JOIN LATERAL (
-        SELECT COALESCE(c.epoch = $3::bigint AND c.version = $4::bigint AND c.updated_at = $5::timestamptz, false) AS same
-       ) k
-UNION ALL
-SELECT NULL, NULL, NULL,
-       m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.metadata, m.user_id, m.created_at,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM s
- CROSS JOIN LATERAL (
-        SELECT ` + messageColumns + `
-          FROM strata_messages
-         WHERE session_id = $1 AND s.user_id = $2` + cond + `
-         ORDER BY seq DESC
-         LIMIT %d
-       ) m`
-}
-
-// limitedQueries memoizes limitedSQL.
-var limitedQueries sync.Map // limitedKey → string
-
-type limitedKey struct {
-	format string
-	limit  int
-}
-
-// limitedSQL is fmt.Sprintf(format, limit) for a statement format with
-// one %d (its LIMIT, see readLimit), formatted once per format and limit.
-func limitedSQL(format string, limit int) string {
-	k := limitedKey{format, limit}
-	if q, ok := limitedQueries.Load(k); ok {
-		return q.(string)
-	}
-	q := fmt.Sprintf(format, limit)
-	limitedQueries.Store(k, q)
-	return q
+// Tail implements memory.MessageStore with one statement (loadSQL, without
+// the summary) that checks ownership and reads only the n newest messages.
+func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
+	t, _, err := s.load(ctx, "tail", false, false, sessionID, userID, n)
+	return t, err
 }
 
 // ReadsSummariesOf implements store.SnapshotReader: Snapshot's summary is
@@ -442,12 +289,12 @@ func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
 
 // Snapshot implements store.SnapshotReader: Tail's result and the
 // session's stored summary (nil when none), read by one
-// statement (snapshotSQL), so the ownership decision, the messages and the
+// statement (loadSQL), so the ownership decision, the messages and the
 // summary come from one snapshot. The summary is returned whatever its
 // epoch; the caller compares it with the tail's. Facts that cannot be
 // decoded are dropped with a logged warning, as SummaryStore.Get does.
 func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
-	return s.snapshot(ctx, snapshotSQL, sessionID, userID, n)
+	return s.load(ctx, "snapshot", false, true, sessionID, userID, n)
 }
 
 // SnapshotAfterSummary is Snapshot reading only the messages after the
@@ -460,31 +307,34 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 // does not cover (memory.PolicyChunked): a load then reads those messages
 // and no older ones.
 func (s *MessageStore) SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
-	return s.snapshot(ctx, snapshotAfterSQL, sessionID, userID, n)
+	return s.load(ctx, "snapshot", true, true, sessionID, userID, n)
 }
 
-// snapshot runs query, snapshotSQL or one of its variants, with the limit
-// for n.
-func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+// load runs loadSQL for n messages (after: only those after the
+// summary's cursor; withSummary: with the summary); op names the call in
+// errors.
+func (s *MessageStore) load(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
 	fail := func(err error) (store.Tail, *summary.Summary, error) {
-		return store.Tail{}, nil, fmt.Errorf("db: snapshot of session %q: %w", sessionID, err)
+		return store.Tail{}, nil, fmt.Errorf("db: %s of session %q: %w", op, sessionID, err)
 	}
 	if !validID(sessionID) {
 		return fail(store.ErrNotFound)
 	}
 	n = max(n, 0)
-	limit := readLimit(n)
 	var (
-		known                    = s.cache.get(sessionID)
+		known                    *cachedSummary
 		knownEpoch, knownVersion sql.NullInt64
 		knownUpdated             sql.NullTime
 	)
+	if withSummary {
+		known = s.cache.get(sessionID)
+	}
 	if known != nil {
 		knownEpoch = sql.NullInt64{Int64: known.epoch, Valid: true}
 		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
 		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
 	}
-	rows, err := s.d.QueryContext(ctx, limitedSQL(query, limit), sessionID, userID, knownEpoch, knownVersion, knownUpdated)
+	rows, err := s.d.QueryContext(ctx, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated)
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -497,7 +347,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 		Same                    sql.NullBool
 	}
 	var (
-		out   = store.Tail{Messages: make([]store.Message, 0, min(limit, 256))}
+		out   = store.Tail{Messages: make([]store.Message, 0, min(n, 256))}
 		owner sql.NullString
 		sr    summaryCols // from the session row
 		found bool
@@ -532,14 +382,13 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	case !found:
 		return fail(store.ErrNotFound)
 	case owner.String != userID:
-		return store.Tail{}, nil, fmt.Errorf("db: snapshot of session %q as %q: %w", sessionID, userID, memory.ErrNotOwner)
+		return store.Tail{}, nil, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
 	}
 	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
-	out.Messages = out.Messages[max(len(out.Messages)-n, 0):] // the limit was rounded up (readLimit)
 	if len(out.Messages) == 0 {
-		out.Messages = nil // as Tail returns none
+		out.Messages = nil // no message, or none in range
 	}
-	if !sr.UpToSeq.Valid {
+	if !withSummary || !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
 	var cs *cachedSummary
