@@ -36,8 +36,12 @@
 // Migration 000006 takes last_activity out of the listing index (now
 // strata_sessions_user_idx on user_id alone) and gives strata_sessions a
 // fillfactor of 80, so that the session row's update in every append is a
-// HOT update. Migration 000007 adds the function strata_append, the one
-// statement of an append, whose plan PL/pgSQL keeps per server connection.
+// HOT update. Migration 000007 adds the functions strata_append and
+// strata_snapshot, the one statement of an append and of a load, whose
+// plans PL/pgSQL keeps per server connection (a load is otherwise planned
+// on every call, which costs more than running it); strata_snapshot's plan
+// is held to index scans, so that it reads only the rows it returns even on
+// a database nothing has analyzed.
 //
 // # Schema (version 5)
 //
@@ -188,7 +192,7 @@
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
 // (store.SnapshotReader) is Tail plus the session's summary in one
-// statement: a manager whose summary store is this database's
+// statement (a call of strata_snapshot): a manager whose summary store is this database's
 // SummaryStore on the same pool loads in one round trip.
 // SnapshotAfterSummary is Snapshot whose index scan also stops at the
 // summary's cursor: a chunked manager, which shows every message its

@@ -418,7 +418,7 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its
 // messages $2 < seq <= $3, oldest first, by a forward range scan of the
-// (session_id, seq) primary key; one statement, like tailSQL. LIMIT NULL
+// (session_id, seq) primary key; one statement, like loadSQL. LIMIT NULL
 // means no limit. A missing or deleted session yields no row.
 const rangeSQL = `
 SELECT s.user_id AS owner, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id,
