@@ -34,7 +34,8 @@ SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, cr
 // database right after the session was written (autovacuum kept off its
 // tables, so nothing has analyzed them: checked), then after ANALYZE;
 // directly and through PgBouncer in transaction mode (skipped without
-// one). It reports both medians and their ratio, load/tail (goal ≤ 1.5).
+// one). It reports the medians, that of MessageStore.Snapshot alone too,
+// and the ratio load/tail (goal ≤ 1.5).
 func BenchmarkFullLedgerLoad(b *testing.B) {
 	for _, via := range []string{"direct", "pgbouncer"} {
 		b.Run(via, func(b *testing.B) {
@@ -72,7 +73,7 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 					}
 				}
 				b.Run(state, func(b *testing.B) {
-					load, tail := loadVsTail(b, ctx, m, d)
+					load, snap, tail := loadVsTail(b, ctx, m, ms, d)
 					if state == "fresh" {
 						var analyzed bool
 						if err := admin.GetContext(ctx, &analyzed, `SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL
@@ -84,6 +85,7 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 					}
 					b.ReportMetric(float64(load.Microseconds()), "load-p50-µs")
 					b.ReportMetric(float64(tail.Microseconds()), "tail-p50-µs")
+					b.ReportMetric(float64(snap.Microseconds()), "snapshot-p50-µs")
 					b.ReportMetric(float64(load)/float64(tail), "load/tail")
 				})
 			}
@@ -94,11 +96,13 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 	}
 }
 
-// loadVsTail times b.N loads of the "ledger" session and as many tail
-// queries, call by call in turn, and returns both medians.
-func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, d *sqlx.DB) (load, tail time.Duration) {
+// loadVsTail times b.N loads of the "ledger" session, as many
+// MessageStore.Snapshot calls (the load's one statement, without the
+// manager's assembly) and as many tail queries, call by call in turn, and
+// returns the three medians.
+func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.MessageStore, d *sqlx.DB) (load, snap, tail time.Duration) {
 	b.Helper()
-	var loads, tails []time.Duration
+	var loads, snaps, tails []time.Duration
 	tailOnce := func() error {
 		rows, err := d.QueryContext(ctx, tail10SQL, "ledger")
 		if err != nil {
@@ -134,12 +138,18 @@ func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, d *sqlx.DB
 			b.Fatal(err)
 		}
 		t0 = time.Now()
+		if _, _, err := ms.Snapshot(ctx, "ledger", "bench", loadRows()); err != nil {
+			b.Fatal(err)
+		}
+		snaps = append(snaps, time.Since(t0))
+		t0 = time.Now()
 		if err := tailOnce(); err != nil {
 			b.Fatal(err)
 		}
 		tails = append(tails, time.Since(t0))
 	}
-	slices.Sort(loads)
-	slices.Sort(tails)
-	return loads[len(loads)/2], tails[len(tails)/2]
+	for _, ds := range [][]time.Duration{loads, snaps, tails} {
+		slices.Sort(ds)
+	}
+	return loads[len(loads)/2], snaps[len(snaps)/2], tails[len(tails)/2]
 }
