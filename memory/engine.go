@@ -801,3 +801,30 @@ func sentAt(msgs []store.Message) []time.Time {
 	}
 	return out
 }
+
+// exclusive runs fn with the session to itself as far as folds go: its
+// running fold is cancelled, the cross-process fold lock (when the stores
+// have one) is held, no fold of this process saves a summary meanwhile,
+// and none that began before saves one after (the generation is bumped).
+// Erasure and import rewrite a session's summary under it, so that no fold
+// works from what they replace.
+func (e *engine) exclusive(ctx context.Context, sessionID string, fn func() error) error {
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
+	e.cancelRun(sessionID)
+	release, _, err := e.lock(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	st.write.Lock()
+	defer st.write.Unlock()
+	st.gen++
+	err = fn()
+	e.mu.Lock()
+	delete(e.backlogs, sessionID)
+	e.mu.Unlock()
+	return err
+}
