@@ -623,6 +623,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
 			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
 		})
+		next = suppressForgotten(next, chunk)
 		// Each chunk's result covers a whole prefix of the session: save it so
 		// progress survives a later failure.
 		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save

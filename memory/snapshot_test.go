@@ -147,16 +147,22 @@ func TestImportValidatesFirst(t *testing.T) {
 			{Seq: 1, Role: "user", Content: "hi"}, {Seq: 2, Role: "assistant", Content: "hello"}}}
 	}
 	bad := map[string]func(*memory.Snapshot){
-		"version":       func(s *memory.Snapshot) { s.Version = 99 },
-		"no id":         func(s *memory.Snapshot) { s.SessionID = "" },
-		"role":          func(s *memory.Snapshot) { s.Messages[1].Role = "robot" },
-		"seq order":     func(s *memory.Snapshot) { s.Messages[1].Seq = 1 },
-		"nul":           func(s *memory.Snapshot) { s.Messages[1].Content = "a\x00b" },
-		"tool no id":    func(s *memory.Snapshot) { s.Messages[1] = memory.SnapshotMessage{Seq: 2, Role: "tool", Content: "x"} },
-		"category":      func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Key: "k", Value: "v", Category: "X"}}} },
-		"empty key":     func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Value: "v"}}} },
-		"negative seq":  func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{UpToSeq: -1, Narrative: "n"} },
-		"bad forgotten": func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{Narrative: "n", Forgotten: []summary.Forgotten{{Key: "k"}}} },
+		"version":    func(s *memory.Snapshot) { s.Version = 99 },
+		"no id":      func(s *memory.Snapshot) { s.SessionID = "" },
+		"role":       func(s *memory.Snapshot) { s.Messages[1].Role = "robot" },
+		"seq order":  func(s *memory.Snapshot) { s.Messages[1].Seq = 1 },
+		"nul":        func(s *memory.Snapshot) { s.Messages[1].Content = "a\x00b" },
+		"tool no id": func(s *memory.Snapshot) { s.Messages[1] = memory.SnapshotMessage{Seq: 2, Role: "tool", Content: "x"} },
+		"category": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Key: "k", Value: "v", Category: "X"}}}
+		},
+		"empty key": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Value: "v"}}}
+		},
+		"negative seq": func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{UpToSeq: -1, Narrative: "n"} },
+		"bad forgotten": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Narrative: "n", Forgotten: []summary.Forgotten{{Key: "k"}}}
+		},
 	}
 	for name, mut := range bad {
 		s := good()
