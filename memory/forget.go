@@ -57,7 +57,10 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 			cleaned = &c
 			return &c
 		}
-		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
+		if m.sums == nil {
+			return fg.Forget(ctx, sessionID, owner, seqs, nil)
+		}
+		if fg.ForgetsSummariesOf(m.sums) {
 			return fg.Forget(ctx, sessionID, owner, seqs, clean)
 		}
 		// The summary lives apart: check the messages and clean the

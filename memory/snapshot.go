@@ -59,7 +59,8 @@ type SnapshotMessage struct {
 	ToolCallID string             `json:"tool_call_id,omitempty"`
 	Name       string             `json:"name,omitempty"`
 	Metadata   map[string]string  `json:"metadata,omitempty"`
-	// CreatedAt is when the message was first stored; Import keeps it.
+	// CreatedAt is when the message was first stored; Import keeps it, to
+	// the store's precision (PostgreSQL: the microsecond).
 	CreatedAt time.Time `json:"created_at"`
 }
 
