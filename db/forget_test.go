@@ -163,4 +163,3 @@ func TestImportAtomic(t *testing.T) {
 		t.Fatalf("cursor %d not mapped onto the first message (%v, %v)", s.UpToSeq, msgs, err)
 	}
 }
-
