@@ -42,7 +42,7 @@ func (s *Server) failPortable(w http.ResponseWriter, r *http.Request, err error)
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: "fact_not_found", msg: "the session has no such fact"})
 	case errors.Is(err, store.ErrSessionExists):
 		s.writeError(w, r, &apiError{status: http.StatusConflict, code: "session_exists", msg: "a session with this id already exists"})
-	case errors.Is(err, store.ErrUnsupported):
+	case errors.Is(err, errors.ErrUnsupported):
 		s.writeError(w, r, &apiError{status: http.StatusNotImplemented, code: "unsupported", msg: memoryReason(err)})
 	default:
 		s.fail(w, r, err)
