@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,4 +188,75 @@ func TestImportValidatesFirst(t *testing.T) {
 	if _, err := f.mgr.Export(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("export by another user: %v", err)
 	}
+}
+
+// Loads racing an import never fold the new session over its imported
+// summary: the summary the model sees afterwards is the imported one.
+func TestImportRacingLoads(t *testing.T) {
+	ctx := context.Background()
+	cfg := hierConfig()
+	cfg.LoadGrace = time.Millisecond
+	for i := range 20 {
+		// A slow summary store widens the window between the messages
+		// landing and the summary landing.
+		f := &fixture{store: memory.NewInMemoryStore(), sums: slowSaves{summary.NewInMemoryStore(0)}, svc: &fakeSummarizer{}}
+		mgr, err := memory.NewManager(f.store, cfg, memory.WithSummaries(f.sums, f.svc), memory.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.mgr = mgr
+		f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+			time.Sleep(5 * time.Millisecond)
+			return summary.Result{Narrative: "A fold's own narrative."}, nil
+		})
+		id := fmt.Sprintf("s%d", i)
+		snap := &memory.Snapshot{Version: memory.SnapshotVersion, SessionID: id, UserID: "alice",
+			Summary: &memory.SnapshotSummary{Narrative: "The imported narrative.", UpToSeq: 40, Facts: []memory.SnapshotFact{{Key: "k", Value: "v", Category: "GENERAL"}}}}
+		for s := int64(1); s <= 50; s++ {
+			snap.Messages = append(snap.Messages, memory.SnapshotMessage{Seq: s, Role: []string{"user", "assistant"}[s%2], Content: fmt.Sprint("m", s)})
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if _, err := f.mgr.Load(ctx, id, "alice"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		if err := f.mgr.Import(ctx, snap); err != nil {
+			t.Fatal(err)
+		}
+		close(done)
+		wg.Wait()
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.mgr.Summary(ctx, id, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == nil || !strings.HasPrefix(s.Narrative, "The imported narrative.") || len(s.Facts) == 0 {
+			t.Fatalf("round %d: the imported summary was skipped or overwritten: %+v", i, s)
+		}
+		if err := mgr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// slowSaves is a summary store whose saves take a few milliseconds.
+type slowSaves struct{ summary.Store }
+
+func (s slowSaves) Save(ctx context.Context, sum summary.Summary) error {
+	time.Sleep(3 * time.Millisecond)
+	return s.Store.Save(ctx, sum)
 }
