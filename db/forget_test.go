@@ -3,7 +3,11 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +174,134 @@ func TestCapabilitiesConformance(t *testing.T) {
 	t.Parallel()
 	s := db.NewMessageStore(dbtest.New(t))
 	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
+}
+
+// codeRE finds the distinctive token of each message of the replica test.
+var codeRE = regexp.MustCompile(`code-[0-9]+x`)
+
+// copyingSummarizer copies every code it is shown — messages and the
+// summary so far — into facts and narrative, slowly, as an LLM would.
+func copyingSummarizer() summary.Service {
+	return summary.ServiceFunc(func(ctx context.Context, req summary.Request) (summary.Result, error) {
+		var text strings.Builder
+		for _, m := range req.Messages {
+			text.WriteString(m.GetContent() + "\n")
+		}
+		if req.Existing != nil {
+			text.WriteString(req.Existing.Narrative + "\n")
+			for _, f := range req.Existing.Facts {
+				text.WriteString(f.Value + "\n")
+			}
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return summary.Result{}, ctx.Err()
+		}
+		var res summary.Result
+		var sentences []string
+		for i, c := range codeRE.FindAllString(text.String(), -1) {
+			res.Facts = append(res.Facts, summary.Fact{Key: fmt.Sprintf("code_%d", i), Value: c})
+			sentences = append(sentences, "They mentioned "+c+".")
+		}
+		res.Narrative = strings.Join(append(sentences, "They talked."), " ")
+		return res, nil
+	})
+}
+
+// Two replicas share a database: one erases messages while the other keeps
+// saving and folding the same session. The fold lease keeps every fold of
+// the other replica off the session during each erasure, so no erased
+// content comes back into the summary, for either policy.
+func TestForgetAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	for _, pol := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		t.Run(string(pol), func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			schema := dbtest.NewSchema(t)
+			cfg := memory.DefaultConfig()
+			cfg.Enabled, cfg.Policy = true, pol
+			cfg.FailureCooldown, cfg.MaxFailureCooldown = 0, 0
+			cfg.RecentMessageCount, cfg.BufferMessageCount, cfg.TriggerMessageCount = 4, 4, 6
+			cfg.LoadGrace, cfg.SupersedeDelay = time.Millisecond, time.Millisecond
+			replica := func() *memory.Manager {
+				d := dbtest.Open(t, schema.URL)
+				m, err := memory.NewManager(db.NewMessageStore(d), cfg, memory.WithSummaries(db.NewSummaryStore(d), copyingSummarizer()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = m.Close() })
+				return m
+			}
+			a, b := replica(), replica()
+			var mu sync.Mutex
+			erased := map[string]bool{}
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { // replica b: the conversation, folding
+				defer wg.Done()
+				for i := range 40 {
+					if err := b.SaveTurn(ctx, "s", "alice", fmt.Sprintf("code-%03dx here", i), "ok"); err != nil {
+						t.Error(err)
+						return
+					}
+					if i%4 == 0 {
+						if _, err := b.Load(ctx, "s", "alice"); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			}()
+			go func() { // replica a: the erasures
+				defer wg.Done()
+				for range 8 {
+					time.Sleep(15 * time.Millisecond)
+					msgs, err := a.Messages(ctx, "s", "alice", 0, 0)
+					if err != nil || len(msgs) < 6 {
+						continue
+					}
+					i := len(msgs) / 3
+					for i < len(msgs) && !strings.HasPrefix(msgs[i].Content, "code-") {
+						i++
+					}
+					if i == len(msgs) {
+						continue
+					}
+					if err := a.Forget(ctx, "s", "alice", msgs[i].Seq); err != nil {
+						t.Error(err)
+						continue
+					}
+					mu.Lock()
+					erased[codeRE.FindString(msgs[i].Content)] = true
+					mu.Unlock()
+				}
+			}()
+			wg.Wait()
+			for _, m := range []*memory.Manager{a, b} {
+				if err := m.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := b.Load(ctx, "s", "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s, err := a.Summary(ctx, "s", "alice")
+			if err != nil || s == nil {
+				t.Fatalf("summary %+v, %v", s, err)
+			}
+			text := s.Narrative + fmt.Sprint(s.Facts)
+			if len(erased) == 0 {
+				t.Fatal("nothing was erased")
+			}
+			for c := range erased {
+				if strings.Contains(text, c) {
+					t.Errorf("the erased %s came back: %s", c, text)
+				}
+			}
+		})
+	}
 }
