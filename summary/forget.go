@@ -209,6 +209,15 @@ func Restated(forgotten []Forgotten, texts []string, seqs []int64) []Forgotten {
 	return out
 }
 
+// gramWords is the length of the word runs Erase looks for in narrative
+// sentences: a sentence sharing this many consecutive words with an erased
+// message (or the whole message, when it is shorter but has at least
+// minGramWords words) copies it.
+const (
+	gramWords    = 6
+	minGramWords = 3
+)
+
 // Erase returns s without what was derived from erased messages (their
 // contents texts, their sequence numbers seqs): a fact goes when its value
 // (or superseded value, which is cleared) appears in one of the texts, when
@@ -216,12 +225,13 @@ func Restated(forgotten []Forgotten, texts []string, seqs []int64) []Forgotten {
 // LastSeq both among seqs), or when its value carries a distinctive token
 // (a word with a digit, an e-mail address, a URL) of the texts; a
 // narrative sentence goes when it carries such a token, the value of a
-// removed fact, or a run of four words of the texts. The cursor and the
-// Forgotten list are kept.
+// removed fact (as whole words), or a run of six consecutive words of one
+// of the texts (the whole text, for texts of three to five words). The
+// cursor and the Forgotten list are kept.
 func Erase(s Summary, texts []string, seqs []int64) Summary {
 	lower := make([]string, len(texts))
 	tokens := map[string]bool{}
-	grams := map[string]bool{}
+	grams := map[int]map[string]bool{} // run length → runs
 	for i, t := range texts {
 		lower[i] = strings.ToLower(t)
 		ws := words(lower[i])
@@ -230,8 +240,15 @@ func Erase(s Summary, texts []string, seqs []int64) Summary {
 				tokens[w] = true
 			}
 		}
-		for j := 0; j+4 <= len(ws); j++ {
-			grams[strings.Join(ws[j:j+4], " ")] = true
+		n := min(gramWords, len(ws))
+		if n < minGramWords {
+			continue
+		}
+		if grams[n] == nil {
+			grams[n] = map[string]bool{}
+		}
+		for j := 0; j+n <= len(ws); j++ {
+			grams[n][strings.Join(ws[j:j+n], " ")] = true
 		}
 	}
 	inTexts := func(v string) bool {
@@ -251,19 +268,24 @@ func Erase(s Summary, texts []string, seqs []int64) Summary {
 		}
 		return false
 	}
-	var removed []string
+	var removed []string // as " w1 w2 … "
+	remove := func(v string) {
+		if ws := words(normForget(v)); len(ws) > 0 {
+			removed = append(removed, " "+strings.Join(ws, " ")+" ")
+		}
+	}
 	var facts []Fact
 	for _, f := range s.Facts {
 		fromErased := f.FirstSeq != 0 && slices.Contains(seqs, f.FirstSeq) && slices.Contains(seqs, f.LastSeq)
 		if fromErased || inTexts(f.Value) {
-			removed = append(removed, normForget(f.Value))
+			remove(f.Value)
 			if f.Previous != "" {
-				removed = append(removed, normForget(f.Previous))
+				remove(f.Previous)
 			}
 			continue
 		}
 		if f.Previous != "" && inTexts(f.Previous) {
-			removed = append(removed, normForget(f.Previous))
+			remove(f.Previous)
 			f.Previous = ""
 		}
 		facts = append(facts, f)
@@ -271,21 +293,23 @@ func Erase(s Summary, texts []string, seqs []int64) Summary {
 	s.Facts = facts
 	s.Forgotten = slices.Clone(s.Forgotten)
 	s.Narrative = dropSentences(s.Narrative, func(sent string) bool {
-		low := strings.ToLower(sent)
+		ws := words(strings.ToLower(sent))
+		joined := " " + strings.Join(ws, " ") + " "
 		for _, v := range removed {
-			if v != "" && strings.Contains(low, v) {
+			if strings.Contains(joined, v) {
 				return true
 			}
 		}
-		ws := words(low)
 		for _, w := range ws {
 			if tokens[w] {
 				return true
 			}
 		}
-		for j := 0; j+4 <= len(ws); j++ {
-			if grams[strings.Join(ws[j:j+4], " ")] {
-				return true
+		for n, runs := range grams {
+			for j := 0; j+n <= len(ws); j++ {
+				if runs[strings.Join(ws[j:j+n], " ")] {
+					return true
+				}
 			}
 		}
 		return false

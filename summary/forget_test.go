@@ -90,3 +90,13 @@ func FuzzErase(f *testing.F) {
 		}
 	})
 }
+
+// Erase leaves sentences that only share common phrasing with an erased
+// message, and removes one that copies a short message whole.
+func TestEraseKeepsUnrelatedSentences(t *testing.T) {
+	s := summary.Summary{Narrative: "User: I would like to talk about the kettle. User: My name is Ann Lee. They planned an annual visit."}
+	out := summary.Erase(s, []string{"I would like to change my name.", "My name is Ann Lee"}, []int64{1, 2})
+	if want := "User: I would like to talk about the kettle. They planned an annual visit."; out.Narrative != want {
+		t.Errorf("narrative %q, want %q", out.Narrative, want)
+	}
+}
