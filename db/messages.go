@@ -395,19 +395,20 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	if sr.Same.Bool && known != nil {
 		cs = known // unchanged since this store read it: not sent, not decoded
 	} else {
-		facts, ferr := decodeFacts(sr.Facts)
+		facts, forgotten, ferr := decodeLedger(sr.Facts)
 		if ferr != nil {
 			s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
 				"session_id", sessionID, "kept", len(facts), "error", ferr)
 		}
 		cs = &cachedSummary{epoch: sr.Epoch.Int64, version: sr.Version.Int64, updatedAt: sr.UpdatedAt.Time,
-			narrative: sr.Narrative.String, facts: facts}
+			narrative: sr.Narrative.String, facts: facts, forgotten: forgotten}
 		s.cache.put(sessionID, cs)
 	}
 	return out, &summary.Summary{
 		SessionID: sessionID,
 		Narrative: cs.narrative,
 		Facts:     cs.factsCopy(),
+		Forgotten: slices.Clone(cs.forgotten),
 		UpToSeq:   sr.UpToSeq.Int64,
 		Epoch:     sr.Epoch.Int64,
 		Version:   sr.Version.Int64,

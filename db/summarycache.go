@@ -35,6 +35,7 @@ type cachedSummary struct {
 	updatedAt      time.Time
 	narrative      string
 	facts          []summary.Fact
+	forgotten      []summary.Forgotten
 }
 
 func newSummaryCache(max int) *summaryCache {

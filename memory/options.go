@@ -47,12 +47,23 @@ type FoldEvent struct {
 	// as this user.
 	UserID  string
 	Summary summary.Summary
+	// Erased is true for the event of an erasure (Manager.Forget,
+	// Manager.ForgetFact): Summary is the session's rewritten summary (the
+	// zero value when it has none), and derived data must be rebuilt
+	// without reusing what it derived before — a title or text made from
+	// erased content. Such events are delivered on the erasing caller's
+	// goroutine, before Forget or ForgetFact returns.
+	Erased bool
 }
 
 // WithFoldObserver registers fn to be called after every summary a fold
 // actually stored (never for one the store refused, e.g. because the session
 // was deleted meanwhile), to refresh derived data such as titles and search
 // embeddings. fn runs in the background with a context that Close cancels.
+// fn is also called after an erasure (Forget, ForgetFact) with
+// FoldEvent.Erased set — then on the erasing caller's goroutine, before the
+// erasure returns, so that derived data is rebuilt without the erased
+// content.
 func WithFoldObserver(fn func(ctx context.Context, ev FoldEvent)) Option {
 	return func(m *Manager) {
 		if fn != nil {
