@@ -30,8 +30,7 @@ arc:
     llm:
       default-provider: gemini
       max-conversation-turns: 10
-    agent:
-      max-tool-calls: 8
+    max-tool-calls: 8
     memory:
       summary:
         enabled: true
@@ -87,11 +86,12 @@ func TestMisspelledArcReactorKeys(t *testing.T) {
 	p := writeFile(t, "ok.yaml", `
 arc.reactor.llm.default-provider: gemini
 arc.reactor.llm.temperature: 0.3
-arc.reactor.agent.max-tool-calls: 8
+arc.reactor.max-tool-calls: 8
 arc.reactor.guard.enabled: true
-arc.reactor.mcp.servers: [a, b]
+arc.reactor.mcp.allow-private-addresses: false
 arc.reactor.rag.enabled: false
-arc.reactor.tools.timeout: 5s
+arc.reactor.tool-policy.write-tool-names: [jira_create_issue]
+arc.reactor.guard.tenant-rate-limits.acme.per-minute: 5
 `)
 	if _, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_LLM_DEFAULT_PROVIDER=gemini", "ARC_REACTOR_GUARD_ENABLED=true"}, Files: []string{p}}); err != nil {
 		t.Fatalf("arc-reactor's own keys refused: %v", err)

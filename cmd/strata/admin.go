@@ -46,6 +46,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
 	pos, err := parseFlags(fs, args, migrateUsage, stdout)
 	if err != nil {
@@ -235,6 +236,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	user := fs.String("user", "", "the session's owner, `USER` (required: sessions are read as their owner)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseFlags(fs, args, inspectUsage, stdout)
@@ -378,6 +380,7 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	example := fs.Bool("example", false, "print every key with its default and meaning (YAML)")
 	pos, err := parseFlags(fs, args, configUsage, stdout)
 	if err != nil {

@@ -182,6 +182,10 @@ type commonFlags struct {
 	ignoreDatabaseURL bool
 	// fromDatabaseURL: load took the datasource from $DATABASE_URL.
 	fromDatabaseURL bool
+	// stderr, when set, receives one information line from load naming
+	// the keys Strata accepts but does not use (autoconfig's UnusedNote).
+	// Commands that build with a logger leave it nil: the build logs it.
+	stderr io.Writer
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -203,6 +207,9 @@ func (c *commonFlags) load() (*autoconfig.Config, error) {
 	cfg, err := autoconfig.LoadWith(autoconfig.LoadOptions{Files: c.configs, Overrides: c.sets, OverrideSource: "--set"})
 	if err != nil {
 		return nil, err
+	}
+	if note := cfg.UnusedNote(); note != "" && c.stderr != nil {
+		fmt.Fprintln(c.stderr, "strata: info: "+note)
 	}
 	if c.ignoreDatabaseURL || cfg.IsSet(keyDatasourceURL) || cfg.IsSet(keySpringDatasourceURL) {
 		return cfg, nil
