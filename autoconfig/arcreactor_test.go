@@ -258,3 +258,42 @@ func TestSharedSessionPrefixesKey(t *testing.T) {
 		t.Fatalf("a private session shared: %v", err)
 	}
 }
+
+// URL forms agree: a postgres:// URL without sslmode connects to a server
+// without TLS, as its jdbc: form does and as psql does (sslmode=prefer).
+func TestPostgresURLWithoutSSLModeConnects(t *testing.T) {
+	t.Parallel()
+	schema := dbtest.NewEmptySchema(t)
+	ctx := context.Background()
+	u, err := url.Parse(schema.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("sslmode")
+	u.RawQuery = q.Encode()
+	jdbc, user, pass := jdbcURL(t, schema.URL)
+	for _, env := range [][]string{
+		{"ARC_REACTOR_MEMORY_DATASOURCE_URL=" + u.String()},
+		{"SPRING_DATASOURCE_URL=" + u.String()},
+		{"SPRING_DATASOURCE_URL=" + jdbc, "SPRING_DATASOURCE_USERNAME=" + user, "SPRING_DATASOURCE_PASSWORD=" + pass},
+	} {
+		cfg, err := LoadWith(LoadOptions{Environ: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := OpenDatabase(ctx, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", strings.SplitN(env[0], "=", 2)[0], err)
+		}
+		var ssl string
+		err = d.GetContext(ctx, &ssl, "SHOW ssl")
+		_ = d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ssl != "off" {
+			t.Skipf("the test server has TLS (ssl = %s): the server without TLS cannot be tested here", ssl)
+		}
+	}
+}
