@@ -183,24 +183,27 @@ const inspectUsage = `Usage: strata inspect --user USER [flags] SESSION
 
 Prints a session stored in the configured PostgreSQL database, read through
 the memory manager as its owner USER: its message count, its summary (facts,
-narrative, cursor = the last message folded into it) and the window (the
-newest messages the model sees verbatim: the last recent-message-count
-messages once the session is past the trigger with summaries on, else the
-takeLast window). Messages are numbered within the session, 1 for its
-first. Nothing is summarized or changed. A session of another user is
-reported as such and not shown.
+narrative, cursor = the last message folded into it) and what the model sees
+of it, numbered: the messages Manager.Load assembles, in the order the model
+gets them — the facts and narrative blocks, then the verbatim messages, each
+with its number in the session (1 for its first). Nothing is summarized or
+changed: when a fold is due, inspect shows what the model sees until the
+fold has run. A session of another user is reported as such and not shown.
 
 Flags:
 `
 
 // inspectReport is inspect's --json output.
 type inspectReport struct {
-	Session   string          `json:"session"`
-	Owner     string          `json:"owner"`
-	Messages  int             `json:"stored_messages"`
-	Summary   *inspectSummary `json:"summary"`
-	Window    []inspectMsg    `json:"window"`
-	WindowFor string          `json:"window_mode"`
+	Session  string          `json:"session"`
+	Owner    string          `json:"owner"`
+	Messages int             `json:"stored_messages"`
+	Summary  *inspectSummary `json:"summary"`
+	// Mode is how Manager.Load assembled the prompt (memory.History.Mode):
+	// take-last, hierarchical, all, stale, fallback or empty.
+	Mode string `json:"mode"`
+	// Prompt is what the model sees, in order.
+	Prompt []inspectMsg `json:"prompt"`
 }
 
 type inspectSummary struct {
@@ -216,13 +219,16 @@ type inspectSummary struct {
 }
 
 type inspectMsg struct {
-	// Number is the message's position in the session, 1 for its first;
-	// Seq is its storage sequence number (global, not per session).
-	Number   int               `json:"number"`
-	Seq      int64             `json:"seq"`
+	// Position is the message's place in the prompt, 1 for the first.
+	Position int `json:"position"`
+	// Number is a stored message's position in the session, 1 for its
+	// first, and Seq its storage sequence number (global, not per
+	// session); both are 0 for the facts and narrative blocks.
+	Number   int               `json:"number,omitempty"`
+	Seq      int64             `json:"seq,omitempty"`
 	Role     string            `json:"role"`
 	Text     string            `json:"content"`
-	Folded   bool              `json:"folded"`
+	Folded   bool              `json:"folded,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"` // e.g. model_variant
 }
 
@@ -259,14 +265,14 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if dsn == "" {
 		return errors.New("inspect: " + noDatasource)
 	}
-	// The window shown follows the configuration as given; the manager is
-	// built with the summary store wired in whatever the configuration
-	// says, so that a stored summary is shown, and with a summarizer that
-	// refuses to run, so that nothing is folded. The schema is not migrated.
-	mc := cfg.Memory
+	// The managers are built with a summarizer that refuses to run, so
+	// that nothing is folded and no API key is needed; the schema is not
+	// migrated. The summary is read with the summary store wired in
+	// whatever the configuration says, so that a stored summary is shown;
+	// the prompt follows the configuration as given (summaries on or off).
 	built := cfg.Clone()
-	built.Memory.Enabled = true
 	built.Datasource.MigrateOnStart = false
+	built.Memory.Enabled = true
 	rt, err := autoconfig.BuildRuntime(ctx, built, autoconfig.WithSummarizer(refuseToSummarize))
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
@@ -275,29 +281,59 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := db.CheckSchema(ctx, rt.DB); err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	mgr := rt.Manager
-
-	msgs, err := mgr.Messages(ctx, session, *user, 0, 0)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("inspect: session %q not found", session)
-	case errors.Is(err, memory.ErrNotOwner):
-		return fmt.Errorf("inspect: session %q: %w", session, memory.ErrNotOwner)
-	case err != nil:
+	loader := rt.Manager
+	if !cfg.Memory.Enabled {
+		asGiven := cfg.Clone()
+		asGiven.Datasource.MigrateOnStart = false
+		rt2, err := autoconfig.BuildRuntime(ctx, asGiven, autoconfig.WithSummarizer(refuseToSummarize))
+		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
+		}
+		defer rt2.Close()
+		loader = rt2.Manager
+	}
+	rep, err := inspect(ctx, rt.Manager, loader, session, *user)
+	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	s, err := mgr.Summary(ctx, session, *user)
-	if err != nil {
-		return fmt.Errorf("inspect: summary: %w", err)
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
 	}
-	n, mode := 2*mc.MaxConversationTurns, "take-last"
+	printInspect(stdout, rep)
+	return nil
+}
+
+// inspect reads a session as its owner: its stored messages and its
+// summary through mgr, and what the model sees of it through loader's
+// Load.
+func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user string) (inspectReport, error) {
+	msgs, err := mgr.Messages(ctx, session, user, 0, 0)
 	switch {
-	case mc.Enabled && mc.Policy == memory.PolicyChunked:
-		n, mode = mc.RecentMessageCount+mc.BufferMessageCount, "chunked"
-	case mc.Enabled && len(msgs) > mc.TriggerMessageCount:
-		n, mode = mc.RecentMessageCount, "hierarchical"
+	case errors.Is(err, store.ErrNotFound):
+		return inspectReport{}, fmt.Errorf("session %q not found", session)
+	case errors.Is(err, memory.ErrNotOwner):
+		return inspectReport{}, fmt.Errorf("session %q: %w", session, memory.ErrNotOwner)
+	case err != nil:
+		return inspectReport{}, err
 	}
-	rep := inspectReport{Session: session, Owner: *user, Messages: len(msgs), WindowFor: mode}
+	s, err := mgr.Summary(ctx, session, user)
+	if err != nil {
+		return inspectReport{}, fmt.Errorf("summary: %w", err)
+	}
+	h, err := loader.Load(ctx, session, user)
+	if err != nil {
+		return inspectReport{}, err
+	}
+	number := make(map[int64]int, len(msgs)) // seq → number in the session
+	for i, m := range msgs {
+		number[m.Seq] = i + 1
+	}
+	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: h.Mode, Prompt: []inspectMsg{}}
 	var cursor int64
 	if s != nil {
 		cursor = s.UpToSeq
@@ -313,22 +349,18 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			rep.Summary.Facts = []summary.Fact{}
 		}
 	}
-	rep.Window = []inspectMsg{}
-	first := max(len(msgs)-n, 0)
-	for i, m := range msgs[first:] {
-		rep.Window = append(rep.Window, inspectMsg{Number: first + i + 1, Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
-			Folded: m.Seq <= cursor, Metadata: m.Metadata})
-	}
-	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
+	// Load's messages are the summary's blocks, then one message per
+	// verbatim stored message (h.Recent), in order.
+	blocks := len(h.Messages) - len(h.Recent)
+	for i, cm := range h.Messages {
+		im := inspectMsg{Position: i + 1, Role: string(cm.GetType()), Text: chatText(cm)}
+		if j := i - blocks; blocks >= 0 && j >= 0 {
+			m := h.Recent[j]
+			im.Number, im.Seq, im.Role, im.Folded, im.Metadata = number[m.Seq], m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		rep.Prompt = append(rep.Prompt, im)
 	}
-	printInspect(stdout, rep)
-	return nil
+	return rep, nil
 }
 
 func printInspect(w io.Writer, r inspectReport) {
@@ -340,9 +372,9 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintf(w, "cursor:   message #%d of %d (summary version %d, updated %s)\n", s.CursorMessage, r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
 		printFactsAndNarrative(w, s.Facts, s.Narrative)
 	}
-	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
-	anyFolded, anyVariant := false, false
-	for _, m := range r.Window {
+	fmt.Fprintf(w, "what the model sees (%s, %d messages):\n", r.Mode, len(r.Prompt))
+	anyFolded, anyVariant, anyBlock := false, false, false
+	for _, m := range r.Prompt {
 		mark := " "
 		if m.Folded {
 			mark, anyFolded = "f", true
@@ -351,12 +383,21 @@ func printInspect(w io.Writer, r inspectReport) {
 		if v := m.Metadata[store.MetadataModelVariant]; v != "" {
 			variant, anyVariant = " ["+store.MetadataModelVariant+"="+v+"]", true
 		}
-		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Number, m.Role, oneLine(m.Text), variant)
+		num := "-"
+		if m.Number > 0 {
+			num = fmt.Sprintf("#%d", m.Number)
+		} else {
+			anyBlock = true
+		}
+		fmt.Fprintf(w, "  %3d %s %-6s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
 	}
-	if len(r.Window) == 0 {
+	if len(r.Prompt) == 0 {
 		return
 	}
-	legend := []string{fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	legend := []string{"first column: the place in the prompt", fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	if anyBlock {
+		legend = append(legend, "- = the summary's facts or narrative block")
+	}
 	if anyFolded {
 		legend = append(legend, "f = already folded into the summary")
 	}
