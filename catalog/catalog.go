@@ -207,9 +207,15 @@ func Observers(p *atomic.Pointer[Catalog]) []memory.Option {
 // schedules a background refresh of the session's title and embedding,
 // which reads the session's current summary through the manager as
 // ev.UserID. It returns at once; failures are logged. A nil Catalog does
-// nothing.
-func (c *Catalog) Folded(_ context.Context, ev memory.FoldEvent) {
+// nothing. For the event of an erasure (ev.Erased) it rebuilds the
+// document at once instead, reusing nothing of the old one but a pinned
+// title, and returns when it is written.
+func (c *Catalog) Folded(ctx context.Context, ev memory.FoldEvent) {
 	if c == nil || ev.SessionID == "" {
+		return
+	}
+	if ev.Erased {
+		c.erased(ctx, ev)
 		return
 	}
 	c.schedule(ev.SessionID, user(ev.UserID), 0)
@@ -392,6 +398,12 @@ func (c *Catalog) refresh(ctx context.Context, sessionID, userID string, count i
 // build reads the session through the manager, builds its document and
 // hands it to write, unless ctx ended meanwhile.
 func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int, write func(Doc) error) error {
+	return c.buildFrom(ctx, sessionID, userID, count, false, write)
+}
+
+// buildFrom is build; fresh (after an erasure) ignores the stored
+// document but for a pinned title, and writes whatever its version.
+func (c *Catalog) buildFrom(ctx context.Context, sessionID, userID string, count int, fresh bool, write func(Doc) error) error {
 	sum, err := c.mgr.Summary(ctx, sessionID, userID)
 	if gone(err) {
 		return nil
@@ -416,6 +428,9 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 		return fmt.Errorf("catalog: refresh %q: messages: %w", sessionID, err)
 	}
 	if sum == nil && len(msgs) == 0 {
+		if fresh { // everything erased: the old document goes
+			return c.idx.Delete(ctx, sessionID)
+		}
 		return nil // nothing to index yet
 	}
 	old, err := c.idx.Get(ctx, sessionID, userID)
@@ -424,6 +439,13 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 	}
 	if old != nil && old.Epoch != 0 && sum != nil && old.Epoch != sum.Epoch {
 		old = nil // left over from a deleted incarnation
+	}
+	if fresh && old != nil {
+		if old.Pinned {
+			old = &Doc{SessionID: old.SessionID, UserID: old.UserID, Title: old.Title, Pinned: true}
+		} else {
+			old = nil
+		}
 	}
 
 	first := firstUserMessages(msgs)
@@ -439,7 +461,7 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 	} else {
 		d.Source, d.SourceSeq = SourceTurns, msgs[len(msgs)-1].Seq
 	}
-	if old != nil && !d.supersedes(*old) {
+	if old != nil && !fresh && !d.supersedes(*old) {
 		return nil // a newer document is already stored
 	}
 	c.titleDoc(ctx, &d, old, sum, first, recentUserMessages(msgs))

@@ -549,7 +549,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 	if !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
-	facts, ferr := decodeFacts(sr.Facts)
+	facts, forgotten, ferr := decodeLedger(sr.Facts)
 	if ferr != nil {
 		s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
 			"session_id", sessionID, "kept", len(facts), "error", ferr)
@@ -558,6 +558,7 @@ func (s *MessageStore) snapshot(ctx context.Context, query, sessionID, userID st
 		SessionID: sessionID,
 		Narrative: sr.Narrative.String,
 		Facts:     facts,
+		Forgotten: forgotten,
 		UpToSeq:   sr.UpToSeq.Int64,
 		Epoch:     sr.Epoch.Int64,
 		Version:   sr.Version.Int64,

@@ -78,7 +78,7 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 	if err != nil {
 		return nil, fmt.Errorf("db: get summary of session %q: %w", sessionID, classify(ctx, err))
 	}
-	facts, ferr := decodeFacts(r.FactsJSON)
+	facts, forgotten, ferr := decodeLedger(r.FactsJSON)
 	if ferr != nil {
 		s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
 			"session_id", sessionID, "kept", len(facts), "error", ferr)
@@ -87,6 +87,7 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 		SessionID: r.SessionID,
 		Narrative: r.Narrative,
 		Facts:     facts,
+		Forgotten: forgotten,
 		UpToSeq:   r.UpToSeq,
 		Epoch:     r.Epoch,
 		Version:   r.Version,
@@ -175,7 +176,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err := checkSummary(sm); err != nil {
 		return err
 	}
-	facts, err := encodeFacts(sm.Facts)
+	facts, err := encodeLedger(sm.Facts, sm.Forgotten)
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
@@ -261,6 +262,10 @@ type factJSON struct {
 	Pinned      bool   `json:"pinned,omitempty"`
 	Previous    string `json:"previousValue,omitempty"`
 	Stated      bool   `json:"stated,omitempty"`
+	// Forgotten marks an element that is no fact but a value erased by
+	// ForgetFact (see encodeLedger); it has no key, so decoders that
+	// predate it drop it.
+	Forgotten *summary.Forgotten `json:"forgotten,omitempty"`
 }
 
 func encodeFacts(facts []summary.Fact) (string, error) {
@@ -303,6 +308,9 @@ func decodeFacts(raw []byte) ([]summary.Fact, error) {
 		if err := json.Unmarshal(e, &fj); err != nil {
 			errs = append(errs, fmt.Errorf("fact %d: %w", i, err))
 			continue
+		}
+		if fj.Forgotten != nil {
+			continue // see decodeLedger
 		}
 		if fj.Key == "" {
 			errs = append(errs, fmt.Errorf("fact %d: no key", i))

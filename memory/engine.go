@@ -623,6 +623,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
 			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
 		})
+		next = suppressForgotten(next, chunk)
 		// Each chunk's result covers a whole prefix of the session: save it so
 		// progress survives a later failure.
 		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
@@ -800,4 +801,31 @@ func sentAt(msgs []store.Message) []time.Time {
 		out[i] = m.CreatedAt
 	}
 	return out
+}
+
+// exclusive runs fn with the session to itself as far as folds go: its
+// running fold is cancelled, the cross-process fold lock (when the stores
+// have one) is held, no fold of this process saves a summary meanwhile,
+// and none that began before saves one after (the generation is bumped).
+// Erasure and import rewrite a session's summary under it, so that no fold
+// works from what they replace.
+func (e *engine) exclusive(ctx context.Context, sessionID string, fn func() error) error {
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
+	e.cancelRun(sessionID)
+	release, _, err := e.lock(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	st.write.Lock()
+	defer st.write.Unlock()
+	st.gen++
+	err = fn()
+	e.mu.Lock()
+	delete(e.backlogs, sessionID)
+	e.mu.Unlock()
+	return err
 }

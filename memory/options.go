@@ -47,6 +47,13 @@ type FoldEvent struct {
 	// as this user.
 	UserID  string
 	Summary summary.Summary
+	// Erased is true for the event of an erasure (Manager.Forget,
+	// Manager.ForgetFact): Summary is the session's rewritten summary (the
+	// zero value when it has none), and derived data must be rebuilt
+	// without reusing what it derived before — a title or text made from
+	// erased content. Such events are delivered on the erasing caller's
+	// goroutine, before Forget or ForgetFact returns.
+	Erased bool
 }
 
 // WithFoldObserver registers fn to be called after every summary a fold

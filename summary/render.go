@@ -112,6 +112,9 @@ func Apply(existing *Summary, sessionID string, epoch int64, res Result, upTo in
 			}
 		}
 		next.CreatedAt, next.Version = existing.CreatedAt, existing.Version
+		if existing.Epoch == epoch {
+			next.Forgotten = slices.Clone(existing.Forgotten)
+		}
 		if isBlank(next.Narrative) {
 			next.Narrative = existing.Narrative
 		}

@@ -104,5 +104,6 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID string) error {
 // cloneSummary copies s so that it shares no memory with the original.
 func cloneSummary(s Summary) Summary {
 	s.Facts = slices.Clone(s.Facts)
+	s.Forgotten = slices.Clone(s.Forgotten)
 	return s
 }

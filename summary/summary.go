@@ -108,6 +108,10 @@ type Summary struct {
 	// (store.Tail.Epoch). A summary whose epoch differs from the session's
 	// belongs to a deleted predecessor of the same id and is never shown.
 	Epoch int64
+	// Forgotten lists the values Manager.ForgetFact erased, so that no
+	// later fold brings them back from messages stated before the erasure
+	// (see Forgotten). Folds carry it forward.
+	Forgotten []Forgotten
 	// Version counts the saves of this session's summary; stores set it.
 	Version   int64
 	CreatedAt time.Time

@@ -1,0 +1,195 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lib/pq"
+
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// encodeLedger is encodeFacts for a summary's facts followed by its
+// Forgotten list: each forgotten value is one more element of facts_json,
+// {"forgotten": {...}}, without a key, so that a decoder that predates it
+// drops it rather than showing it as a fact, and decodeLedger reads it
+// back.
+func encodeLedger(facts []summary.Fact, forgotten []summary.Forgotten) (string, error) {
+	raw, err := encodeFacts(facts)
+	if err != nil || len(forgotten) == 0 {
+		return raw, err
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(raw, "]"))
+	for i, f := range forgotten {
+		el, err := json.Marshal(struct {
+			Forgotten summary.Forgotten `json:"forgotten"`
+		}{f})
+		if err != nil {
+			return "", fmt.Errorf("encode forgotten values: %w", err)
+		}
+		if len(facts) > 0 || i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(el)
+	}
+	b.WriteByte(']')
+	return b.String(), nil
+}
+
+// decodeLedger is decodeFacts that also returns the Forgotten list
+// encodeLedger stored beside the facts.
+func decodeLedger(raw []byte) ([]summary.Fact, []summary.Forgotten, error) {
+	facts, err := decodeFacts(raw)
+	var elems []struct {
+		Forgotten *summary.Forgotten `json:"forgotten"`
+	}
+	if json.Unmarshal(raw, &elems) != nil {
+		return facts, nil, err
+	}
+	var forgotten []summary.Forgotten
+	for _, e := range elems {
+		if e.Forgotten != nil {
+			forgotten = append(forgotten, *e.Forgotten)
+		}
+	}
+	return facts, forgotten, err
+}
+
+// ForgetsSummariesOf implements store.Forgetter: true when sums is a
+// SummaryStore of the same pool, whose row Forget then rewrites in its
+// transaction.
+func (s *MessageStore) ForgetsSummariesOf(sums summary.Store) bool { return sameSummaries(s.d, sums) }
+
+// forgetLockSQL locks a live session's row for an erasure and reads its
+// owner and epoch.
+const forgetLockSQL = `
+SELECT user_id, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL FOR UPDATE`
+
+// forgetReadSQL reads the messages to erase.
+const forgetReadSQL = `
+SELECT ` + messageColumns + ` FROM strata_messages WHERE session_id = $1 AND seq = ANY($2::bigint[]) ORDER BY seq`
+
+// forgetSummarySQL reads the session's summary, locked for its rewrite.
+const forgetSummarySQL = `
+SELECT session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at
+  FROM strata_summaries WHERE session_id = $1 FOR UPDATE`
+
+// forgetRewriteSQL rewrites the summary of epoch $2, its cursor kept.
+const forgetRewriteSQL = `
+UPDATE strata_summaries SET narrative = $3, facts_json = $4::jsonb, version = version + 1, updated_at = now()
+ WHERE session_id = $1 AND epoch = $2`
+
+// forgetDeleteSQL erases the messages and updates the session's counters
+// and listing preview (the first user message left).
+const forgetDeleteSQL = `
+WITH del AS (
+    DELETE FROM strata_messages WHERE session_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq
+)
+UPDATE strata_sessions
+   SET message_count = message_count - (SELECT count(*) FROM del),
+       first_user_message = (SELECT left(m.content, 500) FROM strata_messages m
+                              WHERE m.session_id = $1 AND m.role = 'user'
+                                AND NOT m.seq = ANY($2::bigint[])
+                              ORDER BY m.seq LIMIT 1)
+ WHERE session_id = $1`
+
+// forgetIndexSQL resets the session's catalogue document, which may carry
+// erased content: it goes, or, with a pinned title, keeps only the title
+// and yields to the next document written.
+const forgetIndexSQL = `
+WITH gone AS (
+    DELETE FROM strata_session_index WHERE session_id = $1 AND NOT pinned
+)
+UPDATE strata_session_index
+   SET fingerprint = '', source = 'turns', source_seq = 0, text = '', model = '', dims = 0, embedding = NULL, updated_at = now()
+ WHERE session_id = $1 AND pinned`
+
+// Forget implements store.Forgetter in one transaction, under the
+// session's row lock: the ownership check, the check that every seq is
+// one of the session's messages, the rewrite of the summary clean returns
+// (when clean is not nil; it is given the stored summary of any epoch, or
+// nil), the deletion of the messages with the session's counters and
+// listing preview, and the reset of its catalogue document
+// (strata_session_index). All of it commits or none does.
+func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
+	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
+	if !validID(sessionID) {
+		return fmt.Errorf("db: forget in session %q: %w", sessionID, store.ErrNotFound)
+	}
+	fail := func(what string, err error) error {
+		return fmt.Errorf("db: forget in session %q: %s: %w", sessionID, what, classify(ctx, err))
+	}
+	tx, err := s.d.BeginTxx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var owner sql.NullString
+	var epoch int64
+	err = tx.QueryRowxContext(ctx, forgetLockSQL, sessionID).Scan(&owner, &epoch)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("db: forget in session %q: %w", sessionID, store.ErrNotFound)
+	case err != nil:
+		return fail("lock", err)
+	case owner.String != userID:
+		return fmt.Errorf("db: forget in session %q as %q: %w", sessionID, userID, store.ErrNotOwner)
+	}
+	var rows []messageRow
+	if err := tx.SelectContext(ctx, &rows, forgetReadSQL, sessionID, pq.Array(seqs)); err != nil {
+		return fail("read", err)
+	}
+	erased := make([]store.Message, 0, len(rows))
+	for _, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
+		}
+		erased = append(erased, m)
+	}
+	for _, q := range seqs {
+		if !slices.ContainsFunc(erased, func(m store.Message) bool { return m.Seq == q }) {
+			return fmt.Errorf("db: forget in session %q: seq %d: %w", sessionID, q, store.ErrUnknownMessage)
+		}
+	}
+	if clean != nil {
+		var r summaryRow
+		var cur *summary.Summary
+		err := tx.GetContext(ctx, &r, forgetSummarySQL, sessionID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fail("read summary", err)
+		default:
+			facts, forgotten, _ := decodeLedger(r.FactsJSON)
+			cur = &summary.Summary{SessionID: sessionID, Narrative: r.Narrative, Facts: facts, Forgotten: forgotten,
+				UpToSeq: r.UpToSeq, Epoch: r.Epoch, Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		}
+		if next := clean(cur, epoch, erased); next != nil && cur != nil {
+			facts, err := encodeLedger(next.Facts, next.Forgotten)
+			if err != nil {
+				return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
+			}
+			if _, err := tx.ExecContext(ctx, forgetRewriteSQL, sessionID, cur.Epoch, cleanText(next.Narrative), facts); err != nil {
+				return fail("rewrite summary", err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, forgetDeleteSQL, sessionID, pq.Array(seqs)); err != nil {
+		return fail("delete", err)
+	}
+	if _, err := tx.ExecContext(ctx, forgetIndexSQL, sessionID); err != nil {
+		return fail("catalogue", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+var (
+	_ store.Importer  = (*MessageStore)(nil)
+	_ store.Forgetter = (*MessageStore)(nil)
+)
+
+// ImportsSummariesOf implements store.Importer: true when sums is a
+// SummaryStore of the same pool, whose table Import then writes in its
+// transaction.
+func (s *MessageStore) ImportsSummariesOf(sums summary.Store) bool { return sameSummaries(s.d, sums) }
+
+// importMessagesSQL inserts an imported session's messages ($1 session, $2
+// owner, $3.. column arrays, $9 creation times as text, ” for now) in
+// order, returning the sequence numbers drawn for them.
+const importMessagesSQL = `
+INSERT INTO strata_messages
+       (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
+       b.name, NULLIF(b.metadata, '')::jsonb, $2, COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
+  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, ord)
+ ORDER BY b.ord
+RETURNING seq`
+
+// importSessionSQL sets an imported session's counters and times: created
+// at its first message's time when older, active at its newest message's.
+const importSessionSQL = `
+UPDATE strata_sessions s
+   SET message_count = $2, first_user_message = $3,
+       created_at = LEAST(s.created_at, COALESCE(m.first, s.created_at)),
+       last_activity = COALESCE(m.last, s.last_activity)
+  FROM (SELECT min(created_at) AS first, max(created_at) AS last FROM strata_messages WHERE session_id = $1) m
+ WHERE s.session_id = $1`
+
+// importSummarySQL stores an imported session's summary, replacing one
+// left over from a deleted predecessor.
+const importSummarySQL = `
+INSERT INTO strata_summaries AS cs (session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at)
+VALUES ($1, $2, $3, $4::jsonb, $5, 1, COALESCE($6, now()), now())
+ON CONFLICT (session_id) DO UPDATE
+   SET epoch = EXCLUDED.epoch, narrative = EXCLUDED.narrative, facts_json = EXCLUDED.facts_json,
+       up_to_seq = EXCLUDED.up_to_seq, version = 1, created_at = EXCLUDED.created_at, updated_at = now()`
+
+// Import implements store.Importer in one transaction: the session is
+// created (or a deleted one's tombstone revived with a new epoch), its
+// messages inserted in order keeping their CreatedAt, its counters set,
+// and the summary sum returns stored; all of it commits or none does. An
+// id in use returns store.ErrSessionExists.
+func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
+	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
+	if !validID(sessionID) || !validID(userID) {
+		return store.AppendResult{}, fmt.Errorf("db: import: %w: id %s", store.ErrInvalidMessage, invalidID)
+	}
+	b, err := newBatch(msgs)
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("db: import: %w", err)
+	}
+	created := make([]string, len(msgs))
+	for i, m := range msgs {
+		if !m.CreatedAt.IsZero() {
+			created[i] = m.CreatedAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	fail := func(what string, err error) (store.AppendResult, error) {
+		return store.AppendResult{}, fmt.Errorf("db: import session %q: %s: %w", sessionID, what, classify(ctx, err))
+	}
+	tx, err := s.d.BeginTxx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var epoch int64
+	err = tx.QueryRowxContext(ctx, createSQL, sessionID, userID).Scan(&epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AppendResult{}, fmt.Errorf("db: import session %q: %w", sessionID, store.ErrSessionExists)
+	}
+	if err != nil {
+		return fail("create", err)
+	}
+	var seqs []int64
+	if len(msgs) > 0 {
+		rows, err := tx.QueryContext(ctx, importMessagesSQL, sessionID, userID,
+			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
+			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created))
+		if err != nil {
+			return fail("messages", err)
+		}
+		for rows.Next() {
+			var q int64
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return fail("messages", err)
+			}
+			seqs = append(seqs, q)
+		}
+		if err := rows.Err(); err != nil {
+			return fail("messages", err)
+		}
+		rows.Close()
+		slices.Sort(seqs) // drawn in the insertion order
+	}
+	if _, err := tx.ExecContext(ctx, importSessionSQL, sessionID, len(msgs), b.firstUser); err != nil {
+		return fail("session", err)
+	}
+	if sum != nil {
+		if sm := sum(epoch, seqs); sm != nil {
+			facts, err := encodeLedger(sm.Facts, sm.Forgotten)
+			if err != nil {
+				return fail("summary", err)
+			}
+			var createdAt any
+			if !sm.CreatedAt.IsZero() {
+				createdAt = sm.CreatedAt
+			}
+			if _, err := tx.ExecContext(ctx, importSummarySQL, sessionID, epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, createdAt); err != nil {
+				return fail("summary", err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	var last int64
+	if len(seqs) > 0 {
+		last = seqs[len(seqs)-1]
+	}
+	return store.AppendResult{Total: len(msgs), LastSeq: last, Epoch: epoch}, nil
+}

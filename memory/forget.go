@@ -1,0 +1,227 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// ErrNoSuchFact is returned by ForgetFact when the session's summary holds
+// no fact with the key.
+var ErrNoSuchFact = errors.New("memory: no such fact")
+
+// Forget erases the session's messages with sequence numbers seqs and
+// everything derived from them: the messages themselves; the facts whose
+// value appears in them, came only from them (provenance) or carries one
+// of their identifying tokens (a word with a digit, an e-mail address, a
+// URL); every narrative sentence carrying such a token, a removed value or
+// a run of four of their words; and, through the fold observers (the
+// catalogue), the documents, titles and search entries built from them.
+// Nothing else changes: the summary's cursor stays, so later folds never
+// bring the content back — parity re-summarizes from the originals, which
+// are gone, chunked continues from the cleaned summary.
+//
+// Ownership is checked as everywhere (ErrNotFound, ErrNotOwner). A seq
+// that is not one of the session's messages returns an error wrapping
+// store.ErrUnknownMessage and changes nothing. The erasure is atomic per
+// store: on PostgreSQL the messages and the summary change in one
+// transaction; with a summary store apart from the message store (the
+// in-memory stores) the summary is cleaned first and the messages erased
+// second, so that a failure in between leaves nothing derived behind and a
+// retry completes it. The message store must be a store.Forgetter (both
+// stores of this module are); otherwise Forget returns store.ErrUnsupported.
+// No fold of the session runs meanwhile (see Import).
+func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...int64) error {
+	if len(seqs) == 0 {
+		return fmt.Errorf("memory: forget %q: %w: no sequence numbers", sessionID, store.ErrUnknownMessage)
+	}
+	fg, ok := m.store.(store.Forgetter)
+	if !ok {
+		return fmt.Errorf("memory: forget %q: %w: the message store cannot erase messages", sessionID, store.ErrUnsupported)
+	}
+	seqs = slices.Clone(seqs)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	owner := m.owner(sessionID, userID)
+	var cleaned *summary.Summary
+	err := m.eng.exclusive(ctx, sessionID, func() error {
+		clean := func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary {
+			if sum == nil || sum.Epoch != epoch {
+				return nil
+			}
+			c := eraseFrom(*sum, erased)
+			cleaned = &c
+			return &c
+		}
+		if m.sums == nil {
+			return fg.Forget(ctx, sessionID, owner, seqs, nil)
+		}
+		if fg.ForgetsSummariesOf(m.sums) {
+			return fg.Forget(ctx, sessionID, owner, seqs, clean)
+		}
+		// The summary lives apart: check the messages and clean the
+		// summary first, then erase the messages.
+		erased, epoch, err := m.messagesAt(ctx, sessionID, owner, seqs)
+		if err != nil {
+			return err
+		}
+		sum, err := m.eng.usableSummary(ctx, sessionID, epoch)
+		if err != nil {
+			return err
+		}
+		if sum == nil {
+			if sum, err = m.sums.Get(ctx, sessionID); err != nil {
+				return fmt.Errorf("summary store: %w", err)
+			}
+		}
+		if c := clean(sum, epoch, erased); c != nil {
+			if err := m.sums.Save(ctx, *c); err != nil {
+				return fmt.Errorf("save summary: %w", err)
+			}
+		}
+		return fg.Forget(ctx, sessionID, owner, seqs, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("memory: forget %q: %w", sessionID, err)
+	}
+	m.erased(ctx, sessionID, owner, cleaned)
+	return nil
+}
+
+// messagesAt reads the session's messages with sequence numbers seqs
+// (sorted) and its epoch; a seq that is not the session's gives
+// store.ErrUnknownMessage.
+func (m *Manager) messagesAt(ctx context.Context, sessionID, owner string, seqs []int64) ([]store.Message, int64, error) {
+	t, err := m.store.Tail(ctx, sessionID, owner, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	msgs, err := m.store.Range(ctx, sessionID, owner, seqs[0]-1, seqs[len(seqs)-1], 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []store.Message
+	for _, q := range seqs {
+		i := slices.IndexFunc(msgs, func(msg store.Message) bool { return msg.Seq == q })
+		if i < 0 {
+			return nil, 0, fmt.Errorf("seq %d: %w", q, store.ErrUnknownMessage)
+		}
+		out = append(out, msgs[i])
+	}
+	return out, t.Epoch, nil
+}
+
+// eraseFrom is sum without what was derived from the erased messages.
+func eraseFrom(sum summary.Summary, erased []store.Message) summary.Summary {
+	texts := make([]string, 0, len(erased))
+	seqs := make([]int64, 0, len(erased))
+	for _, msg := range erased {
+		texts = append(texts, messageText(msg))
+		seqs = append(seqs, msg.Seq)
+	}
+	return summary.Erase(sum, texts, seqs)
+}
+
+// messageText is everything a message says: its content, its tool calls'
+// arguments and its name.
+func messageText(msg store.Message) string {
+	t := msg.Content
+	for _, tc := range msg.ToolCalls {
+		if tc.FunctionCall != nil {
+			t += "\n" + tc.FunctionCall.Arguments
+		}
+	}
+	return t
+}
+
+// erased tells the fold observers (the catalogue) that the session's
+// summary was rewritten by an erasure, on the caller's goroutine.
+func (m *Manager) erased(ctx context.Context, sessionID, owner string, sum *summary.Summary) {
+	ev := FoldEvent{SessionID: sessionID, UserID: owner, Erased: true}
+	if sum != nil {
+		ev.Summary = *sum
+	}
+	for _, fn := range m.foldObservers {
+		m.observeErased(ctx, fn, ev)
+	}
+}
+
+// observeErased runs one fold observer for an erasure, turning a panic
+// into a logged error: an observer never fails the erasure it follows.
+func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, FoldEvent), ev FoldEvent) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.ErrorContext(ctx, "strata: fold observer panicked after an erasure", "session_id", ev.SessionID, "panic", r)
+		}
+	}()
+	fn(context.WithoutCancel(ctx), ev)
+}
+
+// ForgetFact removes the fact with key (compared as summary.NormalizeKey
+// does) from the session's summary: its value — and the value it
+// superseded — leave the facts and every narrative sentence carrying them,
+// and the summary records them (as digests, see summary.Forgotten) so that
+// no later fold of messages already stored brings them back, whatever the
+// policy. A message stored after the erasure that states the value again
+// sets it again. A session without such a fact gives ErrNoSuchFact;
+// ownership is checked as everywhere. No fold of the session runs
+// meanwhile.
+func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string) error {
+	if m.sums == nil {
+		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, ErrNoSuchFact)
+	}
+	owner := m.owner(sessionID, userID)
+	var out summary.Summary
+	err := m.eng.exclusive(ctx, sessionID, func() error {
+		t, err := m.store.Tail(ctx, sessionID, owner, 1)
+		if err != nil {
+			return err
+		}
+		sum, err := m.eng.usableSummary(ctx, sessionID, t.Epoch)
+		if err != nil {
+			return err
+		}
+		if sum == nil {
+			return ErrNoSuchFact
+		}
+		var newest int64
+		if len(t.Messages) > 0 {
+			newest = t.Messages[len(t.Messages)-1].Seq
+		}
+		var ok bool
+		if out, ok = summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq)); !ok {
+			return ErrNoSuchFact
+		}
+		if err := m.sums.Save(ctx, out); err != nil {
+			return fmt.Errorf("save summary: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, err)
+	}
+	m.erased(ctx, sessionID, owner, &out)
+	return nil
+}
+
+// suppressForgotten applies a summary's Forgotten list to a fold's result
+// next, which folded msgs: values stated again by the user in msgs after
+// their erasure may be remembered again; the others stay out.
+func suppressForgotten(next summary.Summary, msgs []store.Message) summary.Summary {
+	if len(next.Forgotten) == 0 {
+		return next
+	}
+	var texts []string
+	var seqs []int64
+	for _, msg := range msgs {
+		if msg.Role == store.RoleUser {
+			texts, seqs = append(texts, msg.Content), append(seqs, msg.Seq)
+		}
+	}
+	next.Forgotten = summary.Restated(next.Forgotten, texts, seqs)
+	return summary.SuppressForgotten(next)
+}

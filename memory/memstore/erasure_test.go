@@ -1,0 +1,17 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/memstore"
+	"github.com/strata-go/strata/summary"
+)
+
+// TestErasure runs the erasure scenarios on the in-memory stores.
+func TestErasure(t *testing.T) {
+	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: memstore.New(), Summaries: summary.NewInMemoryStore(0), Index: catalog.NewMemoryIndex()}
+	})
+}

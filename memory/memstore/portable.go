@@ -1,0 +1,121 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+var (
+	_ store.Importer  = (*Store)(nil)
+	_ store.Forgetter = (*Store)(nil)
+)
+
+// ImportsSummariesOf implements store.Importer: the in-memory store keeps
+// no summaries, so it is always false.
+func (s *Store) ImportsSummariesOf(summary.Store) bool { return false }
+
+// Import implements store.Importer in one critical section: the session
+// is created with every message (each keeping its CreatedAt, now when
+// zero) or not at all. sum is called with the new epoch and sequence
+// numbers; as the store keeps no summaries its result is not stored.
+func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
+	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return store.AppendResult{}, err
+	}
+	stored := make([]store.Message, len(msgs))
+	for i, m := range msgs {
+		if err := m.Validate(0); err != nil {
+			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
+		}
+		stored[i] = m.Clone()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[sessionID] != nil {
+		return store.AppendResult{}, store.ErrSessionExists
+	}
+	now := time.Now()
+	created := now
+	if len(stored) > 0 && !stored[0].CreatedAt.IsZero() && stored[0].CreatedAt.Before(now) {
+		created = stored[0].CreatedAt
+	}
+	sess := s.create(sessionID, userID, created)
+	seqs := make([]int64, len(stored))
+	last := created
+	for i := range stored {
+		s.lastSeq++
+		stored[i].Seq, stored[i].UserID = s.lastSeq, userID
+		if stored[i].CreatedAt.IsZero() {
+			stored[i].CreatedAt = now
+		}
+		last = stored[i].CreatedAt
+		seqs[i] = s.lastSeq
+		if !sess.hasUser && stored[i].Role == store.RoleUser {
+			sess.firstUser, sess.hasUser = stored[i].Content, true
+		}
+	}
+	sess.msgs = stored
+	sess.lastActivity = last
+	if sum != nil {
+		sum(sess.epoch, seqs)
+	}
+	return store.AppendResult{Total: len(stored), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+}
+
+// ForgetsSummariesOf implements store.Forgetter: the in-memory store
+// keeps no summaries, so it is always false.
+func (s *Store) ForgetsSummariesOf(summary.Store) bool { return false }
+
+// Forget implements store.Forgetter in one critical section: every
+// message named by seqs is removed, or, when one of them is not the
+// session's, none is (store.ErrUnknownMessage).
+func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
+	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, err := s.owned(sessionID, userID)
+	if err != nil {
+		return err
+	}
+	var erased []store.Message
+	for _, q := range seqs {
+		i, ok := slices.BinarySearchFunc(sess.msgs, q, func(m store.Message, q int64) int { return cmpSeq(m.Seq, q) })
+		if !ok {
+			return fmt.Errorf("seq %d: %w", q, store.ErrUnknownMessage)
+		}
+		if !slices.ContainsFunc(erased, func(m store.Message) bool { return m.Seq == q }) {
+			erased = append(erased, sess.msgs[i].Clone())
+		}
+	}
+	if clean != nil {
+		clean(nil, sess.epoch, erased)
+	}
+	sess.msgs = slices.DeleteFunc(sess.msgs, func(m store.Message) bool { return slices.Contains(seqs, m.Seq) })
+	sess.firstUser, sess.hasUser = "", false
+	for _, m := range sess.msgs {
+		if m.Role == store.RoleUser {
+			sess.firstUser, sess.hasUser = m.Content, true
+			break
+		}
+	}
+	return nil
+}
+
+func cmpSeq(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

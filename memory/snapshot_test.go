@@ -1,0 +1,189 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// toolTurn is a conversation turn with a tool call and its result.
+func toolTurn() []llms.ChatMessage {
+	return []llms.ChatMessage{
+		llms.HumanChatMessage{Content: "what is the weather in Paris?"},
+		llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "call_1", Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}}},
+		llms.ToolChatMessage{ID: "call_1", Content: `{"temp":21}`},
+		llms.AIChatMessage{Content: "It is 21 degrees in Paris."},
+	}
+}
+
+// An exported session imported into fresh stores gives the same view to
+// the model, without a summarizer call, and the same snapshot again
+// (messages losslessly, timestamps kept, cursor and provenance mapped).
+func TestExportImportRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	src := newFixture(t, hierConfig())
+	src.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+		res := countingResult(req)
+		res.Facts = append(res.Facts, summary.Fact{Key: "city", Value: "Paris", Category: summary.Entity})
+		return res, nil
+	})
+	if err := src.mgr.SaveMessages(ctx, "s", "alice", toolTurn()...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := src.mgr.SaveTurn(ctx, "s", "alice", "question "+string(rune('a'+i%26)), "answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := src.mgr.Append(ctx, "s", "alice", false, store.Message{Role: store.RoleAssistant, Content: "tagged",
+		Metadata: map[string]string{store.MetadataModelVariant: "small"}}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := src.mgr.Load(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Mode != "hierarchical" {
+		t.Fatalf("source mode %q, want hierarchical", want.Mode)
+	}
+	snap, err := src.mgr.Export(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Summary == nil || len(snap.Summary.Facts) == 0 || snap.Summary.UpToSeq == 0 {
+		t.Fatalf("snapshot summary %+v", snap.Summary)
+	}
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"session_id"`, `"user_id"`, `"tool_calls"`, `"tool_call_id"`, `"up_to_seq"`, `"created_at"`, `"first_seq"`} {
+		if !strings.Contains(string(raw), k) {
+			t.Errorf("snapshot JSON lacks %s", k)
+		}
+	}
+	var back memory.Snapshot
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := newFixture(t, hierConfig())
+	dst.svc.set(func(context.Context, int64, summary.Request) (summary.Result, error) {
+		t.Error("the import called the summarizer")
+		return summary.Result{}, errors.New("no")
+	})
+	// Some other session first, so the new store's seqs differ.
+	seed(t, dst.store, "other", "bob", 3)
+	if err := dst.mgr.Import(ctx, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dst.mgr.Load(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Messages, want.Messages) || got.Mode != want.Mode {
+		t.Fatalf("view after import differs:\n got %q (%s)\nwant %q (%s)", contents(got.Messages), got.Mode, contents(want.Messages), want.Mode)
+	}
+	again, err := dst.mgr.Export(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Messages) != len(snap.Messages) {
+		t.Fatalf("%d messages after import, want %d", len(again.Messages), len(snap.Messages))
+	}
+	if again.Messages[0].Seq == snap.Messages[0].Seq {
+		t.Fatalf("test needs different seqs in the two stores")
+	}
+	for i := range snap.Messages {
+		a, b := snap.Messages[i], again.Messages[i]
+		a.Seq, b.Seq = 0, 0
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			t.Errorf("message %d created_at %v, want %v", i, b.CreatedAt, a.CreatedAt)
+		}
+		a.CreatedAt, b.CreatedAt = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("message %d: got %+v, want %+v", i, b, a)
+		}
+	}
+	// The cursor covers the same messages.
+	idx := func(s *memory.Snapshot) int {
+		n := 0
+		for _, m := range s.Messages {
+			if m.Seq <= s.Summary.UpToSeq {
+				n++
+			}
+		}
+		return n
+	}
+	if idx(again) != idx(snap) {
+		t.Errorf("cursor covers %d messages after import, %d before", idx(again), idx(snap))
+	}
+	if again.Summary.Narrative != snap.Summary.Narrative || len(again.Summary.Facts) != len(snap.Summary.Facts) {
+		t.Errorf("summary after import %+v, want %+v", again.Summary, snap.Summary)
+	}
+	// The id is now in use.
+	if err := dst.mgr.Import(ctx, &back); !errors.Is(err, store.ErrSessionExists) {
+		t.Fatalf("second import: %v, want ErrSessionExists", err)
+	}
+}
+
+// An invalid snapshot writes nothing.
+func TestImportValidatesFirst(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, hierConfig())
+	good := func() *memory.Snapshot {
+		return &memory.Snapshot{Version: memory.SnapshotVersion, SessionID: "s", UserID: "alice", Messages: []memory.SnapshotMessage{
+			{Seq: 1, Role: "user", Content: "hi"}, {Seq: 2, Role: "assistant", Content: "hello"}}}
+	}
+	bad := map[string]func(*memory.Snapshot){
+		"version":    func(s *memory.Snapshot) { s.Version = 99 },
+		"no id":      func(s *memory.Snapshot) { s.SessionID = "" },
+		"role":       func(s *memory.Snapshot) { s.Messages[1].Role = "robot" },
+		"seq order":  func(s *memory.Snapshot) { s.Messages[1].Seq = 1 },
+		"nul":        func(s *memory.Snapshot) { s.Messages[1].Content = "a\x00b" },
+		"tool no id": func(s *memory.Snapshot) { s.Messages[1] = memory.SnapshotMessage{Seq: 2, Role: "tool", Content: "x"} },
+		"category": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Key: "k", Value: "v", Category: "X"}}}
+		},
+		"empty key": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Facts: []memory.SnapshotFact{{Value: "v"}}}
+		},
+		"negative seq": func(s *memory.Snapshot) { s.Summary = &memory.SnapshotSummary{UpToSeq: -1, Narrative: "n"} },
+		"bad forgotten": func(s *memory.Snapshot) {
+			s.Summary = &memory.SnapshotSummary{Narrative: "n", Forgotten: []summary.Forgotten{{Key: "k"}}}
+		},
+	}
+	for name, mut := range bad {
+		s := good()
+		mut(s)
+		if err := f.mgr.Import(ctx, s); !errors.Is(err, store.ErrInvalidMessage) {
+			t.Errorf("%s: %v, want ErrInvalidMessage", name, err)
+		}
+		if _, err := f.mgr.Count(ctx, "s", "alice"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the session exists after a refused import (%v)", name, err)
+		}
+	}
+	if err := f.mgr.Import(ctx, nil); !errors.Is(err, store.ErrInvalidMessage) {
+		t.Errorf("nil: %v", err)
+	}
+	if err := f.mgr.Import(ctx, good()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.mgr.Count(ctx, "s", "alice"); err != nil || n != 2 {
+		t.Fatalf("count %d, %v", n, err)
+	}
+	if _, err := f.mgr.Export(ctx, "s", "bob"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("export by another user: %v", err)
+	}
+}

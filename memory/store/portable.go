@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/strata-go/strata/summary"
+)
+
+// ErrUnknownMessage: a message named by its sequence number is not one of
+// the session's stored messages (Forgetter.Forget).
+var ErrUnknownMessage = errors.New("memory: no such message in the session")
+
+// ErrUnsupported: the store lacks the optional capability an operation
+// needs (a Forgetter for erasure).
+var ErrUnsupported = errors.New("memory: not supported by this store")
+
+// Importer is an optional capability of a Store: it creates a session with
+// its history in one atomic step, keeping each message's CreatedAt, and,
+// when it keeps the sessions' summaries too, stores the session's summary
+// in the same step (the PostgreSQL store does it in one transaction; the
+// in-memory store in one critical section). memory.Manager.Import uses it.
+//
+// Without it, an import creates the session, appends the messages (whose
+// CreatedAt the store then sets to now) and saves the summary, in three
+// steps, and deletes the session again when a later step fails.
+type Importer interface {
+	// ImportsSummariesOf reports whether Import stores a summary where
+	// sums keeps it. When false, Import is given no summary to store, and
+	// the caller saves it to sums afterwards.
+	ImportsSummariesOf(sums summary.Store) bool
+	// Import creates sessionID owned by userID holding msgs, oldest
+	// first: each gets a new sequence number, in order, and keeps its
+	// CreatedAt (now when zero); UserID and Seq of msgs are ignored. When
+	// sum is not nil it is called, within the same atomic step, with the
+	// new session's epoch and the sequence numbers given to msgs
+	// (seqs[i] to msgs[i]), and the summary it returns (when not nil) is
+	// stored for the session. Either everything is stored or nothing is.
+	// An id in use, whoever owns it, returns ErrSessionExists.
+	Import(ctx context.Context, sessionID, userID string, msgs []Message, sum func(epoch int64, seqs []int64) *summary.Summary) (AppendResult, error)
+}
+
+// Forgetter is an optional capability of a Store: it erases messages of a
+// session and, when it keeps the sessions' summaries too, rewrites the
+// session's summary in the same atomic step (the PostgreSQL store does it
+// in one transaction). memory.Manager.Forget needs it; without it Forget
+// returns ErrUnsupported.
+type Forgetter interface {
+	// ForgetsSummariesOf reports whether Forget rewrites the summary
+	// where sums keeps it. When false, Forget's clean is given a nil
+	// summary and its result is ignored; the caller rewrites the summary
+	// in sums itself, before the erasure.
+	ForgetsSummariesOf(sums summary.Store) bool
+	// Forget deletes the messages of userID's session whose sequence
+	// numbers are seqs. A seq that is not one of the session's messages
+	// returns ErrUnknownMessage and changes nothing; a missing session
+	// ErrNotFound, another user's ErrNotOwner. Before deleting, it calls
+	// clean with the session's stored summary (nil when none or when
+	// ForgetsSummariesOf is false), its epoch, and the messages to erase;
+	// when it returns a non-nil summary that summary replaces the stored
+	// one (cursor kept). Either all of it happens or none of it.
+	Forget(ctx context.Context, sessionID, userID string, seqs []int64,
+		clean func(sum *summary.Summary, epoch int64, erased []Message) *summary.Summary) error
+}
