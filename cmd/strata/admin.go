@@ -34,10 +34,15 @@ $DATABASE_URL):
   force N   record version N as applied and clear the dirty flag, without
             running anything (recovery after a failed migration; -1 = none)
   import-arc-reactor
-            copy arc-reactor's summaries (its conversation_summaries table,
-            which is only read) into Strata's, for the Strata sessions of the
-            same id that have no summary yet; safe to run again. migrate up
-            offers it when that table holds summaries.
+            import arc-reactor's conversations (its conversation_messages
+            and conversation_summaries tables, which are only read): each
+            session is created in Strata with its owner (user_id), its
+            messages in arc-reactor's order with their roles and
+            timestamps, and its summary (facts, narrative, cursor), in one
+            transaction, with no summarizer call. Safe to run again and to
+            resume: sessions Strata already holds are skipped and counted.
+            --dry-run reports what it would do and writes nothing. Needs
+            no API key. migrate up offers it when those tables hold rows.
 
 Flags:
 `
@@ -48,6 +53,8 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cf.register(fs)
 	cf.stderr = stderr
 	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
+	dryRun := fs.Bool("dry-run", false, "import-arc-reactor: report what would be imported, write nothing")
+	showProgress := fs.Bool("progress", true, "import-arc-reactor: draw a progress bar on stderr when it is a terminal")
 	pos, err := parseFlags(fs, args, migrateUsage, stdout)
 	if err != nil {
 		return err
@@ -73,6 +80,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if force, err = strconv.Atoi(pos[1]); err != nil || force < -1 {
 			return usagef("migrate force: VERSION must be an integer >= -1, got %q", pos[1])
 		}
+	}
+	if *dryRun && action != "import-arc-reactor" {
+		return usagef("migrate %s: --dry-run applies to import-arc-reactor only", action)
 	}
 	if action == "down" && !*yes {
 		return usagef("migrate down deletes every Strata table and its data; pass --yes to confirm")
@@ -100,7 +110,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return dbError(err)
 		}
 	case "import-arc-reactor":
-		return importArcReactor(ctx, d, stdout)
+		return importArcReactor(ctx, cfg, d, *dryRun, *showProgress, stdout, stderr)
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
 	if err != nil {
@@ -115,12 +125,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "schema version: %d\n", v)
 	}
 	if action == "up" {
-		n, err := db.ArcReactorSummaries(ctx, d)
+		n, err := db.ArcReactorSessions(ctx, d)
 		if err != nil {
 			return fmt.Errorf("migrate up: %w", err)
 		}
 		if n > 0 {
-			fmt.Fprintf(stdout, "arc-reactor's conversation_summaries holds %d summaries: strata migrate import-arc-reactor copies them into Strata's sessions of the same id\n", n)
+			fmt.Fprintf(stdout, "arc-reactor's tables hold %d conversations: strata migrate import-arc-reactor imports them (--dry-run first shows what it would do)\n", n)
 		}
 	}
 	return nil
@@ -142,25 +152,71 @@ type reworded struct {
 func (e *reworded) Error() string { return e.msg }
 func (e *reworded) Unwrap() error { return e.err }
 
-// importArcReactor runs migrate import-arc-reactor on a migrated database.
-func importArcReactor(ctx context.Context, d *sqlx.DB, stdout io.Writer) error {
+// maxListedFailures bounds the sessions import-arc-reactor lists as
+// failed.
+const maxListedFailures = 20
+
+// importArcReactor runs migrate import-arc-reactor on a migrated database:
+// db.ImportArcReactor into a manager over the configured stores, built
+// with summaries wired and a summarizer that refuses to run (an import
+// never summarizes, so no API key is needed).
+func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, dryRun, showProgress bool, stdout, stderr io.Writer) error {
+	const cmd = "migrate import-arc-reactor"
 	if err := db.CheckSchema(ctx, d); err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	total, err := db.ArcReactorSummaries(ctx, d)
+	built := cfg.Clone()
+	built.Memory.Enabled = true
+	built.Datasource.MigrateOnStart = false
+	rt, err := autoconfig.BuildRuntime(ctx, built, autoconfig.WithSummarizer(refuseToSummarize))
 	if err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	if total == 0 {
-		fmt.Fprintln(stdout, "no arc-reactor summaries to import (no conversation_summaries table of arc-reactor's, or it is empty)")
+	defer rt.Close()
+	bar := newProgress(stderr, stdout, 0, showProgress)
+	bar.unit = "sessions"
+	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: dryRun,
+		Progress: func(done, total int) { bar.total = total; bar.update(done, "") }})
+	bar.finish()
+	if res.Sessions == 0 && err == nil {
+		fmt.Fprintln(stdout, "no arc-reactor conversations to import (no conversation_messages or conversation_summaries table of arc-reactor's, or they are empty)")
 		return nil
 	}
-	n, err := db.ImportArcReactorSummaries(ctx, d)
+	printArcReactorImport(stdout, res, dryRun)
 	if err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: imported %d before: %w", n, err)
+		return fmt.Errorf("%s: stopped (run it again to resume): %w", cmd, err)
 	}
-	fmt.Fprintf(stdout, "imported %d of %d arc-reactor summaries (skipped: sessions Strata does not hold, and sessions that already have a summary)\n", n, total)
+	if n := len(res.Failed); n > 0 {
+		return fmt.Errorf("%s: %d session(s) could not be imported (listed above); the others were", cmd, n)
+	}
 	return nil
+}
+
+func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
+	verb, note := "imported", ""
+	if dryRun {
+		verb, note = "would import", " (dry run: nothing written)"
+	}
+	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%d messages, %d summaries)%s\n", verb, r.Imported, r.Sessions, r.Messages, r.Summaries, note)
+	if r.Existing > 0 {
+		fmt.Fprintf(w, "skipped %d already in Strata (imported before, or created since)\n", r.Existing)
+	}
+	if r.NoMessages > 0 {
+		fmt.Fprintf(w, "skipped %d with a summary but no message left in arc-reactor (no owner, no history)\n", r.NoMessages)
+	}
+	if r.SeveralUsers > 0 {
+		fmt.Fprintf(w, "note: %d sessions hold messages of several users; each belongs to the user of its first message (declare shared threads with arc.reactor.memory.shared-session-prefixes, e.g. [slack-])\n", r.SeveralUsers)
+	}
+	if r.UndecodableFacts > 0 {
+		fmt.Fprintf(w, "note: %d facts of arc-reactor's facts_json could not be decoded and were left out\n", r.UndecodableFacts)
+	}
+	for i, f := range r.Failed {
+		if i == maxListedFailures {
+			fmt.Fprintf(w, "failed: … and %d more\n", len(r.Failed)-i)
+			break
+		}
+		fmt.Fprintf(w, "failed: session %q: %s\n", f.SessionID, oneLine(f.Err.Error()))
+	}
 }
 
 // openDatabase loads the configuration and opens its datasource; without

@@ -20,6 +20,7 @@ type progress struct {
 	shared bool // stdout is a terminal too: clear before each report
 
 	total int
+	unit  string // what is counted: "turns" (default), "sessions"
 	drawn bool
 	last  time.Time
 }
@@ -58,7 +59,11 @@ func (p *progress) update(done int, label string) {
 	const width = 30
 	filled := width * done / max(p.total, 1)
 	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
-	fmt.Fprintf(p.w, "\r%s %d/%d turns %3d%% %s", bar, done, p.total, 100*done/max(p.total, 1), label)
+	unit := p.unit
+	if unit == "" {
+		unit = "turns"
+	}
+	fmt.Fprintf(p.w, "\r%s %d/%d %s %3d%% %s", bar, done, p.total, unit, 100*done/max(p.total, 1), label)
 	p.drawn, p.last = true, now
 }
 
