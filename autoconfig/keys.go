@@ -351,7 +351,7 @@ var keyTable = []keySpec{
 		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",
 		func(c *Config) *string { return &c.Memory.FoldMode }),
 	intKey(keyMaxFoldInput,
-		"chunked: cap on one summarizer call's input tokens; larger ranges are folded in several calls. Must be >= 0 (0 = no cap).",
+		"Both policies: cap on one summarizer call's input tokens; larger ranges are folded in several calls, each continuing the summary (a parity fold still starts from the original messages). Must be >= 0 (0 = no cap).",
 		func(c *Config) *int { return &c.Memory.MaxFoldInputTokens }),
 	intKey(keyPromptBudget,
 		"chunked: cap on the tokens of summary + verbatim window in the prompt (oldest verbatim turns dropped first, the narrative cut last). Must be >= 0 (0 = off).",

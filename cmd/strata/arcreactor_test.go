@@ -209,3 +209,26 @@ func TestComingFromArcReactor(t *testing.T) {
 		t.Fatalf("the summarizer was called %d times: the imported summary should be current", n)
 	}
 }
+
+// The README's steps for coming from arc-reactor are the ones
+// TestComingFromArcReactor runs.
+func TestREADMEComingFromArcReactor(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "Configuration")
+	_, section, ok := strings.Cut(section, "### Coming from arc-reactor\n")
+	if !ok {
+		t.Fatal("README has no Coming from arc-reactor section")
+	}
+	for _, want := range []string{
+		"export SPRING_DATASOURCE_URL=jdbc:postgresql://", "SPRING_DATASOURCE_USERNAME=", "SPRING_DATASOURCE_PASSWORD=",
+		"go run ./cmd/strata migrate up --config application.yml ",
+		"go run ./cmd/strata migrate import-arc-reactor --dry-run --config application.yml ",
+		"go run ./cmd/strata migrate import-arc-reactor --config application.yml ",
+		"go run ./cmd/strata inspect --config application.yml --user alice SESSION ",
+		"TestComingFromArcReactor",
+	} {
+		if !strings.Contains(section, want) {
+			t.Errorf("README's Coming from arc-reactor lacks %q", want)
+		}
+	}
+}

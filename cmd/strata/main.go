@@ -8,7 +8,7 @@
 //	strata replay [flags] FILE|-        show what the model would receive before each user message
 //	strata migrate up|down|version|force N|import-arc-reactor
 //	                                    manage the database schema
-//	strata inspect --user USER SESSION  print a stored session's facts, narrative, cursor and window
+//	strata inspect --user USER SESSION  print a stored session's summary and what the model sees of it
 //	strata config [flags]               print the effective configuration, or the example file
 //	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
 //	strata version                      print the module version and the Go version it was built with
@@ -87,9 +87,10 @@ Commands:
                          user message, when folds happen, and token counts
   migrate up|down|version|force N|import-arc-reactor
                          manage Strata's PostgreSQL schema; import
-                         arc-reactor's summaries
+                         arc-reactor's conversations (--dry-run)
   inspect --user USER SESSION
-                         print a stored session's facts, narrative, cursor and window
+                         print a stored session's summary and what the model
+                         sees of it, numbered
   config                 print the effective configuration and where each value
                          comes from (--example: every key with its default)
   serve                  serve the JSON HTTP API over the configured manager and
