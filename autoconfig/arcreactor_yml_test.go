@@ -3,6 +3,7 @@ package autoconfig
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"slices"
@@ -138,9 +139,11 @@ func TestArcReactorKeysEverywhere(t *testing.T) {
 			t.Errorf("YAML %s: %v; want unknown key, did you mean %s", c.key, e, c.suggestion)
 		}
 	}
-	e := loadErr(t, LoadOptions{Environ: []string{}, Overrides: []string{"ARC_REACTOR_LLM_DEFAULT_PROVIDR=x"}})
-	if e.Key != "ARC_REACTOR_LLM_DEFAULT_PROVIDR" || !strings.Contains(e.Msg, "unknown key") {
-		t.Errorf("--set ARC_REACTOR_LLM_DEFAULT_PROVIDR: %v", e)
+	for _, key := range []string{"ARC_REACTOR_LLM_DEFAULT_PROVIDR", "enabled"} {
+		e := loadErr(t, LoadOptions{Environ: []string{}, Overrides: []string{key + "=x"}})
+		if e.Key != key || !strings.Contains(e.Msg, "unknown key") {
+			t.Errorf("--set %s: %v", key, e)
+		}
 	}
 }
 
@@ -189,4 +192,34 @@ func TestArcReactorYMLLicense(t *testing.T) {
 	if _, err := os.Stat("testdata/arc-reactor/LICENSE-arc-reactor.txt"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FuzzOverride: any --set key=value either loads or fails with one
+// *Error, never panics; a key it accepts YAML accepts too.
+func FuzzOverride(f *testing.F) {
+	for _, seed := range []string{
+		"arc.reactor.llm.default-provider=x", "arc.reactor.memory.summary.enabled=true", "server.port=1",
+		"ARC_REACTOR_LLM_TEMPERATURE=0.2", "arc.reactor.guard.tenant-rate-limits.a.b=1", "arc.reacter.memory.x=1",
+		"=", "a", "arc..reactor=1", "arc.reactor=1", "spring.datasource.urll=x",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, o string) {
+		_, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{o}})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%q: %v is not an *Error", o, err)
+			}
+			return
+		}
+		key, _, _ := strings.Cut(o, "=")
+		key = strings.TrimSpace(key)
+		if !strings.Contains(key, ".") || strings.ContainsAny(key, "\n\r:#{}[]&*!|>'\"%@`,?") || strings.HasPrefix(key, "-") {
+			return // an environment variable's name, or not writable as a plain YAML key
+		}
+		if _, k := classifyKey(key, "x"); k == kindUnknown {
+			t.Fatalf("--set accepted %q, which YAML refuses", key)
+		}
+	})
 }

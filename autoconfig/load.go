@@ -235,7 +235,7 @@ func (c *Config) applyOverrides(overrides []string, source string) error {
 				k, kind = e, kindStrata
 			case arcEnv[raw]:
 				kind = kindUnused
-			case strings.HasPrefix(strings.ToUpper(raw), "ARC_REACTOR_"):
+			default: // neither a key nor a variable of one
 				kind = kindUnknown
 			}
 		}

@@ -332,7 +332,7 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 		s := sums[0]
 		facts, bad := decodeArcReactorFacts(s.FactsJSON)
 		info.badFacts = bad
-		sm := &memory.SnapshotSummary{Narrative: s.Narrative, Facts: facts}
+		sm := &memory.SnapshotSummary{Narrative: cleanText(s.Narrative), Facts: facts}
 		if k := s.SummarizedUpTo; k > 0 && k <= int64(len(rows)) {
 			sm.UpToSeq = rows[k-1].ID
 		}
@@ -366,9 +366,9 @@ func arcReactorRole(r string) string {
 // decodeArcReactorFacts decodes arc-reactor's facts_json, a Jackson array
 // of {"key", "value", "category", "extractedAt"}: unknown fields ignored,
 // a missing or unknown category GENERAL, extractedAt an ISO-8601 string
-// or a number of epoch seconds (Jackson's timestamps). It returns the
-// facts and how many elements could not be decoded (not an object, no
-// key).
+// or a number of epoch seconds (Jackson's timestamps), text made valid
+// UTF-8 without NUL bytes. It returns the facts and how many elements
+// could not be decoded (not an object, no key).
 func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
 	var elems []json.RawMessage
 	if s := strings.TrimSpace(string(raw)); s == "" || s == "null" {
@@ -390,7 +390,7 @@ func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
 			bad++
 			continue
 		}
-		key, value := jsonText(f.Key), jsonText(f.Value)
+		key, value := cleanText(jsonText(f.Key)), cleanText(jsonText(f.Value))
 		if strings.TrimSpace(key) == "" {
 			bad++
 			continue

@@ -27,7 +27,7 @@ func withPreferredTLS(dsn string) string {
 		return dsn
 	}
 	out, err := WithDSNParams(dsn, map[string]string{"sslmode": string(pq.SSLModePrefer)})
-	if err != nil {
+	if err != nil || !hasSSLMode(out) { // a URL without a host ("postgres://") loses its form
 		return dsn
 	}
 	return out
