@@ -97,7 +97,6 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// command into writes to that database: replay uses PostgreSQL only
 	// when the configuration names it.
 	o.configSrc.ignoreDatabaseURL = true
-	o.configSrc.stderr = stderr
 	fs.StringVar(&o.format, "format", "auto", "transcript `FORMAT`: auto, jsonl, json, locomo or taubench")
 	fs.StringVar(&o.sample, "sample", "", "LoCoMo/τ-bench sample: an `ID`, an index, task:N[/trial:T] or all (default: the first)")
 	fs.BoolVar(&o.json, "json", false, "write one JSON object per turn instead of the report")
@@ -124,6 +123,9 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return usagef("replay: --session cannot be used with --sample all")
 	}
 
+	if !o.verbose { // --verbose logs at debug level: the build lists the unused keys
+		o.configSrc.stderr = stderr
+	}
 	cfg, err := o.configSrc.load()
 	if err != nil {
 		return err
