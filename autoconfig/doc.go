@@ -63,9 +63,14 @@
 // # Coming from arc-reactor
 //
 // Every value arc-reactor accepts for the keys Strata shares with it is
-// accepted, a trigger-message-count below recent-message-count included. A
-// JDBC spring.datasource.url is translated as the JDBC driver reads it
-// (sslmode=prefer when it gives none; JDBC-only properties dropped), and a
+// accepted, a trigger-message-count below recent-message-count included.
+// summary.llm-model is the summarization model, as arc-reactor documents
+// it (default gemini-2.0-flash): set, a Gemini or OpenAI model name
+// selects that summarizer with that model, a provider name that provider
+// (see SummaryConfig.LLMModel). A JDBC spring.datasource.url is translated
+// as the JDBC driver reads it, and a postgres:// URL without sslmode
+// connects as psql does (both sslmode=prefer; JDBC-only properties
+// dropped), and a
 // connection that fails because of TLS says which sslmode fixes it
 // (OpenDatabase, TLSHint). Sessions are private to the user who created
 // them; arc-reactor's implicitly shared slack- threads are declared with
