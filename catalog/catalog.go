@@ -151,6 +151,10 @@ type job struct {
 	userID string
 	count  int // the session's message count in the latest listing, 0 when unknown
 	again  bool
+	// fresh: an erasure happened while the job ran, whose read may hold
+	// erased content; the next run rebuilds the document without reusing
+	// the stored one (see erased).
+	fresh bool
 }
 
 // New returns a catalogue reading sessions through mgr and keeping their
@@ -353,11 +357,16 @@ func (c *Catalog) schedule(sessionID, userID string, count int) {
 		}
 		for {
 			c.mu.Lock()
-			userID, count := j.userID, j.count
-			j.again = false
+			userID, count, fresh := j.userID, j.count, j.fresh
+			j.again, j.fresh = false, false
 			c.mu.Unlock()
 			rctx, cancel := context.WithTimeout(ctx, c.refreshTimeout)
-			err := c.refresh(rctx, sessionID, userID, count)
+			var err error
+			if fresh {
+				err = c.rebuild(rctx, sessionID, userID)
+			} else {
+				err = c.refresh(rctx, sessionID, userID, count)
+			}
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				c.log.Warn("strata: catalog refresh failed", "session_id", sessionID, "error", err)

@@ -163,3 +163,11 @@ func TestImportAtomic(t *testing.T) {
 		t.Fatalf("cursor %d not mapped onto the first message (%v, %v)", s.UpToSeq, msgs, err)
 	}
 }
+
+// TestCapabilitiesConformance runs the Importer and Forgetter conformance
+// suite on PostgreSQL.
+func TestCapabilitiesConformance(t *testing.T) {
+	t.Parallel()
+	s := db.NewMessageStore(dbtest.New(t))
+	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/memory/store"
@@ -140,4 +141,29 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 		last = seqs[len(seqs)-1]
 	}
 	return store.AppendResult{Total: len(msgs), LastSeq: last, Epoch: epoch}, nil
+}
+
+// SessionRef names a live session and its owner.
+type SessionRef struct {
+	SessionID string `db:"session_id"`
+	UserID    string `db:"user_id"`
+}
+
+// liveSessionsSQL is one keyset page of every user's live sessions.
+const liveSessionsSQL = `
+SELECT session_id, user_id FROM strata_sessions
+ WHERE deleted_at IS NULL AND session_id > $1
+ ORDER BY session_id LIMIT $2`
+
+// LiveSessions returns up to limit (1 to 10 000) live sessions of every
+// user whose ids sort after afterID, in id order: pages over the whole
+// store, for backups and moves (strata export --all). Start with
+// afterID "" and continue from the last id returned.
+func LiveSessions(ctx context.Context, d *sqlx.DB, afterID string, limit int) ([]SessionRef, error) {
+	limit = min(max(limit, 1), 10_000)
+	var out []SessionRef
+	if err := d.SelectContext(ctx, &out, liveSessionsSQL, afterID, limit); err != nil {
+		return nil, fmt.Errorf("db: list sessions: %w", classify(ctx, err))
+	}
+	return out, nil
 }

@@ -33,7 +33,7 @@ var ErrNoSuchFact = errors.New("memory: no such fact")
 // in-memory stores) the summary is cleaned first and the messages erased
 // second, so that a failure in between leaves nothing derived behind and a
 // retry completes it. The message store must be a store.Forgetter (both
-// stores of this module are); otherwise Forget returns store.ErrUnsupported.
+// stores of this module are); otherwise Forget returns errors.ErrUnsupported.
 // No fold of the session runs meanwhile (see Import).
 func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...int64) error {
 	if len(seqs) == 0 {
@@ -41,7 +41,7 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 	}
 	fg, ok := m.store.(store.Forgetter)
 	if !ok {
-		return fmt.Errorf("memory: forget %q: %w: the message store cannot erase messages", sessionID, store.ErrUnsupported)
+		return fmt.Errorf("memory: forget %q: %w: the message store cannot erase messages", sessionID, errors.ErrUnsupported)
 	}
 	seqs = slices.Clone(seqs)
 	slices.Sort(seqs)

@@ -60,6 +60,10 @@ type FoldEvent struct {
 // actually stored (never for one the store refused, e.g. because the session
 // was deleted meanwhile), to refresh derived data such as titles and search
 // embeddings. fn runs in the background with a context that Close cancels.
+// fn is also called after an erasure (Forget, ForgetFact) with
+// FoldEvent.Erased set — then on the erasing caller's goroutine, before the
+// erasure returns, so that derived data is rebuilt without the erased
+// content.
 func WithFoldObserver(fn func(ctx context.Context, ev FoldEvent)) Option {
 	return func(m *Manager) {
 		if fn != nil {

@@ -128,9 +128,9 @@ func (s *Snapshot) Validate(maxBytes int) error {
 	if s.Version != SnapshotVersion {
 		bad("version %d is not %d", s.Version, SnapshotVersion)
 	}
-	for name, id := range map[string]string{"session_id": s.SessionID, "user_id": s.UserID} {
-		if !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0 || len(id) > maxSnapshotID {
-			bad("%s is not valid UTF-8 of at most %d bytes without NUL", name, maxSnapshotID)
+	for _, id := range [][2]string{{"session_id", s.SessionID}, {"user_id", s.UserID}} {
+		if !utf8.ValidString(id[1]) || strings.IndexByte(id[1], 0) >= 0 || len(id[1]) > maxSnapshotID {
+			bad("%s is not valid UTF-8 of at most %d bytes without NUL", id[0], maxSnapshotID)
 		}
 	}
 	if s.SessionID == "" {
@@ -164,8 +164,8 @@ func (s *Snapshot) Validate(maxBytes int) error {
 			texts = append(texts, f.Key, f.Value, f.PreviousValue)
 		}
 		for i, f := range sm.Forgotten {
-			if len(f.Digest) != 64 || f.Runes <= 0 || f.Seq < 0 {
-				bad("summary.forgotten[%d]: want a hex SHA-256 digest, a positive length and a non-negative seq", i)
+			if len(f.Digest) != 64 || f.Runes <= 0 || f.Seq < 0 || f.Roll > 1<<53-1 {
+				bad("summary.forgotten[%d]: want a hex SHA-256 digest, a positive length, a 53-bit roll and a non-negative seq", i)
 			}
 		}
 		for _, t := range texts {
@@ -283,34 +283,63 @@ func (s *Snapshot) summary(epoch int64, sm seqMap) *summary.Summary {
 
 // Export returns the whole session as a Snapshot: every stored message and
 // the current summary. A missing session gives ErrNotFound, another
-// user's ErrNotOwner. The summary is read before the messages, so its
-// cursor never covers a message the snapshot lacks.
+// user's ErrNotOwner. The summary is read before and after the messages
+// and the read is retried when it changed in between (a fold or an
+// erasure), so the snapshot's summary and messages belong together: its
+// cursor never covers a message the snapshot lacks, and an erased
+// message's content is in neither.
 func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapshot, error) {
 	owner := m.owner(sessionID, userID)
-	t, err := m.store.Tail(ctx, sessionID, owner, 0)
-	if err != nil {
-		return nil, fmt.Errorf("memory: export %q: %w", sessionID, err)
-	}
-	var sum *summary.Summary
-	if m.sums != nil {
-		s, err := m.sums.Get(ctx, sessionID)
+	fail := func(err error) (*Snapshot, error) { return nil, fmt.Errorf("memory: export %q: %w", sessionID, err) }
+	for range exportAttempts {
+		t, err := m.store.Tail(ctx, sessionID, owner, 0)
 		if err != nil {
-			return nil, fmt.Errorf("memory: export %q: summary store: %w", sessionID, err)
+			return fail(err)
 		}
-		if s != nil && s.Epoch == t.Epoch && (!s.IsEmpty() || len(s.Forgotten) > 0) {
-			sum = s
+		before, err := m.exportedSummary(ctx, sessionID, t.Epoch)
+		if err != nil {
+			return fail(err)
 		}
+		msgs, err := m.store.Range(ctx, sessionID, owner, 0, 1<<62, 0)
+		if err != nil {
+			return fail(err)
+		}
+		after, err := m.exportedSummary(ctx, sessionID, t.Epoch)
+		if err != nil {
+			return fail(err)
+		}
+		if (before == nil) != (after == nil) || before != nil && (before.Version != after.Version ||
+			before.UpToSeq != after.UpToSeq || !before.UpdatedAt.Equal(after.UpdatedAt)) {
+			continue // a fold or an erasure in between: read again
+		}
+		snap := &Snapshot{Version: SnapshotVersion, SessionID: sessionID, UserID: owner, ExportedAt: m.now().UTC(),
+			Messages: make([]SnapshotMessage, 0, len(msgs)), Summary: snapshotSummary(before)}
+		for _, msg := range msgs {
+			snap.Messages = append(snap.Messages, snapshotMessage(msg))
+		}
+		return snap, nil
 	}
-	msgs, err := m.store.Range(ctx, sessionID, owner, 0, 1<<62, 0)
+	return fail(fmt.Errorf("%w: the summary changed during %d reads in a row", store.ErrUnavailable, exportAttempts))
+}
+
+// exportAttempts bounds the reads of an Export of a session whose summary
+// keeps changing.
+const exportAttempts = 5
+
+// exportedSummary is the session's stored summary of epoch (nil when none),
+// empty ones included when they carry forgotten values.
+func (m *Manager) exportedSummary(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
+	if m.sums == nil {
+		return nil, nil
+	}
+	s, err := m.sums.Get(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("memory: export %q: %w", sessionID, err)
+		return nil, fmt.Errorf("summary store: %w", err)
 	}
-	snap := &Snapshot{Version: SnapshotVersion, SessionID: sessionID, UserID: owner, ExportedAt: m.now().UTC(),
-		Messages: make([]SnapshotMessage, 0, len(msgs)), Summary: snapshotSummary(sum)}
-	for _, msg := range msgs {
-		snap.Messages = append(snap.Messages, snapshotMessage(msg))
+	if s == nil || s.Epoch != epoch || (s.IsEmpty() && len(s.Forgotten) == 0) {
+		return nil, nil
 	}
-	return snap, nil
+	return s, nil
 }
 
 // Import creates the session of a Snapshot in this manager's stores, as

@@ -39,7 +39,7 @@ type route struct {
 
 // routeTable lists every endpoint; openapi.json documents each of them.
 func (s *Server) routeTable() []route {
-	return []route{
+	routes := []route{
 		{"GET", "/healthz", http.HandlerFunc(s.handleHealthz)},
 		{"GET", "/readyz", http.HandlerFunc(s.handleReadyz)},
 		{"GET", "/openapi.json", http.HandlerFunc(s.handleOpenAPI)},
@@ -50,6 +50,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/sessions/{id}/messages", http.HandlerFunc(s.handleAppend)},
 		{"GET", "/v1/sessions/{id}/context", http.HandlerFunc(s.handleContext)},
 	}
+	return append(routes, s.portableRoutes()...)
 }
 
 // Seconds a client is told to wait (Retry-After) before retrying a 503.

@@ -22,6 +22,11 @@ type Forgotten struct {
 	Digest string `json:"digest"`
 	// Runes is the length of the normalised value in runes.
 	Runes int `json:"runes"`
+	// Roll is a rolling hash of the normalised value (see rollHash, kept
+	// to 53 bits so that every JSON reader holds it exactly), which lets In
+	// scan a text in linear time, checking the digest only where it
+	// matches.
+	Roll uint64 `json:"roll"`
 	// Seq is the sequence number of the session's newest message at the
 	// erasure: a statement of the value in a later message sets it again.
 	Seq int64 `json:"seq"`
@@ -31,7 +36,24 @@ type Forgotten struct {
 // session's newest message had sequence number seq.
 func NewForgotten(key, value string, seq int64) Forgotten {
 	v := normForget(value)
-	return Forgotten{Key: key, Digest: digest(v), Runes: utf8.RuneCountInString(v), Seq: seq}
+	return Forgotten{Key: key, Digest: digest(v), Runes: utf8.RuneCountInString(v), Roll: rollHash([]rune(v)) & rollMask, Seq: seq}
+}
+
+// rollMask keeps the 53 bits of a rolling hash that Forgotten.Roll stores.
+const rollMask = 1<<53 - 1
+
+// rollBase is the multiplier of rollHash (odd, so that it is invertible
+// modulo 2⁶⁴).
+const rollBase = 1_000_003
+
+// rollHash is the polynomial hash Σ r[i]·rollBase^(n−1−i) modulo 2⁶⁴ of
+// runes r, which a window sliding over a text updates in constant time.
+func rollHash(r []rune) uint64 {
+	var h uint64
+	for _, c := range r {
+		h = h*rollBase + uint64(c)
+	}
+	return h
 }
 
 // normForget is the form under which forgotten values are compared.
@@ -48,23 +70,36 @@ func (f Forgotten) Is(value string) bool {
 	return utf8.RuneCountInString(v) == f.Runes && digest(v) == f.Digest
 }
 
-// In reports whether text contains the forgotten value (case-insensitively),
-// by comparing the digest of every run of f.Runes runes of text.
+// In reports whether text contains the forgotten value (case-insensitively):
+// it slides a rolling hash over text, in time linear in its length, and
+// compares the digest only where the hash is Roll.
 func (f Forgotten) In(text string) bool {
 	if f.Runes <= 0 {
 		return false
 	}
 	t := []rune(strings.ToLower(text))
-	for i := 0; i+f.Runes <= len(t); i++ {
+	n := f.Runes
+	if len(t) < n {
+		return false
+	}
+	match := func(i int) bool {
 		// Values start and end on a non-space rune (they are trimmed).
-		if unicode.IsSpace(t[i]) || unicode.IsSpace(t[i+f.Runes-1]) {
-			continue
-		}
-		if digest(string(t[i:i+f.Runes])) == f.Digest {
+		return !unicode.IsSpace(t[i]) && !unicode.IsSpace(t[i+n-1]) && digest(string(t[i:i+n])) == f.Digest
+	}
+	var top uint64 = 1 // rollBase^(n−1)
+	for range n - 1 {
+		top *= rollBase
+	}
+	h := rollHash(t[:n])
+	for i := 0; ; i++ {
+		if h&rollMask == f.Roll && match(i) {
 			return true
 		}
+		if i+n >= len(t) {
+			return false
+		}
+		h = (h-uint64(t[i])*top)*rollBase + uint64(t[i+n])
 	}
-	return false
 }
 
 // sentences splits a narrative into its sentences, each with the white

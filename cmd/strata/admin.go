@@ -173,8 +173,7 @@ func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, d
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer rt.Close()
-	bar := newProgress(stderr, stdout, 0, showProgress)
-	bar.unit = "sessions"
+	bar := newProgress(stderr, stdout, 0, showProgress).withUnit("sessions")
 	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: dryRun,
 		Progress: func(done, total int) { bar.total = total; bar.update(done, "") }})
 	bar.finish()

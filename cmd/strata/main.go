@@ -11,6 +11,11 @@
 //	strata inspect --user USER SESSION  print a stored session's summary and what the model sees of it
 //	strata config [flags]               print the effective configuration, or the example file
 //	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
+//	strata export --user USER [SESSION...] | --all
+//	                                    write sessions as JSON Lines snapshots
+//	strata import [FILE|-]              create sessions from JSON Lines snapshots
+//	strata forget --user USER SESSION SEQ... | --fact KEY
+//	                                    erase messages (and what was derived from them) or a fact
 //	strata version                      print the module version and the Go version it was built with
 //
 // Every command takes --config FILE (repeatable; later files win) and --set
@@ -95,6 +100,11 @@ Commands:
                          comes from (--example: every key with its default)
   serve                  serve the JSON HTTP API over the configured manager and
                          stores (--listen ADDR), until SIGINT or SIGTERM
+  export --user USER [SESSION...] | --all
+                         write sessions as JSON Lines snapshots (backups, moves)
+  import [FILE|-]        create sessions from JSON Lines snapshots
+  forget --user USER SESSION SEQ... | --user USER --fact KEY SESSION
+                         erase messages and what was derived from them, or a fact
   version                print strata's module version and the Go version
 
 Common flags (every command):
@@ -159,6 +169,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdConfig(rest, stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, rest, stdout, stderr)
+	case "export":
+		return cmdExport(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(ctx, rest, stdin, stdout, stderr)
+	case "forget":
+		return cmdForget(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(rest, stdout)
 	}

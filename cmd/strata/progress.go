@@ -19,14 +19,20 @@ type progress struct {
 	on     bool
 	shared bool // stdout is a terminal too: clear before each report
 
-	total int
-	unit  string // what is counted: "turns" (default), "sessions"
+	total int    // 0: unknown, only the count is drawn
+	unit  string // what is counted ("turns")
 	drawn bool
 	last  time.Time
 }
 
 func newProgress(w, stdout io.Writer, total int, want bool) *progress {
-	return &progress{w: w, on: want && isTerminal(w), shared: isTerminal(stdout), total: total}
+	return &progress{w: w, on: want && isTerminal(w), shared: isTerminal(stdout), total: total, unit: "turns"}
+}
+
+// withUnit names what the progress counts.
+func (p *progress) withUnit(unit string) *progress {
+	p.unit = unit
+	return p
 }
 
 // isTerminal reports whether w is a terminal: a character device other
@@ -56,14 +62,15 @@ func (p *progress) update(done int, label string) {
 		return
 	}
 	p.erase()
+	if p.total <= 0 {
+		fmt.Fprintf(p.w, "\r%d %s %s", done, p.unit, label)
+		p.drawn, p.last = true, now
+		return
+	}
 	const width = 30
 	filled := width * done / max(p.total, 1)
 	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
-	unit := p.unit
-	if unit == "" {
-		unit = "turns"
-	}
-	fmt.Fprintf(p.w, "\r%s %d/%d %s %3d%% %s", bar, done, p.total, unit, 100*done/max(p.total, 1), label)
+	fmt.Fprintf(p.w, "\r%s %d/%d %s %3d%% %s", bar, done, p.total, p.unit, 100*done/max(p.total, 1), label)
 	p.drawn, p.last = true, now
 }
 

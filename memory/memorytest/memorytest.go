@@ -8,7 +8,10 @@
 // and writing a session and another user creating, appending to, reading
 // and deleting the same id. Every session and user id the suite
 // makes carries a fresh random token, so it can run again and again against
-// one shared database without collisions.
+// one shared database without collisions. RunCapabilities covers the
+// optional capabilities store.Importer and store.Forgetter, and
+// RunErasure the erasure scenarios of a Manager with its catalogue over a
+// message store, a summary store and a catalogue index.
 package memorytest
 
 import (

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/summary"
@@ -14,4 +15,10 @@ func TestErasure(t *testing.T) {
 	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
 		return memorytest.Stores{Messages: memstore.New(), Summaries: summary.NewInMemoryStore(0), Index: catalog.NewMemoryIndex()}
 	})
+}
+
+// TestCapabilitiesConformance runs the Importer and Forgetter conformance
+// suite on the in-memory store.
+func TestCapabilitiesConformance(t *testing.T) {
+	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return memstore.New() })
 }

@@ -11,10 +11,6 @@ import (
 // the session's stored messages (Forgetter.Forget).
 var ErrUnknownMessage = errors.New("memory: no such message in the session")
 
-// ErrUnsupported: the store lacks the optional capability an operation
-// needs (a Forgetter for erasure).
-var ErrUnsupported = errors.New("memory: not supported by this store")
-
 // Importer is an optional capability of a Store: it creates a session with
 // its history in one atomic step, keeping each message's CreatedAt, and,
 // when it keeps the sessions' summaries too, stores the session's summary
@@ -44,7 +40,7 @@ type Importer interface {
 // session and, when it keeps the sessions' summaries too, rewrites the
 // session's summary in the same atomic step (the PostgreSQL store does it
 // in one transaction). memory.Manager.Forget needs it; without it Forget
-// returns ErrUnsupported.
+// returns an error wrapping errors.ErrUnsupported.
 type Forgetter interface {
 	// ForgetsSummariesOf reports whether Forget rewrites the summary
 	// where sums keeps it. When false, Forget's clean is given a nil

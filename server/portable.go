@@ -1,0 +1,176 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
+)
+
+// Bounds of the erasure and import endpoints.
+const (
+	// maxForgetSeqs caps the sequence numbers one batch erasure names.
+	maxForgetSeqs = 1000
+	// importBodyFactor: an import's body may be this many times
+	// Config.MaxBodyBytes (32 MiB by default), since it carries a whole
+	// session.
+	importBodyFactor = 32
+)
+
+// portableRoutes are the erasure, export and import endpoints.
+func (s *Server) portableRoutes() []route {
+	return []route{
+		{"DELETE", "/v1/sessions/{id}/messages/{seq}", http.HandlerFunc(s.handleForgetMessage)},
+		{"DELETE", "/v1/sessions/{id}/messages", http.HandlerFunc(s.handleForgetMessages)},
+		{"DELETE", "/v1/sessions/{id}/facts/{key}", http.HandlerFunc(s.handleForgetFact)},
+		{"GET", "/v1/sessions/{id}/export", http.HandlerFunc(s.handleExport)},
+		{"POST", "/v1/sessions/import", http.HandlerFunc(s.handleImport)},
+	}
+}
+
+// failPortable answers the errors of erasure and import, and the rest as
+// fail does.
+func (s *Server) failPortable(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, memory.ErrNotOwner):
+		s.fail(w, r, err)
+	case errors.Is(err, store.ErrUnknownMessage):
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: "message_not_found", msg: memoryReason(err)})
+	case errors.Is(err, memory.ErrNoSuchFact):
+		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: "fact_not_found", msg: "the session has no such fact"})
+	case errors.Is(err, store.ErrSessionExists):
+		s.writeError(w, r, &apiError{status: http.StatusConflict, code: "session_exists", msg: "a session with this id already exists"})
+	case errors.Is(err, errors.ErrUnsupported):
+		s.writeError(w, r, &apiError{status: http.StatusNotImplemented, code: "unsupported", msg: memoryReason(err)})
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+// parseSeq reads one sequence number.
+func parseSeq(v string) (int64, *apiError) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, badRequest("sequence number %q: want a positive integer", v)
+	}
+	return n, nil
+}
+
+// --- DELETE /v1/sessions/{id}/messages/{seq} ---------------------------------
+
+func (s *Server) handleForgetMessage(w http.ResponseWriter, r *http.Request) {
+	id, e := sessionID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	seq, e := parseSeq(r.PathValue("seq"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	s.forget(w, r, id, []int64{seq})
+}
+
+// --- DELETE /v1/sessions/{id}/messages?seq=…&seq=… ---------------------------
+
+func (s *Server) handleForgetMessages(w http.ResponseWriter, r *http.Request) {
+	id, e := sessionID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	vals := r.URL.Query()["seq"]
+	if len(vals) == 0 || len(vals) > maxForgetSeqs {
+		s.writeError(w, r, badRequest("want 1 to %d seq query parameters, got %d", maxForgetSeqs, len(vals)))
+		return
+	}
+	seqs := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		seq, e := parseSeq(v)
+		if e != nil {
+			s.writeError(w, r, e)
+			return
+		}
+		seqs = append(seqs, seq)
+	}
+	s.forget(w, r, id, seqs)
+}
+
+// forget erases the messages and everything derived from them: facts,
+// narrative sentences, the catalogue's document; all or nothing.
+func (s *Server) forget(w http.ResponseWriter, r *http.Request, id string, seqs []int64) {
+	if err := s.mgr.Forget(r.Context(), id, stateOf(r.Context()).user, seqs...); err != nil {
+		s.failPortable(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- DELETE /v1/sessions/{id}/facts/{key} ------------------------------------
+
+func (s *Server) handleForgetFact(w http.ResponseWriter, r *http.Request) {
+	id, e := sessionID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	key := r.PathValue("key")
+	if key == "" || len(key) > 256 {
+		s.writeError(w, r, badRequest("fact key: want 1 to 256 bytes"))
+		return
+	}
+	if err := s.mgr.ForgetFact(r.Context(), id, stateOf(r.Context()).user, key); err != nil {
+		s.failPortable(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- GET /v1/sessions/{id}/export --------------------------------------------
+
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
+	id, e := sessionID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	snap, err := s.mgr.Export(r.Context(), id, stateOf(r.Context()).user)
+	if err != nil {
+		s.failPortable(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, snap)
+}
+
+// --- POST /v1/sessions/import -------------------------------------------------
+
+// importResponse answers an import.
+type importResponse struct {
+	ID     string `json:"id"`
+	Stored int    `json:"stored"`
+}
+
+func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	var snap memory.Snapshot
+	if e := decodeJSON(w, r, importBodyFactor*s.cfg.MaxBodyBytes, &snap, false); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	if !validSessionID(snap.SessionID) {
+		s.writeError(w, r, badRequest("invalid session id: want 1 to %d characters among letters, digits and . _ : @ -, starting with a letter or digit", maxSessionIDLength))
+		return
+	}
+	st.session = snap.SessionID
+	// The session is the caller's, whoever owned the exported one.
+	snap.UserID = st.user
+	if err := s.mgr.Import(r.Context(), &snap); err != nil {
+		s.failPortable(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+snap.SessionID)
+	s.writeJSON(w, http.StatusCreated, importResponse{ID: snap.SessionID, Stored: len(snap.Messages)})
+}
