@@ -30,8 +30,7 @@ arc:
     llm:
       default-provider: gemini
       max-conversation-turns: 10
-    agent:
-      max-tool-calls: 8
+    max-tool-calls: 8
     memory:
       summary:
         enabled: true
@@ -87,11 +86,12 @@ func TestMisspelledArcReactorKeys(t *testing.T) {
 	p := writeFile(t, "ok.yaml", `
 arc.reactor.llm.default-provider: gemini
 arc.reactor.llm.temperature: 0.3
-arc.reactor.agent.max-tool-calls: 8
+arc.reactor.max-tool-calls: 8
 arc.reactor.guard.enabled: true
-arc.reactor.mcp.servers: [a, b]
+arc.reactor.mcp.allow-private-addresses: false
 arc.reactor.rag.enabled: false
-arc.reactor.tools.timeout: 5s
+arc.reactor.tool-policy.write-tool-names: [jira_create_issue]
+arc.reactor.guard.tenant-rate-limits.acme.per-minute: 5
 `)
 	if _, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_LLM_DEFAULT_PROVIDER=gemini", "ARC_REACTOR_GUARD_ENABLED=true"}, Files: []string{p}}); err != nil {
 		t.Fatalf("arc-reactor's own keys refused: %v", err)
@@ -256,5 +256,44 @@ func TestSharedSessionPrefixesKey(t *testing.T) {
 	}
 	if _, err := rt.Manager.Count(ctx, "dm-1", "bob"); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("a private session shared: %v", err)
+	}
+}
+
+// URL forms agree: a postgres:// URL without sslmode connects to a server
+// without TLS, as its jdbc: form does and as psql does (sslmode=prefer).
+func TestPostgresURLWithoutSSLModeConnects(t *testing.T) {
+	t.Parallel()
+	schema := dbtest.NewEmptySchema(t)
+	ctx := context.Background()
+	u, err := url.Parse(schema.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("sslmode")
+	u.RawQuery = q.Encode()
+	jdbc, user, pass := jdbcURL(t, schema.URL)
+	for _, env := range [][]string{
+		{"ARC_REACTOR_MEMORY_DATASOURCE_URL=" + u.String()},
+		{"SPRING_DATASOURCE_URL=" + u.String()},
+		{"SPRING_DATASOURCE_URL=" + jdbc, "SPRING_DATASOURCE_USERNAME=" + user, "SPRING_DATASOURCE_PASSWORD=" + pass},
+	} {
+		cfg, err := LoadWith(LoadOptions{Environ: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := OpenDatabase(ctx, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", strings.SplitN(env[0], "=", 2)[0], err)
+		}
+		var ssl string
+		err = d.GetContext(ctx, &ssl, "SHOW ssl")
+		_ = d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ssl != "off" {
+			t.Skipf("the test server has TLS (ssl = %s): the server without TLS cannot be tested here", ssl)
+		}
 	}
 }

@@ -140,6 +140,9 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 	if err != nil {
 		return nil, err
 	}
+	if note := cfg.UnusedNote(); note != "" {
+		o.logger.Info(note)
+	}
 	rt := &Runtime{Config: cfg}
 	defer func() {
 		if err != nil {
@@ -258,7 +261,7 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 	sc := cfg.Summarizer
 	svc, err := f(ctx, SummarizerSettings{
 		Provider:           name,
-		Model:              sc.Model,
+		Model:              cfg.EffectiveModel(),
 		BaseURL:            sc.BaseURL,
 		APIKeyEnv:          sc.APIKeyEnv,
 		Timeout:            sc.Timeout,

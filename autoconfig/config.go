@@ -28,6 +28,13 @@ const (
 	ProviderOpenAI = "openai"
 )
 
+// DefaultLLMModel is arc.reactor.memory.summary.llm-model's default,
+// arc-reactor's summarization model. It is the Gemini summarizer's model
+// when summarizer.provider is gemini and summarizer.model is empty; it
+// selects no provider by itself (the default summarizer stays the offline
+// extractive one).
+const DefaultLLMModel = "gemini-2.0-flash"
+
 // Config is Strata's whole configuration. Start from Default or Load; the
 // zero value is not usable.
 type Config struct {
@@ -64,6 +71,9 @@ type Config struct {
 	// set records, for keys set by a file, the environment or an override,
 	// where the value came from.
 	set map[string]string
+	// unused records the keys set by a file or an override that Strata
+	// accepts without using them (see Unused), with their source.
+	unused map[string]string
 	// lookupEnv reads environment variables (API keys, placeholders);
 	// nil means os.LookupEnv.
 	lookupEnv func(string) (string, bool)
@@ -72,10 +82,14 @@ type Config struct {
 // SummaryConfig holds arc.reactor.memory.summary.* settings other than
 // those in memory.Config.
 type SummaryConfig struct {
-	// LLMModel is the reference's llm-model: a provider name (not a model
-	// name). When it names a Strata provider and summarizer.provider is not
-	// set, it selects that provider. Empty means "the default provider",
-	// which for Strata is the offline extractive summarizer.
+	// LLMModel is arc-reactor's llm-model, the summarization model
+	// (default DefaultLLMModel). When it is set and summarizer.provider is
+	// not, it selects the summarizer: a provider name (gemini, openai,
+	// extractive; arc-reactor's code reads it so) selects that provider
+	// with its default model, a Gemini model name (gemini-…) the Gemini
+	// summarizer and an OpenAI one (gpt-…, o1…, o3…) the OpenAI
+	// summarizer, with that model. A model name is also the model of its
+	// provider when summarizer.model is empty (see EffectiveModel).
 	LLMModel string
 	// MaxNarrativeTokens is the narrative length asked of LLM summarizers
 	// (default 500).
@@ -151,6 +165,7 @@ func Default() *Config {
 	return &Config{
 		Memory: memory.DefaultConfig(),
 		Summary: SummaryConfig{
+			LLMModel:           DefaultLLMModel,
 			MaxNarrativeTokens: summary.DefaultMaxNarrativeTokens,
 		},
 		Summarizer: SummarizerConfig{
@@ -217,17 +232,53 @@ func (c *Config) LookupEnv(name string) (string, bool) {
 }
 
 // EffectiveProvider is the summarizer provider in use: summarizer.provider,
-// or, when that key was not set and summary.llm-model names a provider, that
-// provider.
+// or, when that key was not set and summary.llm-model was, the provider
+// llm-model names or whose model it names (see SummaryConfig.LLMModel).
 func (c *Config) EffectiveProvider() string {
 	p := normalizeProvider(c.Summarizer.Provider)
-	if c.IsSet(keySummarizerProvider) {
+	if c.IsSet(keySummarizerProvider) || !c.IsSet(keyLLMModel) {
 		return p
 	}
-	if lm := normalizeProvider(c.Summary.LLMModel); isProvider(lm) {
-		return lm
+	if lp := llmModelProvider(c.Summary.LLMModel); lp != "" {
+		return lp
 	}
 	return p
+}
+
+// EffectiveModel is the summarizer's model: summarizer.model, else
+// summary.llm-model when it is a model of the provider in use (its default,
+// gemini-2.0-flash, for gemini), else "" (the provider's default model).
+func (c *Config) EffectiveModel() string {
+	if m := strings.TrimSpace(c.Summarizer.Model); m != "" {
+		return m
+	}
+	lm := strings.TrimSpace(c.Summary.LLMModel)
+	if isProvider(normalizeProvider(lm)) {
+		return ""
+	}
+	if p := llmModelProvider(lm); p != "" && p == c.EffectiveProvider() {
+		return lm
+	}
+	return ""
+}
+
+// llmModelProvider is the provider that an llm-model value names: itself
+// for a provider name, gemini for a Gemini model (gemini-…), openai for an
+// OpenAI one (gpt-…, chatgpt-…, o1…, o3…, o4…), "" otherwise.
+func llmModelProvider(v string) string {
+	lm := normalizeProvider(v)
+	switch {
+	case lm == "":
+		return ""
+	case isProvider(lm):
+		return lm
+	case strings.HasPrefix(lm, "gemini-"), strings.HasPrefix(lm, "models/gemini-"):
+		return ProviderGemini
+	case strings.HasPrefix(lm, "gpt-"), strings.HasPrefix(lm, "chatgpt-"),
+		len(lm) >= 2 && lm[0] == 'o' && lm[1] >= '1' && lm[1] <= '9':
+		return ProviderOpenAI
+	}
+	return ""
 }
 
 // DatabaseURL returns the PostgreSQL connection string in use, "" for
@@ -265,6 +316,12 @@ func (c *Config) Clone() *Config {
 	}
 	if c.Memory.SharedSessionPrefixes != nil {
 		out.Memory.SharedSessionPrefixes = append([]string(nil), c.Memory.SharedSessionPrefixes...)
+	}
+	if c.unused != nil {
+		out.unused = make(map[string]string, len(c.unused))
+		for k, v := range c.unused {
+			out.unused[k] = v
+		}
 	}
 	if c.set != nil {
 		out.set = make(map[string]string, len(c.set))

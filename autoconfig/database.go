@@ -42,9 +42,7 @@ func OpenDatabase(ctx context.Context, cfg *Config) (*sqlx.DB, error) {
 // other error:
 //
 //   - the server offers no TLS but the URL requires it (sslmode=require,
-//     verify-ca or verify-full, or lib/pq's default, require, for a
-//     postgres:// URL without sslmode): add sslmode=disable, or
-//     sslmode=prefer;
+//     verify-ca or verify-full): add sslmode=disable, or sslmode=prefer;
 //   - the server accepts only encrypted connections (pg_hba.conf has no
 //     entry for an unencrypted one): use sslmode=require or verify-full;
 //   - the server's certificate is not trusted or does not name the host:

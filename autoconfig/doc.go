@@ -49,21 +49,28 @@
 //
 // In YAML, keys are matched the way Spring's relaxed binding matches them:
 // case-insensitively and ignoring "-" and "_" (trigger-message-count,
-// triggerMessageCount and trigger_message_count are the same key). A key
-// under arc.reactor.memory that Strata does not know is an error naming it,
-// with the closest known key as a suggestion, and so is a misspelling
-// anywhere under arc.reactor (a section such as arc.reactor.memroy, a root
-// such as arc.reacter, a near miss of an llm key Strata reads), so typos
-// never pass silently. arc-reactor's other keys, under arc.reactor.llm and
-// elsewhere, and spring.datasource keys Strata does not read are ignored,
-// so a whole application.yaml loads.
+// triggerMessageCount and trigger_message_count are the same key). Under
+// arc.reactor every key must be Strata's or one arc-reactor itself defines
+// (its properties, listed in arcreactor_keys.txt): any other is an error
+// naming it, with the closest known key as a suggestion, so typos never
+// pass silently. Outside arc.reactor (server, spring.ai, logging, …) keys
+// are accepted, except a misspelling of arc.reactor itself (arc.reacter)
+// or of a spring.datasource key Strata reads. arc-reactor's keys and the
+// other tools' keys that Strata does not use are listed by Config.Unused
+// and, in one line at info level, by Build. YAML files, the environment
+// and overrides (the strata command's --set) accept the same keys.
 //
 // # Coming from arc-reactor
 //
 // Every value arc-reactor accepts for the keys Strata shares with it is
-// accepted, a trigger-message-count below recent-message-count included. A
-// JDBC spring.datasource.url is translated as the JDBC driver reads it
-// (sslmode=prefer when it gives none; JDBC-only properties dropped), and a
+// accepted, a trigger-message-count below recent-message-count included.
+// summary.llm-model is the summarization model, as arc-reactor documents
+// it (default gemini-2.0-flash): set, a Gemini or OpenAI model name
+// selects that summarizer with that model, a provider name that provider
+// (see SummaryConfig.LLMModel). A JDBC spring.datasource.url is translated
+// as the JDBC driver reads it, and a postgres:// URL without sslmode
+// connects as psql does (both sslmode=prefer; JDBC-only properties
+// dropped), and a
 // connection that fails because of TLS says which sslmode fixes it
 // (OpenDatabase, TLSHint). Sessions are private to the user who created
 // them; arc-reactor's implicitly shared slack- threads are declared with

@@ -13,12 +13,13 @@ const exampleHeader = `# Strata configuration: every key with its default value 
 # environment. Every key has an environment variable: the key upper-cased,
 # "." and "-" replaced by "_" (shown as "env:" below).
 #
-# Keys marked (arc-reactor) are the reference's own properties, so an
-# arc-reactor application.yaml starts unchanged. A key under
-# arc.reactor.memory that Strata does not know is an error, and so is a
-# misspelling anywhere under arc.reactor (arc.reactor.memroy..., a typo of an
-# llm key Strata reads); arc-reactor's other keys, and anything outside
-# arc.reactor.memory, arc.reactor.llm and spring.datasource, are ignored.
+# Keys marked (arc-reactor) are arc-reactor's own properties, so an
+# arc-reactor application.yml starts unchanged. Its other keys (tool
+# selection, guard, memory.user, slack, ...) and other tools' (server,
+# spring.ai, logging, ...) are accepted and listed once, at info level, as
+# not used by Strata. A key under arc.reactor that neither Strata nor
+# arc-reactor defines is an error naming it, with a suggestion. --set
+# accepts the same keys.
 #
 # Coming from arc-reactor: a trigger-message-count below
 # recent-message-count is accepted (hierarchical as soon as a message

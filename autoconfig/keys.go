@@ -10,13 +10,8 @@ import (
 	"github.com/strata-go/strata/memory"
 )
 
-// Key prefixes. Keys under memoryPrefix are checked strictly; unknown keys
-// under the other two are ignored.
-const (
-	memoryPrefix = "arc.reactor.memory"
-	llmPrefix    = "arc.reactor.llm"
-	springPrefix = "spring.datasource"
-)
+// memoryPrefix is Strata's section: arc-reactor's memory section, extended.
+const memoryPrefix = "arc.reactor.memory"
 
 // Keys referred to by code.
 const (
@@ -250,10 +245,10 @@ var keyTable = []keySpec{
 		"Hierarchical mode applies only when a session stores strictly more messages than this. It may be below recent-message-count: the session is then shown in full until a message precedes the verbatim window. Must be >= 0 (0 = every non-empty session).",
 		func(c *Config) *int { return &c.Memory.TriggerMessageCount })),
 	ref(intKey(keyRecent,
-		"Number of newest messages kept verbatim in hierarchical mode. Must be >= 1.",
+		"Number of newest messages kept verbatim in hierarchical mode. Must be >= 0 (0, as arc-reactor allows: no verbatim window, only facts and narrative once past the trigger).",
 		func(c *Config) *int { return &c.Memory.RecentMessageCount })),
 	ref(stringKey(keyLLMModel,
-		"The reference's summarizer provider name (not a model name): gemini or openai select that provider when summarizer.provider is not set; empty = the default provider (for Strata: extractive).",
+		"arc-reactor's summarization model. Set (and summarizer.provider not set), it selects the summarizer: a Gemini model (gemini-2.0-flash) the Gemini summarizer with that model, an OpenAI model (gpt-4o-mini) the OpenAI one, a provider name (gemini, openai, extractive) that provider with its default model. Not set, the summarizer stays extractive and this is only the Gemini model used when summarizer.provider is gemini without summarizer.model.",
 		func(c *Config) *string { return &c.Summary.LLMModel })),
 	ref(alsoSets(intKey(keyMaxNarrative,
 		"Narrative length, in tokens, that LLM summarizers are asked for, and the cap of every stored narrative (cut at a sentence boundary). Must be >= 1.",
@@ -356,7 +351,7 @@ var keyTable = []keySpec{
 		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",
 		func(c *Config) *string { return &c.Memory.FoldMode }),
 	intKey(keyMaxFoldInput,
-		"chunked: cap on one summarizer call's input tokens; larger ranges are folded in several calls. Must be >= 0 (0 = no cap).",
+		"Both policies: cap on one summarizer call's input tokens; larger ranges are folded in several calls, each continuing the summary (a parity fold still starts from the original messages). Must be >= 0 (0 = no cap).",
 		func(c *Config) *int { return &c.Memory.MaxFoldInputTokens }),
 	intKey(keyPromptBudget,
 		"chunked: cap on the tokens of summary + verbatim window in the prompt (oldest verbatim turns dropped first, the narrative cut last). Must be >= 0 (0 = off).",

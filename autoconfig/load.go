@@ -25,8 +25,9 @@ type LoadOptions struct {
 	// API key and ${NAME} placeholders are looked up.
 	Environ []string
 	// Overrides are "key=value" settings applied after the environment
-	// (highest precedence), e.g. from a command line. Unknown keys are an
-	// error whatever their subtree.
+	// (highest precedence), e.g. from a command line. They accept the keys
+	// YAML files accept; a key may also be written as its environment
+	// variable (ARC_REACTOR_…=value).
 	Overrides []string
 	// OverrideSource names the overrides in errors and Config.Source
 	// (default "override"; the strata command uses "--set").
@@ -66,6 +67,7 @@ func LoadWith(opts LoadOptions) (*Config, error) {
 	}
 	cfg := Default()
 	cfg.set = map[string]string{}
+	cfg.unused = map[string]string{}
 	cfg.lookupEnv = func(name string) (string, bool) {
 		v, ok := envMap[name]
 		return v, ok
@@ -115,19 +117,6 @@ func readYAML(path string) (map[string]any, error) {
 	return k.All(), nil
 }
 
-// subtree classifies a canonical key: strict (arc.reactor.memory), lenient
-// (arc.reactor.llm, spring.datasource) or ignored.
-func subtree(canon string) (read, strict bool) {
-	in := func(prefix string) bool { return canon == prefix || strings.HasPrefix(canon, prefix+".") }
-	switch {
-	case in(memoryPrefix):
-		return true, true
-	case in(llmPrefix), in(springPrefix):
-		return true, false
-	}
-	return false, false
-}
-
 func isEmpty(v any) bool {
 	switch x := v.(type) {
 	case nil:
@@ -143,19 +132,14 @@ func (c *Config) applyFile(path string, vals map[string]any) error {
 	seen := map[string]string{} // key → raw key, to catch the same key twice
 	for _, raw := range sortedKeys(vals) {
 		v := vals[raw]
-		canon := canonical(raw)
-		read, strict := subtree(canon)
-		k := keyCanon[canon]
-		if k == nil && misspelled(canon) {
+		k, kind := classifyKey(raw, v)
+		switch kind {
+		case kindUnknown:
 			return unknownKey(raw, path)
-		}
-		if !read {
+		case kindUnused:
+			c.unused[raw] = path
 			continue
-		}
-		if k == nil {
-			if strict && !(isEmpty(v) && (sectionOK[canon] || canon == memoryPrefix)) {
-				return unknownKey(raw, path)
-			}
+		case kindSection:
 			continue
 		}
 		if prev, ok := seen[k.name]; ok && prev != raw {
@@ -189,6 +173,9 @@ func (c *Config) applyEnv(environ []string) error {
 		TransformFunc: func(name, v string) (string, any) {
 			if _, ok := keyEnv[name]; ok {
 				return name, v // no "." in the name: stays flat
+			}
+			if arcEnv[name] {
+				return "", nil // arc-reactor's own setting
 			}
 			if strings.HasPrefix(name, "ARC_REACTOR_MEMORY_") || misspelledEnv(name) {
 				unknown = append(unknown, name)
@@ -240,13 +227,24 @@ func (c *Config) applyOverrides(overrides []string, source string) error {
 		if !ok {
 			return newError(strings.TrimSpace(o), "", source, "want key=value")
 		}
-		k := keyCanon[canonical(raw)]
-		if k == nil {
-			if e, ok := keyEnv[strings.TrimSpace(raw)]; ok { // ARC_REACTOR_…=v
-				k = e
-			} else {
-				return unknownKey(strings.TrimSpace(raw), source)
+		raw = strings.TrimSpace(raw)
+		k, kind := classifyKey(raw, v)
+		if !strings.Contains(raw, ".") { // an environment variable's name: ARC_REACTOR_…=v
+			switch e, ok := keyEnv[raw]; {
+			case ok:
+				k, kind = e, kindStrata
+			case arcEnv[raw]:
+				kind = kindUnused
+			default: // neither a key nor a variable of one
+				kind = kindUnknown
 			}
+		}
+		switch kind {
+		case kindUnknown, kindSection:
+			return unknownKey(raw, source)
+		case kindUnused:
+			c.unused[raw] = source
+			continue
 		}
 		if err := c.setKey(k, v, source); err != nil {
 			return err
@@ -264,13 +262,14 @@ func (c *Config) setKey(k *keySpec, v any, source string) error {
 	return nil
 }
 
-// resolveAlias applies summary.llm-model: a provider name selects the
-// summarizer provider unless summarizer.provider was set.
+// resolveAlias applies summary.llm-model: when it is set and
+// summarizer.provider is not, the provider it names, or whose model it
+// names, becomes the summarizer provider.
 func (c *Config) resolveAlias() {
 	if c.IsSet(keySummarizerProvider) || !c.IsSet(keyLLMModel) {
 		return
 	}
-	if p := normalizeProvider(c.Summary.LLMModel); isProvider(p) {
+	if p := llmModelProvider(c.Summary.LLMModel); p != "" {
 		c.Summarizer.Provider = p
 		c.set[keySummarizerProvider] = keyLLMModel + " (" + c.Source(keyLLMModel) + ")"
 	}
@@ -303,17 +302,24 @@ func (c *Config) resolvePlaceholders(s string) (string, error) {
 	return out, firstErr
 }
 
-// misspelled reports whether canon, the canonical form of a key Strata
-// does not know, looks like a misspelling of one it reads, anywhere under
-// arc.reactor: a section name close to memory or llm
-// (arc.reactor.memroy.…), a prefix close to arc.reactor
-// (arc.reacter.memory.…), or a key close to one of the llm keys Strata
-// reads. Other unknown keys outside arc.reactor.memory belong to
-// arc-reactor or Spring and are ignored, so that an application.yaml
-// arc-reactor accepts loads unchanged.
+// misspelled reports whether canon, the canonical form of a key neither
+// Strata nor arc-reactor defines, looks like a misspelling of one Strata
+// reads: a section name close to memory or llm (arc.reactor.memroy.…), a
+// prefix close to arc.reactor (arc.reacter.memory.…), a key close to one
+// of the llm keys Strata reads, or close to spring.datasource.url,
+// username or password. (Any other unknown key under arc.reactor is an
+// error too, see classifyKey; outside it, other tools' keys are accepted.)
 func misspelled(canon string) bool {
 	parts := strings.Split(canon, ".")
 	if len(parts) < 3 {
+		return false
+	}
+	if parts[0]+"."+parts[1] == "spring.datasource" {
+		for _, k := range []string{keySpringURL, keySpringUser, keySpringPassword} {
+			if d := levenshtein(canon, canonical(k)); d > 0 && d <= 2 {
+				return true
+			}
+		}
 		return false
 	}
 	if root := parts[0] + "." + parts[1]; root != "arc.reactor" {
@@ -366,27 +372,48 @@ func unknownKey(raw, source string) error {
 	return newError(raw, "", source, msg)
 }
 
-// suggestKey returns the known key closest to canon: one with the same last
-// segment (a key in the wrong section), else the nearest by edit distance
-// when it is close enough.
+// suggestKey returns the known key closest to canon: the nearest by edit
+// distance when it is close enough (among Strata's keys, and arc-reactor's
+// for a key under arc.reactor), else the nearest with the same last
+// segment (a key in the wrong section).
 func suggestKey(canon string) string {
-	last := canon[strings.LastIndex(canon, ".")+1:]
-	for _, k := range keyTable {
-		kc := canonical(k.name)
-		if kc[strings.LastIndex(kc, ".")+1:] == last {
-			return k.name
-		}
-	}
 	best, bestD := "", 1<<30
 	for _, k := range keyTable {
 		if d := levenshtein(canon, canonical(k.name)); d < bestD {
 			best, bestD = k.name, d
 		}
 	}
+	if inArcReactor(canon) {
+		for _, name := range arcKeyNames {
+			if d := levenshtein(canon, canonical(name)); d < bestD && keyCanon[canonical(name)] == nil {
+				best, bestD = name, d
+			}
+		}
+	}
 	if bestD <= max(3, len(canon)/8) {
 		return best
 	}
-	return ""
+	// A key in the wrong section: the nearest key with the same last
+	// segment, Strata's first.
+	last := canon[strings.LastIndex(canon, ".")+1:]
+	sameLast := func(name string) bool {
+		kc := canonical(name)
+		return kc[strings.LastIndex(kc, ".")+1:] == last
+	}
+	best, bestD = "", 1<<30
+	for _, k := range keyTable {
+		if d := levenshtein(canon, canonical(k.name)); sameLast(k.name) && d < bestD {
+			best, bestD = k.name, d
+		}
+	}
+	if best == "" && inArcReactor(canon) {
+		for _, name := range arcKeyNames {
+			if d := levenshtein(canon, canonical(name)); sameLast(name) && d < bestD {
+				best, bestD = name, d
+			}
+		}
+	}
+	return best
 }
 
 func suggestEnv(name string) string {

@@ -45,12 +45,11 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if lm := normalizeProvider(c.Summary.LLMModel); c.Memory.Enabled && lm != "" && !isProvider(lm) && !c.IsSet(keySummarizerProvider) {
-		msg := "must name a summarizer provider (" + joinNames(knownProviders()) + ")"
-		if strings.ContainsAny(lm, "-.") || strings.HasPrefix(lm, "gpt") {
-			msg += "; this looks like a model name: set it as " + keySummarizerModel
-		}
-		return c.errorFor(keyLLMModel, msg)
+	if c.Memory.Enabled && c.IsSet(keyLLMModel) && !c.IsSet(keySummarizerProvider) &&
+		strings.TrimSpace(c.Summary.LLMModel) != "" && llmModelProvider(c.Summary.LLMModel) == "" {
+		return c.errorFor(keyLLMModel, "must name a summarizer provider ("+joinNames(knownProviders())+
+			") or one of their models (gemini-…, gpt-…); for another model of an OpenAI-compatible server set "+
+			keySummarizerProvider+": openai and "+keySummarizerModel)
 	}
 	if u := strings.TrimSpace(c.Summarizer.BaseURL); u != "" {
 		if err := checkHTTPURL(u); err != nil {

@@ -2,13 +2,19 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -188,82 +194,229 @@ func TestMigrationRenamesStrataSummaryTable(t *testing.T) {
 	}
 }
 
-// ImportArcReactorSummaries copies arc-reactor's summaries onto the
-// sessions Strata holds, maps summarized_up_to to the seq of the same
-// position, never hides a message behind a cursor it cannot map, never
-// replaces a summary, and leaves arc-reactor's table untouched.
-func TestMigrationImportArcReactorSummaries(t *testing.T) {
+// arcReactorRows fills arc-reactor's tables: rows of several sessions
+// interleaved (a session's history is its rows in id order), Jackson
+// facts, every case the import distinguishes.
+const arcReactorRows = `
+INSERT INTO conversation_messages (session_id, role, content, timestamp, user_id) VALUES
+ ('a', 'user',      'I am flying to Lisbon on May 3.',   1700000000001, 'alice'),
+ ('b', 'user',      'Hello.',                            1700000000002, 'bob'),
+ ('a', 'assistant', 'Noted: Lisbon, May 3.',             1700000000003, 'alice'),
+ ('a', 'user',      'My budget is 900 EUR.',             1700000000004, 'alice'),
+ ('b', 'ASSISTANT', 'Hi Bob.',                           1700000000005, 'bob'),
+ ('a', 'assistant', 'Budget 900 EUR noted.',             1700000000006, 'alice'),
+ ('a', 'user',      'Window seat please.',               1700000000007, 'alice'),
+ ('a', 'assistant', 'Window seat requested.',            1700000000008, 'alice'),
+ ('slack-x', 'user', 'first in the thread',              1700000000009, 'carol'),
+ ('slack-x', 'user', 'second, another user',             1700000000010, 'dave'),
+ ('t', 'user',      'look it up',                        1700000000011, 'tom'),
+ ('t', 'tool',      '{"result": 42}',                    1700000000012, 'tom'),
+ ('t', 'assistant', 'It is 42.',                         1700000000013, 'tom'),
+ ('d', 'user',      'arc-reactor''s d',                  1700000000014, 'dan'),
+ ('big', 'user',    repeat('x', 2000),                   1700000000015, 'bea');
+INSERT INTO conversation_summaries (session_id, narrative, facts_json, summarized_up_to) VALUES
+ ('a', 'Alice plans a trip to Lisbon.',
+  '[{"key":"destination","value":"Lisbon","category":"ENTITY","extractedAt":"2025-01-02T03:04:05.123456789Z"},
+    {"key":"budget","value":"900 EUR","category":"NUMERIC","extractedAt":1735787045.5,"unknown":true},
+    {"value":"no key"},
+    "not an object"]', 4),
+ ('b', 'Bob said hello.', '[]', 4),
+ ('c', 'c has no message left.', '[]', 2);`
+
+// arcReactorManager is a manager over Strata's PostgreSQL stores whose
+// summarizer counts its calls.
+func arcReactorManager(t *testing.T, d *sqlx.DB, calls *atomic.Int64) *memory.Manager {
+	t.Helper()
+	cfg := memory.DefaultConfig()
+	cfg.Enabled = true
+	cfg.TriggerMessageCount = 2
+	cfg.RecentMessageCount = 2
+	cfg.MaxMessageBytes = 1000
+	svc := summary.ServiceFunc(func(context.Context, summary.Request) (summary.Result, error) {
+		calls.Add(1)
+		return summary.Result{Narrative: "a fold ran"}, nil
+	})
+	m, err := memory.NewManager(db.NewMessageStore(d), cfg, memory.WithSummaries(db.NewSummaryStore(d), svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// ImportArcReactor creates each arc-reactor session in Strata with its
+// owner, its messages in id order with roles and timestamps, and its
+// summary (cursor from summarized_up_to, Jackson facts), with no fold;
+// a dry run writes nothing; a re-run skips what is there; an interrupted
+// run resumes; arc-reactor's tables are never changed.
+func TestImportArcReactor(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewEmptySchema(t)
 	d := dbtest.Open(t, s.URL)
 	ctx := testCtx(t)
-
-	// Without arc-reactor's table: nothing to import.
 	if err := db.Migrate(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := db.ArcReactorSummaries(ctx, d); err != nil || n != 0 {
-		t.Fatalf("ArcReactorSummaries without the table = %d, %v", n, err)
+	var calls atomic.Int64
+	mgr := arcReactorManager(t, d, &calls)
+
+	// Without arc-reactor's tables: nothing to import.
+	if n, err := db.ArcReactorSessions(ctx, d); err != nil || n != 0 {
+		t.Fatalf("ArcReactorSessions without the tables = %d, %v", n, err)
 	}
-	if n, err := db.ImportArcReactorSummaries(ctx, d); err != nil || n != 0 {
-		t.Fatalf("import without the table = %d, %v", n, err)
+	if res, err := db.ImportArcReactor(ctx, d, mgr, db.ArcReactorImportOptions{}); err != nil || res.Sessions != 0 || res.Imported != 0 {
+		t.Fatalf("import without the tables = %+v, %v", res, err)
 	}
 
-	mustExec(t, ctx, d, arcReactorV20, `
-		INSERT INTO conversation_summaries (session_id, narrative, facts_json, summarized_up_to) VALUES
-		 ('a', 'a: four folded', '[{"key":"city","value":"Lisbon","category":"ENTITY","extractedAt":"2025-01-02T03:04:05Z"}]', 4),
-		 ('b', 'b: more than Strata holds', '[]', 4),
-		 ('c', 'c: unknown to Strata', '[]', 2),
-		 ('d', 'd: arc-reactor''s', '[]', 1),
-		 ('e', 'e: bad facts', 'not json', 0)`)
-	before := tableDump(t, ctx, d, "conversation_summaries")
-	if n, err := db.ArcReactorSummaries(ctx, d); err != nil || n != 5 {
-		t.Fatalf("ArcReactorSummaries = %d, %v; want 5", n, err)
-	}
-
-	f := storesOn(d)
-	ra := mustAppend(t, ctx, f.ms, "a", "alice", user("1"), assistant("2"), user("3"), assistant("4"), user("5"), assistant("6"))
-	rb := mustAppend(t, ctx, f.ms, "b", "bob", user("1"), assistant("2"))
-	rd := mustAppend(t, ctx, f.ms, "d", "dan", user("1"), assistant("2"))
-	re := mustAppend(t, ctx, f.ms, "e", "eve", user("1"))
-	if err := f.sums.Save(ctx, summary.Summary{SessionID: "d", Epoch: rd.Epoch, Narrative: "Strata's own", UpToSeq: rd.LastSeq}); err != nil {
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema, arcReactorRows)
+	// d is already in Strata, with another history.
+	if err := mgr.SaveTurn(ctx, "d", "dan", "Strata's d", ""); err != nil {
 		t.Fatal(err)
 	}
+	before := tableDump(t, ctx, d, "conversation_messages") + tableDump(t, ctx, d, "conversation_summaries")
+	if n, err := db.ArcReactorSessions(ctx, d); err != nil || n != 7 {
+		t.Fatalf("ArcReactorSessions = %d, %v; want 7 (a, b, big, c, d, slack-x, t)", n, err)
+	}
 
-	n, err := db.ImportArcReactorSummaries(ctx, d)
-	if err != nil || n != 3 {
-		t.Fatalf("import = %d, %v; want 3 (a, b, e)", n, err)
+	// A dry run reports and writes nothing.
+	dry, err := db.ImportArcReactor(ctx, d, mgr, db.ArcReactorImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	msgsA := allMessages(t, ctx, f.ms, "a", "alice")
-	get := func(id string) *summary.Summary {
-		t.Helper()
-		sm, err := f.sums.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
+	if dry.Sessions != 7 || dry.Imported != 4 || dry.Existing != 1 || dry.NoMessages != 1 || len(dry.Failed) != 1 ||
+		dry.Failed[0].SessionID != "big" || dry.Summaries != 2 || dry.SeveralUsers != 1 || dry.UndecodableFacts != 2 {
+		t.Fatalf("dry run = %+v", dry)
+	}
+	if _, err := mgr.Count(ctx, "a", "alice"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the dry run wrote session a: %v", err)
+	}
+
+	// Interrupted after the first session, then resumed.
+	cctx, cancel := context.WithCancel(ctx)
+	_, err = db.ImportArcReactor(cctx, d, mgr, db.ArcReactorImportOptions{Progress: func(done, total int) {
+		if done == 1 {
+			cancel()
 		}
-		return sm
+	}})
+	if err == nil {
+		t.Fatal("an interrupted import returned no error")
 	}
-	a := get("a")
-	if a == nil || a.Narrative != "a: four folded" || a.Epoch != ra.Epoch || a.UpToSeq != msgsA[3].Seq ||
-		len(a.Facts) != 1 || a.Facts[0].Key != "city" || a.Facts[0].Category != summary.Entity || a.Facts[0].ExtractedAt.Year() != 2025 {
-		t.Fatalf("a = %+v; want cursor %d (the 4th message), epoch %d", a, msgsA[3].Seq, ra.Epoch)
+	var progress []string
+	res, err := db.ImportArcReactor(ctx, d, mgr, db.ArcReactorImportOptions{Progress: func(done, total int) {
+		progress = append(progress, fmt.Sprintf("%d/%d", done, total))
+	}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b := get("b"); b == nil || b.UpToSeq != 0 || b.Epoch != rb.Epoch {
-		t.Fatalf("b = %+v; want cursor 0 (Strata holds 2 < 4 messages)", b)
+	if res.Imported != 3 || res.Existing != 2 || res.NoMessages != 1 || len(res.Failed) != 1 || res.Messages != 7 ||
+		!errors.Is(res.Failed[0].Err, store.ErrMessageTooLarge) {
+		t.Fatalf("resumed import = %+v; want a (before), b, slack-x, t imported, d existing, big failed", res)
 	}
-	if c := get("c"); c != nil {
-		t.Fatalf("c, unknown to Strata, imported: %+v", c)
+	if strings.Join(progress, " ") != "1/7 2/7 3/7 4/7 5/7 6/7 7/7" {
+		t.Fatalf("progress %v", progress)
 	}
-	if dd := get("d"); dd == nil || dd.Narrative != "Strata's own" {
-		t.Fatalf("d replaced: %+v", dd)
+
+	// a: its owner, its messages in id order with roles and timestamps,
+	// its summary with the cursor on its 4th message.
+	msgs, err := mgr.Messages(ctx, "a", "alice", 0, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if e := get("e"); e == nil || e.Narrative != "e: bad facts" || len(e.Facts) != 0 || e.UpToSeq != 0 || e.Epoch != re.Epoch {
-		t.Fatalf("e = %+v", e)
+	want := []struct {
+		role, text string
+		ms         int64
+	}{{"user", "I am flying to Lisbon on May 3.", 1}, {"assistant", "Noted: Lisbon, May 3.", 3}, {"user", "My budget is 900 EUR.", 4},
+		{"assistant", "Budget 900 EUR noted.", 6}, {"user", "Window seat please.", 7}, {"assistant", "Window seat requested.", 8}}
+	if len(msgs) != len(want) {
+		t.Fatalf("a holds %d messages, want %d", len(msgs), len(want))
 	}
-	if after := tableDump(t, ctx, d, "conversation_summaries"); after != before {
-		t.Fatalf("the import changed arc-reactor's table:\n%s", after)
+	for i, w := range want {
+		m := msgs[i]
+		if string(m.Role) != w.role || m.Content != w.text || !m.CreatedAt.Equal(time.UnixMilli(1700000000000+w.ms)) {
+			t.Errorf("a[%d] = %s %q %v; want %s %q at %d ms", i, m.Role, m.Content, m.CreatedAt, w.role, w.text, w.ms)
+		}
 	}
-	if n, err := db.ImportArcReactorSummaries(ctx, d); err != nil || n != 0 {
-		t.Fatalf("second import = %d, %v; want 0", n, err)
+	if _, err := mgr.Messages(ctx, "a", "bob", 0, 0); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("bob reads alice's session: %v", err)
+	}
+	sum, err := mgr.Summary(ctx, "a", "alice")
+	if err != nil || sum == nil || sum.UpToSeq != msgs[3].Seq || sum.Narrative != "Alice plans a trip to Lisbon." || len(sum.Facts) != 2 {
+		t.Fatalf("a's summary = %+v, %v; want the cursor on the 4th message (seq %d) and two facts", sum, err, msgs[3].Seq)
+	}
+	if f := sum.Facts[0]; f.Key != "destination" || f.Category != summary.Entity || !f.ExtractedAt.Equal(time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC)) {
+		t.Errorf("fact 0 = %+v", f)
+	}
+	if f := sum.Facts[1]; f.Key != "budget" || f.Value != "900 EUR" || f.Category != summary.Numeric || !f.ExtractedAt.Equal(time.Unix(1735787045, 5e8)) {
+		t.Errorf("fact 1 = %+v", f)
+	}
+	h, err := mgr.Load(ctx, "a", "alice")
+	if err != nil || h.Mode != "hierarchical" || len(h.Recent) != 2 {
+		t.Fatalf("load a: mode %s, %d verbatim, %v", h.Mode, len(h.Recent), err)
+	}
+	if text := fmt.Sprint(h.Messages); !strings.Contains(text, "- destination: Lisbon") || !strings.Contains(text, "Alice plans a trip to Lisbon.") {
+		t.Fatalf("load a does not show the imported facts and narrative: %v", h.Messages)
+	}
+
+	// b: arc-reactor's cursor covers more than b holds: nothing folded.
+	if sb, err := mgr.Summary(ctx, "b", "bob"); err != nil || sb == nil || sb.UpToSeq != 0 || sb.Narrative != "Bob said hello." {
+		t.Fatalf("b's summary = %+v, %v", sb, err)
+	}
+	if mb, err := mgr.Messages(ctx, "b", "bob", 0, 0); err != nil || len(mb) != 2 || mb[1].Role != store.RoleAssistant {
+		t.Fatalf("b = %+v, %v (ASSISTANT is an assistant message)", mb, err)
+	}
+	// slack-x: owned by the first writer; t: the tool row is a tool result.
+	if _, err := mgr.Messages(ctx, "slack-x", "carol", 0, 0); err != nil {
+		t.Fatalf("slack-x for its first writer: %v", err)
+	}
+	if mt, err := mgr.Messages(ctx, "t", "tom", 0, 0); err != nil || len(mt) != 3 || mt[1].Role != store.RoleTool || mt[1].Name != "tool" {
+		t.Fatalf("t = %+v, %v", mt, err)
+	}
+	// d keeps Strata's history.
+	if md, err := mgr.Messages(ctx, "d", "dan", 0, 0); err != nil || len(md) != 1 || md[0].Content != "Strata's d" {
+		t.Fatalf("d = %+v, %v", md, err)
+	}
+
+	// No fold ran, and arc-reactor's tables are as they were.
+	if err := mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the summarizer ran %d times during the import", n)
+	}
+	if after := tableDump(t, ctx, d, "conversation_messages") + tableDump(t, ctx, d, "conversation_summaries"); after != before {
+		t.Fatal("the import changed arc-reactor's tables")
+	}
+
+	// A re-run imports nothing twice.
+	again, err := db.ImportArcReactor(ctx, d, mgr, db.ArcReactorImportOptions{})
+	if err != nil || again.Imported != 0 || again.Existing != 5 {
+		t.Fatalf("re-run = %+v, %v; want 0 imported, 5 existing", again, err)
+	}
+}
+
+// Jackson's facts_json: ISO-8601 or numeric instants, unknown fields,
+// unknown categories, non-string values; what cannot be decoded is
+// counted.
+func TestDecodeArcReactorFacts(t *testing.T) {
+	t.Parallel()
+	facts, bad := db.DecodeArcReactorFacts([]byte(`[
+		{"key":"a","value":"1","category":"DECISION","extractedAt":"2025-01-02T03:04:05Z"},
+		{"key":"b","value":2,"category":"SOMETHING","extractedAt":1735787045},
+		{"key":"c","value":"3","extractedAt":"yesterday"},
+		{"key":"","value":"x"}, 7, null]`))
+	if bad != 3 || len(facts) != 3 {
+		t.Fatalf("facts %+v, %d bad; want 3 and 3", facts, bad)
+	}
+	if facts[0].Category != "DECISION" || facts[0].ExtractedAt.Year() != 2025 || facts[1].Value != "2" || facts[1].Category != "GENERAL" ||
+		!facts[1].ExtractedAt.Equal(time.Unix(1735787045, 0)) || !facts[2].ExtractedAt.IsZero() {
+		t.Fatalf("facts %+v", facts)
+	}
+	for _, raw := range []string{"", "null", "[]"} {
+		if f, b := db.DecodeArcReactorFacts([]byte(raw)); len(f) != 0 || b != 0 {
+			t.Errorf("%q: %v %d", raw, f, b)
+		}
+	}
+	if f, b := db.DecodeArcReactorFacts([]byte("not json")); len(f) != 0 || b != 1 {
+		t.Errorf("not json: %v %d", f, b)
 	}
 }

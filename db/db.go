@@ -71,7 +71,9 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 // Open connects to PostgreSQL through lib/pq, applies the default pool
 // limits and pings the server with ctx. dsn is a URL
 // (postgres://user:pass@host:5432/db?sslmode=disable) or a key=value
-// connection string. Errors name the data source with its password
+// connection string. Without an sslmode (in dsn or PGSSLMODE) it connects
+// as psql and JDBC do, with sslmode=prefer: TLS when the server offers it,
+// else plain. Errors name the data source with its password
 // redacted; when the server cannot be reached they wrap
 // store.ErrUnavailable.
 //
@@ -134,7 +136,7 @@ func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error)
 			opt(&o)
 		}
 	}
-	full, params, err := withTimeouts(dsn, o)
+	full, params, err := withTimeouts(withPreferredTLS(dsn), o)
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,8 @@
 // was named conversation_summaries, like arc-reactor's own summary table
 // (session_id, narrative, facts_json, summarized_up_to, timestamps), which
 // may therefore share the schema; migration 000005 renamed Strata's.
-// ImportArcReactorSummaries copies arc-reactor's summaries into it:
+// ImportArcReactor imports arc-reactor's conversations, summaries
+// included, into Strata's tables:
 //
 //	session_id  TEXT PRIMARY KEY        no foreign key (see version 3)
 //	epoch       BIGINT NOT NULL         the incarnation summarized

@@ -34,10 +34,15 @@ $DATABASE_URL):
   force N   record version N as applied and clear the dirty flag, without
             running anything (recovery after a failed migration; -1 = none)
   import-arc-reactor
-            copy arc-reactor's summaries (its conversation_summaries table,
-            which is only read) into Strata's, for the Strata sessions of the
-            same id that have no summary yet; safe to run again. migrate up
-            offers it when that table holds summaries.
+            import arc-reactor's conversations (its conversation_messages
+            and conversation_summaries tables, which are only read): each
+            session is created in Strata with its owner (user_id), its
+            messages in arc-reactor's order with their roles and
+            timestamps, and its summary (facts, narrative, cursor), in one
+            transaction, with no summarizer call. Safe to run again and to
+            resume: sessions Strata already holds are skipped and counted.
+            --dry-run reports what it would do and writes nothing. Needs
+            no API key. migrate up offers it when those tables hold rows.
 
 Flags:
 `
@@ -46,7 +51,10 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
+	dryRun := fs.Bool("dry-run", false, "import-arc-reactor: report what would be imported, write nothing")
+	showProgress := fs.Bool("progress", true, "import-arc-reactor: draw a progress bar on stderr when it is a terminal")
 	pos, err := parseFlags(fs, args, migrateUsage, stdout)
 	if err != nil {
 		return err
@@ -72,6 +80,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if force, err = strconv.Atoi(pos[1]); err != nil || force < -1 {
 			return usagef("migrate force: VERSION must be an integer >= -1, got %q", pos[1])
 		}
+	}
+	if *dryRun && action != "import-arc-reactor" {
+		return usagef("migrate %s: --dry-run applies to import-arc-reactor only", action)
 	}
 	if action == "down" && !*yes {
 		return usagef("migrate down deletes every Strata table and its data; pass --yes to confirm")
@@ -99,7 +110,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return dbError(err)
 		}
 	case "import-arc-reactor":
-		return importArcReactor(ctx, d, stdout)
+		return importArcReactor(ctx, cfg, d, *dryRun, *showProgress, stdout, stderr)
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
 	if err != nil {
@@ -114,12 +125,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "schema version: %d\n", v)
 	}
 	if action == "up" {
-		n, err := db.ArcReactorSummaries(ctx, d)
+		n, err := db.ArcReactorSessions(ctx, d)
 		if err != nil {
 			return fmt.Errorf("migrate up: %w", err)
 		}
 		if n > 0 {
-			fmt.Fprintf(stdout, "arc-reactor's conversation_summaries holds %d summaries: strata migrate import-arc-reactor copies them into Strata's sessions of the same id\n", n)
+			fmt.Fprintf(stdout, "arc-reactor's tables hold %d conversations: strata migrate import-arc-reactor imports them (--dry-run first shows what it would do)\n", n)
 		}
 	}
 	return nil
@@ -141,25 +152,70 @@ type reworded struct {
 func (e *reworded) Error() string { return e.msg }
 func (e *reworded) Unwrap() error { return e.err }
 
-// importArcReactor runs migrate import-arc-reactor on a migrated database.
-func importArcReactor(ctx context.Context, d *sqlx.DB, stdout io.Writer) error {
+// maxListedFailures bounds the sessions import-arc-reactor lists as
+// failed.
+const maxListedFailures = 20
+
+// importArcReactor runs migrate import-arc-reactor on a migrated database:
+// db.ImportArcReactor into a manager over the configured stores, built
+// with summaries wired and a summarizer that refuses to run (an import
+// never summarizes, so no API key is needed).
+func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, dryRun, showProgress bool, stdout, stderr io.Writer) error {
+	const cmd = "migrate import-arc-reactor"
 	if err := db.CheckSchema(ctx, d); err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	total, err := db.ArcReactorSummaries(ctx, d)
+	built := cfg.Clone()
+	built.Memory.Enabled = true
+	built.Datasource.MigrateOnStart = false
+	rt, err := autoconfig.BuildRuntime(ctx, built, autoconfig.WithSummarizer(refuseToSummarize))
 	if err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	if total == 0 {
-		fmt.Fprintln(stdout, "no arc-reactor summaries to import (no conversation_summaries table of arc-reactor's, or it is empty)")
+	defer rt.Close()
+	bar := newProgress(stderr, stdout, 0, showProgress).withUnit("sessions")
+	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: dryRun,
+		Progress: func(done, total int) { bar.total = total; bar.update(done, "") }})
+	bar.finish()
+	if res.Sessions == 0 && err == nil {
+		fmt.Fprintln(stdout, "no arc-reactor conversations to import (no conversation_messages or conversation_summaries table of arc-reactor's, or they are empty)")
 		return nil
 	}
-	n, err := db.ImportArcReactorSummaries(ctx, d)
+	printArcReactorImport(stdout, res, dryRun)
 	if err != nil {
-		return fmt.Errorf("migrate import-arc-reactor: imported %d before: %w", n, err)
+		return fmt.Errorf("%s: stopped (run it again to resume): %w", cmd, err)
 	}
-	fmt.Fprintf(stdout, "imported %d of %d arc-reactor summaries (skipped: sessions Strata does not hold, and sessions that already have a summary)\n", n, total)
+	if n := len(res.Failed); n > 0 {
+		return fmt.Errorf("%s: %d session(s) could not be imported (listed above); the others were", cmd, n)
+	}
 	return nil
+}
+
+func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
+	verb, note := "imported", ""
+	if dryRun {
+		verb, note = "would import", " (dry run: nothing written)"
+	}
+	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%d messages, %d summaries)%s\n", verb, r.Imported, r.Sessions, r.Messages, r.Summaries, note)
+	if r.Existing > 0 {
+		fmt.Fprintf(w, "skipped %d already in Strata (imported before, or created since)\n", r.Existing)
+	}
+	if r.NoMessages > 0 {
+		fmt.Fprintf(w, "skipped %d with a summary but no message left in arc-reactor (no owner, no history)\n", r.NoMessages)
+	}
+	if r.SeveralUsers > 0 {
+		fmt.Fprintf(w, "note: %d sessions hold messages of several users; each belongs to the user of its first message (declare shared threads with arc.reactor.memory.shared-session-prefixes, e.g. [slack-])\n", r.SeveralUsers)
+	}
+	if r.UndecodableFacts > 0 {
+		fmt.Fprintf(w, "note: %d facts of arc-reactor's facts_json could not be decoded and were left out\n", r.UndecodableFacts)
+	}
+	for i, f := range r.Failed {
+		if i == maxListedFailures {
+			fmt.Fprintf(w, "failed: … and %d more\n", len(r.Failed)-i)
+			break
+		}
+		fmt.Fprintf(w, "failed: session %q: %s\n", f.SessionID, oneLine(f.Err.Error()))
+	}
 }
 
 // openDatabase loads the configuration and opens its datasource; without
@@ -182,24 +238,27 @@ const inspectUsage = `Usage: strata inspect --user USER [flags] SESSION
 
 Prints a session stored in the configured PostgreSQL database, read through
 the memory manager as its owner USER: its message count, its summary (facts,
-narrative, cursor = the last message folded into it) and the window (the
-newest messages the model sees verbatim: the last recent-message-count
-messages once the session is past the trigger with summaries on, else the
-takeLast window). Messages are numbered within the session, 1 for its
-first. Nothing is summarized or changed. A session of another user is
-reported as such and not shown.
+narrative, cursor = the last message folded into it) and what the model sees
+of it, numbered: the messages Manager.Load assembles, in the order the model
+gets them — the facts and narrative blocks, then the verbatim messages, each
+with its number in the session (1 for its first). Nothing is summarized or
+changed: when a fold is due, inspect shows what the model sees until the
+fold has run. A session of another user is reported as such and not shown.
 
 Flags:
 `
 
 // inspectReport is inspect's --json output.
 type inspectReport struct {
-	Session   string          `json:"session"`
-	Owner     string          `json:"owner"`
-	Messages  int             `json:"stored_messages"`
-	Summary   *inspectSummary `json:"summary"`
-	Window    []inspectMsg    `json:"window"`
-	WindowFor string          `json:"window_mode"`
+	Session  string          `json:"session"`
+	Owner    string          `json:"owner"`
+	Messages int             `json:"stored_messages"`
+	Summary  *inspectSummary `json:"summary"`
+	// Mode is how Manager.Load assembled the prompt (memory.History.Mode):
+	// take-last, hierarchical, all, stale, fallback or empty.
+	Mode string `json:"mode"`
+	// Prompt is what the model sees, in order.
+	Prompt []inspectMsg `json:"prompt"`
 }
 
 type inspectSummary struct {
@@ -215,13 +274,16 @@ type inspectSummary struct {
 }
 
 type inspectMsg struct {
-	// Number is the message's position in the session, 1 for its first;
-	// Seq is its storage sequence number (global, not per session).
-	Number   int               `json:"number"`
-	Seq      int64             `json:"seq"`
+	// Position is the message's place in the prompt, 1 for the first.
+	Position int `json:"position"`
+	// Number is a stored message's position in the session, 1 for its
+	// first, and Seq its storage sequence number (global, not per
+	// session); both are 0 for the facts and narrative blocks.
+	Number   int               `json:"number,omitempty"`
+	Seq      int64             `json:"seq,omitempty"`
 	Role     string            `json:"role"`
 	Text     string            `json:"content"`
-	Folded   bool              `json:"folded"`
+	Folded   bool              `json:"folded,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"` // e.g. model_variant
 }
 
@@ -235,6 +297,7 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	user := fs.String("user", "", "the session's owner, `USER` (required: sessions are read as their owner)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseFlags(fs, args, inspectUsage, stdout)
@@ -257,14 +320,14 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if dsn == "" {
 		return errors.New("inspect: " + noDatasource)
 	}
-	// The window shown follows the configuration as given; the manager is
-	// built with the summary store wired in whatever the configuration
-	// says, so that a stored summary is shown, and with a summarizer that
-	// refuses to run, so that nothing is folded. The schema is not migrated.
-	mc := cfg.Memory
+	// The managers are built with a summarizer that refuses to run, so
+	// that nothing is folded and no API key is needed; the schema is not
+	// migrated. The summary is read with the summary store wired in
+	// whatever the configuration says, so that a stored summary is shown;
+	// the prompt follows the configuration as given (summaries on or off).
 	built := cfg.Clone()
-	built.Memory.Enabled = true
 	built.Datasource.MigrateOnStart = false
+	built.Memory.Enabled = true
 	rt, err := autoconfig.BuildRuntime(ctx, built, autoconfig.WithSummarizer(refuseToSummarize))
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
@@ -273,29 +336,59 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := db.CheckSchema(ctx, rt.DB); err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	mgr := rt.Manager
-
-	msgs, err := mgr.Messages(ctx, session, *user, 0, 0)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("inspect: session %q not found", session)
-	case errors.Is(err, memory.ErrNotOwner):
-		return fmt.Errorf("inspect: session %q: %w", session, memory.ErrNotOwner)
-	case err != nil:
+	loader := rt.Manager
+	if !cfg.Memory.Enabled {
+		asGiven := cfg.Clone()
+		asGiven.Datasource.MigrateOnStart = false
+		rt2, err := autoconfig.BuildRuntime(ctx, asGiven, autoconfig.WithSummarizer(refuseToSummarize))
+		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
+		}
+		defer rt2.Close()
+		loader = rt2.Manager
+	}
+	rep, err := inspect(ctx, rt.Manager, loader, session, *user)
+	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	s, err := mgr.Summary(ctx, session, *user)
-	if err != nil {
-		return fmt.Errorf("inspect: summary: %w", err)
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
 	}
-	n, mode := 2*mc.MaxConversationTurns, "take-last"
+	printInspect(stdout, rep)
+	return nil
+}
+
+// inspect reads a session as its owner: its stored messages and its
+// summary through mgr, and what the model sees of it through loader's
+// Load.
+func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user string) (inspectReport, error) {
+	msgs, err := mgr.Messages(ctx, session, user, 0, 0)
 	switch {
-	case mc.Enabled && mc.Policy == memory.PolicyChunked:
-		n, mode = mc.RecentMessageCount+mc.BufferMessageCount, "chunked"
-	case mc.Enabled && len(msgs) > mc.TriggerMessageCount:
-		n, mode = mc.RecentMessageCount, "hierarchical"
+	case errors.Is(err, store.ErrNotFound):
+		return inspectReport{}, fmt.Errorf("session %q not found", session)
+	case errors.Is(err, memory.ErrNotOwner):
+		return inspectReport{}, fmt.Errorf("session %q: %w", session, memory.ErrNotOwner)
+	case err != nil:
+		return inspectReport{}, err
 	}
-	rep := inspectReport{Session: session, Owner: *user, Messages: len(msgs), WindowFor: mode}
+	s, err := mgr.Summary(ctx, session, user)
+	if err != nil {
+		return inspectReport{}, fmt.Errorf("summary: %w", err)
+	}
+	h, err := loader.Load(ctx, session, user)
+	if err != nil {
+		return inspectReport{}, err
+	}
+	number := make(map[int64]int, len(msgs)) // seq → number in the session
+	for i, m := range msgs {
+		number[m.Seq] = i + 1
+	}
+	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: h.Mode, Prompt: []inspectMsg{}}
 	var cursor int64
 	if s != nil {
 		cursor = s.UpToSeq
@@ -311,22 +404,18 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			rep.Summary.Facts = []summary.Fact{}
 		}
 	}
-	rep.Window = []inspectMsg{}
-	first := max(len(msgs)-n, 0)
-	for i, m := range msgs[first:] {
-		rep.Window = append(rep.Window, inspectMsg{Number: first + i + 1, Seq: m.Seq, Role: string(m.Role), Text: chatText(m.ChatMessage()),
-			Folded: m.Seq <= cursor, Metadata: m.Metadata})
-	}
-	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
+	// Load's messages are the summary's blocks, then one message per
+	// verbatim stored message (h.Recent), in order.
+	blocks := len(h.Messages) - len(h.Recent)
+	for i, cm := range h.Messages {
+		im := inspectMsg{Position: i + 1, Role: string(cm.GetType()), Text: chatText(cm)}
+		if j := i - blocks; blocks >= 0 && j >= 0 {
+			m := h.Recent[j]
+			im.Number, im.Seq, im.Role, im.Folded, im.Metadata = number[m.Seq], m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		rep.Prompt = append(rep.Prompt, im)
 	}
-	printInspect(stdout, rep)
-	return nil
+	return rep, nil
 }
 
 func printInspect(w io.Writer, r inspectReport) {
@@ -338,9 +427,9 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintf(w, "cursor:   message #%d of %d (summary version %d, updated %s)\n", s.CursorMessage, r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
 		printFactsAndNarrative(w, s.Facts, s.Narrative)
 	}
-	fmt.Fprintf(w, "window (%s, %d messages):\n", r.WindowFor, len(r.Window))
-	anyFolded, anyVariant := false, false
-	for _, m := range r.Window {
+	fmt.Fprintf(w, "what the model sees (%s, %d messages):\n", r.Mode, len(r.Prompt))
+	anyFolded, anyVariant, anyBlock := false, false, false
+	for _, m := range r.Prompt {
 		mark := " "
 		if m.Folded {
 			mark, anyFolded = "f", true
@@ -349,12 +438,21 @@ func printInspect(w io.Writer, r inspectReport) {
 		if v := m.Metadata[store.MetadataModelVariant]; v != "" {
 			variant, anyVariant = " ["+store.MetadataModelVariant+"="+v+"]", true
 		}
-		fmt.Fprintf(w, "  %s #%-5d %-9s %s%s\n", mark, m.Number, m.Role, oneLine(m.Text), variant)
+		num := "-"
+		if m.Number > 0 {
+			num = fmt.Sprintf("#%d", m.Number)
+		} else {
+			anyBlock = true
+		}
+		fmt.Fprintf(w, "  %3d %s %-6s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
 	}
-	if len(r.Window) == 0 {
+	if len(r.Prompt) == 0 {
 		return
 	}
-	legend := []string{fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	legend := []string{"first column: the place in the prompt", fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	if anyBlock {
+		legend = append(legend, "- = the summary's facts or narrative block")
+	}
 	if anyFolded {
 		legend = append(legend, "f = already folded into the summary")
 	}
@@ -378,6 +476,7 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("config", flag.ContinueOnError)
 	var cf commonFlags
 	cf.register(fs)
+	cf.stderr = stderr
 	example := fs.Bool("example", false, "print every key with its default and meaning (YAML)")
 	pos, err := parseFlags(fs, args, configUsage, stdout)
 	if err != nil {

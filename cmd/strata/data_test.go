@@ -167,12 +167,14 @@ func TestMigrateAndInspect(t *testing.T) {
 		t.Fatalf("inspect: exit %d %s", code, errOut)
 	}
 	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   message #", " of 62 (summary version",
-		"- order_id: #BL-58213 [ENTITY]", "narrative:", "window (take-last,", " #62    ", "(#N = the message's number in the session (1 to 62)"} {
+		"- order_id: #BL-58213 [ENTITY]", "narrative:", "what the model sees (take-last, 20 messages):", "   20   #62    ",
+		"#N = the message's number in the session (1 to 62)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, out)
 		}
 	}
-	// With summaries on, the window is the verbatim window.
+	// With summaries on, what the model sees is the facts and narrative
+	// blocks and the verbatim window, numbered: Manager.Load's messages.
 	code, out, errOut = cli(t, "inspect", "--json", "--set", set, "--set", "arc.reactor.memory.summary.enabled=true", "--user", "priya", "support-1")
 	if code != 0 {
 		t.Fatalf("inspect --json: exit %d %s", code, errOut)
@@ -181,12 +183,15 @@ func TestMigrateAndInspect(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.WindowFor != "hierarchical" || len(rep.Window) != 10 || rep.Summary == nil || rep.Summary.Cursor == 0 || rep.Window[9].Seq <= rep.Summary.Cursor {
+	if rep.Mode != "hierarchical" || len(rep.Prompt) != 12 || rep.Summary == nil || rep.Summary.Cursor == 0 || rep.Prompt[11].Seq <= rep.Summary.Cursor {
 		t.Fatalf("inspect --json = %+v", rep)
 	}
-	for i, m := range rep.Window {
-		if m.Number != 53+i {
-			t.Fatalf("window message %d is numbered %d, want %d (numbers count within the session)", i, m.Number, 53+i)
+	if !strings.HasPrefix(rep.Prompt[0].Text, "Conversation Facts:") || !strings.HasPrefix(rep.Prompt[1].Text, "Conversation Summary:") || rep.Prompt[0].Number != 0 {
+		t.Fatalf("the prompt does not start with the facts and narrative blocks: %+v", rep.Prompt[:2])
+	}
+	for i, m := range rep.Prompt[2:] {
+		if m.Position != i+3 || m.Number != 53+i {
+			t.Fatalf("prompt message %d is at %d, numbered %d; want %d, %d (numbers count within the session)", i+3, m.Position, m.Number, i+3, 53+i)
 		}
 	}
 	if c := rep.Summary.CursorMessage; c < 1 || c > 62 {

@@ -313,56 +313,6 @@ func TestDatabaseURLFallback(t *testing.T) {
 	wantError(t, code, errOut, 1, "DATABASE_URL")
 }
 
-// TestMigrateImportArcReactor: migrate up beside arc-reactor's summary
-// table offers the import, and migrate import-arc-reactor copies the
-// summaries of the sessions Strata holds, once.
-func TestMigrateImportArcReactor(t *testing.T) {
-	t.Parallel()
-	schema := dbtest.NewEmptySchema(t)
-	set := "arc.reactor.memory.datasource.url=" + schema.URL
-	d := dbtest.Open(t, schema.URL)
-	ctx := context.Background()
-	for _, q := range []string{
-		`CREATE TABLE conversation_summaries (
-		    session_id       VARCHAR(255) PRIMARY KEY,
-		    narrative        TEXT         NOT NULL,
-		    facts_json       TEXT         NOT NULL DEFAULT '[]',
-		    summarized_up_to INT          NOT NULL DEFAULT 0,
-		    created_at       TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP,
-		    updated_at       TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP)`,
-		`INSERT INTO conversation_summaries (session_id, narrative, summarized_up_to) VALUES
-		    ('support-1', 'Priya reported a damaged order (from arc-reactor).', 4),
-		    ('only-in-arc-reactor', 'Never replayed.', 2)`,
-	} {
-		if _, err := d.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	code, _, errOut := cli(t, "migrate", "import-arc-reactor", "--set", set)
-	wantError(t, code, errOut, 1, "run `strata migrate up`")
-	code, out, errOut := cli(t, "migrate", "up", "--set", set)
-	if code != 0 || !strings.Contains(out, "conversation_summaries holds 2 summaries: strata migrate import-arc-reactor") {
-		t.Fatalf("up: exit %d %q %q", code, out, errOut)
-	}
-	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--set", "arc.reactor.memory.summary.enabled=false",
-		"--session", "support-1", "--user", "priya", sample)
-	if code != 0 {
-		t.Fatalf("replay: exit %d %s", code, errOut)
-	}
-	code, out, errOut = cli(t, "migrate", "import-arc-reactor", "--set", set)
-	if code != 0 || out != "imported 1 of 2 arc-reactor summaries (skipped: sessions Strata does not hold, and sessions that already have a summary)\n" {
-		t.Fatalf("import: exit %d %q %q", code, out, errOut)
-	}
-	code, out, _ = cli(t, "migrate", "import-arc-reactor", "--set", set)
-	if code != 0 || !strings.HasPrefix(out, "imported 0 of 2") {
-		t.Fatalf("second import: exit %d %q", code, out)
-	}
-	code, out, errOut = cli(t, "inspect", "--set", set, "--user", "priya", "support-1")
-	if code != 0 || !strings.Contains(out, "Priya reported a damaged order (from arc-reactor).") || !strings.Contains(out, "cursor:   message #4 of 62") {
-		t.Fatalf("inspect after the import: exit %d %s\n%s", code, errOut, out)
-	}
-}
-
 // TestReplayIgnoresDatabaseURL sets the process environment, so it does not
 // run in parallel: a DATABASE_URL set for other tools does not send the
 // README's first command into a database.

@@ -8,7 +8,7 @@
 //	strata replay [flags] FILE|-        show what the model would receive before each user message
 //	strata migrate up|down|version|force N|import-arc-reactor
 //	                                    manage the database schema
-//	strata inspect --user USER SESSION  print a stored session's facts, narrative, cursor and window
+//	strata inspect --user USER SESSION  print a stored session's summary and what the model sees of it
 //	strata config [flags]               print the effective configuration, or the example file
 //	strata serve [flags]                serve the HTTP API (package server) until SIGINT/SIGTERM
 //	strata export --user USER [SESSION...] | --all
@@ -92,9 +92,10 @@ Commands:
                          user message, when folds happen, and token counts
   migrate up|down|version|force N|import-arc-reactor
                          manage Strata's PostgreSQL schema; import
-                         arc-reactor's summaries
+                         arc-reactor's conversations (--dry-run)
   inspect --user USER SESSION
-                         print a stored session's facts, narrative, cursor and window
+                         print a stored session's summary and what the model
+                         sees of it, numbered
   config                 print the effective configuration and where each value
                          comes from (--example: every key with its default)
   serve                  serve the JSON HTTP API over the configured manager and
@@ -198,6 +199,10 @@ type commonFlags struct {
 	ignoreDatabaseURL bool
 	// fromDatabaseURL: load took the datasource from $DATABASE_URL.
 	fromDatabaseURL bool
+	// stderr, when set, receives one information line from load naming
+	// the keys Strata accepts but does not use (autoconfig's UnusedNote).
+	// Commands that build with a logger leave it nil: the build logs it.
+	stderr io.Writer
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -219,6 +224,9 @@ func (c *commonFlags) load() (*autoconfig.Config, error) {
 	cfg, err := autoconfig.LoadWith(autoconfig.LoadOptions{Files: c.configs, Overrides: c.sets, OverrideSource: "--set"})
 	if err != nil {
 		return nil, err
+	}
+	if note := cfg.UnusedNote(); note != "" && c.stderr != nil {
+		fmt.Fprintln(c.stderr, "strata: info: "+note)
 	}
 	if c.ignoreDatabaseURL || cfg.IsSet(keyDatasourceURL) || cfg.IsSet(keySpringDatasourceURL) {
 		return cfg, nil

@@ -22,5 +22,5 @@ func summarizerDetails(cfg *autoconfig.Config) (model, keyEnv string) {
 	default:
 		return "", ""
 	}
-	return cmp.Or(cfg.Summarizer.Model, defModel), cmp.Or(cfg.Summarizer.APIKeyEnv, defEnv)
+	return cmp.Or(cfg.EffectiveModel(), defModel), cmp.Or(cfg.Summarizer.APIKeyEnv, defEnv)
 }

@@ -123,6 +123,9 @@ func cmdReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return usagef("replay: --session cannot be used with --sample all")
 	}
 
+	if !o.verbose { // --verbose logs at debug level: the build lists the unused keys
+		o.configSrc.stderr = stderr
+	}
 	cfg, err := o.configSrc.load()
 	if err != nil {
 		return err

@@ -1,0 +1,4 @@
+package db
+
+// DecodeArcReactorFacts exposes decodeArcReactorFacts to package db_test.
+var DecodeArcReactorFacts = decodeArcReactorFacts
