@@ -357,6 +357,55 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	return nil
 }
 
+// replaceSession makes msgs (already validated) the whole history of the
+// session for owner, under the session's write lock, and stops its fold as
+// deleteSession does. With a store.Replacer the store does it in one atomic
+// step; without, it is a delete then an append under the write lock (see
+// store.Replacer for what that fallback does not cover). The old summary
+// belongs to the old incarnation: it is removed.
+func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
+	st.write.Lock()
+	defer st.write.Unlock()
+	var res store.AppendResult
+	var err error
+	if r, ok := e.m.store.(store.Replacer); ok {
+		res, err = r.Replace(ctx, sessionID, owner, msgs...)
+	} else {
+		res, err = e.replaceFallback(ctx, sessionID, owner, msgs)
+	}
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	st.gen++
+	e.cancelRun(sessionID)
+	e.mu.Lock()
+	delete(e.backlogs, sessionID)
+	e.mu.Unlock()
+	if e.m.sums != nil {
+		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
+			return res, fmt.Errorf("summary: %w", err)
+		}
+	}
+	e.cool.succeed(sessionID)
+	return res, nil
+}
+
+// replaceFallback replaces a session's history with a store that is no
+// store.Replacer: delete (a missing session is fine), create, append.
+func (e *engine) replaceFallback(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
+	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.AppendResult{}, err
+	}
+	if err := e.m.store.Create(ctx, sessionID, owner); err != nil {
+		return store.AppendResult{}, err
+	}
+	return e.m.store.Append(ctx, sessionID, owner, msgs...)
+}
+
 func (e *engine) cancelRun(sessionID string) {
 	e.mu.Lock()
 	var r *foldRun

@@ -257,6 +257,36 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	return nil
 }
 
+// replace makes msgs the whole history of the session (see
+// ChatHistory.SetMessages): every message is validated before anything
+// changes, then the history is replaced in one atomic store operation when
+// the store is a store.Replacer, the owner kept. Delete observers are told,
+// as the old history and its summary are gone.
+func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []store.Message) error {
+	if sessionID == "" {
+		return fmt.Errorf("memory: replace: %w: empty session id", store.ErrInvalidMessage)
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(m.cfg.MaxMessageBytes); err != nil {
+			return fmt.Errorf("memory: replace %q: message %d: %w", sessionID, i, err)
+		}
+	}
+	user := m.owner(sessionID, userID)
+	ctx, span := m.startSpan(ctx, "strata.memory.replace", sessionID)
+	res, err := m.eng.replaceSession(ctx, sessionID, user, msgs)
+	endSpan(span, err)
+	if err != nil {
+		return fmt.Errorf("memory: replace %q: %w", sessionID, err)
+	}
+	for _, fn := range m.deleteObservers {
+		m.observeDelete(ctx, fn, sessionID)
+	}
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
+		m.eng.request(sessionID, user, "save", true)
+	}
+	return nil
+}
+
 // Flush returns when no background fold (nor fold observer) is queued or
 // running, or when ctx is done.
 func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(ctx) }
