@@ -81,6 +81,9 @@ type buildOptions struct {
 	svc        summary.Service
 	svcSet     bool
 	mgrOpts    []memory.Option
+	// onEvict is told of the in-memory message store's evictions (OpenServer
+	// drops the catalogue documents of evicted sessions).
+	onEvict func(sessionID, userID string)
 }
 
 // WithLogger sets the logger of the manager, the stores and the summarizer.
@@ -171,7 +174,9 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions), memstore.WithLogger(o.logger))
+		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions),
+			memstore.WithMaxSessionsPerUser(cfg.Store.MaxSessionsPerUser),
+			memstore.WithLogger(o.logger), memstore.WithOnEvict(o.onEvict))
 	}
 
 	mcfg := cfg.Memory

@@ -37,6 +37,7 @@ const (
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
+	keyMaxSessionsPerUser  = "arc.reactor.memory.store.max-sessions-per-user"
 	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
 	keyTokenEncoding       = "arc.reactor.memory.token-encoding"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
@@ -299,8 +300,11 @@ var keyTable = []keySpec{
 		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
 	intKey(keyMaxSessions,
-		"Most sessions the in-memory message store keeps (used without a datasource); past it the least recently used session is evicted, with a log line. The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
+		"Most sessions the in-memory message store keeps (used without a datasource); past it a new session evicts the least recently used session of the same user, with a log line, and never another user's: a user who holds none is refused (HTTP 507). The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSessions }),
+	intKey(keyMaxSessionsPerUser,
+		"Most sessions one user may keep in the in-memory message store; past it the user's least recently used session is evicted, so that no user fills the store for the others. Never above max-sessions. Must be >= 0 (0 = 1000).",
+		func(c *Config) *int { return &c.Store.MaxSessionsPerUser }),
 	durationKey(keyFailureCooldown,
 		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),

@@ -369,6 +369,9 @@ type ServerOptions struct {
 	Catalog []catalog.Option
 	// Server are more options of server.New, e.g. server.WithReadiness.
 	Server []server.Option
+
+	// index replaces the catalogue's index (tests inspect it).
+	index catalog.Index
 }
 
 // readinessName names the database check of GET /readyz in the log.
@@ -397,13 +400,20 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	// The catalogue reads through the manager, and the manager tells the
 	// catalogue about folds and deletes: the observers are bound late.
 	var catRef atomic.Pointer[catalog.Catalog]
-	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...)}, o.Build...)
+	// The in-memory store's evictions drop catalogue documents, as deletes
+	// do, so that the catalogue holds what the store holds.
+	evicted := func(o *buildOptions) {
+		o.onEvict = func(sessionID, _ string) { catRef.Load().Deleted(context.Background(), sessionID) }
+	}
+	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...), evicted}, o.Build...)
 	rt, err := BuildRuntime(ctx, cfg, bopts...)
 	if err != nil {
 		return nil, err
 	}
-	var idx catalog.Index
-	if rt.DB != nil {
+	idx := o.index
+	switch {
+	case idx != nil:
+	case rt.DB != nil:
 		// pgvector when the server has it; the portable column otherwise.
 		// It is DDL, so only where the schema is managed on start.
 		if cfg.Datasource.MigrateOnStart {
@@ -412,7 +422,7 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 			}
 		}
 		idx = db.NewCatalogIndex(rt.DB)
-	} else {
+	default:
 		idx = catalog.NewMemoryIndex()
 	}
 	cat, err := catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)

@@ -31,6 +31,7 @@ func (c *Config) Validate() error {
 		{c.Summary.MaxNarrativeTokens < 1, keyMaxNarrative, "must be >= 1"},
 		{c.Store.MaxSummaries < 0, keyMaxSummaries, "must be >= 0 (0 = 10000)"},
 		{c.Store.MaxSessions < 0, keyMaxSessions, "must be >= 0 (0 = 10000)"},
+		{c.Store.MaxSessionsPerUser < 0, keyMaxSessionsPerUser, "must be >= 0 (0 = 1000)"},
 		{!isProvider(normalizeProvider(c.Summarizer.Provider)), keySummarizerProvider,
 			"must be one of " + joinNames(knownProviders())},
 		{c.Summarizer.Timeout <= 0, keySummarizerTimeout, "must be > 0 (e.g. 60s)"},

@@ -75,6 +75,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "message_too_large", msg: memoryReason(err)}
 	case errors.Is(err, store.ErrInvalidMessage):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: memoryReason(err)}
+	case errors.Is(err, store.ErrStoreFull):
+		// The in-memory store makes room only at the caller's own cost; a
+		// caller with nothing to give up is refused.
+		ae = &apiError{status: http.StatusInsufficientStorage, code: "store_full",
+			msg: "the server's session store is full; delete sessions or retry later"}
 	case errors.Is(err, memory.ErrClosed):
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "server is shutting down"}
 	case errors.Is(err, store.ErrUnavailable):

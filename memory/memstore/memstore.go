@@ -18,9 +18,9 @@ import (
 	"github.com/strata-go/strata/memory/store"
 )
 
-// defaultMaxSessions is how many sessions a Store holds when
+// DefaultMaxSessions is how many sessions a Store holds when
 // WithMaxSessions is not given (or is given n <= 0).
-const defaultMaxSessions = 10_000
+const DefaultMaxSessions = 10_000
 
 // DefaultMaxSessionsPerUser is how many sessions one user may hold when
 // WithMaxSessionsPerUser is not given (or is given n <= 0), or the store's
@@ -144,7 +144,7 @@ var (
 // and does its work in one critical section.
 func New(opts ...Option) *Store {
 	s := &Store{
-		maxSessions: defaultMaxSessions,
+		maxSessions: DefaultMaxSessions,
 		maxPerUser:  DefaultMaxSessionsPerUser,
 		log:         slog.New(slog.DiscardHandler),
 		sessions:    map[string]*memSession{},
