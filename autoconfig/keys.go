@@ -412,6 +412,9 @@ var keyTable = []keySpec{
 	intKey(keyServerContextBudget,
 		"strata serve: token budget of GET /v1/sessions/{id}/context when the request gives none. Must be >= 0 (0 = max-context-window-tokens - max-output-tokens).",
 		func(c *Config) *int { return &c.Server.ContextBudget }),
+	intKey(keyServerHistoryPageBytes,
+		"strata serve: most bytes of JSON messages in one page of GET /v1/sessions/{id}, beside its count limit; next_after_seq gets the rest (a page holds at least one message). Must be >= 1024 (default 8388608, 8 MiB).",
+		func(c *Config) *int { return &c.Server.HistoryPageBytes }),
 
 	// arc-reactor's llm properties.
 	ref(intKey(keyMaxTurns,

@@ -39,6 +39,9 @@ const (
 	DefaultServerWriteTimeout = server.DefaultWriteTimeout
 	// DefaultServerIdleTimeout closes idle keep-alive connections.
 	DefaultServerIdleTimeout = server.DefaultIdleTimeout
+	// DefaultServerHistoryPageBytes caps the messages of one history page
+	// (8 MiB of JSON).
+	DefaultServerHistoryPageBytes = server.DefaultMaxHistoryBytes
 	// DefaultServerShutdownTimeout bounds a graceful shutdown: in-flight
 	// requests, then background folds.
 	DefaultServerShutdownTimeout = server.DefaultShutdownTimeout
@@ -55,6 +58,7 @@ const (
 	keyServerIdleTimeout       = "arc.reactor.memory.server.idle-timeout"
 	keyServerShutdownTimeout   = "arc.reactor.memory.server.shutdown-timeout"
 	keyServerContextBudget     = "arc.reactor.memory.server.context-budget"
+	keyServerHistoryPageBytes  = "arc.reactor.memory.server.history-page-bytes"
 )
 
 // ServerConfig configures strata serve, the HTTP API over the manager
@@ -82,6 +86,10 @@ type ServerConfig struct {
 	// (max-context-window-tokens − max-output-tokens), which is also the
 	// ceiling of every context.
 	ContextBudget int
+	// HistoryPageBytes caps the JSON of the messages of one page of
+	// GET /v1/sessions/{id} (history-page-bytes; default
+	// DefaultServerHistoryPageBytes).
+	HistoryPageBytes int
 }
 
 // APIKeyConfig is one entry of arc.reactor.memory.server.api-keys: a key,
@@ -123,6 +131,7 @@ func defaultServerConfig() ServerConfig {
 		WriteTimeout:      DefaultServerWriteTimeout,
 		IdleTimeout:       DefaultServerIdleTimeout,
 		ShutdownTimeout:   DefaultServerShutdownTimeout,
+		HistoryPageBytes:  DefaultServerHistoryPageBytes,
 	}
 }
 
@@ -274,6 +283,7 @@ func (c *Config) validateServer() error {
 		want string
 	}{
 		{s.MaxBodyBytes < 1024, keyServerMaxBodyBytes, "must be >= 1024"},
+		{s.HistoryPageBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
 		{s.ReadHeaderTimeout <= 0, keyServerReadHeaderTimeout, "must be > 0 (e.g. 10s)"},
 		{s.ReadTimeout <= 0, keyServerReadTimeout, "must be > 0 (e.g. 30s)"},
 		{s.WriteTimeout <= 0, keyServerWriteTimeout, "must be > 0 (e.g. 90s)"},
@@ -462,6 +472,7 @@ func serverConfig(cfg *Config) (server.Config, error) {
 		IdleTimeout:       sc.IdleTimeout,
 		ShutdownTimeout:   sc.ShutdownTimeout,
 		ContextBudget:     sc.ContextBudget,
+		MaxHistoryBytes:   int64(sc.HistoryPageBytes),
 	}
 	for _, k := range sc.APIKeys {
 		key, err := cfg.ResolveAPIKey(k)

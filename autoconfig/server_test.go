@@ -118,6 +118,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{keyServerWriteTimeout + "=0", keyServerWriteTimeout, "must be > 0"},
 		{keyServerShutdownTimeout + "=-1s", keyServerShutdownTimeout, "must be > 0"},
 		{keyServerContextBudget + "=-1", keyServerContextBudget, "must be >= 0"},
+		{keyServerHistoryPageBytes + "=100", keyServerHistoryPageBytes, "must be >= 1024"},
 		{keyServerAPIKeys + "=alice", keyServerAPIKeys, "want USER=key-env:NAME"},
 		{keyServerAPIKeys + "==key-env:K", keyServerAPIKeys, "user-id is missing"},
 		{keyServerAPIKeys + "=alice=sha256:abc", keyServerAPIKeys, "64 hexadecimal"},
@@ -158,7 +159,7 @@ const serveKeyAlice = "alice-key-0123456789abcdef"
 func TestServerConfigFromConfiguration(t *testing.T) {
 	t.Parallel()
 	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice},
-		Overrides: serveOverrides(keyServerListen+"=:9000", keyServerReadTimeout+"=5s", keyServerContextBudget+"=2000")})
+		Overrides: serveOverrides(keyServerListen+"=:9000", keyServerReadTimeout+"=5s", keyServerContextBudget+"=2000", keyServerHistoryPageBytes+"=65536")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestServerConfigFromConfiguration(t *testing.T) {
 	}
 	want := []server.APIKey{{UserID: "alice", Key: serveKeyAlice}, {UserID: "bob", SHA256: server.HashKey("bob-key-0123456789abcdef")}}
 	if !reflect.DeepEqual(sc.APIKeys, want) || sc.Addr != ":9000" || sc.ReadTimeout != 5*time.Second ||
-		sc.ContextBudget != 2000 || sc.WriteTimeout != server.DefaultWriteTimeout || sc.MaxBodyBytes != server.DefaultMaxBodyBytes {
+		sc.ContextBudget != 2000 || sc.MaxHistoryBytes != 65536 || sc.WriteTimeout != server.DefaultWriteTimeout || sc.MaxBodyBytes != server.DefaultMaxBodyBytes {
 		t.Fatalf("server config: %+v", sc)
 	}
 	// The variable holding a key is named when it is missing.
