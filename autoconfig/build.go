@@ -181,6 +181,10 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 
 	mcfg := cfg.Memory
 	mcfg.Estimator = est
+	// One key bounds a summarizer call: the provider's client and the
+	// manager's deadline (which holds even for a summarizer that ignores
+	// its context).
+	mcfg.SummarizeTimeout = cfg.Summarizer.Timeout
 	if ttl := foldLockTTL(cfg.Summarizer.Timeout); !cfg.IsSet(keyFoldLockTTL) && ttl > mcfg.FoldLockTTL {
 		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
 	}

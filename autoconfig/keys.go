@@ -275,7 +275,7 @@ var keyTable = []keySpec{
 		"Name of the environment variable holding the API key (never the key itself); empty = GOOGLE_API_KEY (then GEMINI_API_KEY) for gemini, OPENAI_API_KEY for openai. Not needed for a local OpenAI-compatible server.",
 		func(c *Config) *string { return &c.Summarizer.APIKeyEnv }),
 	durationKey(keySummarizerTimeout,
-		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds). A timeout is a failed fold, never an empty summary. Must be > 0.",
+		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds), enforced by the provider's client and by the manager (memory.Config.SummarizeTimeout), which stops waiting even for a summarizer that ignores its context and releases the session's fold lock. A timeout is a failed fold, never an empty summary. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Summarizer.Timeout }),
 	boolKey(keySummarizerJSONMode,
 		"openai: ask for a JSON object (response_format json_object). Turn off for servers that reject it; the reply parser is tolerant either way.",

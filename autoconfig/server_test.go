@@ -386,3 +386,20 @@ func TestServeInMemoryNeverEvictsAnotherUsersSessions(t *testing.T) {
 		t.Fatalf("carol's create in a full store: %d %s", r.Code, r.Body)
 	}
 }
+
+// summarizer.timeout is also the manager's deadline of a summarizer call.
+func TestSummarizerTimeoutIsTheManagersDeadline(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{"arc.reactor.memory.summary.enabled=true", keySummarizerTimeout + "=7s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := BuildRuntime(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.Close() }()
+	if got := rt.Manager.Config().SummarizeTimeout; got != 7*time.Second {
+		t.Fatalf("SummarizeTimeout = %s, want 7s", got)
+	}
+}

@@ -94,6 +94,7 @@ var fieldKeys = map[string]string{
 	"RecentMessageCount":    keyRecent,
 	"MaxConversationTurns":  keyMaxTurns,
 	"MaxMessageBytes":       keyMaxMessageBytes,
+	"SummarizeTimeout":      keySummarizerTimeout,
 	"FailureCooldown":       keyFailureCooldown,
 	"MaxFailureCooldown":    keyMaxFailureCooldown,
 	"MaxFacts":              keyMaxFacts,
