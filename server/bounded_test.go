@@ -2,8 +2,11 @@ package server
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/strata-go/strata/memory/memstore"
 )
 
 // One GET of a session of 24 × 900 KiB messages answers at most 16 MiB:
@@ -98,5 +101,24 @@ func TestHistoryPageBytesSetting(t *testing.T) {
 	}
 	if err := (Config{APIKeys: testKeys(), MaxHistoryBytes: 100}).withDefaults().validate(); err == nil {
 		t.Fatal("a cap below 1024 bytes was accepted")
+	}
+}
+
+// A full in-memory store refuses a user who holds no session with 507 and
+// a JSON error (documented in openapi.json), and evicts no other user's
+// session.
+func TestCreateInFullStoreIs507(t *testing.T) {
+	ts := stack{store: memstore.New(memstore.WithMaxSessions(1))}.start(t)
+	id := ts.create(keyAlice, map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}}})
+	r := ts.do("POST", "/v1/sessions", keyBob, nil)
+	if e := r.errorOf(t); r.status != http.StatusInsufficientStorage || e.Code != "store_full" {
+		t.Fatalf("bob's create in a full store: %s", r)
+	}
+	var got struct {
+		MessageCount int `json:"message_count"`
+	}
+	ts.must(200, "GET", "/v1/sessions/"+id, keyAlice, nil, &got)
+	if got.MessageCount != 2 {
+		t.Fatalf("alice's session after bob's refused create: %d messages", got.MessageCount)
 	}
 }
