@@ -407,12 +407,12 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 // --- GET /v1/sessions/{id} -----------------------------------------------
 
 type sessionResponse struct {
-	ID           string          `json:"id"`
-	Title        string          `json:"title"`
-	MessageCount int             `json:"message_count"`
+	ID           string            `json:"id"`
+	Title        string            `json:"title"`
+	MessageCount int               `json:"message_count"`
 	Messages     []json.RawMessage `json:"messages"`
-	NextAfterSeq *int64          `json:"next_after_seq"`
-	Summary      *sessionSummary `json:"summary"`
+	NextAfterSeq *int64            `json:"next_after_seq"`
+	Summary      *sessionSummary   `json:"summary"`
 }
 
 type sessionSummary struct {
