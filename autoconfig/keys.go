@@ -186,6 +186,18 @@ func stringKey[T ~string](name, doc string, p func(*Config) *T) keySpec {
 // stringListKey is a list of strings: a YAML list, or in the environment
 // and overrides a comma-separated string. Blank entries are dropped.
 func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
+	return listKey(name, doc, p, false)
+}
+
+// strictStringListKey is stringListKey for lists whose blank entries are
+// errors rather than nothing: they are kept for validation to refuse (a
+// value that is blank as a whole is still the empty list, and a trailing
+// comma adds no entry).
+func strictStringListKey(name, doc string, p func(*Config) *[]string) keySpec {
+	return listKey(name, doc, p, true)
+}
+
+func listKey(name, doc string, p func(*Config) *[]string, keepBlank bool) keySpec {
 	return keySpec{name: name, typ: "list",
 		doc: doc,
 		parse: func(c *Config, raw any) error {
@@ -195,7 +207,14 @@ func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
 			case []any:
 				items = v
 			case string:
-				for _, e := range strings.Split(v, ",") {
+				if strings.TrimSpace(v) == "" {
+					break
+				}
+				parts := strings.Split(v, ",")
+				if strings.TrimSpace(parts[len(parts)-1]) == "" {
+					parts = parts[:len(parts)-1] // a trailing comma
+				}
+				for _, e := range parts {
 					items = append(items, e)
 				}
 			default:
@@ -207,7 +226,7 @@ func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
 				if err != nil {
 					return fmt.Errorf("entry %d: %v", i+1, err)
 				}
-				if str != "" {
+				if str != "" || keepBlank {
 					out = append(out, str)
 				}
 			}
@@ -331,7 +350,7 @@ var keyTable = []keySpec{
 		func(c *Config) *bool { return &c.Memory.ShowPreviousValues }),
 
 	// Strata: shared sessions.
-	stringListKey(keySharedPrefixes,
+	strictStringListKey(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
 		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
 

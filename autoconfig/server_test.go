@@ -403,3 +403,27 @@ func TestSummarizerTimeoutIsTheManagersDeadline(t *testing.T) {
 		t.Fatalf("SummarizeTimeout = %s, want 7s", got)
 	}
 }
+
+// A blank shared-session prefix given in configuration is refused, naming
+// the key, not dropped: it would share every session.
+func TestBlankSharedSessionPrefixRefused(t *testing.T) {
+	t.Parallel()
+	for _, over := range []string{"slack-,,teams-", "slack-, ,teams-", " ,slack-"} {
+		cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + over}})
+		if err == nil {
+			_, err = BuildRuntime(context.Background(), cfg)
+		}
+		if err == nil || !strings.Contains(err.Error(), keySharedPrefixes) {
+			t.Fatalf("shared-session-prefixes=%q: %v, want an error naming the key", over, err)
+		}
+	}
+	file := writeFile(t, "blank.yaml", "arc.reactor.memory.shared-session-prefixes: [slack-, \"\"]\n")
+	if _, err := LoadWith(LoadOptions{Environ: []string{}, Files: []string{file}}); err == nil || !strings.Contains(err.Error(), keySharedPrefixes) {
+		t.Fatalf("a blank prefix in YAML: %v", err)
+	}
+	// An empty value as a whole is no prefix at all.
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_MEMORY_SHARED_SESSION_PREFIXES="}})
+	if err != nil || len(cfg.Memory.SharedSessionPrefixes) != 0 {
+		t.Fatalf("empty value: %v, %v", cfg.Memory.SharedSessionPrefixes, err)
+	}
+}
