@@ -373,9 +373,14 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	// The manager's budget is the ceiling.
 	budget := min(int(requested), s.budget)
 	h, err := s.mgr.Load(ctx, id, st.user)
-	if err == nil && h.Total == 0 {
-		// An empty history is an empty session or none at all.
-		_, err = s.mgr.Count(ctx, id, st.user)
+	if (err == nil && h.Total == 0) || errors.Is(err, memory.ErrNotOwner) {
+		// An empty history is an empty session or none at all: the count
+		// tells. Another user's session is counted too, so that it costs
+		// the same store calls as a session that does not exist, and the
+		// answer's timing does not tell them apart.
+		if _, cerr := s.mgr.Count(ctx, id, st.user); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)
