@@ -369,13 +369,24 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	e.mu.Lock()
 	delete(e.backlogs, sessionID)
 	e.mu.Unlock()
-	if e.m.sums != nil {
+	if e.m.sums != nil && !e.storeKeepsSummaries() {
 		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
 			return fmt.Errorf("summary: %w", err)
 		}
 	}
 	e.cool.succeed(sessionID)
 	return nil
+}
+
+// storeKeepsSummaries reports whether the message store keeps the summary
+// store's summaries beside its sessions (store.SnapshotReader's
+// ReadsSummariesOf): its Delete and Replace then remove the session's
+// summary in the same atomic step, and the manager must not delete it
+// again by id — by then another replica may have re-created the session
+// and stored the new incarnation's summary.
+func (e *engine) storeKeepsSummaries() bool {
+	sr, ok := e.m.store.(store.SnapshotReader)
+	return ok && sr.ReadsSummariesOf(e.m.sums)
 }
 
 // replaceSession makes msgs (already validated) the whole history of the
@@ -406,7 +417,7 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 	e.mu.Lock()
 	delete(e.backlogs, sessionID)
 	e.mu.Unlock()
-	if e.m.sums != nil {
+	if e.m.sums != nil && !e.storeKeepsSummaries() {
 		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
 			return res, fmt.Errorf("summary: %w", err)
 		}

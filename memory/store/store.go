@@ -198,7 +198,11 @@ type FoldLocker interface {
 // two calls, with the same result.
 type SnapshotReader interface {
 	// ReadsSummariesOf reports whether Snapshot returns the summaries that
-	// sums stores.
+	// sums stores. When it does, the store keeps them beside its sessions:
+	// its Delete (and Replace, for a Replacer) removes the session's
+	// summary in the same atomic step, and the manager does not delete it
+	// again by id, which could remove the summary of an incarnation
+	// re-created meanwhile.
 	ReadsSummariesOf(sums summary.Store) bool
 	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
 	// the same errors, and the session's stored summary (nil when it has
