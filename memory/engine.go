@@ -691,7 +691,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			err = summary.ErrEmptyReply
 		}
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
 				m.stats.foldFailures.Add(1)
 				e.cool.fail(sessionID)
 			}
