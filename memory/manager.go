@@ -293,12 +293,13 @@ func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(c
 
 // Close cancels background folds and waits for them at most the close
 // timeout (Config.CloseTimeout); no summary is saved after it returns, and no
-// fold starts. It returns an error when a fold was still running at the
-// deadline (a summarizer that ignores cancellation). Loads and saves keep
-// working, without folding. A fold whose summarizer ignores cancellation is
-// abandoned at once: it stops waiting for the summarizer and releases its
-// cross-process lock, so that another replica can fold the session. Close
-// is idempotent: a second call returns the first one's result at once.
+// fold starts. Loads and saves keep working, without folding. A fold whose
+// summarizer ignores cancellation is abandoned at once: it stops waiting for
+// the summarizer and releases its cross-process lock, so that another
+// replica can fold the session; Close then returns an error saying a
+// summarizer call was still running at the deadline. Close is idempotent:
+// only the first call waits; a later one returns at once, with an error
+// only for what still runs then.
 func (m *Manager) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
 	defer cancel()
