@@ -34,8 +34,9 @@ SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, cr
 // database right after the session was written (autovacuum kept off its
 // tables, so nothing has analyzed them: checked), then after ANALYZE;
 // directly and through PgBouncer in transaction mode (skipped without
-// one). It reports the medians, that of MessageStore.Snapshot alone too,
-// and the ratio load/tail (goal ≤ 1.5).
+// one). It reports the medians, that of the load's statement
+// (MessageStore.SnapshotAfterSummary) alone too, and the ratio load/tail
+// (goal ≤ 1.5).
 func BenchmarkFullLedgerLoad(b *testing.B) {
 	for _, via := range []string{"direct", "pgbouncer"} {
 		b.Run(via, func(b *testing.B) {
@@ -97,8 +98,8 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 }
 
 // loadVsTail times b.N loads of the "ledger" session, as many
-// MessageStore.Snapshot calls (the load's one statement, without the
-// manager's assembly) and as many tail queries, call by call in turn, and
+// MessageStore.SnapshotAfterSummary calls (the load's one statement,
+// without the manager's assembly) and as many tail queries, call by call in turn, and
 // returns the three medians.
 func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.MessageStore, d *sqlx.DB) (load, snap, tail time.Duration) {
 	b.Helper()
@@ -138,7 +139,7 @@ func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.Mes
 			b.Fatal(err)
 		}
 		t0 = time.Now()
-		if _, _, err := ms.Snapshot(ctx, "ledger", "bench", loadRows()); err != nil {
+		if _, _, err := ms.SnapshotAfterSummary(ctx, "ledger", "bench", loadRows()); err != nil {
 			b.Fatal(err)
 		}
 		snaps = append(snaps, time.Since(t0))

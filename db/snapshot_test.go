@@ -264,11 +264,11 @@ func (c *readCounter) reset() {
 	c.after, c.snapshots, c.other, c.afterRows = 0, 0, 0, nil
 }
 
-// TestChunkedLoadReadsOnlyAfterTheCursor: a chunked load over the
+// TestLoadReadsOnlyAfterTheCursor: a chunked load over the
 // PostgreSQL stores reads, in one statement, the summary and only the
 // messages its cursor does not cover, and shows exactly those; a parity
 // load reads the newest messages as before.
-func TestChunkedLoadReadsOnlyAfterTheCursor(t *testing.T) {
+func TestLoadReadsOnlyAfterTheCursor(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
@@ -343,7 +343,8 @@ func TestChunkedLoadReadsOnlyAfterTheCursor(t *testing.T) {
 			first, other, len(h.Recent), h.Recent[0].Seq, len(unfolded)+60)
 	}
 
-	// Parity shows a window of the newest messages: it reads them.
+	// Parity shows a window of the newest messages; once folded, that
+	// window is what follows the summary's cursor: it reads only those too.
 	pm, err := memory.NewManager(store, hierarchicalConfig(memory.PolicyParity), memory.WithSummaries(f.sums, summary.NewExtractiveService()))
 	if err != nil {
 		t.Fatal(err)
@@ -352,17 +353,36 @@ func TestChunkedLoadReadsOnlyAfterTheCursor(t *testing.T) {
 	if err := m2.Flush(ctx); err != nil { // the chunked fold that the load above asked for
 		t.Fatal(err)
 	}
-	store.reset()
-	if _, err := pm.Load(ctx, "s", "alice"); err != nil {
+	if _, err := pm.Load(ctx, "s", "alice"); err != nil { // parity folds to its own window
 		t.Fatal(err)
 	}
 	if err := pm.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	store.reset()
+	h, err = pm.Load(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
 	store.mu.Lock()
-	defer store.mu.Unlock()
-	if store.after != 0 || store.snapshots < 1 {
-		t.Fatalf("a parity load and its fold made %d cursor reads and %d snapshots; want snapshots only", store.after, store.snapshots)
+	after, snaps := store.after, store.snapshots
+	store.mu.Unlock()
+	if after != 1 || snaps != 0 {
+		t.Fatalf("a parity load made %d cursor reads and %d snapshots; want one cursor read", after, snaps)
+	}
+	tail, err := f.messages.Tail(ctx, "s", "alice", hierarchicalConfig(memory.PolicyParity).RecentMessageCount+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := tail.Messages[1:]
+	if h.Mode != "hierarchical" || h.Summary == nil || h.Summary.UpToSeq != tail.Messages[0].Seq || len(h.Recent) != len(newest) {
+		t.Fatalf("parity: mode %s, summary %+v, %d recent; want the summary through %d and the %d newest messages",
+			h.Mode, h.Summary, len(h.Recent), tail.Messages[0].Seq, len(newest))
+	}
+	for i := range newest {
+		if h.Recent[i].Seq != newest[i].Seq {
+			t.Fatalf("parity recent[%d] = seq %d, want %d", i, h.Recent[i].Seq, newest[i].Seq)
+		}
 	}
 }
 

@@ -105,20 +105,30 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
 		return v, s, sumErr, nil
 	}
-	if ar, ok := sr.(afterSummaryReader); ok && e.m.pol.wantsUnfolded() {
-		// The policy shows every message after the summary's cursor and
-		// none before it: read only those. When more than the limit are
-		// unfolded, after() reads them all.
+	if ar, ok := sr.(afterSummaryReader); ok {
+		// Read only the messages after the summary's cursor: chunked shows
+		// every one of them and none before it; parity's verbatim window
+		// is, once folded, exactly those messages, and everything before
+		// them is covered by the summary (view.recent). When more than the
+		// limit are unfolded, after() reads them all.
 		n := want + alignSlack
 		t, s, err := ar.SnapshotAfterSummary(ctx, sessionID, userID, n)
 		if err != nil {
 			return view{}, nil, nil, err
 		}
 		v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages, all: len(t.Messages) < n}
-		if s != nil && s.Epoch == t.Epoch {
+		s = usable(s, v.epoch)
+		if s != nil {
 			v.from = s.UpToSeq
 		}
-		return v, usable(s, v.epoch), nil, nil
+		if v.from > 0 && !e.m.pol.wantsUnfolded() && v.total <= e.m.cfg.TriggerMessageCount && len(v.msgs) < min(v.total, want) {
+			// Parity at or below its trigger shows the newest messages
+			// (takeLast), older ones than the cursor included.
+			if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+				return view{}, nil, nil, err
+			}
+		}
+		return v, s, nil, nil
 	}
 	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
 	if err != nil {

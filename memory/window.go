@@ -108,6 +108,11 @@ func alignedStart(msgs []store.Message, want int) int {
 func (v view) recent(n int) ([]store.Message, int64) {
 	start := alignedStart(v.msgs, n)
 	if start == 0 {
+		if v.all && v.from > 0 && len(v.msgs) < v.total {
+			// msgs are every message after a summary's cursor: the
+			// messages before the window are those the summary covers.
+			return v.msgs, v.from
+		}
 		return v.msgs, 0
 	}
 	return v.msgs[start:], v.msgs[start-1].Seq
