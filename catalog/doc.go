@@ -87,6 +87,14 @@
 // with SetTitle (for example when a client creates the session) is pinned:
 // refreshes keep it, and it goes with the session when it is deleted.
 //
+// # Owners
+//
+// The catalogue files every document, title and listing under the owner
+// the manager stores the session under, by the manager's own mapping: a
+// shared session has one document and one title for all its
+// participants, which any of them may pin, and appears in every user's
+// listing and search; any other session is its owner's alone.
+//
 // # Search
 //
 // Embedder is langchaingo's embeddings.Embedder method set; NewEmbedder
@@ -106,7 +114,9 @@
 // (WithRanking), where age is the time since the session's last activity,
 // and dropped below a similarity floor (WithThresholds). Results tells one
 // clear winner, whose score beats the second's by a margin, from a choice
-// to put to the user. Only the user's own sessions are ever returned: the
+// to put to the user. Only the user's own sessions, and shared sessions
+// (memory.Config.SharedSessionPrefixes, which every user may open), are
+// ever returned: the
 // index filters by owner, and the matches of an index that does not see
 // sessions itself (the in-memory one) are re-checked through the manager.
 //
