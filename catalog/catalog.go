@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/internal/bg"
 	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/memory"
@@ -494,29 +495,29 @@ func (c *Catalog) buildFrom(ctx context.Context, sessionID, userID string, count
 	// The text and its vector, together.
 	var embErr error
 	if c.emb != nil {
-		var text string
+		var body string
 		if sum != nil {
-			text = summaryText(d.Title, sumVal)
+			body = summaryText(d.Title, sumVal)
 		} else {
-			text = turnsText(d.Title, first)
+			body = turnsText(d.Title, first)
 		}
 		if kw := keywordsOf(msgs); kw != "" {
-			text += "\nKeywords: " + kw
+			body += "\nKeywords: " + kw
 		}
-		text = cutRunes(text, maxTextRunes)
+		body = text.Cut(body, maxTextRunes)
 		switch {
-		case text == "":
-		case old != nil && old.Text == text && old.Model == c.model && len(old.Embedding) > 0:
+		case body == "":
+		case old != nil && old.Text == body && old.Model == c.model && len(old.Embedding) > 0:
 			d.Text, d.Model, d.Embedding = old.Text, old.Model, old.Embedding
 		default:
-			vec, err := c.embedDocument(ctx, text)
+			vec, err := c.embedDocument(ctx, body)
 			if err != nil {
 				embErr = fmt.Errorf("catalog: refresh %q: embed: %w", sessionID, err)
 				if old != nil && len(old.Embedding) > 0 { // keep the previous pair
 					d.Text, d.Model, d.Embedding = old.Text, old.Model, old.Embedding
 				}
 			} else if vec != nil {
-				d.Text, d.Model, d.Embedding = text, c.model, vec
+				d.Text, d.Model, d.Embedding = body, c.model, vec
 			}
 		}
 	}
@@ -672,15 +673,4 @@ func keywordsOf(msgs []store.Message) string {
 		}
 	}
 	return keywords(texts, keywordCount)
-}
-
-func cutRunes(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -120,13 +119,10 @@ func cleanTitle(reply string) string {
 	return capTitle(strings.Join(words, " "))
 }
 
+// capTitle collapses t's white space and cuts it to maxTitleRunes runes,
+// ending with "…" when cut.
 func capTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if utf8.RuneCountInString(t) <= maxTitleRunes {
-		return t
-	}
-	r := []rune(t)[:maxTitleRunes-1]
-	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
+	return text.Truncate(text.Collapse(t), maxTitleRunes, "…")
 }
 
 // fingerprintSize is the number of terms a fingerprint keeps.

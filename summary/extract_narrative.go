@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -211,7 +212,7 @@ func messageSentences(content string) []sentenceSpan {
 		if loc := sentenceEnd.FindStringIndex(content[at:]); loc != nil {
 			end, next = at+loc[1], at+loc[1]
 		}
-		sent := collapseSpace(content[at:end])
+		sent := text.Collapse(content[at:end])
 		start := at
 		at = next
 		rest := strings.TrimSpace(greeting.ReplaceAllString(sent, ""))
@@ -222,7 +223,7 @@ func messageSentences(content string) []sentenceSpan {
 		if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
 			rest += "."
 		}
-		out = append(out, sentenceSpan{text: truncateRunes(rest, maxNarrativeSentence, "…"), start: start, end: end})
+		out = append(out, sentenceSpan{text: text.Truncate(rest, maxNarrativeSentence, "…"), start: start, end: end})
 	}
 	return out
 }
@@ -384,7 +385,7 @@ func pickNarrative(cands []candidate, max, maxTokens int) string {
 	}
 	if len(chosen) == 0 { // one sentence longer than the cap
 		for _, i := range order {
-			return truncateRunes(cands[i].render(), max, "…")
+			return text.Truncate(cands[i].render(), max, "…")
 		}
 	}
 	return joined()

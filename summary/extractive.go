@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // MaxExtractiveNarrative caps the extractive summarizer's narrative, in
@@ -97,7 +99,7 @@ var sentenceEnd = regexp.MustCompile(`[.!?…]+(\s+|$)`)
 
 // splitSentences splits prose after ".", "!", "?" or "…" followed by space.
 func splitSentences(s string) []string {
-	s = collapseSpace(s)
+	s = text.Collapse(s)
 	var out []string
 	for s != "" {
 		loc := sentenceEnd.FindStringIndex(s)
@@ -135,7 +137,7 @@ func firstSentence(s string, max int) string {
 			rest += "."
 		}
 		if len(strings.Fields(rest)) >= 4 && !selfIntro.MatchString(rest) {
-			return truncateRunes(rest, max, "…")
+			return text.Truncate(rest, max, "…")
 		}
 		if fallback == "" {
 			fallback = rest
@@ -146,7 +148,7 @@ func firstSentence(s string, max int) string {
 			fallback = sentences[0]
 		}
 	}
-	return truncateRunes(fallback, max, "…")
+	return text.Truncate(fallback, max, "…")
 }
 
 func isOnlyPunct(s string) bool {
@@ -165,8 +167,6 @@ func capitalize(s string) string {
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
 }
-
-func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Title returns a short (at most 60 runes), deterministic title for a
 // conversation: the first sentence of the first user message that has one
@@ -215,15 +215,7 @@ func Title(s *Summary, firstUserMessages []string) string {
 // shortTitle removes trailing sentence punctuation and cuts at a word
 // boundary so that the result, "…" included, has at most max runes.
 func shortTitle(t string, max int) string {
-	t = strings.TrimRight(collapseSpace(t), ".!?… ")
-	if utf8.RuneCountInString(t) <= max {
-		return t
-	}
-	cut := []rune(t)[:max-1]
-	if i := strings.LastIndexByte(string(cut), ' '); i > max/2 {
-		return strings.TrimRight(string(cut)[:i], " ,;:-") + "…"
-	}
-	return strings.TrimRightFunc(string(cut), unicode.IsSpace) + "…"
+	return text.Title(strings.TrimRight(text.Collapse(t), ".!?… "), max)
 }
 
 // ----------------------------------------------------------------------------
@@ -374,7 +366,7 @@ func canon(kind, v string) string {
 		}
 		return b.String()
 	default:
-		return strings.ToLower(collapseSpace(v))
+		return strings.ToLower(text.Collapse(v))
 	}
 }
 
