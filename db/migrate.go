@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database/postgres"
@@ -352,9 +351,7 @@ const maxStatementShown = 400
 // commands that recover.
 func (e *MigrationError) Error() string {
 	stmt := strings.TrimSuffix(strings.Join(strings.Fields(e.Statement), " "), ";")
-	if utf8.RuneCountInString(stmt) > maxStatementShown {
-		stmt = text.Cut(stmt, maxStatementShown-1) + "…"
-	}
+	stmt = text.Truncate(stmt, maxStatementShown, "…")
 	file := e.File
 	if file == "" {
 		file = "a migration"
