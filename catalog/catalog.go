@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/internal/bg"
 	"github.com/strata-go/strata/internal/owner"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -296,7 +296,7 @@ func (c *Catalog) Title(ctx context.Context, sessionID, userID string) (string, 
 	if d != nil && d.Title != "" {
 		return d.Title, nil
 	}
-	return summary.Title(nil, firstUserMessages(msgs)), nil
+	return sketchTitle(nil, firstUserMessages(msgs)), nil
 }
 
 // Flush returns when no background refresh is queued or running, or with

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/strata-go/strata/summary"
 )
 
 // Entry is one conversation in a listing.
@@ -69,7 +67,7 @@ func (c *Catalog) List(ctx context.Context, userID string, limit, offset int) (P
 			if err != nil && !gone(err) { // a session deleted since the listing has no title
 				return Page{}, fmt.Errorf("catalog: title of %q: %w", e.SessionID, err)
 			}
-			e.Title = summary.Title(nil, firstUserMessages(msgs))
+			e.Title = sketchTitle(nil, firstUserMessages(msgs))
 		}
 		if c.stale(r, false) {
 			c.schedule(e.SessionID, own, e.MessageCount)

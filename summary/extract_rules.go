@@ -378,7 +378,7 @@ func buildSelfIntro(text string, m []int, role llms.ChatMessageType) (finding, b
 	if strings.HasPrefix(lp, "this") {
 		// "This is X" introduces the speaker only at the start of a
 		// message (after a greeting), as on a phone line.
-		if !introLead.MatchString(greeting.ReplaceAllString(clauseBefore(text, ps, 200), "")) {
+		if !introLead.MatchString(itext.StripGreeting(clauseBefore(text, ps, 200))) {
 			return finding{}, false
 		}
 	}
