@@ -157,7 +157,7 @@ type Usage struct {
 // background fold.
 //
 // When a model call fails (or ctx is done), only the user message is saved,
-// as the reference does, and the model's error is returned wrapped. When the
+// as arc-reactor does, and the model's error is returned wrapped. When the
 // model still asks for tools after WithMaxToolRounds rounds, the user
 // message and the completed rounds (whose tools did run) are saved without an
 // answer, and the error wraps ErrMaxToolRounds. When saving a completed turn

@@ -241,7 +241,7 @@ func sameSummaries(d *sqlx.DB, sums summary.Store) bool {
 	return ok && ss.d == d
 }
 
-// factJSON is one element of facts_json: the reference's shape
+// factJSON is one element of facts_json: arc-reactor's shape
 // {"key","value","category","extractedAt"} plus the ledger's provenance,
 // pin, superseded value and whether the user stated it, each omitted when zero so that rows written
 // before them still decode.
