@@ -14,8 +14,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/internal/msgjson"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
