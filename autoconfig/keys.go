@@ -32,6 +32,7 @@ const (
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
+	keyMaxSessionsPerUser  = "arc.reactor.memory.store.max-sessions-per-user"
 	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
 	keyTokenEncoding       = "arc.reactor.memory.token-encoding"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
@@ -180,6 +181,18 @@ func stringKey[T ~string](name, doc string, p func(*Config) *T) keySpec {
 // stringListKey is a list of strings: a YAML list, or in the environment
 // and overrides a comma-separated string. Blank entries are dropped.
 func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
+	return listKey(name, doc, p, false)
+}
+
+// strictStringListKey is stringListKey for lists whose blank entries are
+// errors rather than nothing: they are kept for validation to refuse (a
+// value that is blank as a whole is still the empty list, and a trailing
+// comma adds no entry).
+func strictStringListKey(name, doc string, p func(*Config) *[]string) keySpec {
+	return listKey(name, doc, p, true)
+}
+
+func listKey(name, doc string, p func(*Config) *[]string, keepBlank bool) keySpec {
 	return keySpec{name: name, typ: "list",
 		doc: doc,
 		parse: func(c *Config, raw any) error {
@@ -189,7 +202,14 @@ func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
 			case []any:
 				items = v
 			case string:
-				for _, e := range strings.Split(v, ",") {
+				if strings.TrimSpace(v) == "" {
+					break
+				}
+				parts := strings.Split(v, ",")
+				if strings.TrimSpace(parts[len(parts)-1]) == "" {
+					parts = parts[:len(parts)-1] // a trailing comma
+				}
+				for _, e := range parts {
 					items = append(items, e)
 				}
 			default:
@@ -201,7 +221,7 @@ func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
 				if err != nil {
 					return fmt.Errorf("entry %d: %v", i+1, err)
 				}
-				if str != "" {
+				if str != "" || keepBlank {
 					out = append(out, str)
 				}
 			}
@@ -269,7 +289,7 @@ var keyTable = []keySpec{
 		"Name of the environment variable holding the API key (never the key itself); empty = GOOGLE_API_KEY (then GEMINI_API_KEY) for gemini, OPENAI_API_KEY for openai. Not needed for a local OpenAI-compatible server.",
 		func(c *Config) *string { return &c.Summarizer.APIKeyEnv }),
 	durationKey(keySummarizerTimeout,
-		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds). A timeout is a failed fold, never an empty summary. Must be > 0.",
+		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds), enforced by the provider's client and by the manager (memory.Config.SummarizeTimeout), which stops waiting even for a summarizer that ignores its context and releases the session's fold lock. A timeout is a failed fold, never an empty summary. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Summarizer.Timeout }),
 	boolKey(keySummarizerJSONMode,
 		"openai: ask for a JSON object (response_format json_object). Turn off for servers that reject it; the reply parser is tolerant either way.",
@@ -294,8 +314,11 @@ var keyTable = []keySpec{
 		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
 	intKey(keyMaxSessions,
-		"Most sessions the in-memory message store keeps (used without a datasource); past it the least recently used session is evicted, with a log line. The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
+		"Most sessions the in-memory message store keeps (used without a datasource); past it a new session evicts the least recently used session of the same user, with a log line, and never another user's: a user who holds none is refused (HTTP 507). The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSessions }),
+	intKey(keyMaxSessionsPerUser,
+		"Most sessions one user may keep in the in-memory message store; past it the user's least recently used session is evicted, so that no user fills the store for the others. Never above max-sessions. Must be >= 0 (0 = 1000).",
+		func(c *Config) *int { return &c.Store.MaxSessionsPerUser }),
 	durationKey(keyFailureCooldown,
 		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),
@@ -322,7 +345,7 @@ var keyTable = []keySpec{
 		func(c *Config) *bool { return &c.Memory.ShowPreviousValues }),
 
 	// Strata: shared sessions.
-	stringListKey(keySharedPrefixes,
+	strictStringListKey(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
 		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
 
@@ -403,6 +426,9 @@ var keyTable = []keySpec{
 	intKey(keyServerContextBudget,
 		"strata serve: token budget of GET /v1/sessions/{id}/context when the request gives none. Must be >= 0 (0 = max-context-window-tokens - max-output-tokens).",
 		func(c *Config) *int { return &c.Server.ContextBudget }),
+	intKey(keyServerHistoryPageBytes,
+		"strata serve: most bytes of JSON messages in one page of GET /v1/sessions/{id}, beside its count limit; next_after_seq gets the rest (a page holds at least one message). Must be >= 1024 (default 8388608, 8 MiB).",
+		func(c *Config) *int { return &c.Server.HistoryPageBytes }),
 
 	// arc-reactor's llm properties.
 	ref(intKey(keyMaxTurns,
