@@ -14,9 +14,9 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/nilcheck"
+	"github.com/strata-go/strata/internal/usage"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
-	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -157,7 +157,7 @@ type Usage struct {
 // background fold.
 //
 // When a model call fails (or ctx is done), only the user message is saved,
-// as the reference does, and the model's error is returned wrapped. When the
+// as arc-reactor does, and the model's error is returned wrapped. When the
 // model still asks for tools after WithMaxToolRounds rounds, the user
 // message and the completed rounds (whose tools did run) are saved without an
 // answer, and the error wraps ErrMaxToolRounds. When saving a completed turn
@@ -434,14 +434,10 @@ func isToolCallDelta(chunk []byte) bool {
 }
 
 // add counts one call's usage from a choice's GenerationInfo (keys as
-// summary.UsageFrom reads them; the total is "TotalTokens" when reported).
+// usage.Tokens reads them).
 func (u *Usage) add(info map[string]any) {
-	tokens := summary.UsageFrom(info)
-	total := summary.CountFrom(info, "TotalTokens")
-	if total == 0 {
-		total = tokens.InputTokens + tokens.OutputTokens
-	}
-	u.PromptTokens += tokens.InputTokens
-	u.CompletionTokens += tokens.OutputTokens
+	in, out, total := usage.Tokens(info)
+	u.PromptTokens += in
+	u.CompletionTokens += out
 	u.TotalTokens += total
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/internal/bg"
+	"github.com/strata-go/strata/internal/owner"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -123,7 +125,11 @@ func WithTimeouts(refresh, close time.Duration) Option {
 type Catalog struct {
 	mgr *memory.Manager
 	idx Index
-	mem *memoryIndex // idx when it is the in-memory index: writes are fenced
+	// shared are the manager's shared-session prefixes: with them,
+	// owner.Of maps a caller to the owner the manager stores a session
+	// under, which is the owner its document, title and listing go by.
+	shared []string
+	mem    *memoryIndex // idx when it is the in-memory index: writes are fenced
 	// trusted: the index sees sessions and owners itself (a Lister), so its
 	// user filter needs no re-check through the manager.
 	trusted bool
@@ -169,7 +175,7 @@ func New(mgr *memory.Manager, idx Index, opts ...Option) (*Catalog, error) {
 	}
 	lex := &lexicalEmbedder{dims: lexicalDims}
 	c := &Catalog{
-		mgr: mgr, idx: idx,
+		mgr: mgr, idx: idx, shared: mgr.Config().SharedSessionPrefixes,
 		emb: lex, model: lex.model(), title: offlineTitle,
 		weight: 0.8, halfLife: 30 * 24 * time.Hour, minSim: 0.05, margin: 0.05,
 		log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -222,7 +228,7 @@ func (c *Catalog) Folded(ctx context.Context, ev memory.FoldEvent) {
 		c.erased(ctx, ev)
 		return
 	}
-	c.schedule(ev.SessionID, user(ev.UserID), 0)
+	c.schedule(ev.SessionID, c.owner(ev.SessionID, ev.UserID), 0)
 }
 
 // Deleted is the manager's delete observer (memory.WithDeleteObserver): it
@@ -243,9 +249,11 @@ func (c *Catalog) Deleted(ctx context.Context, sessionID string) {
 // search show it, and it goes with the session when the session is
 // deleted. It is trimmed and cut to 80 characters; "" removes the pin (a
 // title is generated again). A missing
-// session gives store.ErrNotFound, another user's memory.ErrNotOwner.
+// session gives store.ErrNotFound, another user's memory.ErrNotOwner. A
+// shared session (memory.Config.SharedSessionPrefixes) has one title for
+// all its participants, which any of them may set.
 func (c *Catalog) SetTitle(ctx context.Context, sessionID, userID, title string) error {
-	userID, title = user(userID), capTitle(strings.TrimSpace(title))
+	userID, title = c.owner(sessionID, userID), capTitle(strings.TrimSpace(title))
 	var err error
 	switch {
 	case c.trusted: // the index checks the owner in the same statement
@@ -273,7 +281,7 @@ func (c *Catalog) SetTitle(ctx context.Context, sessionID, userID, title string)
 // first user messages; "" for a session without user message. A missing
 // session gives store.ErrNotFound, another user's memory.ErrNotOwner.
 func (c *Catalog) Title(ctx context.Context, sessionID, userID string) (string, error) {
-	userID = user(userID)
+	userID = c.owner(sessionID, userID)
 	d, err := c.idx.Get(ctx, sessionID, userID)
 	if err != nil {
 		return "", fmt.Errorf("catalog: title of %q: %w", sessionID, err)
@@ -288,7 +296,7 @@ func (c *Catalog) Title(ctx context.Context, sessionID, userID string) (string, 
 	if d != nil && d.Title != "" {
 		return d.Title, nil
 	}
-	return summary.Title(nil, firstUserMessages(msgs)), nil
+	return sketchTitle(nil, firstUserMessages(msgs)), nil
 }
 
 // Flush returns when no background refresh is queued or running, or with
@@ -316,13 +324,22 @@ func (c *Catalog) probe(ctx context.Context, sessionID, userID string) error {
 	return err
 }
 
-// user normalizes a user id as the manager does: "" is
-// store.AnonymousUser.
-func user(userID string) string {
-	if userID == "" {
-		return store.AnonymousUser
+// owner is the owner userID acts as on the session, by the manager's own
+// mapping: the shared owner for a shared session, else the user ("" is
+// store.AnonymousUser). Documents are filed under it.
+func (c *Catalog) owner(sessionID, userID string) string {
+	return owner.Of(c.shared, sessionID, userID)
+}
+
+// owners are the owners whose sessions userID lists and searches: their
+// own, and the shared sessions, which every user may open (none when no
+// prefix is configured).
+func (c *Catalog) owners(userID string) []string {
+	u := owner.User(userID)
+	if len(c.shared) == 0 || u == owner.Shared {
+		return []string{u}
 	}
-	return userID
+	return []string{u, owner.Shared}
 }
 
 // gone reports whether err says that the session is not the user's (any
@@ -478,29 +495,29 @@ func (c *Catalog) buildFrom(ctx context.Context, sessionID, userID string, count
 	// The text and its vector, together.
 	var embErr error
 	if c.emb != nil {
-		var text string
+		var body string
 		if sum != nil {
-			text = summaryText(d.Title, sumVal)
+			body = summaryText(d.Title, sumVal)
 		} else {
-			text = turnsText(d.Title, first)
+			body = turnsText(d.Title, first)
 		}
 		if kw := keywordsOf(msgs); kw != "" {
-			text += "\nKeywords: " + kw
+			body += "\nKeywords: " + kw
 		}
-		text = cutRunes(text, maxTextRunes)
+		body = text.Cut(body, maxTextRunes)
 		switch {
-		case text == "":
-		case old != nil && old.Text == text && old.Model == c.model && len(old.Embedding) > 0:
+		case body == "":
+		case old != nil && old.Text == body && old.Model == c.model && len(old.Embedding) > 0:
 			d.Text, d.Model, d.Embedding = old.Text, old.Model, old.Embedding
 		default:
-			vec, err := c.embedDocument(ctx, text)
+			vec, err := c.embedDocument(ctx, body)
 			if err != nil {
 				embErr = fmt.Errorf("catalog: refresh %q: embed: %w", sessionID, err)
 				if old != nil && len(old.Embedding) > 0 { // keep the previous pair
 					d.Text, d.Model, d.Embedding = old.Text, old.Model, old.Embedding
 				}
 			} else if vec != nil {
-				d.Text, d.Model, d.Embedding = text, c.model, vec
+				d.Text, d.Model, d.Embedding = body, c.model, vec
 			}
 		}
 	}
@@ -656,15 +673,4 @@ func keywordsOf(msgs []store.Message) string {
 		}
 	}
 	return keywords(texts, keywordCount)
-}
-
-func cutRunes(s string, n int) string {
-	if n <= 0 || len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }

@@ -16,7 +16,7 @@ import (
 // running meanwhile is followed by another fresh rebuild. Failures are
 // logged.
 func (c *Catalog) erased(ctx context.Context, ev memory.FoldEvent) {
-	sessionID, userID := ev.SessionID, user(ev.UserID)
+	sessionID, userID := ev.SessionID, c.owner(ev.SessionID, ev.UserID)
 	// A background refresh running now may have read the session before
 	// the erasure: it runs once more afterwards, rebuilding afresh too.
 	c.mu.Lock()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
-
-	"github.com/strata-go/strata/summary"
 )
 
 // Entry is one conversation in a listing.
@@ -37,7 +37,9 @@ type Page struct {
 // List returns a page of userID's conversations, most recently active first
 // (ties by session id). limit <= 0 means no limit; a negative offset counts
 // as 0, and an offset past the end gives an empty page with the right
-// Total. Other users' sessions never appear.
+// Total. Other users' sessions never appear; shared sessions
+// (memory.Config.SharedSessionPrefixes), which every user may open, appear
+// in every user's listing, with the one title all their participants see.
 //
 // The page comes from the index in one query when it is a Lister, else from
 // memory.Manager.Sessions with each session's document. Sessions whose
@@ -46,7 +48,6 @@ type Page struct {
 // embedding are refreshed in the background; List itself never waits for
 // a model.
 func (c *Catalog) List(ctx context.Context, userID string, limit, offset int) (Page, error) {
-	userID = user(userID)
 	rows, total, err := c.sessions(ctx, userID, limit, max(offset, 0))
 	if err != nil {
 		return Page{}, err
@@ -57,27 +58,63 @@ func (c *Catalog) List(ctx context.Context, userID string, limit, offset int) (P
 			SessionID: r.Info.SessionID, Preview: r.Info.Preview, MessageCount: r.Info.MessageCount,
 			LastActivity: r.Info.LastActivity, CreatedAt: r.Info.CreatedAt,
 		}
+		own := c.owner(e.SessionID, userID)
 		if r.Doc != nil {
 			e.Title, e.Indexed = r.Doc.Title, true
 		}
 		if e.Title == "" && e.MessageCount > 0 {
-			msgs, err := c.mgr.Messages(ctx, e.SessionID, userID, 0, 4*firstTurns)
+			msgs, err := c.mgr.Messages(ctx, e.SessionID, own, 0, 4*firstTurns)
 			if err != nil && !gone(err) { // a session deleted since the listing has no title
 				return Page{}, fmt.Errorf("catalog: title of %q: %w", e.SessionID, err)
 			}
-			e.Title = summary.Title(nil, firstUserMessages(msgs))
+			e.Title = sketchTitle(nil, firstUserMessages(msgs))
 		}
 		if c.stale(r, false) {
-			c.schedule(e.SessionID, userID, e.MessageCount)
+			c.schedule(e.SessionID, own, e.MessageCount)
 		}
 		p.Sessions = append(p.Sessions, e)
 	}
 	return p, nil
 }
 
-// sessions lists a page of a user's sessions with their documents: through
-// the index when it is a Lister, else through the manager.
+// sessions lists a page of the sessions userID may open, with their
+// documents: their own and, when sessions are shared, the shared ones,
+// merged newest activity first (ties by session id).
 func (c *Catalog) sessions(ctx context.Context, userID string, limit, offset int) ([]Session, int, error) {
+	owners := c.owners(userID)
+	if len(owners) == 1 {
+		return c.sessionsOf(ctx, owners[0], limit, offset)
+	}
+	want := 0 // every session of each owner
+	if limit > 0 {
+		want = offset + limit
+	}
+	var rows []Session
+	total := 0
+	for _, o := range owners {
+		r, n, err := c.sessionsOf(ctx, o, want, 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		rows, total = append(rows, r...), total+n
+	}
+	slices.SortStableFunc(rows, func(a, b Session) int {
+		if c := b.Info.LastActivity.Compare(a.Info.LastActivity); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Info.SessionID, b.Info.SessionID)
+	})
+	rows = rows[min(offset, len(rows)):]
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows, total, nil
+}
+
+// sessionsOf lists a page of the sessions of one owner with their
+// documents: through the index when it is a Lister, else through the
+// manager.
+func (c *Catalog) sessionsOf(ctx context.Context, userID string, limit, offset int) ([]Session, int, error) {
 	if l, ok := c.idx.(Lister); ok {
 		rows, total, err := l.ListSessions(ctx, userID, limit, offset)
 		if err != nil {
@@ -126,7 +163,6 @@ func (c *Catalog) stale(r Session, explicit bool) bool {
 // another embedder, and returns how many it refreshed. Errors are joined;
 // the other sessions are still refreshed.
 func (c *Catalog) Reindex(ctx context.Context, userID string) (int, error) {
-	userID = user(userID)
 	rows, _, err := c.sessions(ctx, userID, 0, 0)
 	if err != nil {
 		return 0, err
@@ -138,7 +174,7 @@ func (c *Catalog) Reindex(ctx context.Context, userID string) (int, error) {
 			continue
 		}
 		n++
-		if err := c.refresh(ctx, r.Info.SessionID, userID, r.Info.MessageCount); err != nil {
+		if err := c.refresh(ctx, r.Info.SessionID, c.owner(r.Info.SessionID, userID), r.Info.MessageCount); err != nil {
 			errs = append(errs, err)
 		}
 	}

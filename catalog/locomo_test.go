@@ -90,7 +90,7 @@ func TestLoCoMoSearch(t *testing.T) {
 	ctx := context.Background()
 	env := memEnv()
 	idx := env.Index
-	cfg := memory.DefaultConfig() // the reference's trigger 20 and verbatim window 10
+	cfg := memory.DefaultConfig() // arc-reactor's trigger 20 and verbatim window 10
 	cfg.Enabled = true
 	mgr, cat := catalogtest.Open(t, env, cfg, catalog.WithLogger(quietLogger()))
 	const user = "locomo-user"

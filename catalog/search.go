@@ -47,7 +47,9 @@ type Results struct {
 // query, combined with how recently they were active, and returns at most
 // limit matches (5 when limit <= 0) with a similarity of at least the
 // minimum (WithThresholds), best first, with the decision they support
-// (see Results). Only the user's own sessions are returned: the index
+// (see Results). Only the user's own sessions, and the shared sessions
+// every user may open (memory.Config.SharedSessionPrefixes), are
+// returned: the index
 // filters by owner, and the matches of an index that does not see sessions
 // (not a Lister) are re-checked through the manager.
 //
@@ -56,7 +58,6 @@ type Results struct {
 // exactly from their stored texts, so Similarity is the cosine of the bags
 // of words, not of their hashed vectors.
 func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (Results, error) {
-	userID = user(userID)
 	if limit <= 0 {
 		limit = searchLimit
 	}
@@ -72,7 +73,7 @@ func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (
 		return Results{}, nil // a query without content words (lexical embedder)
 	}
 	q := Query{
-		UserID: userID, Vector: vec, Model: c.model, Limit: limit + 4, MinSimilarity: c.minSim,
+		Vector: vec, Model: c.model, Limit: limit + 4, MinSimilarity: c.minSim,
 		Weight: c.weight, HalfLife: c.halfLife, Now: time.Now(),
 	}
 	scorer, exact := c.emb.(textScorer)
@@ -80,10 +81,16 @@ func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (
 		// Re-scored from the texts below: take a wider, unfloored pool.
 		q.Limit, q.MinSimilarity = max(4*limit, 20), -1 // cosine similarities are >= -1
 	}
-	ms, err := c.idx.Search(ctx, q)
-	if err != nil {
-		return Results{}, fmt.Errorf("catalog: search: %w", err)
+	var ms []Match
+	for _, o := range c.owners(userID) {
+		q.UserID = o
+		found, err := c.idx.Search(ctx, q)
+		if err != nil {
+			return Results{}, fmt.Errorf("catalog: search: %w", err)
+		}
+		ms = append(ms, found...)
 	}
+	sortMatches(ms)
 	if exact {
 		kept := ms[:0]
 		for _, m := range ms {

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -23,17 +22,98 @@ type titleFunc func(ctx context.Context, s summary.Summary, firstUserMessages []
 // offlineTitle is the default titleFunc: deterministic, no model. With a
 // summary it titles the summary alone, so that the title follows the
 // conversation's focus when it is regenerated after a topic change
-// (summary.Title: the user's first sentence in the narrative, else the
+// (sketchTitle: the user's first sentence in the narrative, else the
 // narrative's first sentence, else its first fact). Without a summary it is
-// summary.Title of the first user messages (which passes over greetings
+// sketchTitle of the first user messages (which passes over greetings
 // alone).
 func offlineTitle(_ context.Context, s summary.Summary, firstUserMessages []string) (string, error) {
 	if !s.IsEmpty() {
-		if t := summary.Title(&s, nil); t != "" {
+		if t := sketchTitle(&s, nil); t != "" {
 			return t, nil
 		}
 	}
-	return summary.Title(nil, firstUserMessages), nil
+	return sketchTitle(nil, firstUserMessages), nil
+}
+
+// offlineTitleRunes caps the offline titles.
+const offlineTitleRunes = 60
+
+// sketchTitle returns a short (at most offlineTitleRunes runes),
+// deterministic title for a conversation: the first sentence of the first
+// user message that has one (greetings skipped, trailing punctuation
+// removed, cut at a word boundary with "…"); failing that, the first
+// sentence the user said in the summary's narrative (labelled "User: "),
+// else the narrative's first sentence; failing that, its first fact as
+// "Key: value"; otherwise "".
+func sketchTitle(s *summary.Summary, firstUserMessages []string) string {
+	const max = offlineTitleRunes
+	fallback := "" // a short opener such as "Hi": only when nothing better exists
+	for _, m := range firstUserMessages {
+		t := firstSentence(m, 1000)
+		if len(strings.Fields(t)) >= 4 {
+			return shortTitle(t, max)
+		}
+		if fallback == "" {
+			fallback = shortTitle(t, max)
+		}
+	}
+	if s == nil {
+		return fallback
+	}
+	sents := text.Sentences(s.Narrative)
+	// The user's own words say best what the conversation is about: the
+	// extractive narrative labels its sentences by speaker.
+	for _, sent := range sents {
+		if said, ok := strings.CutPrefix(strings.TrimSpace(sent), "User: "); ok && strings.TrimSpace(said) != "" {
+			return shortTitle(text.Capitalize(strings.TrimSpace(said)), max)
+		}
+	}
+	for _, sent := range sents {
+		sent = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(sent, "User: "), "Assistant: "))
+		if sent != "" {
+			return shortTitle(text.Capitalize(sent), max)
+		}
+	}
+	for _, f := range s.Facts {
+		if k := strings.TrimSpace(f.Key); k != "" && strings.TrimSpace(f.Value) != "" {
+			name := text.Capitalize(strings.ReplaceAll(summary.NormalizeKey(k), "_", " "))
+			return shortTitle(name+": "+strings.TrimSpace(f.Value), max)
+		}
+	}
+	return fallback
+}
+
+// firstSentence returns the first informative sentence of s (see
+// text.Informative), cut to max runes ("" for blank s). Sentences that are
+// only a greeting or a self-introduction, or have fewer than four words,
+// are passed over unless no sentence qualifies, in which case the first
+// non-empty one is used.
+func firstSentence(s string, max int) string {
+	fallback := ""
+	for _, sent := range text.Sentences(s) {
+		rest, ok := text.Informative(sent)
+		if !ok {
+			continue
+		}
+		if len(strings.Fields(rest)) >= 4 && !text.SelfIntro(rest) {
+			return text.Truncate(rest, max, "…")
+		}
+		if fallback == "" {
+			fallback = rest
+		}
+	}
+	if fallback == "" {
+		if sentences := text.Sentences(s); len(sentences) > 0 {
+			fallback = sentences[0]
+		}
+	}
+	return text.Truncate(fallback, max, "…")
+}
+
+// shortTitle removes trailing sentence punctuation and cuts at a word
+// boundary so that the result, "…" included, has at most max runes.
+func shortTitle(t string, max int) string {
+	return text.Title(strings.TrimRight(text.Collapse(t), ".!?… "), max)
 }
 
 // maxTitleWords is the most words a model-written title keeps.
@@ -120,13 +200,10 @@ func cleanTitle(reply string) string {
 	return capTitle(strings.Join(words, " "))
 }
 
+// capTitle collapses t's white space and cuts it to maxTitleRunes runes,
+// ending with "…" when cut.
 func capTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if utf8.RuneCountInString(t) <= maxTitleRunes {
-		return t
-	}
-	r := []rune(t)[:maxTitleRunes-1]
-	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
+	return text.Truncate(text.Collapse(t), maxTitleRunes, "…")
 }
 
 // fingerprintSize is the number of terms a fingerprint keeps.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -332,7 +333,7 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 		s := sums[0]
 		facts, bad := decodeArcReactorFacts(s.FactsJSON)
 		info.badFacts = bad
-		sm := &memory.SnapshotSummary{Narrative: cleanText(s.Narrative), Facts: facts}
+		sm := &memory.SnapshotSummary{Narrative: text.Clean(s.Narrative), Facts: facts}
 		if k := s.SummarizedUpTo; k > 0 && k <= int64(len(rows)) {
 			sm.UpToSeq = rows[k-1].ID
 		}
@@ -390,7 +391,7 @@ func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
 			bad++
 			continue
 		}
-		key, value := cleanText(jsonText(f.Key)), cleanText(jsonText(f.Value))
+		key, value := text.Clean(jsonText(f.Key)), text.Clean(jsonText(f.Value))
 		if strings.TrimSpace(key) == "" {
 			bad++
 			continue

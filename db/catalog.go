@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -260,14 +261,14 @@ SELECT 1 FROM strata_sessions WHERE session_id = $1 AND user_id = $2 AND deleted
 // checks that the live session still holds the last message read
 // (SourceSeq).
 func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
-	if !validID(d.SessionID) || !validID(d.UserID) {
+	if !text.Storable(d.SessionID) || !text.Storable(d.UserID) {
 		return nil // no such session can exist
 	}
 	if d.Source != catalog.SourceSummary && d.Source != catalog.SourceTurns {
 		return fmt.Errorf("db: catalog upsert %q: unknown source %q", d.SessionID, d.Source)
 	}
 	var emb any // NULL
-	text, model, dims := "", "", 0
+	body, model, dims := "", "", 0
 	if len(d.Embedding) > 0 {
 		for _, v := range d.Embedding {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -277,7 +278,7 @@ func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
 		if strings.TrimSpace(d.Text) == "" || d.Model == "" {
 			return fmt.Errorf("db: catalog upsert %q: an embedding needs its text and model", d.SessionID)
 		}
-		emb, text, model, dims = pq.Float32Array(d.Embedding), cleanText(d.Text), cleanText(d.Model), len(d.Embedding)
+		emb, body, model, dims = pq.Float32Array(d.Embedding), text.Clean(d.Text), text.Clean(d.Model), len(d.Embedding)
 	}
 	colType, _, err := x.mode(ctx)
 	if err != nil {
@@ -291,8 +292,8 @@ func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
 	if d.Epoch == 0 {
 		guard, mark = seqGuard, d.SourceSeq
 	}
-	args := []any{d.SessionID, d.UserID, cleanText(d.Title), cleanText(d.Fingerprint),
-		d.Source, d.SourceSeq, d.MessageCount, text, model, dims, emb, mark}
+	args := []any{d.SessionID, d.UserID, text.Clean(d.Title), text.Clean(d.Fingerprint),
+		d.Source, d.SourceSeq, d.MessageCount, body, model, dims, emb, mark}
 	q := fmt.Sprintf(upsertSQL, guard, col, val, set)
 	if d.Epoch != 0 {
 		_, err = x.d.ExecContext(ctx, q, args...)
@@ -354,10 +355,10 @@ SELECT (SELECT user_id FROM s) AS owner, (SELECT count(*) FROM w) AS written`
 // session's live row; store.ErrNotFound for a missing or deleted session,
 // memory.ErrNotOwner for another user's.
 func (x *CatalogIndex) SetTitle(ctx context.Context, sessionID, userID, title string) error {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return fmt.Errorf("db: catalog set title %q: %w", sessionID, store.ErrNotFound)
 	}
-	q, args := pinSQL, []any{sessionID, cleanText(userID), cleanText(title)}
+	q, args := pinSQL, []any{sessionID, text.Clean(userID), text.Clean(title)}
 	if title == "" {
 		q, args = unpinSQL, args[:2]
 	}
@@ -415,7 +416,7 @@ func (r docRow) match() catalog.Match {
 // Get implements catalog.Index: userID's document of the session, with the
 // live session's epoch.
 func (x *CatalogIndex) Get(ctx context.Context, sessionID, userID string) (*catalog.Doc, error) {
-	if !validID(sessionID) || !validID(userID) {
+	if !text.Storable(sessionID) || !text.Storable(userID) {
 		return nil, nil
 	}
 	var r docRow
@@ -463,7 +464,7 @@ SELECT * FROM (
 
 // Search implements catalog.Index.
 func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.Match, error) {
-	if len(q.Vector) == 0 || !validID(q.UserID) || !validID(q.Model) {
+	if len(q.Vector) == 0 || !text.Storable(q.UserID) || !text.Storable(q.Model) {
 		return nil, nil
 	}
 	vecType, vecOp, err := x.mode(ctx)

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -294,21 +293,6 @@ func buildOptions(opts []Option) options {
 		}
 	}
 	return o
-}
-
-// validID reports whether s can be stored in a TEXT column: valid UTF-8
-// without NUL bytes. An id that fails it can never name a stored session.
-func validID(s string) bool {
-	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
-}
-
-// cleanText makes s storable in a TEXT column by replacing invalid UTF-8
-// and removing NUL bytes.
-func cleanText(s string) string {
-	if validID(s) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // WithDSNParams sets connection parameters (search_path, application_name,

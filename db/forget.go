@@ -11,6 +11,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -120,7 +121,7 @@ UPDATE strata_session_index
 // (strata_session_index). All of it commits or none does.
 func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
 	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return fmt.Errorf("db: forget in session %q: %w", sessionID, store.ErrNotFound)
 	}
 	fail := func(what string, err error) error {
@@ -177,7 +178,7 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 			if err != nil {
 				return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
 			}
-			if _, err := tx.ExecContext(ctx, forgetRewriteSQL, sessionID, cur.Epoch, cleanText(next.Narrative), facts); err != nil {
+			if _, err := tx.ExecContext(ctx, forgetRewriteSQL, sessionID, cur.Epoch, text.Clean(next.Narrative), facts); err != nil {
 				return fail("rewrite summary", err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -40,7 +41,7 @@ func FuzzDecodeFacts(f *testing.F) {
 		}
 		for i := range again {
 			a, b := again[i], facts[i]
-			if a.Key != cleanText(b.Key) || a.Value != cleanText(b.Value) || a.Category != b.Category || !a.ExtractedAt.Equal(b.ExtractedAt) {
+			if a.Key != text.Clean(b.Key) || a.Value != text.Clean(b.Value) || a.Category != b.Category || !a.ExtractedAt.Equal(b.ExtractedAt) {
 				t.Fatalf("fact %d changed: %+v → %+v", i, b, a)
 			}
 		}

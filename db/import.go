@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -64,7 +65,7 @@ ON CONFLICT (session_id) DO UPDATE
 // id in use returns store.ErrSessionExists.
 func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
 	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
-	if !validID(sessionID) || !validID(userID) {
+	if !text.Storable(sessionID) || !text.Storable(userID) {
 		return store.AppendResult{}, fmt.Errorf("db: import: %w: id %s", store.ErrInvalidMessage, invalidID)
 	}
 	b, err := newBatch(msgs)
@@ -128,7 +129,7 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 			if !sm.CreatedAt.IsZero() {
 				createdAt = sm.CreatedAt
 			}
-			if _, err := tx.ExecContext(ctx, importSummarySQL, sessionID, epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, createdAt); err != nil {
+			if _, err := tx.ExecContext(ctx, importSummarySQL, sessionID, epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, createdAt); err != nil {
 				return fail("summary", err)
 			}
 		}

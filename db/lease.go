@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -93,7 +94,7 @@ func tryLockFoldSaving(ctx context.Context, d *sqlx.DB, slice time.Duration, ses
 
 // takeLease takes the session's fold lease (see tryLockFold).
 func takeLease(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration) (*lease, bool, error) {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return nil, false, fmt.Errorf("db: fold lease: session id is not valid UTF-8 or contains a NUL byte")
 	}
 	if ttl <= 0 {
@@ -204,7 +205,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var held, gone, saved bool
-	err = l.d.QueryRowxContext(ctx, saveReleaseSQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
+	err = l.d.QueryRowxContext(ctx, saveReleaseSQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}

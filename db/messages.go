@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/internal/msgjson"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -76,10 +77,10 @@ RETURNING epoch`
 // id of a deleted session is free again; its new incarnation gets a new
 // epoch.
 func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) error {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return fmt.Errorf("db: create session: %w: session id %s", store.ErrInvalidMessage, invalidID)
 	}
-	if !validID(userID) {
+	if !text.Storable(userID) {
 		return fmt.Errorf("db: create session: %w: user id %s", store.ErrInvalidMessage, invalidID)
 	}
 	var epoch int64
@@ -136,10 +137,10 @@ SELECT user_id, message_count, epoch FROM strata_sessions WHERE session_id = $1 
 // and epoch, changing nothing. Seq, UserID and CreatedAt of msgs are
 // ignored: the store assigns them.
 func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return store.AppendResult{}, fmt.Errorf("db: append: %w: session id %s", store.ErrInvalidMessage, invalidID)
 	}
-	if !validID(userID) {
+	if !text.Storable(userID) {
 		return store.AppendResult{}, fmt.Errorf("db: append: %w: user id %s", store.ErrInvalidMessage, invalidID)
 	}
 	b, err := newBatch(msgs)
@@ -230,22 +231,10 @@ func newBatch(msgs []store.Message) (*batch, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		if m.Role == store.RoleUser && !b.firstUser.Valid {
-			b.firstUser = sql.NullString{String: truncateRunes(m.Content, firstUserMessageMax), Valid: true}
+			b.firstUser = sql.NullString{String: text.Cut(m.Content, firstUserMessageMax), Valid: true}
 		}
 	}
 	return b, nil
-}
-
-// truncateRunes returns the first n characters of s.
-func truncateRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }
 
 // messageColumns are the strata_messages columns every message read
@@ -317,7 +306,7 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	fail := func(err error) (store.Tail, *summary.Summary, error) {
 		return store.Tail{}, nil, fmt.Errorf("db: %s of session %q: %w", op, sessionID, err)
 	}
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return fail(store.ErrNotFound)
 	}
 	n = max(n, 0)
@@ -438,7 +427,7 @@ SELECT s.user_id AS owner, m.seq, m.role, m.content, m.tool_calls, m.tool_call_i
 // Range implements memory.MessageStore with a single indexed query that
 // checks ownership and reads the range.
 func (s *MessageStore) Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]store.Message, error) {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return nil, fmt.Errorf("db: range of session %q: %w", sessionID, store.ErrNotFound)
 	}
 	var lim sql.NullInt64
@@ -547,7 +536,7 @@ UPDATE strata_sessions
 // changes. A summary save that finishes afterwards, on any replica,
 // writes nothing (see SummaryStore.Save).
 func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) error {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return fmt.Errorf("db: delete session %q: %w", sessionID, store.ErrNotFound)
 	}
 	tx, err := s.d.BeginTxx(ctx, nil)
@@ -589,14 +578,6 @@ SELECT session_id, user_id, message_count, first_user_message,
  ORDER BY last_activity DESC, session_id
  LIMIT $2 OFFSET $3`
 
-// emptyPreview is the preview of a session without a user message, as the
-// reference shows it.
-const emptyPreview = "Empty conversation"
-
-// previewRunes is how many characters of the first user message a listing
-// preview keeps before appending "...".
-const previewRunes = 50
-
 // Sessions implements memory.MessageStore: userID's sessions, empty ones
 // included, most recently active first, from strata_sessions alone (one
 // indexed query). limit <= 0 means no limit; a negative offset counts as
@@ -625,13 +606,7 @@ type sessionRow struct {
 }
 
 func (r sessionRow) info() store.SessionInfo {
-	preview := emptyPreview
-	if r.FirstUserMessage.Valid {
-		preview = truncateRunes(r.FirstUserMessage.String, previewRunes)
-		if len(preview) < len(r.FirstUserMessage.String) {
-			preview += "..."
-		}
-	}
+	preview := text.Preview(r.FirstUserMessage.String, r.FirstUserMessage.Valid)
 	return store.SessionInfo{SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
 		CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview}
 }
@@ -641,7 +616,7 @@ func (r sessionRow) info() store.SessionInfo {
 // total number of live sessions (counted separately when the page is past
 // the end, where count(*) OVER () has no row to ride on).
 func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB, query, userID string, limit, offset int) ([]R, int, error) {
-	if !validID(userID) {
+	if !text.Storable(userID) {
 		return nil, 0, nil
 	}
 	var lim sql.NullInt64

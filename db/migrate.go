@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database/postgres"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // MigrationsTable is the table in which golang-migrate records Strata's
@@ -282,7 +283,7 @@ func (d *statementDriver) Run(migration io.Reader) error {
 		if errors.As(err, &pqErr) && pqErr.Position != "" {
 			var pos int
 			if _, serr := fmt.Sscanf(pqErr.Position, "%d", &pos); serr == nil && pos > 0 {
-				me.Line = st.Line + strings.Count(runePrefix(st.Text, pos-1), "\n")
+				me.Line = st.Line + strings.Count(text.Cut(st.Text, pos-1), "\n")
 			}
 		}
 		return me
@@ -299,16 +300,6 @@ func (d *statementDriver) Run(migration io.Reader) error {
 		return fail(sqlStatement{Text: "COMMIT", Line: 1 + strings.Count(string(body), "\n")}, err)
 	}
 	return nil
-}
-
-// runePrefix returns the first n characters of s (all of s when shorter).
-func runePrefix(s string, n int) string {
-	i := 0
-	for ; n > 0 && i < len(s); n-- {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i]
 }
 
 // identifyMigration finds the embedded migration file whose content is
@@ -360,9 +351,7 @@ const maxStatementShown = 400
 // commands that recover.
 func (e *MigrationError) Error() string {
 	stmt := strings.TrimSuffix(strings.Join(strings.Fields(e.Statement), " "), ";")
-	if utf8.RuneCountInString(stmt) > maxStatementShown {
-		stmt = runePrefix(stmt, maxStatementShown-1) + "…"
-	}
+	stmt = text.Truncate(stmt, maxStatementShown, "…")
 	file := e.File
 	if file == "" {
 		file = "a migration"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -45,10 +46,10 @@ SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL
 // (appendSQL). Another user's session returns memory.ErrNotOwner and
 // nothing changes; so does any failure before the commit.
 func (s *MessageStore) Replace(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return store.AppendResult{}, fmt.Errorf("db: replace: %w: session id %s", store.ErrInvalidMessage, invalidID)
 	}
-	if !validID(userID) {
+	if !text.Storable(userID) {
 		return store.AppendResult{}, fmt.Errorf("db: replace: %w: user id %s", store.ErrInvalidMessage, invalidID)
 	}
 	b, err := newBatch(msgs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -63,7 +64,7 @@ type summaryRow struct {
 // them when facts_json is not an array); the rest of the summary is
 // returned as stored.
 func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summary, error) {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return nil, nil
 	}
 	var r summaryRow
@@ -177,7 +178,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, cleanText(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 
@@ -186,7 +187,7 @@ func checkSummary(sm summary.Summary) error {
 	if sm.SessionID == "" {
 		return fmt.Errorf("db: save summary: %w", summary.ErrNoSessionID)
 	}
-	if !validID(sm.SessionID) {
+	if !text.Storable(sm.SessionID) {
 		return fmt.Errorf("db: save summary: session id %s", invalidID)
 	}
 	if sm.UpToSeq < 0 {
@@ -211,7 +212,7 @@ func saveResult(ctx context.Context, sm summary.Summary, gone, saved bool, err e
 // Delete implements summary.Store. Deleting an absent summary is not an
 // error.
 func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
-	if !validID(sessionID) {
+	if !text.Storable(sessionID) {
 		return nil
 	}
 	const q = `DELETE FROM strata_summaries WHERE session_id = $1`
@@ -240,7 +241,7 @@ func sameSummaries(d *sqlx.DB, sums summary.Store) bool {
 	return ok && ss.d == d
 }
 
-// factJSON is one element of facts_json: the reference's shape
+// factJSON is one element of facts_json: arc-reactor's shape
 // {"key","value","category","extractedAt"} plus the ledger's provenance,
 // pin, superseded value and whether the user stated it, each omitted when zero so that rows written
 // before them still decode.
@@ -264,8 +265,8 @@ type factJSON struct {
 func encodeFacts(facts []summary.Fact) (string, error) {
 	out := make([]factJSON, len(facts))
 	for i, f := range facts {
-		out[i] = factJSON{Key: cleanText(f.Key), Value: cleanText(f.Value), Category: string(f.Category),
-			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: cleanText(f.Previous), Stated: f.Stated}
+		out[i] = factJSON{Key: text.Clean(f.Key), Value: text.Clean(f.Value), Category: string(f.Category),
+			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: text.Clean(f.Previous), Stated: f.Stated}
 		if f.Category == "" || !f.Category.Valid() {
 			out[i].Category = string(summary.ParseCategory(string(f.Category)))
 		}

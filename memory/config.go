@@ -79,7 +79,8 @@ type Config struct {
 	// share its conversation. The manager stores them under one owner,
 	// "shared", whoever calls, so the store's ownership check still runs
 	// with every operation; Sessions therefore lists them for no user but
-	// "shared". Empty by default, unlike arc-reactor, which shares slack-
+	// "shared" (the catalogue, package catalog, lists and titles them by
+	// the same mapping: in every user's listing, one title for all). Empty by default, unlike arc-reactor, which shares slack-
 	// sessions implicitly: a session belongs to the user who created it
 	// unless its id is explicitly declared shared. A blank prefix, which
 	// would share every session, is refused.

@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/nilcheck"
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
@@ -219,7 +220,7 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 // Sessions lists userID's sessions, newest activity first; total counts
 // them all.
 func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
-	return m.store.Sessions(ctx, normUser(userID), limit, offset)
+	return m.store.Sessions(ctx, owner.User(userID), limit, offset)
 }
 
 // Messages returns up to limit (<= 0: all) of the session's stored messages

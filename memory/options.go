@@ -3,10 +3,9 @@ package memory
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -83,27 +82,12 @@ func WithDeleteObserver(fn func(ctx context.Context, sessionID string)) Option {
 	}
 }
 
-// sharedOwner is the owner recorded for shared sessions (see
-// Config.SharedSessionPrefixes), whichever user writes them.
-const sharedOwner = "shared"
-
-// owner is the user a store operation on sessionID runs as: sharedOwner
+// owner is the user a store operation on sessionID runs as: owner.Shared
 // for a shared session (Config.SharedSessionPrefixes), whoever asks, else
-// userID (store.AnonymousUser when empty). It is the manager's one mapping from callers
-// to owners; the store checks ownership in the same statement as the
+// userID (store.AnonymousUser when empty). It is the manager's one mapping
+// from callers to owners (package internal/owner, which the catalogue uses
+// too); the store checks ownership in the same statement as the
 // operation, as for any other owner.
 func (m *Manager) owner(sessionID, userID string) string {
-	for _, p := range m.cfg.SharedSessionPrefixes {
-		if strings.HasPrefix(sessionID, p) {
-			return sharedOwner
-		}
-	}
-	return normUser(userID)
-}
-
-func normUser(userID string) string {
-	if userID == "" {
-		return store.AnonymousUser
-	}
-	return userID
+	return owner.Of(m.cfg.SharedSessionPrefixes, sessionID, userID)
 }

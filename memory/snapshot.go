@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -129,7 +129,7 @@ func (s *Snapshot) Validate(maxBytes int) error {
 		bad("version %d is not %d", s.Version, SnapshotVersion)
 	}
 	for _, id := range [][2]string{{"session_id", s.SessionID}, {"user_id", s.UserID}} {
-		if !utf8.ValidString(id[1]) || strings.IndexByte(id[1], 0) >= 0 || len(id[1]) > maxSnapshotID {
+		if !text.Storable(id[1]) || len(id[1]) > maxSnapshotID {
 			bad("%s is not valid UTF-8 of at most %d bytes without NUL", id[0], maxSnapshotID)
 		}
 	}
@@ -169,7 +169,7 @@ func (s *Snapshot) Validate(maxBytes int) error {
 			}
 		}
 		for _, t := range texts {
-			if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+			if !text.Storable(t) {
 				bad("summary: text is not valid UTF-8 or contains a NUL byte")
 				break
 			}

@@ -11,7 +11,8 @@ import (
 )
 
 // TestLoad drives the server with 50 concurrent clients over loopback for
-// a bounded time — 3 s by default, 20 s with STRATA_LOAD_TEST=1 — and reports
+// a bounded time — 3 s by default, 300 ms under -short, 20 s with
+// STRATA_LOAD_TEST=1 — and reports
 // requests/s and latency percentiles. Pairs of clients share a session, so
 // appends race on it. It asserts no 5xx, no transport error, and no lost or
 // interleaved message; it makes no timing assertion.
@@ -28,8 +29,11 @@ func TestLoadPostgres(t *testing.T) {
 func runLoad(t *testing.T, st stack) {
 	const clients = 50
 	duration := 3 * time.Second
-	if os.Getenv("STRATA_LOAD_TEST") == "1" {
+	switch {
+	case os.Getenv("STRATA_LOAD_TEST") == "1":
 		duration = 20 * time.Second
+	case testing.Short():
+		duration = 300 * time.Millisecond // the races and checks, briefly
 	}
 	ts := st.start(t)
 	// One session per pair of clients, half of them bob's.

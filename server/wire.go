@@ -17,6 +17,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/msgjson"
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -81,7 +82,7 @@ func fromChat(cm llms.ChatMessage) wireMessage {
 // cleanTitle validates a session title and collapses its white space, as
 // the catalogue keeps it.
 func cleanTitle(t string) (string, error) {
-	t = strings.Join(strings.Fields(t), " ")
+	t = text.Collapse(t)
 	switch {
 	case !utf8.ValidString(t):
 		return "", errors.New("title is not valid UTF-8")

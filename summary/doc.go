@@ -29,7 +29,7 @@
 // under any key of the family (phone_number, new_phone, customer_phone),
 // supersedes it. The old value is kept as Fact.Previous and is never
 // rendered as a second current fact; RenderOptions.ShowPrevious shows it on
-// the same line as "(previously …)", off by default as in the reference.
+// the same line as "(previously …)", off by default as in arc-reactor.
 // A key that embeds a record's id ("gift_card_3481935_id") belongs to the
 // family of the key without it.
 //

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // relativeDateRE matches dates said relative to the day they are said.
@@ -42,7 +44,7 @@ func resolveRelative(phrase string, at time.Time) (string, bool) {
 	if at.IsZero() {
 		return "", false
 	}
-	p := strings.ToLower(collapseSpace(phrase))
+	p := strings.ToLower(text.Collapse(phrase))
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, at.Location())
 	var d time.Time
 	f := strings.Fields(p)

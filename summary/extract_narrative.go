@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -208,21 +209,17 @@ func messageSentences(content string) []sentenceSpan {
 	for at < len(content) {
 		end := len(content)
 		next := len(content)
-		if loc := sentenceEnd.FindStringIndex(content[at:]); loc != nil {
+		if loc := text.SentenceEnd(content[at:]); loc != nil {
 			end, next = at+loc[1], at+loc[1]
 		}
-		sent := collapseSpace(content[at:end])
+		sent := text.Collapse(content[at:end])
 		start := at
 		at = next
-		rest := strings.TrimSpace(greeting.ReplaceAllString(sent, ""))
-		if rest == "" || isOnlyPunct(rest) || selfIntro.MatchString(capitalize(rest)) {
+		rest, ok := text.Informative(sent)
+		if !ok || text.SelfIntro(rest) {
 			continue
 		}
-		rest = capitalize(rest)
-		if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
-			rest += "."
-		}
-		out = append(out, sentenceSpan{text: truncateRunes(rest, maxNarrativeSentence, "…"), start: start, end: end})
+		out = append(out, sentenceSpan{text: text.Truncate(rest, maxNarrativeSentence, "…"), start: start, end: end})
 	}
 	return out
 }
@@ -246,7 +243,7 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo
 		cands = append(cands, candidate{who: who, text: sc.text, shape: sc.shape, score: sc.score, order: len(cands)})
 	}
 	add := func(who, text string) { addScored(who, memo.sentence(text, who)) }
-	for _, sent := range splitSentences(carried) {
+	for _, sent := range text.Sentences(carried) {
 		who, text := "", sent
 		for _, p := range []string{"User", "Assistant"} {
 			if rest, ok := strings.CutPrefix(sent, p+": "); ok {
@@ -384,7 +381,7 @@ func pickNarrative(cands []candidate, max, maxTokens int) string {
 	}
 	if len(chosen) == 0 { // one sentence longer than the cap
 		for _, i := range order {
-			return truncateRunes(cands[i].render(), max, "…")
+			return text.Truncate(cands[i].render(), max, "…")
 		}
 	}
 	return joined()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -138,7 +139,7 @@ func TestIncrementalFoldReadsOnlyItsMessages(t *testing.T) {
 		if _, err := svc.Summarize(context.Background(), Request{Messages: batch, Existing: existing, Incremental: true}); err != nil {
 			t.Fatal(err)
 		}
-		carried := len(splitSentences(existing.Narrative))
+		carried := len(text.Sentences(existing.Narrative))
 		if n := svc.memo.lru.Len(); n > len(batch)+carried {
 			t.Errorf("history %d chunks: %d texts scanned for %d messages and %d carried sentences", history, n, len(batch), carried)
 		}

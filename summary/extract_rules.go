@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	itext "github.com/strata-go/strata/internal/text"
 )
 
 // This file holds the extractors that say what a fact is from the words
@@ -236,11 +238,11 @@ func buildPreference(text string, m []int, role llms.ChatMessageType) (finding, 
 	if loc := clauseEnd.FindStringIndex(rest); loc != nil {
 		rest = rest[:loc[0]]
 	}
-	v := preferenceLead.ReplaceAllString(strings.TrimRight(collapseSpace(rest), " ,:"), "")
+	v := preferenceLead.ReplaceAllString(strings.TrimRight(itext.Collapse(rest), " ,:"), "")
 	if len(strings.Fields(v)) < 2 && !dietRE.MatchString(v) {
 		return finding{}, false
 	}
-	v = truncateRunes(v, 120, "…")
+	v = itext.Truncate(v, 120, "…")
 	lt := strings.ToLower(trig)
 	lv := strings.ToLower(v)
 	f := finding{start: ts, end: ts + len(rest), kind: "preference", value: v, cat: Condition}
@@ -376,7 +378,7 @@ func buildSelfIntro(text string, m []int, role llms.ChatMessageType) (finding, b
 	if strings.HasPrefix(lp, "this") {
 		// "This is X" introduces the speaker only at the start of a
 		// message (after a greeting), as on a phone line.
-		if !introLead.MatchString(greeting.ReplaceAllString(clauseBefore(text, ps, 200), "")) {
+		if !introLead.MatchString(itext.StripGreeting(clauseBefore(text, ps, 200))) {
 			return finding{}, false
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // MaxExtractiveNarrative caps the extractive summarizer's narrative, in
@@ -88,142 +90,6 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 		return Result{}, fmt.Errorf("summary: extractive summarizer found nothing: %w", ErrEmptyReply)
 	}
 	return res, nil
-}
-
-// ----------------------------------------------------------------------------
-// Narrative
-
-var sentenceEnd = regexp.MustCompile(`[.!?…]+(\s+|$)`)
-
-// splitSentences splits prose after ".", "!", "?" or "…" followed by space.
-func splitSentences(s string) []string {
-	s = collapseSpace(s)
-	var out []string
-	for s != "" {
-		loc := sentenceEnd.FindStringIndex(s)
-		if loc == nil {
-			out = append(out, s)
-			break
-		}
-		if sent := strings.TrimSpace(s[:loc[1]]); sent != "" {
-			out = append(out, sent)
-		}
-		s = s[loc[1]:]
-	}
-	return out
-}
-
-var greeting = regexp.MustCompile(`^(?i:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|dear\s+\S+)(?:\s+there)?)(?:[\s,!.:;-]+|$)`)
-
-var selfIntro = regexp.MustCompile(`^(?i:this\s+is|my\s+name\s+is|i['’]m|i\s+am)\s+\p{Lu}[\p{L}'’-]*(?:\s+\p{Lu}[\p{L}'’-]*){0,2}[.!]*$`)
-
-// firstSentence returns the first informative sentence of s, capitalised,
-// ending in punctuation and cut to max runes ("" for blank s). A leading
-// greeting is removed; sentences that are only a greeting or a
-// self-introduction, or have fewer than four words, are passed over
-// unless no sentence qualifies, in which case the first non-empty one is
-// used.
-func firstSentence(s string, max int) string {
-	fallback := ""
-	for _, sent := range splitSentences(s) {
-		rest := strings.TrimSpace(greeting.ReplaceAllString(sent, ""))
-		if rest == "" || isOnlyPunct(rest) {
-			continue
-		}
-		rest = capitalize(rest)
-		if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
-			rest += "."
-		}
-		if len(strings.Fields(rest)) >= 4 && !selfIntro.MatchString(rest) {
-			return truncateRunes(rest, max, "…")
-		}
-		if fallback == "" {
-			fallback = rest
-		}
-	}
-	if fallback == "" {
-		if sentences := splitSentences(s); len(sentences) > 0 {
-			fallback = sentences[0]
-		}
-	}
-	return truncateRunes(fallback, max, "…")
-}
-
-func isOnlyPunct(s string) bool {
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return false
-		}
-	}
-	return true
-}
-
-func capitalize(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r == utf8.RuneError || !unicode.IsLower(r) {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
-}
-
-func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// Title returns a short (at most 60 runes), deterministic title for a
-// conversation: the first sentence of the first user message that has one
-// (greetings skipped, trailing punctuation removed, cut at a word boundary
-// with "…"); failing that, the first sentence the user said in the
-// summary's narrative (labelled "User: "), else the narrative's first
-// sentence; failing that, its first fact as "Key: value"; otherwise "".
-func Title(s *Summary, firstUserMessages []string) string {
-	const max = 60
-	fallback := "" // a short opener such as "Hi": only when nothing better exists
-	for _, m := range firstUserMessages {
-		t := firstSentence(m, 1000)
-		if len(strings.Fields(t)) >= 4 {
-			return shortTitle(t, max)
-		}
-		if fallback == "" {
-			fallback = shortTitle(t, max)
-		}
-	}
-	if s == nil {
-		return fallback
-	}
-	sents := splitSentences(s.Narrative)
-	// The user's own words say best what the conversation is about: the
-	// extractive narrative labels its sentences by speaker.
-	for _, sent := range sents {
-		if said, ok := strings.CutPrefix(strings.TrimSpace(sent), "User: "); ok && strings.TrimSpace(said) != "" {
-			return shortTitle(capitalize(strings.TrimSpace(said)), max)
-		}
-	}
-	for _, sent := range sents {
-		sent = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(sent, "User: "), "Assistant: "))
-		if sent != "" {
-			return shortTitle(capitalize(sent), max)
-		}
-	}
-	for _, f := range s.Facts {
-		if k := strings.TrimSpace(f.Key); k != "" && strings.TrimSpace(f.Value) != "" {
-			name := capitalize(strings.ReplaceAll(NormalizeKey(k), "_", " "))
-			return shortTitle(name+": "+strings.TrimSpace(f.Value), max)
-		}
-	}
-	return fallback
-}
-
-// shortTitle removes trailing sentence punctuation and cuts at a word
-// boundary so that the result, "…" included, has at most max runes.
-func shortTitle(t string, max int) string {
-	t = strings.TrimRight(collapseSpace(t), ".!?… ")
-	if utf8.RuneCountInString(t) <= max {
-		return t
-	}
-	cut := []rune(t)[:max-1]
-	if i := strings.LastIndexByte(string(cut), ' '); i > max/2 {
-		return strings.TrimRight(string(cut)[:i], " ,;:-") + "…"
-	}
-	return strings.TrimRightFunc(string(cut), unicode.IsSpace) + "…"
 }
 
 // ----------------------------------------------------------------------------
@@ -374,7 +240,7 @@ func canon(kind, v string) string {
 		}
 		return b.String()
 	default:
-		return strings.ToLower(collapseSpace(v))
+		return strings.ToLower(text.Collapse(v))
 	}
 }
 

@@ -339,44 +339,6 @@ func TestExtractFactsRoles(t *testing.T) {
 	})
 }
 
-func TestTitle(t *testing.T) {
-	cases := []struct {
-		name  string
-		s     *Summary
-		first []string
-		want  string
-	}{
-		{"first user sentence", nil, []string{"Hi! I need a refund for order #1234. It arrived broken."}, "I need a refund for order #1234"},
-		{"greeting stripped", nil, []string{"hello, where is my parcel?"}, "Where is my parcel"},
-		{"skips blank messages", nil, []string{"", "  ", "Change my seat please"}, "Change my seat please"},
-		{"long cut at a word", nil, []string{"My flight HAT170 on 2024-05-20 was cancelled and I want to rebook on a later flight."},
-			"My flight HAT170 on 2024-05-20 was cancelled and I want to…"},
-		{"from narrative", &Summary{Narrative: "User: Asked about baggage allowance. Assistant: Explained."}, nil, "Asked about baggage allowance"},
-		{"the user's words before the assistant's", &Summary{Narrative: "Assistant: Welcome back to the help desk. User: My parcel to Lyon is late."}, nil, "My parcel to Lyon is late"},
-		{"from facts", &Summary{Facts: []Fact{{Key: "order_id", Value: "#1234"}}}, nil, "Order id: #1234"},
-		{"greeting skipped for a later message", nil, []string{"Hi", "My parcel never arrived at all"}, "My parcel never arrived at all"},
-		{"greeting loses to the narrative", &Summary{Narrative: "User: Asked about baggage allowance."}, []string{"Hello!"}, "Asked about baggage allowance"},
-		{"short opener as a last resort", nil, []string{"Thanks"}, "Thanks"},
-		{"nothing", &Summary{}, nil, ""},
-		{"nil", nil, nil, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := Title(tc.s, tc.first)
-			if got != tc.want {
-				t.Fatalf("Title = %q, want %q", got, tc.want)
-			}
-			if utf8.RuneCountInString(got) > 60 {
-				t.Fatalf("title has %d runes", utf8.RuneCountInString(got))
-			}
-		})
-	}
-	long := strings.Repeat("가나다라마바사아자차", 10)
-	if got := Title(nil, []string{long}); utf8.RuneCountInString(got) != 60 || !strings.HasSuffix(got, "…") {
-		t.Fatalf("unbroken long title %q", got)
-	}
-}
-
 func TestExtractFactsFromJSONToolResultsAndArguments(t *testing.T) {
 	msgs := []llms.ChatMessage{
 		llms.HumanChatMessage{Content: "Please book it."},

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // MergeFacts folds the facts a summarizer returned (incoming) into the
@@ -118,8 +120,8 @@ func (l *ledger) holding(v string) []*entry {
 
 // clean trims and caps a fact's key and value and fixes its category.
 func (l *ledger) clean(f Fact) (Fact, string) {
-	f.Key = truncateRunes(strings.TrimSpace(f.Key), MaxKeyLen, "")
-	f.Value = truncateRunes(strings.TrimSpace(f.Value), l.opt.MaxValueLen, "…")
+	f.Key = text.Truncate(strings.TrimSpace(f.Key), MaxKeyLen, "")
+	f.Value = text.Truncate(strings.TrimSpace(f.Value), l.opt.MaxValueLen, "…")
 	f.Category = ParseCategory(string(f.Category))
 	return f, NormalizeKey(f.Key)
 }
@@ -368,7 +370,7 @@ func (l *ledger) capHistory(h []string, cur string) []string {
 			}
 		}
 		if !later {
-			out = append(out, truncateRunes(v, l.opt.MaxValueLen, "…"))
+			out = append(out, text.Truncate(v, l.opt.MaxValueLen, "…"))
 		}
 	}
 	if len(out) > maxHistory {

@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/chatmsg"
+	"github.com/strata-go/strata/internal/usage"
 )
 
 // Defaults of the LLM summarizer.
@@ -140,10 +141,11 @@ func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error)
 		return Result{}, fmt.Errorf("summary: model returned no choices: %w", ErrEmptyReply)
 	}
 	choice := resp.Choices[0]
-	usage := UsageFrom(choice.GenerationInfo)
+	in, out, _ := usage.Tokens(choice.GenerationInfo)
+	used := Usage{InputTokens: in, OutputTokens: out}
 
 	res, err := ParseReply(choice.Content)
-	res.Usage = usage
+	res.Usage = used
 	res.Narrative = CapNarrative(res.Narrative, s.maxNarrativeTokens, nil)
 	if err == nil && res.IsEmpty() {
 		err = fmt.Errorf("summary: parse reply: %w", ErrEmptyReply)
@@ -151,10 +153,10 @@ func (s *llmService) Summarize(ctx context.Context, req Request) (Result, error)
 	s.log.DebugContext(ctx, "summarization done", "session", req.SessionID,
 		"messages", len(req.Messages), "incremental", req.Incremental,
 		"facts", len(res.Facts), "narrative_chars", len(res.Narrative),
-		"input_tokens", usage.InputTokens, "output_tokens", usage.OutputTokens,
+		"input_tokens", used.InputTokens, "output_tokens", used.OutputTokens,
 		"duration", elapsed, "error", err)
 	if err != nil {
-		return Result{Usage: usage}, err
+		return Result{Usage: used}, err
 	}
 	return res, nil
 }
@@ -195,51 +197,6 @@ func (s *llmService) generate(ctx context.Context, msgs []llms.MessageContent, o
 		return nil, fmt.Errorf("%w after %s: %w", ErrTimeout, s.timeout, out.err)
 	}
 	return nil, fmt.Errorf("summary: model call: %w", out.err)
-}
-
-// UsageFrom reads token counts from a langchaingo choice's GenerationInfo:
-// the keys "PromptTokens"/"CompletionTokens" (openai, googleai),
-// "input_tokens"/"output_tokens" (googleai, bedrock) or
-// "InputTokens"/"OutputTokens" (anthropic), with int, int32, int64 or float64
-// values.
-func UsageFrom(info map[string]any) Usage {
-	return Usage{
-		InputTokens:  CountFrom(info, "PromptTokens", "input_tokens", "InputTokens"),
-		OutputTokens: CountFrom(info, "CompletionTokens", "output_tokens", "OutputTokens"),
-	}
-}
-
-// CountFrom returns the first positive count stored in info under one of
-// keys (a GenerationInfo entry such as "TotalTokens"), 0 when none is.
-func CountFrom(info map[string]any, keys ...string) int {
-	for _, k := range keys {
-		if n, ok := toInt(info[k]); ok && n > 0 {
-			return n
-		}
-	}
-	return 0
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int32:
-		return int(n), true
-	case int64:
-		return int(n), true
-	case float64:
-		return int(n), true
-	case float32:
-		return int(n), true
-	case uint:
-		return int(n), true
-	case uint32:
-		return int(n), true
-	case uint64:
-		return int(n), true
-	}
-	return 0, false
 }
 
 // BuildPrompt returns the system and user prompts of one summarization, so

@@ -401,28 +401,6 @@ func TestLLMServiceCapsNarrative(t *testing.T) {
 	}
 }
 
-func TestUsageFrom(t *testing.T) {
-	cases := []struct {
-		name string
-		info map[string]any
-		want Usage
-	}{
-		{"openai ints", map[string]any{"PromptTokens": 10, "CompletionTokens": 5}, Usage{10, 5}},
-		{"googleai int32", map[string]any{"input_tokens": int32(7), "output_tokens": int32(3)}, Usage{7, 3}},
-		{"int64", map[string]any{"PromptTokens": int64(8), "CompletionTokens": int64(4)}, Usage{8, 4}},
-		{"float64 (decoded JSON)", map[string]any{"input_tokens": float64(11), "output_tokens": float64(2)}, Usage{11, 2}},
-		{"anthropic", map[string]any{"InputTokens": 9, "OutputTokens": 1}, Usage{9, 1}},
-		{"zero openai falls back", map[string]any{"PromptTokens": 0, "input_tokens": 6, "CompletionTokens": 0, "output_tokens": 2}, Usage{6, 2}},
-		{"strings ignored", map[string]any{"PromptTokens": "10"}, Usage{}},
-		{"nil", nil, Usage{}},
-	}
-	for _, tc := range cases {
-		if got := UsageFrom(tc.info); got != tc.want {
-			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestLLMServiceLogs(t *testing.T) {
 	var buf strings.Builder
 	var mu sync.Mutex

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/strata-go/strata/trimmer"
 )
@@ -123,24 +122,4 @@ func NormalizeKey(key string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// truncateRunes cuts s to at most n runes at a rune boundary; when it cuts,
-// the result ends with suffix (counted in n).
-func truncateRunes(s string, n int, suffix string) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	keep := n - utf8.RuneCountInString(suffix)
-	if keep < 0 {
-		keep = 0
-	}
-	i := 0
-	for pos := range s {
-		if i == keep {
-			return strings.TrimRightFunc(s[:pos], unicode.IsSpace) + suffix
-		}
-		i++
-	}
-	return s + suffix
 }

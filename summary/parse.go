@@ -52,7 +52,7 @@ var ErrNotJSON = errors.New("summary: summarizer reply is not the expected JSON 
 //
 // A reply without any JSON object is an error: one that looks like JSON
 // yields an error wrapping ErrUnparseable, any other (prose, a refusal)
-// an error wrapping ErrNotJSON — unlike the reference implementation,
+// an error wrapping ErrNotJSON — unlike arc-reactor,
 // prose never becomes the narrative, so a model that answers off-script
 // cannot wipe the summary so far. A blank reply yields an error wrapping
 // ErrEmptyReply.

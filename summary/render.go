@@ -23,7 +23,7 @@ type RenderOptions struct {
 	ShowPrevious bool
 }
 
-// FactsBlock renders facts as the reference does: "Conversation Facts:" and
+// FactsBlock renders facts as arc-reactor does: "Conversation Facts:" and
 // one "- key: value" line per fact, in ledger order. Only current values
 // are shown (see FactsBlockWith). No facts: "".
 func FactsBlock(facts []Fact) string { return FactsBlockWith(facts, RenderOptions{}) }

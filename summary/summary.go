@@ -12,7 +12,7 @@ import (
 // reference implementation; anything else is normalised to General.
 type Category string
 
-// The fact categories, in the reference's declaration order.
+// The fact categories, in arc-reactor's declaration order.
 const (
 	Entity    Category = "ENTITY"    // people, orders, products, identifiers
 	Decision  Category = "DECISION"  // something agreed or chosen
@@ -135,7 +135,7 @@ type Request struct {
 	// Incremental is true when Messages continue Existing (they are only the
 	// messages after Existing.UpToSeq): the summarizer must carry Existing's
 	// narrative and facts forward. False means Messages are everything to
-	// summarize from the originals (the reference's way); Existing's facts
+	// summarize from the originals (arc-reactor's way); Existing's facts
 	// are then offered for merging only.
 	Incremental bool
 	// SentAt, when set, says when each message was written: SentAt[i]

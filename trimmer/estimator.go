@@ -33,7 +33,7 @@ const (
 )
 
 // cjkClass holds the scripts that tokenizers split at about 2/3 token per
-// character. It extends the reference's four blocks (unified ideographs,
+// character. It extends arc-reactor's four blocks (unified ideographs,
 // Hangul syllables, Hiragana, Katakana) with the neighbouring CJK blocks that
 // it counted at 1/3, which undercounted text in those blocks.
 var cjkClass = runeRanges{

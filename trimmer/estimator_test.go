@@ -45,7 +45,7 @@ func TestEstimateScript(t *testing.T) {
 	}
 }
 
-// The blocks the reference counted as "other" (1/3 token) now count as CJK
+// The blocks arc-reactor counted as "other" (1/3 token) now count as CJK
 // (2/3): three characters give 2 tokens instead of 1.
 func TestEstimateScriptExtendedCJK(t *testing.T) {
 	ranges := []struct {

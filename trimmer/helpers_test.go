@@ -13,7 +13,7 @@ import (
 	"github.com/strata-go/strata/internal/chatmsg"
 )
 
-// lenEst counts one token per byte, like the reference tests' text.length.
+// lenEst counts one token per byte, like arc-reactor's tests' text.length.
 var lenEst = EstimatorFunc(func(s string) int { return len(s) })
 
 func sys(s string) llms.ChatMessage  { return llms.SystemChatMessage{Content: s} }

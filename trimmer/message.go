@@ -103,7 +103,7 @@ func classifyOther(m llms.ChatMessage) item {
 	}
 }
 
-// price returns the content tokens of m, as the reference prices them: the text,
+// price returns the content tokens of m, as arc-reactor prices them: the text,
 // plus E(name+arguments) for each tool call of an assistant message.
 func price(m llms.ChatMessage, est Estimator) int {
 	switch v := chatmsg.Value(m).(type) {
@@ -125,7 +125,7 @@ func priceAI(m llms.AIChatMessage, est Estimator) int {
 	return n
 }
 
-// callText is name and arguments without a separator, as in the reference.
+// callText is name and arguments without a separator, as in arc-reactor.
 func callText(fc *llms.FunctionCall) string {
 	if fc == nil {
 		return ""

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"SearchFiltersAndRanking", testSearch},
 		{"TitlesFollowFolds", testTitles},
 		{"PinnedTitles", testPinned},
+		{"SharedSessions", testShared},
 		{"DeletedSessionsDisappear", testDeleted},
 		{"RefreshRacingDeleteWritesNothing", testRefreshRacingDelete},
 		{"FailingEmbedderNeverBreaksConversation", testFailingEmbedder},
@@ -651,6 +653,102 @@ func testPinned(t *testing.T, env Env) {
 	}
 	if d := getDoc(t, ctx, env.Index, sid, uid); d == nil || d.Pinned || d.Title != "Which tomato varieties grow well on a balcony" {
 		t.Errorf("document of the new session: %s", show(d))
+	}
+}
+
+// testShared: a shared session (memory.Config.SharedSessionPrefixes) has
+// the owner the manager gives it, whoever asks: one title for all its
+// participants, which any of them may set, and a place in every user's
+// listing and search; private sessions stay their owner's.
+func testShared(t *testing.T, env Env) {
+	ctx := ctxFor(t)
+	cfg := memory.DefaultConfig()
+	cfg.SharedSessionPrefixes = []string{"slack-"}
+	mgr, cat := Open(t, env, cfg)
+	const sid = "slack-C1-1700000000.1"
+	save(t, ctx, mgr, "alice-own", "alice", "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")
+	time.Sleep(2 * time.Millisecond) // distinct last activity
+	save(t, ctx, mgr, "bob-own", "bob", "How do I descale my espresso machine?", "Use citric acid.")
+	time.Sleep(2 * time.Millisecond)
+	save(t, ctx, mgr, sid, "alice", "When is the rocket launch rehearsal scheduled?", "Thursday at noon.")
+	save(t, ctx, mgr, sid, "bob", "Who runs the rocket launch checklist?", "Carol does.")
+
+	// Before any title is pinned, both participants see the same one.
+	ta, errA := cat.Title(ctx, sid, "alice")
+	tb, errB := cat.Title(ctx, sid, "bob")
+	if errA != nil || errB != nil || ta == "" || ta != tb {
+		t.Fatalf("generated titles: alice %q (%v), bob %q (%v); want one title", ta, errA, tb, errB)
+	}
+	// One participant pins it: every participant sees it.
+	if err := cat.SetTitle(ctx, sid, "alice", "Launch rehearsal"); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob", ""} {
+		if got, err := cat.Title(ctx, sid, u); err != nil || got != "Launch rehearsal" {
+			t.Errorf("%q sees the title %q, %v; want the pinned one", u, got, err)
+		}
+	}
+	// Another participant renames it: the one title changes for everyone.
+	if err := cat.SetTitle(ctx, sid, "bob", "Launch checklist"); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob"} {
+		if got, err := cat.Title(ctx, sid, u); err != nil || got != "Launch checklist" {
+			t.Errorf("%q sees the title %q, %v; want the one bob pinned", u, got, err)
+		}
+	}
+	// Private sessions stay private.
+	if _, err := cat.Title(ctx, "alice-own", "bob"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("bob reads the title of alice's session: %v", err)
+	}
+	if err := cat.SetTitle(ctx, "alice-own", "bob", "Mine"); !errors.Is(err, memory.ErrNotOwner) {
+		t.Errorf("bob titles alice's session: %v", err)
+	}
+
+	// Both participants list the shared session, with its one title,
+	// next to their own sessions (newest first), and never each other's.
+	for _, tc := range []struct{ user, own string }{{"alice", "alice-own"}, {"bob", "bob-own"}} {
+		pg, err := cat.List(ctx, tc.user, 0, 0)
+		if err != nil || pg.Total != 2 || !slices.Equal(ids(pg.Sessions), []string{sid, tc.own}) {
+			t.Fatalf("%s lists %v (total %d), %v; want [%s %s]", tc.user, ids(pg.Sessions), pg.Total, err, sid, tc.own)
+		}
+		if pg.Sessions[0].Title != "Launch checklist" {
+			t.Errorf("%s lists the shared session as %q", tc.user, pg.Sessions[0].Title)
+		}
+		var paged []string
+		for off := range 3 {
+			p, err := cat.List(ctx, tc.user, 1, off)
+			if err != nil || p.Total != 2 {
+				t.Fatalf("%s page %d: %+v, %v", tc.user, off, p, err)
+			}
+			paged = append(paged, ids(p.Sessions)...)
+		}
+		if !slices.Equal(paged, []string{sid, tc.own}) {
+			t.Errorf("%s pages through %v", tc.user, paged)
+		}
+	}
+
+	// Both find it by what it was about; neither finds the other's.
+	Flush(t, ctx, mgr, cat)
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := cat.Reindex(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cat.Search(ctx, u, "rocket launch", 5)
+		if err != nil || res.Best == nil || res.Best.SessionID != sid || res.Best.Title != "Launch checklist" {
+			t.Errorf("%s searches the shared session: %+v, %v", u, res, err)
+		}
+	}
+	if res, err := cat.Search(ctx, "bob", "tomato balcony", 5); err != nil || len(res.Matches) != 0 {
+		t.Errorf("bob finds alice's session: %+v, %v", res, err)
+	}
+
+	// Any participant may delete it: it leaves every listing.
+	if err := mgr.DeleteSession(ctx, sid, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := cat.List(ctx, "alice", 0, 0); err != nil || pg.Total != 1 || !slices.Equal(ids(pg.Sessions), []string{"alice-own"}) {
+		t.Errorf("alice lists %v (total %d) after the delete, %v", ids(pg.Sessions), pg.Total, err)
 	}
 }
 

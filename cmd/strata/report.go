@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -123,12 +124,7 @@ func (r *replayer) shortLine(s string) string {
 	if r.opts.full {
 		return s
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if width := max(r.opts.width, 20); utf8.RuneCountInString(s) > width {
-		rs := []rune(s)
-		s = string(rs[:width-1]) + "…"
-	}
-	return s
+	return text.Truncate(text.Collapse(s), max(r.opts.width, 20), "…")
 }
 
 // foldLine reports folds that happened since the previous turn.

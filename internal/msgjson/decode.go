@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // UnmarshalStrict decodes the one JSON value r holds into v, strictly: an
@@ -309,7 +310,7 @@ func argumentsText(raw json.RawMessage) (string, error) {
 	if err := json.Compact(&buf, raw); err != nil {
 		return "", err
 	}
-	return validUTF8(buf.String()), nil
+	return text.ValidUTF8(buf.String()), nil
 }
 
 // plainText reads the two forms a lenient text field shares: absent or
@@ -324,23 +325,4 @@ func plainText(raw json.RawMessage) (trimmed json.RawMessage, text string, done 
 		return raw, text, true
 	}
 	return raw, "", false
-}
-
-// validUTF8 replaces each byte of s that is not part of valid UTF-8 with
-// U+FFFD, as encoding/json does to the strings it decodes and encodes.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }

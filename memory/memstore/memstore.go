@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 )
 
@@ -26,13 +27,6 @@ const DefaultMaxSessions = 10_000
 // WithMaxSessionsPerUser is not given (or is given n <= 0), or the store's
 // bound when that is lower.
 const DefaultMaxSessionsPerUser = 1_000
-
-// emptyPreview is the listing preview of a session without a user message.
-const emptyPreview = "Empty conversation"
-
-// previewRunes is how many characters of the first user message a listing
-// preview keeps before appending "...".
-const previewRunes = 50
 
 // Option configures the store New returns.
 type Option func(*Store)
@@ -352,10 +346,7 @@ func (s *Store) Sessions(ctx context.Context, userID string, limit, offset int) 
 	all := make([]entry, 0, len(mine))
 	for _, sess := range mine {
 		info := store.SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
-			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: emptyPreview}
-		if sess.hasUser {
-			info.Preview = preview(sess.firstUser)
-		}
+			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: text.Preview(sess.firstUser, sess.hasUser)}
 		all = append(all, entry{info, sess.activity})
 	}
 	s.mu.Unlock()
@@ -440,19 +431,6 @@ func (s *Store) remove(sess *memSession) {
 			delete(s.byUser, sess.owner)
 		}
 	}
-}
-
-// preview cuts text to previewRunes characters plus "..." when longer, as
-// the reference's session listing does.
-func preview(text string) string {
-	n := 0
-	for i := range text {
-		if n == previewRunes {
-			return text[:i] + "..."
-		}
-		n++
-	}
-	return text
 }
 
 func cloneMessages(in []store.Message) []store.Message {

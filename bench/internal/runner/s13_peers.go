@@ -471,7 +471,7 @@ func (r *runner) renderPeers(out *sectionOut, peers []Peer, rows []PeerRow, conv
 	} else {
 		out.printf("Replay: the first %d of the %d LoCoMo conversations (%s), all their turns — %s user turns; capped to keep the section short on a shared machine. Conversations replay one after the other; within a turn every policy loads, then every policy saves, in table order.\n\n", len(convs), allConvs, strings.Join(ids, ", "), fmtInt(turns))
 	}
-	out.printf("- **full history**: every message so far — the reference of the token ratios.\n")
+	out.printf("- **full history**: every message so far — arc-reactor of the token ratios.\n")
 	out.printf("- **langchaingo** `github.com/tmc/langchaingo/memory` %s, fed as langchaingo's chains and agents feed a memory: `SaveContext` with the user input and the final answer; the model sees the memory's chat history. **ConversationBuffer** (`NewConversationBuffer()`) keeps everything, so on LoCoMo (no tool calls) it holds exactly the full history. **ConversationWindowBuffer** (`NewConversationWindowBuffer(%d)`) keeps the last %d exchanges = %d messages, Strata's verbatim window, and nothing older. **ConversationTokenBuffer** (`NewConversationTokenBuffer(nil, %s)`, as in section 1) drops the oldest messages beyond %s tokens, which langchaingo counts as runes/4 (its log warning per count silenced). This version of langchaingo has no summarizing memory (its `memory` package holds only these buffers and chat-history stores), so no langchaingo row calls a summarizer.\n",
 		lcVersion, windowTurns, windowTurns, 2*windowTurns, fmtInt(r.p.tokenBufferLimit), fmtInt(r.p.tokenBufferLimit))
 	for _, p := range peers {

@@ -1,0 +1,80 @@
+package text
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+var sentenceEnd = regexp.MustCompile(`[.!?…]+(\s+|$)`)
+
+var greeting = regexp.MustCompile(`^(?i:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|dear\s+\S+)(?:\s+there)?)(?:[\s,!.:;-]+|$)`)
+
+var selfIntro = regexp.MustCompile(`^(?i:this\s+is|my\s+name\s+is|i['’]m|i\s+am)\s+\p{Lu}[\p{L}'’-]*(?:\s+\p{Lu}[\p{L}'’-]*){0,2}[.!]*$`)
+
+// SentenceEnd returns the span of the first sentence end in s — a run of
+// ".", "!", "?" or "…" followed by white space or the end of s, the white
+// space included — or nil when there is none.
+func SentenceEnd(s string) []int { return sentenceEnd.FindStringIndex(s) }
+
+// Sentences splits prose after ".", "!", "?" or "…" followed by space,
+// white space collapsed.
+func Sentences(s string) []string {
+	s = Collapse(s)
+	var out []string
+	for s != "" {
+		loc := sentenceEnd.FindStringIndex(s)
+		if loc == nil {
+			out = append(out, s)
+			break
+		}
+		if sent := strings.TrimSpace(s[:loc[1]]); sent != "" {
+			out = append(out, sent)
+		}
+		s = s[loc[1]:]
+	}
+	return out
+}
+
+// StripGreeting removes a leading greeting ("Hi there, ", "Good morning!
+// ", "Dear Tom, ") from s.
+func StripGreeting(s string) string { return greeting.ReplaceAllString(s, "") }
+
+// Informative returns a sentence as a title or a summary shows it: a
+// leading greeting removed, capitalised, ending in punctuation. ok is
+// false when nothing but a greeting or punctuation is left.
+func Informative(sent string) (string, bool) {
+	rest := strings.TrimSpace(StripGreeting(sent))
+	if rest == "" || onlyPunct(rest) {
+		return "", false
+	}
+	rest = Capitalize(rest)
+	if last, _ := utf8.DecodeLastRuneInString(rest); !strings.ContainsRune(".!?…", last) {
+		rest += "."
+	}
+	return rest, true
+}
+
+// SelfIntro reports whether a sentence is only a self-introduction ("This
+// is Dana.", "I'm Tom Baker"): it says who speaks, not what about.
+func SelfIntro(sent string) bool { return selfIntro.MatchString(sent) }
+
+func onlyPunct(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Capitalize upper-cases the first rune of s when it is a lower-case
+// letter.
+func Capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}
