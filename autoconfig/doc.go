@@ -105,7 +105,7 @@
 //
 // Summarizers are registered the way database/sql drivers are: the offline
 // extractive summarizer is built in, and a provider package registers
-// itself (RegisterSummarizer) when a program imports it:
+// itself (summary.Register) when a program imports it:
 //
 //	import _ "github.com/strata-go/strata/providers/gemini" // Gemini, with a response schema
 //	import _ "github.com/strata-go/strata/providers/openai" // OpenAI and OpenAI-compatible servers
