@@ -29,7 +29,9 @@ func TestRegisterLookup(t *testing.T) {
 		t.Fatal("unregistered provider found")
 	}
 	for what, register := range map[string]func(){
-		"twice":       func() { Register("test-provider", func(context.Context, Settings) (Service, error) { return nil, nil }) },
+		"twice": func() {
+			Register("test-provider", func(context.Context, Settings) (Service, error) { return nil, nil })
+		},
 		"blank name":  func() { Register("  ", func(context.Context, Settings) (Service, error) { return nil, nil }) },
 		"nil factory": func() { Register("test-nil", nil) },
 	} {
