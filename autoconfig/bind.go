@@ -274,4 +274,3 @@ func describe(raw any) string {
 		return fmt.Sprint(v)
 	}
 }
-
