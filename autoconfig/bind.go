@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (c *Config) decode(vals map[string]any, source string) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	for name := range vals {
+		if l, ok := keyIndex[name].field(c).(*[]string); ok {
+			*l = slices.DeleteFunc(*l, func(e string) bool { return e == "" })
+		}
 		// An empty list is no list, as in Default.
 		if f := reflect.ValueOf(keyIndex[name].field(c)).Elem(); f.Kind() == reflect.Slice && f.Len() == 0 {
 			f.Set(reflect.Zero(f.Type()))
@@ -101,20 +105,16 @@ func decodeHook(c *Config) mapstructure.DecodeHookFuncValue {
 // type of a key's field. Its errors say what was wanted and what was got,
 // without the key.
 func convert(c *Config, typ reflect.Type, raw any) (any, error) {
-	// An empty list must be a non-nil one: mapstructure skips nil values,
-	// which would keep the previous source's list (decode makes it nil).
 	switch typ {
 	case durationType:
 		return toDuration(raw)
 	case reflect.TypeFor[[]string]():
-		l, err := toStringList(raw)
-		if l == nil {
-			l = []string{}
-		}
-		return l, err
+		return toStringList(raw)
 	case reflect.TypeFor[[]APIKeyConfig]():
 		l, err := parseAPIKeys(c, raw)
 		if l == nil {
+			// Not nil: mapstructure skips nil values, which would keep the
+			// previous source's list (decode makes it nil).
 			l = []APIKeyConfig{}
 		}
 		return l, err
@@ -134,33 +134,36 @@ func convert(c *Config, typ reflect.Type, raw any) (any, error) {
 }
 
 // toStringList reads a list of strings: a YAML list, or in the environment
-// and overrides a comma-separated string. Blank entries are dropped.
+// and overrides a comma-separated string (blank as a whole: the empty list;
+// a trailing comma adds no entry). Entries are trimmed; decode drops the
+// blank ones. The list is never nil (see convert).
 func toStringList(raw any) ([]string, error) {
 	var items []any
 	switch v := raw.(type) {
 	case nil:
 	case []any:
 		items = v
-	case []string:
-		for _, e := range v {
-			items = append(items, e)
-		}
 	case string:
-		for _, e := range strings.Split(v, ",") {
+		if strings.TrimSpace(v) == "" {
+			break
+		}
+		parts := strings.Split(v, ",")
+		if strings.TrimSpace(parts[len(parts)-1]) == "" {
+			parts = parts[:len(parts)-1] // a trailing comma
+		}
+		for _, e := range parts {
 			items = append(items, e)
 		}
 	default:
 		return nil, fmt.Errorf("want a list of strings, got %s", describe(raw))
 	}
-	var out []string
+	out := make([]string, 0, len(items))
 	for i, e := range items {
 		str, err := toString(e)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %v", i+1, err)
 		}
-		if str != "" {
-			out = append(out, str)
-		}
+		out = append(out, str)
 	}
 	return out, nil
 }
