@@ -74,7 +74,7 @@ func (c *Config) decode(vals map[string]any, source string) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	for name := range vals {
-		if l, ok := keyIndex[name].field(c).(*[]string); ok {
+		if l, ok := keyIndex[name].field(c).(*[]string); ok && !keyIndex[name].keepBlank {
 			*l = slices.DeleteFunc(*l, func(e string) bool { return e == "" })
 		}
 		// An empty list is no list, as in Default.
@@ -136,7 +136,8 @@ func convert(c *Config, typ reflect.Type, raw any) (any, error) {
 // toStringList reads a list of strings: a YAML list, or in the environment
 // and overrides a comma-separated string (blank as a whole: the empty list;
 // a trailing comma adds no entry). Entries are trimmed; decode drops the
-// blank ones. The list is never nil (see convert).
+// blank ones unless the key keeps them (keepBlank). The list is never nil
+// (see convert).
 func toStringList(raw any) ([]string, error) {
 	var items []any
 	switch v := raw.(type) {

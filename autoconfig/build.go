@@ -81,6 +81,9 @@ type buildOptions struct {
 	svc        summary.Service
 	svcSet     bool
 	mgrOpts    []memory.Option
+	// onEvict is told of the in-memory message store's evictions (OpenServer
+	// drops the catalogue documents of evicted sessions).
+	onEvict func(sessionID, userID string)
 }
 
 // WithLogger sets the logger of the manager, the stores and the summarizer.
@@ -174,11 +177,17 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions), memstore.WithLogger(o.logger))
+		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions),
+			memstore.WithMaxSessionsPerUser(cfg.Store.MaxSessionsPerUser),
+			memstore.WithLogger(o.logger), memstore.WithOnEvict(o.onEvict))
 	}
 
 	mcfg := cfg.Memory
 	mcfg.Estimator = est
+	// One key bounds a summarizer call: the provider's client and the
+	// manager's deadline (which holds even for a summarizer that ignores
+	// its context).
+	mcfg.SummarizeTimeout = cfg.Summarizer.Timeout
 	if ttl := foldLockTTL(cfg.Summarizer.Timeout); !cfg.IsSet(keyFoldLockTTL) && ttl > mcfg.FoldLockTTL {
 		mcfg.FoldLockTTL = ttl // a fold must not outlive its cross-process lock
 	}

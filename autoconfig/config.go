@@ -152,9 +152,14 @@ type StoreConfig struct {
 	// means the default).
 	MaxSummaries int
 	// MaxSessions bounds the in-memory message store, a development store
-	// used without a datasource: past it the least recently used session
-	// is evicted (memstore.WithMaxSessions; 0 means its default, 10000).
+	// used without a datasource: past it a new session evicts the least
+	// recently used session of the same user, never another user's
+	// (memstore.WithMaxSessions; 0 means its default, 10000).
 	MaxSessions int
+	// MaxSessionsPerUser bounds one user's sessions in the in-memory
+	// message store (memstore.WithMaxSessionsPerUser; 0 means its default,
+	// 1000).
+	MaxSessionsPerUser int
 }
 
 // Default returns the default configuration: memory.DefaultConfig (the

@@ -31,6 +31,7 @@ const (
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
+	keyMaxSessionsPerUser  = "arc.reactor.memory.store.max-sessions-per-user"
 	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
 	keyTokenEncoding       = "arc.reactor.memory.token-encoding"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
@@ -100,6 +101,9 @@ type keySpec struct {
 	doc       string
 	reference bool
 	secret    bool
+	// keepBlank keeps the blank entries of a list for validation to refuse
+	// (other lists drop them).
+	keepBlank bool
 	// typ is the type of the field: bool, int, float64, time.Duration, a
 	// string type, []string or []APIKeyConfig.
 	typ reflect.Type
@@ -154,6 +158,11 @@ func (k *keySpec) format(c *Config) string {
 func ref(k keySpec) keySpec    { k.reference = true; return k }
 func secret(k keySpec) keySpec { k.secret = true; return k }
 
+// keepBlank makes a list key keep its blank entries, so that validation
+// refuses them rather than they mean nothing (a value blank as a whole is
+// still the empty list, and a trailing comma adds no entry).
+func keepBlank(k keySpec) keySpec { k.keepBlank = true; return k }
+
 // keyTable is the list of every key, in documentation order.
 var keyTable = []keySpec{
 	// arc-reactor's memory.summary properties.
@@ -187,7 +196,7 @@ var keyTable = []keySpec{
 		"Name of the environment variable holding the API key (never the key itself); empty = GOOGLE_API_KEY (then GEMINI_API_KEY) for gemini, OPENAI_API_KEY for openai. Not needed for a local OpenAI-compatible server.",
 		func(c *Config) *string { return &c.Summarizer.APIKeyEnv }),
 	key(keySummarizerTimeout,
-		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds). A timeout is a failed fold, never an empty summary. Must be > 0.",
+		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds), enforced by the provider's client and by the manager (memory.Config.SummarizeTimeout), which stops waiting even for a summarizer that ignores its context and releases the session's fold lock. A timeout is a failed fold, never an empty summary. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Summarizer.Timeout }),
 	key(keySummarizerJSONMode,
 		"openai: ask for a JSON object (response_format json_object). Turn off for servers that reject it; the reply parser is tolerant either way.",
@@ -212,8 +221,11 @@ var keyTable = []keySpec{
 		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
 	key(keyMaxSessions,
-		"Most sessions the in-memory message store keeps (used without a datasource); past it the least recently used session is evicted, with a log line. The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
+		"Most sessions the in-memory message store keeps (used without a datasource); past it a new session evicts the least recently used session of the same user, with a log line, and never another user's: a user who holds none is refused (HTTP 507). The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSessions }),
+	key(keyMaxSessionsPerUser,
+		"Most sessions one user may keep in the in-memory message store; past it the user's least recently used session is evicted, so that no user fills the store for the others. Never above max-sessions. Must be >= 0 (0 = 1000).",
+		func(c *Config) *int { return &c.Store.MaxSessionsPerUser }),
 	key(keyFailureCooldown,
 		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),
@@ -240,9 +252,9 @@ var keyTable = []keySpec{
 		func(c *Config) *bool { return &c.Memory.ShowPreviousValues }),
 
 	// Strata: shared sessions.
-	key(keySharedPrefixes,
+	keepBlank(key(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
-		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
+		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes })),
 
 	// Strata: how tokens are counted.
 	key(keyTokenEncoding,
@@ -321,6 +333,9 @@ var keyTable = []keySpec{
 	key(keyServerContextBudget,
 		"strata serve: token budget of GET /v1/sessions/{id}/context when the request gives none. Must be >= 0 (0 = max-context-window-tokens - max-output-tokens).",
 		func(c *Config) *int { return &c.Server.ContextBudget }),
+	key(keyServerHistoryPageBytes,
+		"strata serve: most bytes of JSON messages in one page of GET /v1/sessions/{id}, beside its count limit; next_after_seq gets the rest (a page holds at least one message). Must be >= 1024 (default 8388608, 8 MiB).",
+		func(c *Config) *int { return &c.Server.HistoryPageBytes }),
 
 	// arc-reactor's llm properties.
 	ref(key(keyMaxTurns,

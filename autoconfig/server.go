@@ -39,6 +39,9 @@ const (
 	DefaultServerWriteTimeout = server.DefaultWriteTimeout
 	// DefaultServerIdleTimeout closes idle keep-alive connections.
 	DefaultServerIdleTimeout = server.DefaultIdleTimeout
+	// DefaultServerHistoryPageBytes caps the messages of one history page
+	// (8 MiB of JSON).
+	DefaultServerHistoryPageBytes = server.DefaultMaxHistoryBytes
 	// DefaultServerShutdownTimeout bounds a graceful shutdown: in-flight
 	// requests, then background folds.
 	DefaultServerShutdownTimeout = server.DefaultShutdownTimeout
@@ -55,6 +58,7 @@ const (
 	keyServerIdleTimeout       = "arc.reactor.memory.server.idle-timeout"
 	keyServerShutdownTimeout   = "arc.reactor.memory.server.shutdown-timeout"
 	keyServerContextBudget     = "arc.reactor.memory.server.context-budget"
+	keyServerHistoryPageBytes  = "arc.reactor.memory.server.history-page-bytes"
 )
 
 // ServerConfig configures strata serve, the HTTP API over the manager
@@ -82,6 +86,10 @@ type ServerConfig struct {
 	// (max-context-window-tokens − max-output-tokens), which is also the
 	// ceiling of every context.
 	ContextBudget int
+	// HistoryPageBytes caps the JSON of the messages of one page of
+	// GET /v1/sessions/{id} (history-page-bytes; default
+	// DefaultServerHistoryPageBytes).
+	HistoryPageBytes int
 }
 
 // APIKeyConfig is one entry of arc.reactor.memory.server.api-keys: a key,
@@ -123,6 +131,7 @@ func defaultServerConfig() ServerConfig {
 		WriteTimeout:      DefaultServerWriteTimeout,
 		IdleTimeout:       DefaultServerIdleTimeout,
 		ShutdownTimeout:   DefaultServerShutdownTimeout,
+		HistoryPageBytes:  DefaultServerHistoryPageBytes,
 	}
 }
 
@@ -261,6 +270,7 @@ func (c *Config) validateServer() error {
 		want string
 	}{
 		{s.MaxBodyBytes < 1024, keyServerMaxBodyBytes, "must be >= 1024"},
+		{s.HistoryPageBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
 		{s.ReadHeaderTimeout <= 0, keyServerReadHeaderTimeout, "must be > 0 (e.g. 10s)"},
 		{s.ReadTimeout <= 0, keyServerReadTimeout, "must be > 0 (e.g. 30s)"},
 		{s.WriteTimeout <= 0, keyServerWriteTimeout, "must be > 0 (e.g. 90s)"},
@@ -356,6 +366,9 @@ type ServerOptions struct {
 	Catalog []catalog.Option
 	// Server are more options of server.New, e.g. server.WithReadiness.
 	Server []server.Option
+
+	// index replaces the catalogue's index (tests inspect it).
+	index catalog.Index
 }
 
 // readinessName names the database check of GET /readyz in the log.
@@ -384,13 +397,20 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	// The catalogue reads through the manager, and the manager tells the
 	// catalogue about folds and deletes: the observers are bound late.
 	var catRef atomic.Pointer[catalog.Catalog]
-	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...)}, o.Build...)
+	// The in-memory store's evictions drop catalogue documents, as deletes
+	// do, so that the catalogue holds what the store holds.
+	evicted := func(o *buildOptions) {
+		o.onEvict = func(sessionID, _ string) { catRef.Load().Deleted(context.Background(), sessionID) }
+	}
+	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...), evicted}, o.Build...)
 	rt, err := BuildRuntime(ctx, cfg, bopts...)
 	if err != nil {
 		return nil, err
 	}
-	var idx catalog.Index
-	if rt.DB != nil {
+	idx := o.index
+	switch {
+	case idx != nil:
+	case rt.DB != nil:
 		// pgvector when the server has it; the portable column otherwise.
 		// It is DDL, so only where the schema is managed on start.
 		if cfg.Datasource.MigrateOnStart {
@@ -399,7 +419,7 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 			}
 		}
 		idx = db.NewCatalogIndex(rt.DB)
-	} else {
+	default:
 		idx = catalog.NewMemoryIndex()
 	}
 	cat, err := catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
@@ -439,6 +459,7 @@ func serverConfig(cfg *Config) (server.Config, error) {
 		IdleTimeout:       sc.IdleTimeout,
 		ShutdownTimeout:   sc.ShutdownTimeout,
 		ContextBudget:     sc.ContextBudget,
+		MaxHistoryBytes:   int64(sc.HistoryPageBytes),
 	}
 	for _, k := range sc.APIKeys {
 		key, err := cfg.ResolveAPIKey(k)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/internal/testutil"
 	"github.com/strata-go/strata/server"
@@ -117,6 +118,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{keyServerWriteTimeout + "=0", keyServerWriteTimeout, "must be > 0"},
 		{keyServerShutdownTimeout + "=-1s", keyServerShutdownTimeout, "must be > 0"},
 		{keyServerContextBudget + "=-1", keyServerContextBudget, "must be >= 0"},
+		{keyServerHistoryPageBytes + "=100", keyServerHistoryPageBytes, "must be >= 1024"},
 		{keyServerAPIKeys + "=alice", keyServerAPIKeys, "want USER=key-env:NAME"},
 		{keyServerAPIKeys + "==key-env:K", keyServerAPIKeys, "user-id is missing"},
 		{keyServerAPIKeys + "=alice=sha256:abc", keyServerAPIKeys, "64 hexadecimal"},
@@ -157,7 +159,7 @@ const serveKeyAlice = "alice-key-0123456789abcdef"
 func TestServerConfigFromConfiguration(t *testing.T) {
 	t.Parallel()
 	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice},
-		Overrides: serveOverrides(keyServerListen+"=:9000", keyServerReadTimeout+"=5s", keyServerContextBudget+"=2000")})
+		Overrides: serveOverrides(keyServerListen+"=:9000", keyServerReadTimeout+"=5s", keyServerContextBudget+"=2000", keyServerHistoryPageBytes+"=65536")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestServerConfigFromConfiguration(t *testing.T) {
 	}
 	want := []server.APIKey{{UserID: "alice", Key: serveKeyAlice}, {UserID: "bob", SHA256: server.HashKey("bob-key-0123456789abcdef")}}
 	if !reflect.DeepEqual(sc.APIKeys, want) || sc.Addr != ":9000" || sc.ReadTimeout != 5*time.Second ||
-		sc.ContextBudget != 2000 || sc.WriteTimeout != server.DefaultWriteTimeout || sc.MaxBodyBytes != server.DefaultMaxBodyBytes {
+		sc.ContextBudget != 2000 || sc.MaxHistoryBytes != 65536 || sc.WriteTimeout != server.DefaultWriteTimeout || sc.MaxBodyBytes != server.DefaultMaxBodyBytes {
 		t.Fatalf("server config: %+v", sc)
 	}
 	// The variable holding a key is named when it is missing.
@@ -281,5 +283,147 @@ func runOpenServer(t *testing.T, cfg *Config) {
 	}
 	if r := call("DELETE", "/v1/sessions/"+created.ID, ""); r.Code != 204 {
 		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+}
+
+// Another user's 1 200 new sessions against a strata serve whose in-memory
+// store holds 1 000 evict none of the first user's: the flooding user gives
+// up their own least recently used sessions (whose catalogue documents go
+// with them), a user with none to give up is refused with 507 and a JSON
+// error. (strata serve's start-up warning is tested in cmd/strata.)
+func TestServeInMemoryNeverEvictsAnotherUsersSessions(t *testing.T) {
+	t.Parallel()
+	const carolKey = "carol-key-0123456789abcdef"
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"STRATA_TEST_KEY_ALICE=" + serveKeyAlice}, Overrides: []string{
+		keyServerAPIKeys + "=alice=key-env:STRATA_TEST_KEY_ALICE,bob=sha256:" + server.HashKey("bob-key-0123456789abcdef") + ",carol=sha256:" + server.HashKey(carolKey),
+		keyMaxSessions + "=1000",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	idx := catalog.NewMemoryIndex()
+	srv, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.NewTextHandler(logs, nil)), index: idx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	h := srv.Handler()
+	call := func(key, method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	create := func(key, title string) (int, string) {
+		t.Helper()
+		r := call(key, "POST", "/v1/sessions", fmt.Sprintf(`{"title":%q}`, title))
+		var created struct{ ID string }
+		_ = json.Unmarshal(r.Body.Bytes(), &created)
+		return r.Code, created.ID
+	}
+	var alices []string
+	for i := range 20 {
+		code, id := create(serveKeyAlice, fmt.Sprintf("alice %d", i))
+		if code != 201 {
+			t.Fatalf("alice's create %d: %d", i, code)
+		}
+		if r := call(serveKeyAlice, "POST", "/v1/sessions/"+id+"/messages", `{"turn":{"user":"hi","assistant":"hello"}}`); r.Code != 200 {
+			t.Fatalf("alice's turn: %d %s", r.Code, r.Body)
+		}
+		alices = append(alices, id)
+	}
+	var bobs []string
+	for i := range 1200 {
+		code, id := create("bob-key-0123456789abcdef", fmt.Sprintf("bob %d", i))
+		if code != 201 {
+			t.Fatalf("bob's create %d: %d", i, code)
+		}
+		bobs = append(bobs, id)
+	}
+	for _, id := range alices {
+		r := call(serveKeyAlice, "GET", "/v1/sessions/"+id, "")
+		var sess struct {
+			MessageCount int `json:"message_count"`
+		}
+		if err := json.Unmarshal(r.Body.Bytes(), &sess); r.Code != 200 || err != nil || sess.MessageCount != 2 {
+			t.Fatalf("alice's session %s after bob's 1 200 creates: %d %s", id, r.Code, r.Body)
+		}
+	}
+	// Bob lost 220 of his own least recently used sessions (background
+	// catalogue reads count as use too), their documents with them.
+	ctx := context.Background()
+	live := 0
+	for i, id := range bobs {
+		r := call("bob-key-0123456789abcdef", "GET", "/v1/sessions/"+id, "")
+		doc, err := idx.Get(ctx, id, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case r.Code == 200 && doc != nil:
+			live++
+		case r.Code != 404 || doc != nil:
+			t.Fatalf("bob's session %d: %d %s, document %v", i, r.Code, r.Body, doc)
+		}
+	}
+	if live != 980 {
+		t.Fatalf("bob holds %d sessions, want 980", live)
+	}
+	// Carol holds nothing she could give up: refused, clearly.
+	r := call(carolKey, "POST", "/v1/sessions", "")
+	var e struct{ Error, Code string }
+	if err := json.Unmarshal(r.Body.Bytes(), &e); r.Code != 507 || err != nil || e.Code != "store_full" || e.Error == "" {
+		t.Fatalf("carol's create in a full store: %d %s", r.Code, r.Body)
+	}
+}
+
+// summarizer.timeout is also the manager's deadline of a summarizer call.
+func TestSummarizerTimeoutIsTheManagersDeadline(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{"arc.reactor.memory.summary.enabled=true", keySummarizerTimeout + "=7s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := BuildRuntime(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.Close() }()
+	if got := rt.Manager.Config().SummarizeTimeout; got != 7*time.Second {
+		t.Fatalf("SummarizeTimeout = %s, want 7s", got)
+	}
+}
+
+// A blank shared-session prefix given in configuration is refused, naming
+// the key, not dropped: it would share every session.
+func TestBlankSharedSessionPrefixRefused(t *testing.T) {
+	t.Parallel()
+	for _, over := range []string{"slack-,,teams-", "slack-, ,teams-", " ,slack-"} {
+		cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + over}})
+		if err == nil {
+			_, err = BuildRuntime(context.Background(), cfg)
+		}
+		if err == nil || !strings.Contains(err.Error(), keySharedPrefixes) {
+			t.Fatalf("shared-session-prefixes=%q: %v, want an error naming the key", over, err)
+		}
+	}
+	file := writeFile(t, "blank.yaml", "arc.reactor.memory.shared-session-prefixes: [slack-, \"\"]\n")
+	if _, err := LoadWith(LoadOptions{Environ: []string{}, Files: []string{file}}); err == nil || !strings.Contains(err.Error(), keySharedPrefixes) {
+		t.Fatalf("a blank prefix in YAML: %v", err)
+	}
+	// An empty value as a whole is no prefix at all.
+	cfg, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_MEMORY_SHARED_SESSION_PREFIXES="}})
+	if err != nil || len(cfg.Memory.SharedSessionPrefixes) != 0 {
+		t.Fatalf("empty value: %v, %v", cfg.Memory.SharedSessionPrefixes, err)
 	}
 }

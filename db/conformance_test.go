@@ -62,6 +62,10 @@ func (r *replicas) Range(ctx context.Context, sessionID, userID string, afterSeq
 	return r.next().Range(ctx, sessionID, userID, afterSeq, throughSeq, limit)
 }
 
+func (r *replicas) Replace(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+	return r.next().(store.Replacer).Replace(ctx, sessionID, userID, msgs...)
+}
+
 func (r *replicas) Delete(ctx context.Context, sessionID, userID string) error {
 	return r.next().Delete(ctx, sessionID, userID)
 }

@@ -157,6 +157,13 @@ type Config struct {
 	// fold is never cancelled by a save: with a slow summarizer, cancelling
 	// would keep the summary from ever advancing.
 	SupersedeDelay time.Duration
+	// SummarizeTimeout is the deadline of each summarizer call (default
+	// 60s): past it the call's context is cancelled and the fold fails (a
+	// failed fold: the session cools down, the summary is unchanged), even
+	// when the summarizer ignores its context — the fold stops waiting for
+	// it, releases its cross-process lock, and the late result is
+	// discarded. Keep FoldLockTTL above it.
+	SummarizeTimeout time.Duration
 	// CloseTimeout bounds Manager.Close (default 5s): background folds are
 	// cancelled and waited for at most this long; a summarizer that ignores
 	// cancellation is abandoned, and its result is never saved.
@@ -174,6 +181,7 @@ func (c Config) withDefaults() Config {
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&c.LoadGrace, &d.LoadGrace}, {&c.FoldWait, &d.FoldWait}, {&c.FoldLockTTL, &d.FoldLockTTL},
 		{&c.SupersedeDelay, &d.SupersedeDelay}, {&c.CloseTimeout, &d.CloseTimeout},
+		{&c.SummarizeTimeout, &d.SummarizeTimeout},
 	} {
 		if *f.v == 0 {
 			*f.v = *f.def
@@ -251,6 +259,7 @@ func DefaultConfig() Config {
 		FoldLockTTL:          2 * time.Minute,
 		SupersedeDelay:       100 * time.Millisecond,
 		CloseTimeout:         5 * time.Second,
+		SummarizeTimeout:     60 * time.Second,
 		fromDefaults:         true,
 	}
 }
@@ -331,6 +340,8 @@ func (c Config) Validate() error {
 		return bad("MinTailMessages", c.MinTailMessages, ">= 0")
 	case c.LoadGrace < 0:
 		return bad("LoadGrace", c.LoadGrace, ">= 0 (0 = default 300ms)")
+	case c.SummarizeTimeout < 0:
+		return bad("SummarizeTimeout", c.SummarizeTimeout, ">= 0 (0 = default 60s)")
 	case c.FoldWait < 0:
 		return bad("FoldWait", c.FoldWait, ">= 0 (0 = default 10s)")
 	case c.FoldLockTTL < 0:

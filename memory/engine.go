@@ -32,8 +32,12 @@ type engine struct {
 
 	// saveMu orders summary saves against Close: saves hold it shared and
 	// check closed, so none completes after Close has returned.
-	saveMu sync.RWMutex
-	closed atomic.Bool
+	saveMu    sync.RWMutex
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+	closing   chan struct{} // closed when Close begins
+	calls     callTracker   // summarizer calls running
 	// meanFold is the running mean duration of successful folds (ns), 0
 	// until one finished; loads use it to skip waiting for a fold that
 	// cannot finish within the grace.
@@ -95,6 +99,10 @@ type foldRun struct {
 	attempt chan struct{}
 	sum     *summary.Summary
 	err     error
+	// givenUp is the attempt a load stopped waiting for (its wait ran
+	// out): later loads do not wait for that attempt again. Guarded by
+	// engine.mu.
+	givenUp chan struct{}
 }
 
 var (
@@ -107,7 +115,8 @@ var (
 )
 
 func newEngine(m *Manager) *engine {
-	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{}}
+	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
+		closing: make(chan struct{})}
 	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
 	if l, ok := m.store.(store.FoldLocker); ok {
 		e.locker = l
@@ -298,11 +307,23 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 	var best *summary.Summary
 	for {
 		e.mu.Lock()
-		ch := r.attempt
+		ch, givenUp := r.attempt, r.givenUp
 		e.mu.Unlock()
+		if ch == givenUp {
+			// A load already waited for this attempt until it gave up:
+			// waiting again would only delay this one too.
+			select {
+			case <-ch:
+			default:
+				return best, best != nil
+			}
+		}
 		select {
 		case <-ch:
 		case <-t.C:
+			e.mu.Lock()
+			r.givenUp = ch
+			e.mu.Unlock()
 			return best, best != nil
 		case <-ctx.Done():
 			return best, best != nil
@@ -348,13 +369,73 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	e.mu.Lock()
 	delete(e.backlogs, sessionID)
 	e.mu.Unlock()
-	if e.m.sums != nil {
+	if e.m.sums != nil && !e.storeKeepsSummaries() {
 		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
 			return fmt.Errorf("summary: %w", err)
 		}
 	}
 	e.cool.succeed(sessionID)
 	return nil
+}
+
+// storeKeepsSummaries reports whether the message store keeps the summary
+// store's summaries beside its sessions (store.SnapshotReader's
+// ReadsSummariesOf): its Delete and Replace then remove the session's
+// summary in the same atomic step, and the manager must not delete it
+// again by id — by then another replica may have re-created the session
+// and stored the new incarnation's summary.
+func (e *engine) storeKeepsSummaries() bool {
+	sr, ok := e.m.store.(store.SnapshotReader)
+	return ok && sr.ReadsSummariesOf(e.m.sums)
+}
+
+// replaceSession makes msgs (already validated) the whole history of the
+// session for owner, under the session's write lock, and stops its fold as
+// deleteSession does. With a store.Replacer the store does it in one atomic
+// step; without, it is a delete then an append under the write lock (see
+// store.Replacer for what that fallback does not cover). The old summary
+// belongs to the old incarnation: it is removed.
+func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
+	st.write.Lock()
+	defer st.write.Unlock()
+	var res store.AppendResult
+	var err error
+	if r, ok := e.m.store.(store.Replacer); ok {
+		res, err = r.Replace(ctx, sessionID, owner, msgs...)
+	} else {
+		res, err = e.replaceFallback(ctx, sessionID, owner, msgs)
+	}
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	st.gen++
+	e.cancelRun(sessionID)
+	e.mu.Lock()
+	delete(e.backlogs, sessionID)
+	e.mu.Unlock()
+	if e.m.sums != nil && !e.storeKeepsSummaries() {
+		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
+			return res, fmt.Errorf("summary: %w", err)
+		}
+	}
+	e.cool.succeed(sessionID)
+	return res, nil
+}
+
+// replaceFallback replaces a session's history with a store that is no
+// store.Replacer: delete (a missing session is fine), create, append.
+func (e *engine) replaceFallback(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
+	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.AppendResult{}, err
+	}
+	if err := e.m.store.Create(ctx, sessionID, owner); err != nil {
+		return store.AppendResult{}, err
+	}
+	return e.m.store.Append(ctx, sessionID, owner, msgs...)
 }
 
 func (e *engine) cancelRun(sessionID string) {
@@ -605,12 +686,12 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens}
 		m.stats.summarizerCalls.Add(1)
 		rec.calls++
-		res, err := m.svc.Summarize(ctx, req)
+		res, err := e.summarize(ctx, req)
 		if err == nil && res.IsEmpty() {
 			err = summary.ErrEmptyReply
 		}
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
 				m.stats.foldFailures.Add(1)
 				e.cool.fail(sessionID)
 			}
@@ -648,6 +729,90 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	m.stats.folds.Add(1)
 	rec.finish(m, ctx, sessionID, began, cur, nil)
 	return cur, nil
+}
+
+// errSummarizerTimeout: a summarizer call outlived Config.SummarizeTimeout.
+var errSummarizerTimeout = errors.New("memory: summarizer did not answer in time")
+
+// summarize calls the summarizer with a deadline of
+// Config.SummarizeTimeout and returns its answer, or an error once the
+// deadline passes or the manager closes, even if the summarizer ignores its
+// context: the fold then ends and releases its lock, and the abandoned
+// call's late result is discarded. A fold cancelled otherwise (a delete,
+// CancelSummarization) still waits for its call, at most until the
+// deadline, so that folds of one session do not overlap. A panic in the
+// summarizer is an error too.
+func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Result, error) {
+	timeout := e.m.cfg.SummarizeTimeout
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	type outcome struct {
+		res summary.Result
+		err error
+	}
+	done := make(chan outcome, 1) // never blocks a late summarizer
+	e.calls.start()
+	go func() {
+		defer e.calls.end()
+		defer func() {
+			if v := recover(); v != nil {
+				done <- outcome{err: fmt.Errorf("memory: summarizer panicked: %v", v)}
+			}
+		}()
+		res, err := e.m.svc.Summarize(cctx, req)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-deadline.C:
+		if err := ctx.Err(); err != nil {
+			return summary.Result{}, err
+		}
+		return summary.Result{}, fmt.Errorf("%w (%s)", errSummarizerTimeout, timeout)
+	case <-e.closing:
+		return summary.Result{}, ErrClosed
+	}
+}
+
+// callTracker counts the summarizer calls still running, abandoned ones
+// included, so that Close can tell whether one outlived it.
+type callTracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n == 0
+}
+
+func (c *callTracker) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.n++
+}
+
+func (c *callTracker) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n--; c.n == 0 {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// wait returns a channel closed when no call runs.
+func (c *callTracker) wait() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return c.idle
 }
 
 // planFirst reports whether a fold should plan before taking the lease:
@@ -751,16 +916,51 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 
 // close stops the engine: no run starts, running ones are cancelled and
 // waited for until ctx ends, and no summary is saved once it returns.
+// Only the first call waits; later ones return at once, with an error
+// only for what still runs then.
 func (e *engine) close(ctx context.Context) error {
+	first := false
+	e.closeOnce.Do(func() { first, e.closeErr = true, e.closeNow(ctx) })
+	if first || e.closeErr == nil {
+		return e.closeErr
+	}
+	if n := e.runner.Pending(); n > 0 {
+		return fmt.Errorf("memory: %d background task(s) still running after cancellation", n)
+	}
+	select {
+	case <-e.calls.wait():
+		return nil
+	default:
+		return errors.New("memory: a summarizer call still running after cancellation (it ignores its context), abandoned")
+	}
+}
+
+func (e *engine) closeNow(ctx context.Context) error {
 	e.closed.Store(true)
+	close(e.closing) // folds stop waiting for their summarizer calls
 	err := e.runner.Close(ctx)
 	// Wait for saves in progress; a save that starts now sees closed.
 	locked := make(chan struct{})
 	go func() { e.saveMu.Lock(); close(locked); e.saveMu.Unlock() }()
+	// Even past ctx's deadline (a fold that outlived it), a moment for
+	// the lock: only a save really in progress is reported.
+	left := 50 * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		left = max(time.Until(dl), left)
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
 	select {
 	case <-locked:
+	case <-t.C:
+		return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
+	}
+	// A summarizer that ignores cancellation is abandoned (its fold has
+	// ended, its lock is released); say so when it outlives the deadline.
+	select {
+	case <-e.calls.wait():
 	case <-ctx.Done():
-		err = errors.Join(err, fmt.Errorf("memory: a summary save still in progress: %w", ctx.Err()))
+		err = errors.Join(err, fmt.Errorf("memory: a summarizer call still running after cancellation (it ignores its context), abandoned: %w", ctx.Err()))
 	}
 	return err
 }

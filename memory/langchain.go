@@ -203,10 +203,20 @@ func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) 
 }
 
 // SetMessages implements schema.ChatMessageHistory: replaces the session's
-// history (and drops its summary).
+// history (and drops its summary), creating the session when it does not
+// exist. Every message is converted and validated before anything changes:
+// an invalid one leaves the history as it was. The replacement is one
+// atomic store operation (store.Replacer, which both stores of this module
+// implement) that checks the ownership in the same step, so the session
+// keeps its owner and no other user can take its id in between.
 func (h *ChatHistory) SetMessages(ctx context.Context, msgs []llms.ChatMessage) error {
-	if err := h.Clear(ctx); err != nil {
-		return err
+	stored := make([]store.Message, 0, len(msgs))
+	for i, cm := range msgs {
+		sm, err := store.FromChatMessage(cm)
+		if err != nil {
+			return fmt.Errorf("memory: replace %q: message %d: %w", h.sessionID, i, err)
+		}
+		stored = append(stored, sm)
 	}
-	return h.m.SaveMessages(ctx, h.sessionID, h.userID, msgs...)
+	return h.m.replace(ctx, h.sessionID, h.userID, stored)
 }

@@ -257,15 +257,49 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	return nil
 }
 
+// replace makes msgs the whole history of the session (see
+// ChatHistory.SetMessages): every message is validated before anything
+// changes, then the history is replaced in one atomic store operation when
+// the store is a store.Replacer, the owner kept. Delete observers are told,
+// as the old history and its summary are gone.
+func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []store.Message) error {
+	if sessionID == "" {
+		return fmt.Errorf("memory: replace: %w: empty session id", store.ErrInvalidMessage)
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(m.cfg.MaxMessageBytes); err != nil {
+			return fmt.Errorf("memory: replace %q: message %d: %w", sessionID, i, err)
+		}
+	}
+	user := m.owner(sessionID, userID)
+	ctx, span := m.startSpan(ctx, "strata.memory.replace", sessionID)
+	res, err := m.eng.replaceSession(ctx, sessionID, user, msgs)
+	endSpan(span, err)
+	if err != nil {
+		return fmt.Errorf("memory: replace %q: %w", sessionID, err)
+	}
+	for _, fn := range m.deleteObservers {
+		m.observeDelete(ctx, fn, sessionID)
+	}
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
+		m.eng.request(sessionID, user, "save", true)
+	}
+	return nil
+}
+
 // Flush returns when no background fold (nor fold observer) is queued or
 // running, or when ctx is done.
 func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(ctx) }
 
 // Close cancels background folds and waits for them at most the close
 // timeout (Config.CloseTimeout); no summary is saved after it returns, and no
-// fold starts. It returns an error when a fold was still running at the
-// deadline (a summarizer that ignores cancellation). Loads and saves keep
-// working, without folding. Close is idempotent.
+// fold starts. Loads and saves keep working, without folding. A fold whose
+// summarizer ignores cancellation is abandoned at once: it stops waiting for
+// the summarizer and releases its cross-process lock, so that another
+// replica can fold the session; Close then returns an error saying a
+// summarizer call was still running at the deadline. Close is idempotent:
+// only the first call waits; a later one returns at once, with an error
+// only for what still runs then.
 func (m *Manager) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
 	defer cancel()

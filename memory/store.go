@@ -25,7 +25,10 @@ var ErrClosed = errors.New("memory: closed")
 
 // NewInMemoryStore returns an empty MessageStore that keeps sessions in
 // process memory: a development store, for tests, demos and single-process
-// tools. It holds at most 10 000 sessions, evicting the least recently used;
-// memstore.New builds one with another bound or a logger for its evictions.
+// tools. It holds at most 10 000 sessions, 1 000 per user, never at another
+// user's cost: past a bound a new session evicts the least recently used
+// session of the same user, and a user who holds none gets
+// store.ErrStoreFull; memstore.New builds one with other bounds, a logger
+// or a function told of its evictions.
 // Nothing survives a restart: use package db in production.
 func NewInMemoryStore() *memstore.Store { return memstore.New() }

@@ -27,6 +27,9 @@ const (
 	DefaultIdleTimeout = 2 * time.Minute
 	// DefaultShutdownTimeout bounds a graceful shutdown: 30 s.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxHistoryBytes caps the messages of one page of
+	// GET /v1/sessions/{id}: 8 MiB of JSON.
+	DefaultMaxHistoryBytes = 8 << 20
 	// MinKeyLength is the shortest API key accepted.
 	MinKeyLength = 16
 )
@@ -57,6 +60,16 @@ type Config struct {
 	// means the manager's budget: its context window minus its output
 	// reserve. No context is ever larger than the manager's budget.
 	ContextBudget int
+	// MaxHistoryBytes caps the JSON of the messages of one page of
+	// GET /v1/sessions/{id}, beside the page's count limit: a page ends
+	// before the message that would take it past the cap, and its
+	// next_after_seq gets the rest. A page holds at least one message, so a
+	// single message larger than the cap (up to the manager's
+	// MaxMessageBytes) is still served, alone. Pages are read from the store
+	// in chunks sized from this cap and the manager's MaxMessageBytes, so a
+	// request holds a bounded amount of memory. 0 means
+	// DefaultMaxHistoryBytes.
+	MaxHistoryBytes int64
 }
 
 // APIKey is one accepted key: either the key itself (Key) or the hex
@@ -91,6 +104,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxHistoryBytes == 0 {
+		c.MaxHistoryBytes = DefaultMaxHistoryBytes
+	}
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	def(&c.ReadTimeout, DefaultReadTimeout)
 	def(&c.WriteTimeout, DefaultWriteTimeout)
@@ -106,6 +122,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: MaxBodyBytes = %d, want >= 1024", c.MaxBodyBytes)
 	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
 		return errors.New("server: timeouts must be > 0")
+	case c.MaxHistoryBytes < 1024:
+		return fmt.Errorf("server: MaxHistoryBytes = %d, want >= 1024", c.MaxHistoryBytes)
 	case c.ContextBudget < 0:
 		return fmt.Errorf("server: ContextBudget = %d, want >= 0", c.ContextBudget)
 	case len(c.APIKeys) == 0:

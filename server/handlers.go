@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -76,6 +78,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "message_too_large", msg: memoryReason(err)}
 	case errors.Is(err, store.ErrInvalidMessage):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: memoryReason(err)}
+	case errors.Is(err, store.ErrStoreFull):
+		// The in-memory store makes room only at the caller's own cost; a
+		// caller with nothing to give up is refused.
+		ae = &apiError{status: http.StatusInsufficientStorage, code: "store_full",
+			msg: "the server's session store is full; delete sessions or retry later"}
 	case errors.Is(err, memory.ErrClosed):
 		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "server is shutting down"}
 	case errors.Is(err, store.ErrUnavailable):
@@ -367,9 +374,14 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 	// The manager's budget is the ceiling.
 	budget := min(int(requested), s.budget)
 	h, err := s.mgr.Load(ctx, id, st.user)
-	if err == nil && h.Total == 0 {
-		// An empty history is an empty session or none at all.
-		_, err = s.mgr.Count(ctx, id, st.user)
+	if (err == nil && h.Total == 0) || errors.Is(err, memory.ErrNotOwner) {
+		// An empty history is an empty session or none at all: the count
+		// tells. Another user's session is counted too, so that it costs
+		// the same store calls as a session that does not exist, and the
+		// answer's timing does not tell them apart.
+		if _, cerr := s.mgr.Count(ctx, id, st.user); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -401,12 +413,12 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 // --- GET /v1/sessions/{id} -----------------------------------------------
 
 type sessionResponse struct {
-	ID           string          `json:"id"`
-	Title        string          `json:"title"`
-	MessageCount int             `json:"message_count"`
-	Messages     []storedMessage `json:"messages"`
-	NextAfterSeq *int64          `json:"next_after_seq"`
-	Summary      *sessionSummary `json:"summary"`
+	ID           string            `json:"id"`
+	Title        string            `json:"title"`
+	MessageCount int               `json:"message_count"`
+	Messages     []json.RawMessage `json:"messages"`
+	NextAfterSeq *int64            `json:"next_after_seq"`
+	Summary      *sessionSummary   `json:"summary"`
 }
 
 type sessionSummary struct {
@@ -434,22 +446,17 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	msgs, err := s.mgr.Messages(ctx, id, st.user, after, int(limit)+1)
+	page, more, err := s.historyPage(ctx, id, st.user, after, int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := sessionResponse{ID: id, Messages: make([]storedMessage, 0, min(len(msgs), int(limit)))}
-	if len(msgs) > int(limit) {
-		msgs = msgs[:limit]
-		next := msgs[len(msgs)-1].Seq
-		resp.NextAfterSeq = &next
+	resp := sessionResponse{ID: id, Messages: page.msgs}
+	if more {
+		resp.NextAfterSeq = &page.last
 	}
-	for _, m := range msgs {
-		resp.Messages = append(resp.Messages, storedMessage{Seq: m.Seq, wireMessage: fromMemory(m), CreatedAt: m.CreatedAt})
-	}
-	if after == 0 && resp.NextAfterSeq == nil {
-		resp.MessageCount = len(msgs) // the page is the whole session
+	if after == 0 && !more {
+		resp.MessageCount = len(page.msgs) // the page is the whole session
 	} else if resp.MessageCount, err = s.mgr.Count(ctx, id, st.user); err != nil {
 		s.fail(w, r, err)
 		return
@@ -468,6 +475,63 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, resp)
+}
+
+// historyChunkMax caps the messages read from the store at once for a
+// history page.
+const historyChunkMax = 256
+
+// historyPageData is one page of a session's history, each message
+// encoded once.
+type historyPageData struct {
+	msgs []json.RawMessage
+	last int64 // seq of the last message of the page
+}
+
+// historyPage reads the messages after afterSeq, at most limit of them and
+// at most Config.MaxHistoryBytes of JSON (at least one message), in
+// chunks: each read asks for no more messages than could exceed twice the
+// byte cap at the manager's MaxMessageBytes, so the page is built within a
+// bounded amount of memory whatever the messages' sizes. more reports that
+// the session holds messages after the page.
+func (s *Server) historyPage(ctx context.Context, id, user string, afterSeq int64, limit int) (historyPageData, bool, error) {
+	budget := s.cfg.MaxHistoryBytes
+	chunk := historyChunkMax
+	if maxMsg := int64(s.mgr.Config().MaxMessageBytes); maxMsg > 0 {
+		chunk = int(min(max(2*budget/maxMsg, 1), historyChunkMax))
+	}
+	p := historyPageData{msgs: []json.RawMessage{}}
+	var used int64
+	cursor := afterSeq
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as writeJSON does
+	for {
+		want := min(chunk, limit-len(p.msgs)+1) // one more tells whether there is more
+		msgs, err := s.mgr.Messages(ctx, id, user, cursor, want)
+		if err != nil {
+			return p, false, err
+		}
+		for _, m := range msgs {
+			if len(p.msgs) == limit {
+				return p, true, nil
+			}
+			buf.Reset()
+			if err := enc.Encode(storedMessage{Seq: m.Seq, wireMessage: fromMemory(m), CreatedAt: m.CreatedAt}); err != nil {
+				return p, false, fmt.Errorf("encode message %d: %w", m.Seq, err)
+			}
+			b := bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+			if len(p.msgs) > 0 && used+int64(len(b))+1 > budget {
+				return p, true, nil
+			}
+			p.msgs = append(p.msgs, b)
+			used += int64(len(b)) + 1 // and a comma
+			p.last, cursor = m.Seq, m.Seq
+		}
+		if len(msgs) < want {
+			return p, false, nil
+		}
+	}
 }
 
 // --- GET /v1/sessions ------------------------------------------------------

@@ -294,6 +294,7 @@ func (ts *testServer) try(ctx context.Context, method, path, key string, body an
 	if err != nil {
 		return reply{}, err
 	}
+	checkResponse(ts.t, req, resp.StatusCode, resp.Header, raw)
 	return reply{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 }
 

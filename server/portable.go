@@ -43,7 +43,7 @@ func (s *Server) failPortable(w http.ResponseWriter, r *http.Request, err error)
 	case errors.Is(err, store.ErrSessionExists):
 		s.writeError(w, r, &apiError{status: http.StatusConflict, code: "session_exists", msg: "a session with this id already exists"})
 	case errors.Is(err, errors.ErrUnsupported):
-		s.writeError(w, r, &apiError{status: http.StatusNotImplemented, code: "unsupported", msg: memoryReason(err)})
+		s.writeError(w, r, &apiError{status: http.StatusNotImplemented, code: "not_implemented", msg: memoryReason(err)})
 	default:
 		s.fail(w, r, err)
 	}

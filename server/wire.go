@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -148,14 +150,60 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, maxBytes int64, dst any,
 	if r.ContentLength > maxBytes { // refused before reading a byte
 		return jsonError(&http.MaxBytesError{Limit: maxBytes}, maxBytes)
 	}
-	body := http.MaxBytesReader(w, r.Body, maxBytes)
-	if err := msgjson.UnmarshalStrict(body, dst); err != nil {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	if err != nil {
+		return jsonError(err, maxBytes)
+	}
+	// encoding/json would store invalid UTF-8, and escaped lone
+	// surrogates, as U+FFFD: refuse them instead of changing the text.
+	if !utf8.Valid(raw) {
+		return badRequest("the body is not valid UTF-8")
+	}
+	if i := loneSurrogate(raw); i >= 0 {
+		return badRequest("malformed JSON at byte %d: a \\u escape of a lone UTF-16 surrogate is not a character", i)
+	}
+	if err := msgjson.UnmarshalStrict(bytes.NewReader(raw), dst); err != nil {
 		if errors.Is(err, io.EOF) && allowEmpty {
 			return nil
 		}
 		return jsonError(err, maxBytes)
 	}
 	return nil
+}
+
+// loneSurrogate returns the offset of the first \u escape in raw that is
+// half of a UTF-16 surrogate pair without its other half, or -1. JSON
+// allows backslashes only in strings, where each starts an escape.
+func loneSurrogate(raw []byte) int {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i++ // a one-character escape, such as \\ or \"
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := hex4(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return i
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
 }
 
 // jsonError turns an error of msgjson.UnmarshalStrict into a response

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/memory/memstore"
 )
 
 const serveUsage = `Usage: strata serve [flags]
@@ -101,6 +103,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stores := "in-memory"
 	if dsn, _ := cfg.DatabaseURL(); dsn != "" {
 		stores = "PostgreSQL " + db.RedactDSN(dsn)
+	} else {
+		logger.WarnContext(ctx, "strata serve: the in-memory store is a development store: sessions are lost when the process ends, and it holds a bounded number of sessions (a user past a bound loses their own least recently used session; a user holding none is refused when it is full); set a datasource for production",
+			"max_sessions", cmp.Or(cfg.Store.MaxSessions, memstore.DefaultMaxSessions),
+			"max_sessions_per_user", cmp.Or(cfg.Store.MaxSessionsPerUser, memstore.DefaultMaxSessionsPerUser))
 	}
 	fmt.Fprintf(stdout, "strata serve: listening on http://%s (API keys: %d, stores: %s, summaries: %s)\n",
 		ln.Addr(), len(cfg.Server.APIKeys), stores, summariesState(cfg.Memory.Enabled, cfg.EffectiveProvider()))

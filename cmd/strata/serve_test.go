@@ -173,6 +173,9 @@ func TestServe(t *testing.T) {
 	if strings.Contains(logs, serveKey) {
 		t.Fatal("the API key is in the log")
 	}
+	if !strings.Contains(logs, `"level":"WARN","msg":"strata serve: the in-memory store is a development store`) {
+		t.Errorf("no start-up warning about the in-memory store: %s", logs)
+	}
 	if !strings.Contains(logs, `"msg":"http request"`) || !strings.Contains(logs, `"route":"/v1/sessions/{id}/context"`) || !strings.Contains(logs, `"user_id":"alice"`) {
 		t.Errorf("no JSON access log: %s", logs)
 	}

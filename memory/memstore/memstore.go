@@ -18,10 +18,14 @@ import (
 	"github.com/strata-go/strata/memory/store"
 )
 
-// defaultMaxSessions is how many sessions an Store holds when
-// WithMaxSessions is not given (or is given n <= 0). Past it, creating a
-// session evicts the least recently used one.
-const defaultMaxSessions = 10_000
+// DefaultMaxSessions is how many sessions a Store holds when
+// WithMaxSessions is not given (or is given n <= 0).
+const DefaultMaxSessions = 10_000
+
+// DefaultMaxSessionsPerUser is how many sessions one user may hold when
+// WithMaxSessionsPerUser is not given (or is given n <= 0), or the store's
+// bound when that is lower.
+const DefaultMaxSessionsPerUser = 1_000
 
 // emptyPreview is the listing preview of a session without a user message.
 const emptyPreview = "Empty conversation"
@@ -35,14 +39,36 @@ type Option func(*Store)
 
 // WithMaxSessions bounds the store to n sessions (n <= 0: 10 000, the
 // default). When a new session would exceed the bound, the least recently
-// used session (by create, append, tail or range of its owner) is evicted
-// with all its messages, and a warning is logged.
+// used session of the same user (by create, append, tail or range of its
+// owner) is evicted with all its messages, and a warning is logged; a user
+// who holds no session gets store.ErrStoreFull instead. Another user's
+// session is never evicted.
 func WithMaxSessions(n int) Option {
 	return func(s *Store) {
 		if n > 0 {
 			s.maxSessions = n
 		}
 	}
+}
+
+// WithMaxSessionsPerUser bounds the sessions of one user to n (n <= 0:
+// DefaultMaxSessionsPerUser; never above the store's bound). A user at the
+// bound who creates a session loses their own least recently used one, as
+// with WithMaxSessions, so that no user can fill the store for the others.
+func WithMaxSessionsPerUser(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxPerUser = n
+		}
+	}
+}
+
+// WithOnEvict sets a function called, after the store's lock is released,
+// with each session the store evicted, e.g. to drop derived data such as a
+// catalogue document. It must not block for long: it runs in the Create
+// that evicted.
+func WithOnEvict(fn func(sessionID, userID string)) Option {
+	return func(s *Store) { s.onEvict = fn }
 }
 
 // WithLogger sets the logger that reports evictions. By default the
@@ -58,15 +84,16 @@ func WithLogger(l *slog.Logger) Option {
 // Store keeps sessions in process memory (see New).
 type Store struct {
 	maxSessions int
+	maxPerUser  int
 	log         *slog.Logger
+	onEvict     func(sessionID, userID string)
 
 	mu       sync.Mutex
 	sessions map[string]*memSession
-	byUser   map[string]map[string]*memSession
-	lru      list.List // of *memSession, most recently used first
-	lastSeq  int64     // store-wide, so no Seq is ever reused
-	epoch    int64     // store-wide, so no Epoch is ever reused
-	activity int64     // store-wide tick ordering listings exactly
+	byUser   map[string]*userSessions
+	lastSeq  int64 // store-wide, so no Seq is ever reused
+	epoch    int64 // store-wide, so no Epoch is ever reused
+	activity int64 // store-wide tick ordering listings exactly
 }
 
 // memSession is one incarnation of a session. Its fields are guarded by
@@ -80,18 +107,36 @@ type memSession struct {
 	firstUser    string          // content of the first user message
 	hasUser      bool            // whether firstUser is set
 	msgs         []store.Message // oldest first; msgs[i].Seq strictly increasing
-	elem         *list.Element
+	elem         *list.Element   // in its owner's userSessions.lru
 }
 
-var _ store.Store = (*Store)(nil)
+// userSessions are one user's sessions. Guarded by Store.mu.
+type userSessions struct {
+	byID map[string]*memSession
+	lru  list.List // of *memSession, most recently used first
+}
 
-// New returns an empty store that keeps sessions in process memory. It is a development store, for tests, demos and single-process tools:
-// nothing survives a restart, folds are coordinated within the process only
-// (it is no FoldLocker), and it is bounded (10 000 sessions unless
-// WithMaxSessions says otherwise), evicting the least recently used session
-// when full. An evicted session is gone like a deleted one: its id is free,
-// and a session re-created under it gets a new Epoch. Use the PostgreSQL
-// store of package db in production.
+// touch marks sess as its owner's most recently used session. s.mu must be
+// held.
+func (s *Store) touch(sess *memSession) {
+	s.byUser[sess.owner].lru.MoveToFront(sess.elem)
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Replacer = (*Store)(nil)
+)
+
+// New returns an empty store that keeps sessions in process memory. It is a
+// development store, for tests, demos and single-process tools: nothing
+// survives a restart, folds are coordinated within the process only (it is
+// no FoldLocker), and it is bounded by sessions (10 000 in all and 1 000
+// per user unless WithMaxSessions and WithMaxSessionsPerUser say
+// otherwise), never at another user's cost: a Create past a bound evicts
+// the least recently used session of the creating user, and when that user
+// holds none it fails with store.ErrStoreFull. An evicted session is gone
+// like a deleted one: its id is free, and a session re-created under it
+// gets a new Epoch. Use the PostgreSQL store of package db in production.
 //
 // Within a session it keeps every message, stores tool calls and results
 // losslessly, and answers Tail and Range without copying the whole
@@ -99,14 +144,16 @@ var _ store.Store = (*Store)(nil)
 // and does its work in one critical section.
 func New(opts ...Option) *Store {
 	s := &Store{
-		maxSessions: defaultMaxSessions,
+		maxSessions: DefaultMaxSessions,
+		maxPerUser:  DefaultMaxSessionsPerUser,
 		log:         slog.New(slog.DiscardHandler),
 		sessions:    map[string]*memSession{},
-		byUser:      map[string]map[string]*memSession{},
+		byUser:      map[string]*userSessions{},
 	}
 	for _, o := range opts {
 		o(s)
 	}
+	s.maxPerUser = min(s.maxPerUser, s.maxSessions)
 	return s
 }
 
@@ -116,12 +163,14 @@ func (s *Store) Create(ctx context.Context, sessionID, userID string) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.sessions[sessionID] != nil {
+		s.mu.Unlock()
 		return store.ErrSessionExists
 	}
-	s.create(sessionID, userID, time.Now())
-	return nil
+	_, evicted, err := s.create(sessionID, userID, time.Now())
+	s.mu.Unlock()
+	s.evicted(evicted)
+	return err
 }
 
 // Append implements store.Store.
@@ -145,7 +194,7 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 		return store.AppendResult{}, err
 	}
 	now := time.Now()
-	s.lru.MoveToFront(sess.elem)
+	s.touch(sess)
 	if len(stored) == 0 {
 		return store.AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
 	}
@@ -162,6 +211,67 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 	return store.AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
 }
 
+// Replace implements store.Replacer: every message is validated first,
+// then, in one critical section, the ownership is checked and the session
+// becomes a new incarnation holding exactly msgs. A missing session is
+// created for userID (which may evict userID's least recently used session,
+// or fail with store.ErrStoreFull, as Create does).
+func (s *Store) Replace(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return store.AppendResult{}, err
+	}
+	stored := make([]store.Message, len(msgs))
+	for i, m := range msgs {
+		if err := m.Validate(0); err != nil {
+			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
+		}
+		stored[i] = m.Clone()
+	}
+	s.mu.Lock()
+	var evicted []*memSession
+	res, err := func() (store.AppendResult, error) {
+		now := time.Now()
+		if old := s.sessions[sessionID]; old != nil {
+			if old.owner != userID {
+				return store.AppendResult{}, store.ErrNotOwner
+			}
+			// Freeing the old incarnation first makes room for the new one:
+			// nothing is evicted.
+			s.remove(old)
+		}
+		sess, ev, err := s.create(sessionID, userID, now)
+		evicted = ev
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		var last int64
+		for i := range stored {
+			s.lastSeq++
+			last = s.lastSeq
+			stored[i].Seq, stored[i].UserID, stored[i].CreatedAt = s.lastSeq, userID, now
+			if !sess.hasUser && stored[i].Role == store.RoleUser {
+				sess.firstUser, sess.hasUser = stored[i].Content, true
+			}
+		}
+		sess.msgs = stored
+		return store.AppendResult{Total: len(stored), LastSeq: last, Epoch: sess.epoch}, nil
+	}()
+	s.mu.Unlock()
+	s.evicted(evicted)
+	return res, err
+}
+
+// evicted reports evictions to the WithOnEvict function. s.mu must not be
+// held.
+func (s *Store) evicted(sessions []*memSession) {
+	if s.onEvict == nil {
+		return
+	}
+	for _, e := range sessions {
+		s.onEvict(e.id, e.owner)
+	}
+}
+
 // Tail implements store.Store.
 func (s *Store) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	if err := ctx.Err(); err != nil {
@@ -173,7 +283,7 @@ func (s *Store) Tail(ctx context.Context, sessionID, userID string, n int) (stor
 	if err != nil {
 		return store.Tail{}, err
 	}
-	s.lru.MoveToFront(sess.elem)
+	s.touch(sess)
 	total := len(sess.msgs)
 	t := store.Tail{Total: total, Epoch: sess.epoch}
 	if n = min(n, total); n > 0 {
@@ -193,7 +303,7 @@ func (s *Store) Range(ctx context.Context, sessionID, userID string, afterSeq, t
 	if err != nil {
 		return nil, err
 	}
-	s.lru.MoveToFront(sess.elem)
+	s.touch(sess)
 	if throughSeq <= afterSeq {
 		return nil, nil
 	}
@@ -235,8 +345,12 @@ func (s *Store) Sessions(ctx context.Context, userID string, limit, offset int) 
 		activity int64
 	}
 	s.mu.Lock()
-	all := make([]entry, 0, len(s.byUser[userID]))
-	for _, sess := range s.byUser[userID] {
+	var mine map[string]*memSession
+	if u := s.byUser[userID]; u != nil {
+		mine = u.byID
+	}
+	all := make([]entry, 0, len(mine))
+	for _, sess := range mine {
 		info := store.SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
 			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: emptyPreview}
 		if sess.hasUser {
@@ -281,38 +395,48 @@ func (s *Store) owned(sessionID, userID string) (*memSession, error) {
 }
 
 // create makes a new, empty incarnation of sessionID owned by userID,
-// evicting the least recently used sessions past the bound. The id must be
-// free. s.mu must be held.
-func (s *Store) create(sessionID, userID string, now time.Time) *memSession {
-	for len(s.sessions) >= s.maxSessions {
-		old := s.lru.Back().Value.(*memSession)
+// first evicting the least recently used sessions of userID past the
+// bounds; when userID holds none and the store is full, it makes nothing
+// and returns store.ErrStoreFull. The id must be free. s.mu must be held.
+func (s *Store) create(sessionID, userID string, now time.Time) (*memSession, []*memSession, error) {
+	var evicted []*memSession
+	mine := s.byUser[userID]
+	if mine == nil {
+		mine = &userSessions{byID: map[string]*memSession{}}
+		s.byUser[userID] = mine
+	}
+	for len(s.sessions) >= s.maxSessions || len(mine.byID) >= s.maxPerUser {
+		if mine.lru.Len() == 0 {
+			delete(s.byUser, userID)
+			s.log.Warn("strata: in-memory store full, refused a new session",
+				"session_id", sessionID, "user_id", userID, "max_sessions", s.maxSessions)
+			return nil, evicted, fmt.Errorf("%w (%d sessions)", store.ErrStoreFull, s.maxSessions)
+		}
+		old := mine.lru.Back().Value.(*memSession)
 		s.remove(old)
-		s.log.Warn("strata: in-memory store full, evicted the least recently used session",
+		evicted = append(evicted, old)
+		s.log.Warn("strata: in-memory store full, evicted the user's least recently used session",
 			"session_id", old.id, "user_id", old.owner, "messages", len(old.msgs),
-			"max_sessions", s.maxSessions)
+			"max_sessions", s.maxSessions, "max_sessions_per_user", s.maxPerUser)
 	}
 	s.epoch++
 	s.activity++
 	sess := &memSession{id: sessionID, owner: userID, epoch: s.epoch, created: now,
 		lastActivity: now, activity: s.activity}
-	sess.elem = s.lru.PushFront(sess)
+	sess.elem = mine.lru.PushFront(sess)
+	s.byUser[userID] = mine // remove drops an emptied set
 	s.sessions[sessionID] = sess
-	mine := s.byUser[userID]
-	if mine == nil {
-		mine = map[string]*memSession{}
-		s.byUser[userID] = mine
-	}
-	mine[sessionID] = sess
-	return sess
+	mine.byID[sessionID] = sess
+	return sess, evicted, nil
 }
 
 // remove forgets a session and its messages. s.mu must be held.
 func (s *Store) remove(sess *memSession) {
 	delete(s.sessions, sess.id)
-	s.lru.Remove(sess.elem)
 	if mine := s.byUser[sess.owner]; mine != nil {
-		delete(mine, sess.id)
-		if len(mine) == 0 {
+		mine.lru.Remove(sess.elem)
+		delete(mine.byID, sess.id)
+		if len(mine.byID) == 0 {
 			delete(s.byUser, sess.owner)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-go/strata/internal/testutil"
@@ -98,37 +99,134 @@ func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
 	wantSessions("s5", "s4", "s3")
 
 	// An evicted id is free, and its successor is a new incarnation.
-	if err := s.Create(ctx, "s2", "bob"); err != nil {
+	if err := s.Create(ctx, "s2", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if now, _ := s.Tail(ctx, "s2", "bob", 0); now.Epoch == old2.Epoch || now.Total != 0 {
+	if now, _ := s.Tail(ctx, "s2", "alice", 0); now.Epoch == old2.Epoch || now.Total != 0 {
 		t.Fatalf("re-created evicted session = %+v, old epoch %d", now, old2.Epoch)
 	}
 	wantEvicted("s3", 0)
+	wantSessions("s2", "s5", "s4")
+
+	// Another user never evicts alice's sessions: with none of his own to
+	// give up, bob is refused.
+	if err := s.Create(ctx, "b1", "bob"); !errors.Is(err, store.ErrStoreFull) {
+		t.Fatalf("bob's Create in a store full of alice's sessions: %v, want ErrStoreFull", err)
+	}
+	wantSessions("s2", "s5", "s4")
+	if _, total, _ := s.Sessions(ctx, "bob", 0, 0); total != 0 {
+		t.Fatalf("bob holds %d sessions after a refused Create", total)
+	}
 }
 
-func TestInMemoryDefaultBound(t *testing.T) {
-	const bound = 10_000 // documented default of WithMaxSessions
+// Another user's flood of new sessions evicts none of the first user's:
+// past the store's bound the flooding user loses their own least recently
+// used sessions, or is refused; every eviction is reported to WithOnEvict.
+func TestInMemoryNeverEvictsAnotherUsersSessions(t *testing.T) {
+	ctx := t.Context()
+	var evictedMu sync.Mutex
+	evicted := map[string]string{}
+	s := memstore.New(memstore.WithMaxSessions(1000), memstore.WithOnEvict(func(id, user string) {
+		evictedMu.Lock()
+		defer evictedMu.Unlock()
+		evicted[id] = user
+	}))
+	for i := range 20 {
+		id := fmt.Sprintf("alice-%d", i)
+		if err := s.Create(ctx, id, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, id, "alice", store.Message{Role: store.RoleUser, Content: "acknowledged"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, full := 0, 0
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				err := s.Create(ctx, fmt.Sprintf("bob-%d-%d", w, i), "bob")
+				mu.Lock()
+				switch {
+				case err == nil:
+					created++
+				case errors.Is(err, store.ErrStoreFull):
+					full++
+				default:
+					t.Errorf("bob's Create: %v", err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range 20 {
+		tail, err := s.Tail(ctx, fmt.Sprintf("alice-%d", i), "alice", 1)
+		if err != nil || tail.Total != 1 {
+			t.Fatalf("alice-%d after bob's 1 200 creates: %+v, %v", i, tail, err)
+		}
+	}
+	_, bobs, _ := s.Sessions(ctx, "bob", 1, 0)
+	if created != 1200 || bobs != 980 {
+		t.Fatalf("bob created %d (refused %d) and holds %d sessions; want 1200 created (his own evicted), 980 held", created, full, bobs)
+	}
+	evictedMu.Lock()
+	defer evictedMu.Unlock()
+	if len(evicted) != 220 {
+		t.Fatalf("%d evictions reported, want 220", len(evicted))
+	}
+	for id, user := range evicted {
+		if user != "bob" || !strings.HasPrefix(id, "bob-") {
+			t.Fatalf("evicted %s of %s", id, user)
+		}
+	}
+}
+
+func TestInMemoryDefaultBounds(t *testing.T) {
+	const bound, perUser = 10_000, 1_000 // documented defaults
 	ctx := t.Context()
 	for name, s := range map[string]memory.MessageStore{
 		"default":             memstore.New(),
-		"WithMaxSessions(0)":  memstore.New(memstore.WithMaxSessions(0)),
-		"WithMaxSessions(-1)": memstore.New(memstore.WithMaxSessions(-1)),
+		"WithMaxSessions(0)":  memstore.New(memstore.WithMaxSessions(0), memstore.WithMaxSessionsPerUser(0)),
+		"WithMaxSessions(-1)": memstore.New(memstore.WithMaxSessions(-1), memstore.WithMaxSessionsPerUser(-1)),
 	} {
-		for i := range bound + 1 {
-			if err := s.Create(ctx, fmt.Sprint(i), "alice"); err != nil {
-				t.Fatal(err)
+		for u := range bound / perUser {
+			for i := range perUser {
+				if err := s.Create(ctx, fmt.Sprintf("%d-%d", u, i), fmt.Sprint(u)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		if _, total, _ := s.Sessions(ctx, "alice", 1, 0); total != bound {
-			t.Errorf("%s: %d sessions held, want %d", name, total, bound)
+		// A user at the per-user bound gives up their oldest session.
+		if err := s.Create(ctx, "0-new", "0"); err != nil {
+			t.Fatal(err)
 		}
-		if _, err := s.Tail(ctx, "0", "alice", 0); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the oldest session survived past the bound: %v", name, err)
+		if _, total, _ := s.Sessions(ctx, "0", 1, 0); total != perUser {
+			t.Errorf("%s: %d sessions held by one user, want %d", name, total, perUser)
 		}
-		if _, err := s.Tail(ctx, "1", "alice", 0); err != nil {
-			t.Errorf("%s: the second oldest session was evicted: %v", name, err)
+		if _, err := s.Tail(ctx, "0-0", "0", 0); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the user's oldest session survived past the per-user bound: %v", name, err)
 		}
+		if _, err := s.Tail(ctx, "0-1", "0", 0); err != nil {
+			t.Errorf("%s: the user's second oldest session was evicted: %v", name, err)
+		}
+		// The store is full: a new user is refused.
+		if err := s.Create(ctx, "x", "newcomer"); !errors.Is(err, store.ErrStoreFull) {
+			t.Errorf("%s: a new user's Create in a full store: %v, want ErrStoreFull", name, err)
+		}
+	}
+	// The per-user bound never exceeds the store's.
+	s := memstore.New(memstore.WithMaxSessions(5), memstore.WithMaxSessionsPerUser(50))
+	for i := range 6 {
+		if err := s.Create(ctx, fmt.Sprint(i), "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, total, _ := s.Sessions(ctx, "alice", 1, 0); total != 5 {
+		t.Fatalf("alice holds %d sessions, want 5", total)
 	}
 }
 
@@ -166,5 +264,5 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 
 // The in-memory store's API stays small, every name documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 15) // + the Importer and Forgetter methods
+	testutil.CheckExports(t, ".", 20) // + Replace, Import, Forget capabilities, WithOnEvict, WithMaxSessionsPerUser
 }

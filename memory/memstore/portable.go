@@ -36,36 +36,45 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 		stored[i] = m.Clone()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions[sessionID] != nil {
-		return store.AppendResult{}, store.ErrSessionExists
-	}
-	now := time.Now()
-	created := now
-	if len(stored) > 0 && !stored[0].CreatedAt.IsZero() && stored[0].CreatedAt.Before(now) {
-		created = stored[0].CreatedAt
-	}
-	sess := s.create(sessionID, userID, created)
-	seqs := make([]int64, len(stored))
-	last := created
-	for i := range stored {
-		s.lastSeq++
-		stored[i].Seq, stored[i].UserID = s.lastSeq, userID
-		if stored[i].CreatedAt.IsZero() {
-			stored[i].CreatedAt = now
+	var evicted []*memSession
+	res, err := func() (store.AppendResult, error) {
+		if s.sessions[sessionID] != nil {
+			return store.AppendResult{}, store.ErrSessionExists
 		}
-		last = stored[i].CreatedAt
-		seqs[i] = s.lastSeq
-		if !sess.hasUser && stored[i].Role == store.RoleUser {
-			sess.firstUser, sess.hasUser = stored[i].Content, true
+		now := time.Now()
+		created := now
+		if len(stored) > 0 && !stored[0].CreatedAt.IsZero() && stored[0].CreatedAt.Before(now) {
+			created = stored[0].CreatedAt
 		}
-	}
-	sess.msgs = stored
-	sess.lastActivity = last
-	if sum != nil {
-		sum(sess.epoch, seqs)
-	}
-	return store.AppendResult{Total: len(stored), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+		sess, ev, err := s.create(sessionID, userID, created)
+		evicted = ev
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		seqs := make([]int64, len(stored))
+		last := created
+		for i := range stored {
+			s.lastSeq++
+			stored[i].Seq, stored[i].UserID = s.lastSeq, userID
+			if stored[i].CreatedAt.IsZero() {
+				stored[i].CreatedAt = now
+			}
+			last = stored[i].CreatedAt
+			seqs[i] = s.lastSeq
+			if !sess.hasUser && stored[i].Role == store.RoleUser {
+				sess.firstUser, sess.hasUser = stored[i].Content, true
+			}
+		}
+		sess.msgs = stored
+		sess.lastActivity = last
+		if sum != nil {
+			sum(sess.epoch, seqs)
+		}
+		return store.AppendResult{Total: len(stored), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+	}()
+	s.mu.Unlock()
+	s.evicted(evicted)
+	return res, err
 }
 
 // ForgetsSummariesOf implements store.Forgetter: the in-memory store

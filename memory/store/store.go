@@ -162,6 +162,10 @@ var (
 	ErrInvalidMessage = errors.New("memory: invalid message")
 	// ErrMessageTooLarge: a message exceeds Config.MaxMessageBytes.
 	ErrMessageTooLarge = errors.New("memory: message too large")
+	// ErrStoreFull: a bounded store (the in-memory one) holds as many
+	// sessions as it may and would have to evict another user's to make
+	// room, so Create made nothing. HTTP layers answer it with 507.
+	ErrStoreFull = errors.New("memory: store full")
 	// ErrUnavailable: the store could not be reached or did not answer in
 	// time (database down, connection refused, statement timeout). Stores
 	// wrap such failures with it so that callers can tell an outage, worth
@@ -194,10 +198,33 @@ type FoldLocker interface {
 // two calls, with the same result.
 type SnapshotReader interface {
 	// ReadsSummariesOf reports whether Snapshot returns the summaries that
-	// sums stores.
+	// sums stores. When it does, the store keeps them beside its sessions:
+	// its Delete (and Replace, for a Replacer) removes the session's
+	// summary in the same atomic step, and the manager does not delete it
+	// again by id, which could remove the summary of an incarnation
+	// re-created meanwhile.
 	ReadsSummariesOf(sums summary.Store) bool
 	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
 	// the same errors, and the session's stored summary (nil when it has
 	// none) whatever its epoch, read atomically with the tail.
 	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
+}
+
+// Replacer is an optional capability of a Store: it replaces a session's
+// whole history in one atomic step (one transaction, or one critical
+// section), the way langchaingo's ChatMessageHistory.SetMessages wants it.
+// Both stores of this module have it. A Manager without it falls back to a
+// delete then an append under the session's write lock: atomic within one
+// process, but a replica, or another user creating the id in between, can
+// slip between the two steps.
+type Replacer interface {
+	// Replace validates every message (see Message.Validate) and, only
+	// when all are valid, makes msgs the whole history of userID's session
+	// sessionID: a new incarnation (a new Epoch, so that no summary of the
+	// old history applies) holding exactly msgs, still owned by userID. A
+	// session that does not exist is created for userID. A session another
+	// user owns returns ErrNotOwner; an invalid message ErrInvalidMessage;
+	// in both cases nothing changes. The ownership check and the writes are
+	// one atomic step.
+	Replace(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error)
 }
