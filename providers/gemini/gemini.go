@@ -11,8 +11,8 @@
 //
 // Importing the package registers the summarizer provider "gemini" with
 // summary.Register, as database/sql drivers register themselves, so that
-// configuration (package autoconfig) can select it (the API key is read from GOOGLE_API_KEY or
-// GEMINI_API_KEY):
+// configuration (package autoconfig) can select it (the API key is read
+// from GOOGLE_API_KEY or GEMINI_API_KEY):
 //
 //	import _ "github.com/strata-go/strata/providers/gemini"
 //
