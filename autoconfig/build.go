@@ -25,7 +25,7 @@ import (
 //     manager, without a summary store or summarizer;
 //   - summaries on: a summary store and the summarizer registered under
 //     summarizer.provider (the built-in extractive one, or one whose package
-//     the program imports; see RegisterSummarizer);
+//     the program imports; see summary.Register);
 //   - a datasource URL: PostgreSQL message (and summary) stores, migrated
 //     first when datasource.migrate-on-start is true; otherwise in-memory
 //     stores.
@@ -97,7 +97,7 @@ func WithLogger(l *slog.Logger) BuildOption {
 }
 
 // WithHTTPClient sets the HTTP client of summarizers that call an HTTP API
-// (proxies, custom TLS); see SummarizerSettings.HTTPClient.
+// (proxies, custom TLS); see summary.Settings.HTTPClient.
 func WithHTTPClient(c *http.Client) BuildOption {
 	return func(o *buildOptions) { o.httpClient = c }
 }
@@ -259,7 +259,7 @@ func NewSummarizer(ctx context.Context, cfg *Config, opts ...BuildOption) (summa
 
 func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.Service, error) {
 	name := cfg.EffectiveProvider()
-	f, ok := lookupSummarizer(name)
+	f, ok := summary.LookupProvider(name)
 	if !ok {
 		if imp, known := strataProviders[name]; known {
 			return nil, cfg.errorFor(keySummarizerProvider, fmt.Sprintf(
@@ -268,7 +268,7 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 		return nil, cfg.errorFor(keySummarizerProvider, "must be one of "+joinNames(knownProviders()))
 	}
 	sc := cfg.Summarizer
-	svc, err := f(ctx, SummarizerSettings{
+	svc, err := f(ctx, summary.Settings{
 		Provider:           name,
 		Model:              cfg.EffectiveModel(),
 		BaseURL:            sc.BaseURL,
@@ -279,11 +279,15 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 		JSONSchema:         sc.JSONSchema,
 		HTTPClient:         o.httpClient,
 		Logger:             o.logger,
-		cfg:                cfg,
+		Env:                cfg.LookupEnv,
 	})
 	if err != nil {
+		var ke *summary.APIKeyError
 		var ce *Error
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ke):
+			return nil, cfg.apiKeyError(ke)
+		case errors.As(err, &ce):
 			return nil, err
 		}
 		return nil, fmt.Errorf("summarizer %s: %w", name, err)
@@ -292,6 +296,20 @@ func newSummarizer(ctx context.Context, cfg *Config, o *buildOptions) (summary.S
 		return nil, fmt.Errorf("summarizer %s: the provider returned no summarizer", name)
 	}
 	return svc, nil
+}
+
+// apiKeyError reports a provider's missing API key on
+// summarizer.api-key-env, with the value and its source when the key names
+// the variable.
+func (c *Config) apiKeyError(ke *summary.APIKeyError) error {
+	msg := ke.Error()
+	if !ke.Explicit && len(ke.Vars) > 0 {
+		msg += "; set it, or name another variable with this key"
+	}
+	if !ke.Explicit {
+		return newError(keySummarizerAPIKeyEnv, "", "", msg)
+	}
+	return c.errorFor(keySummarizerAPIKeyEnv, msg)
 }
 
 // foldLockTTL is the cross-process fold lock's hold that a summarizer call

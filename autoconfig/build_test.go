@@ -255,15 +255,15 @@ func TestBuildUnregisteredProvider(t *testing.T) {
 	}
 }
 
-// TestRegisterSummarizer: a registered factory receives the summarizer
-// settings, reads its key from the configuration's environment, and its
-// summarizer is the manager's and is closed with the runtime.
+// TestRegisterSummarizer: a factory registered with summary.Register
+// receives the summarizer settings, reads its key from the configuration's
+// environment, and its summarizer is the manager's and is closed with the runtime.
 func TestRegisterSummarizer(t *testing.T) {
 	t.Parallel()
 	const name = "test-recorder"
-	var got SummarizerSettings
+	var got summary.Settings
 	closed := false
-	RegisterSummarizer("Test-Recorder", func(_ context.Context, s SummarizerSettings) (summary.Service, error) {
+	summary.Register("Test-Recorder", func(_ context.Context, s summary.Settings) (summary.Service, error) {
 		got = s
 		key, err := s.APIKey("TEST_RECORDER_KEY")
 		if err != nil {
@@ -271,8 +271,8 @@ func TestRegisterSummarizer(t *testing.T) {
 		}
 		return &closingService{key: key, closed: &closed}, nil
 	})
-	if !slicesContains(Summarizers(), name) {
-		t.Fatalf("Summarizers() = %v", Summarizers())
+	if !slicesContains(summary.Providers(), name) {
+		t.Fatalf("summary.Providers() = %v", summary.Providers())
 	}
 	cfg, err := LoadWith(LoadOptions{Environ: []string{"TEST_RECORDER_KEY=secret"}, Overrides: smallWindow(
 		keySummarizerProvider+"="+name, keySummarizerModel+"=m1", keySummarizerBaseURL+"=http://127.0.0.1:9/v1",
@@ -309,17 +309,17 @@ func TestRegisterSummarizer(t *testing.T) {
 
 	for what, register := range map[string]func(){
 		"twice": func() {
-			RegisterSummarizer(name, func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+			summary.Register(name, func(context.Context, summary.Settings) (summary.Service, error) { return nil, nil })
 		},
 		"blank name": func() {
-			RegisterSummarizer(" ", func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+			summary.Register(" ", func(context.Context, summary.Settings) (summary.Service, error) { return nil, nil })
 		},
-		"nil factory": func() { RegisterSummarizer("test-nil", nil) },
+		"nil factory": func() { summary.Register("test-nil", nil) },
 	} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("RegisterSummarizer %s did not panic", what)
+					t.Errorf("summary.Register %s did not panic", what)
 				}
 			}()
 			register()
@@ -362,7 +362,7 @@ func TestBuildRefusesHalfConfigured(t *testing.T) {
 	if _, err := BuildRuntime(context.Background(), cfg, WithSummarizer(typedNil)); err == nil {
 		t.Fatal("typed-nil WithSummarizer accepted")
 	}
-	RegisterSummarizer("test-none", func(context.Context, SummarizerSettings) (summary.Service, error) { return nil, nil })
+	summary.Register("test-none", func(context.Context, summary.Settings) (summary.Service, error) { return nil, nil })
 	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow(keySummarizerProvider + "=test-none")})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 // Summarizer provider names (arc.reactor.memory.summarizer.provider).
 // Only the extractive summarizer is built in; the others are registered by
-// importing their packages (see RegisterSummarizer).
+// importing their packages (see summary.Register).
 const (
 	// ProviderExtractive is the offline, deterministic summarizer
 	// (summary.NewExtractiveService); the default.
@@ -101,7 +101,7 @@ type SummaryConfig struct {
 type SummarizerConfig struct {
 	// Provider names a registered summarizer provider: extractive
 	// (default, built in), or gemini or openai once their packages are
-	// imported (see RegisterSummarizer).
+	// imported (see summary.Register).
 	Provider string
 	// Model is the provider's model name; empty means the provider's
 	// default model.
@@ -240,7 +240,7 @@ func (c *Config) LookupEnv(name string) (string, bool) {
 // or, when that key was not set and summary.llm-model was, the provider
 // llm-model names or whose model it names (see SummaryConfig.LLMModel).
 func (c *Config) EffectiveProvider() string {
-	p := normalizeProvider(c.Summarizer.Provider)
+	p := summary.ProviderName(c.Summarizer.Provider)
 	if c.IsSet(keySummarizerProvider) || !c.IsSet(keyLLMModel) {
 		return p
 	}
@@ -258,7 +258,7 @@ func (c *Config) EffectiveModel() string {
 		return m
 	}
 	lm := strings.TrimSpace(c.Summary.LLMModel)
-	if isProvider(normalizeProvider(lm)) {
+	if isProvider(summary.ProviderName(lm)) {
 		return ""
 	}
 	if p := llmModelProvider(lm); p != "" && p == c.EffectiveProvider() {
@@ -271,7 +271,7 @@ func (c *Config) EffectiveModel() string {
 // for a provider name, gemini for a Gemini model (gemini-…), openai for an
 // OpenAI one (gpt-…, chatgpt-…, o1…, o3…, o4…), "" otherwise.
 func llmModelProvider(v string) string {
-	lm := normalizeProvider(v)
+	lm := summary.ProviderName(v)
 	switch {
 	case lm == "":
 		return ""
@@ -336,8 +336,6 @@ func (c *Config) Clone() *Config {
 	}
 	return &out
 }
-
-func normalizeProvider(p string) string { return strings.ToLower(strings.TrimSpace(p)) }
 
 // checkPostgresURL accepts postgres:// and postgresql:// URLs and key=value
 // connection strings.

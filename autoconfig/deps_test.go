@@ -27,3 +27,32 @@ func TestNoProviderSDKDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestProvidersDependOnlyOnSummary: a program that imports only the
+// summarizer providers links what a summarizer needs — never the database
+// driver, the migrations, the stores, the HTTP server or autoconfig, to
+// which the providers register through package summary.
+func TestProvidersDependOnlyOnSummary(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found: cannot list the providers' dependencies")
+	}
+	out, err := exec.Command(goBin, "list", "-deps",
+		"github.com/strata-go/strata/providers/gemini", "github.com/strata-go/strata/providers/openai").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slicesContains(deps, "github.com/strata-go/strata/summary") {
+		t.Fatalf("go list -deps printed no summary package: %q", out)
+	}
+	for _, pkg := range deps {
+		for _, banned := range []string{"github.com/lib/pq", "github.com/golang-migrate/", "github.com/strata-go/strata/db",
+			"github.com/strata-go/strata/server", "github.com/strata-go/strata/autoconfig"} {
+			if pkg == banned || strings.HasPrefix(pkg, strings.TrimSuffix(banned, "/")+"/") {
+				t.Errorf("a provider depends on %s", pkg)
+			}
+		}
+	}
+}

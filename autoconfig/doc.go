@@ -58,7 +58,11 @@
 // or of a spring.datasource key Strata reads. arc-reactor's keys and the
 // other tools' keys that Strata does not use are listed by Config.Unused
 // and, in one line at info level, by Build. YAML files, the environment
-// and overrides (the strata command's --set) accept the same keys.
+// and overrides (the strata command's --set) accept the same keys. Once a
+// source's keys are resolved, koanf's Unmarshal binds their values, with
+// decode hooks that accept what Spring accepts: numbers written as strings,
+// yes/no/on/off, durations as Go durations or bare milliseconds, lists as
+// comma-separated strings.
 //
 // # Coming from arc-reactor
 //
@@ -105,7 +109,7 @@
 //
 // Summarizers are registered the way database/sql drivers are: the offline
 // extractive summarizer is built in, and a provider package registers
-// itself (RegisterSummarizer) when a program imports it:
+// itself (summary.Register) when a program imports it:
 //
 //	import _ "github.com/strata-go/strata/providers/gemini" // Gemini, with a response schema
 //	import _ "github.com/strata-go/strata/providers/openai" // OpenAI and OpenAI-compatible servers

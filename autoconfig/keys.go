@@ -1,8 +1,7 @@
 package autoconfig
 
 import (
-	"fmt"
-	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -89,366 +88,274 @@ func Keys() []KeyInfo {
 	def := Default()
 	out := make([]KeyInfo, len(keyTable))
 	for i, k := range keyTable {
-		out[i] = KeyInfo{Key: k.name, Env: envName(k.name), Type: k.typ, Default: k.format(def), Doc: k.doc, Reference: k.reference}
+		out[i] = KeyInfo{Key: k.name, Env: envName(k.name), Type: k.kind(), Default: k.format(def), Doc: k.doc, Reference: k.reference}
 	}
 	return out
 }
 
-// keySpec is one entry of the key table: how to parse a raw value into the
-// Config and how to render the current value.
+// keySpec is one entry of the key table: a key, its description and the
+// field of a Config it sets. koanf's Unmarshal binds the values (see
+// bind.go); what a key accepts follows from its field's type.
 type keySpec struct {
 	name      string
-	typ       string
 	doc       string
 	reference bool
 	secret    bool
-	// parse sets the value; raw is a YAML scalar or an environment string.
-	// It returns a message (no key) when the value has the wrong type.
-	parse  func(c *Config, raw any) error
-	format func(c *Config) string
+	// keepBlank keeps the blank entries of a list for validation to refuse
+	// (other lists drop them).
+	keepBlank bool
+	// typ is the type of the field: bool, int, float64, time.Duration, a
+	// string type, []string or []APIKeyConfig.
+	typ reflect.Type
+	// field returns a pointer to the field of c the key sets.
+	field func(c *Config) any
 }
 
-func intKey(name, doc string, p func(*Config) *int) keySpec {
-	return keySpec{name: name, typ: "int", doc: doc,
-		parse: func(c *Config, raw any) error {
-			v, err := toInt(raw)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		},
-		format: func(c *Config) string { return strconv.Itoa(*p(c)) },
+// key is the key name, described by doc, that sets the field of a Config
+// that field returns.
+func key[T any](name, doc string, field func(*Config) *T) keySpec {
+	return keySpec{name: name, doc: doc, typ: reflect.TypeFor[T](),
+		field: func(c *Config) any { return field(c) }}
+}
+
+// kind is the key's type as KeyInfo.Type says it.
+func (k *keySpec) kind() string {
+	switch {
+	case k.typ == durationType:
+		return "duration"
+	case k.typ.Kind() == reflect.Slice:
+		return "list"
+	case k.typ.Kind() == reflect.Float64:
+		return "float"
 	}
+	return k.typ.Kind().String() // bool, int, string
 }
 
-func boolKey(name, doc string, p func(*Config) *bool) keySpec {
-	return keySpec{name: name, typ: "bool", doc: doc,
-		parse: func(c *Config, raw any) error {
-			v, err := toBool(raw)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		},
-		format: func(c *Config) string { return strconv.FormatBool(*p(c)) },
-	}
-}
-
-func floatKey(name, doc string, p func(*Config) *float64) keySpec {
-	return keySpec{name: name, typ: "float", doc: doc,
-		parse: func(c *Config, raw any) error {
-			v, err := toFloat(raw)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		},
-		format: func(c *Config) string { return strconv.FormatFloat(*p(c), 'g', -1, 64) },
-	}
-}
-
-func durationKey(name, doc string, p func(*Config) *time.Duration) keySpec {
-	return keySpec{name: name, typ: "duration", doc: doc,
-		parse: func(c *Config, raw any) error {
-			v, err := toDuration(raw)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		},
-		format: func(c *Config) string { return formatDuration(*p(c)) },
-	}
-}
-
-func stringKey[T ~string](name, doc string, p func(*Config) *T) keySpec {
-	return keySpec{name: name, typ: "string", doc: doc,
-		parse: func(c *Config, raw any) error {
-			v, err := toString(raw)
-			if err != nil {
-				return err
-			}
-			*p(c) = T(v)
-			return nil
-		},
-		format: func(c *Config) string { return strconv.Quote(string(*p(c))) },
-	}
-}
-
-// stringListKey is a list of strings: a YAML list, or in the environment
-// and overrides a comma-separated string. Blank entries are dropped.
-func stringListKey(name, doc string, p func(*Config) *[]string) keySpec {
-	return listKey(name, doc, p, false)
-}
-
-// strictStringListKey is stringListKey for lists whose blank entries are
-// errors rather than nothing: they are kept for validation to refuse (a
-// value that is blank as a whole is still the empty list, and a trailing
-// comma adds no entry).
-func strictStringListKey(name, doc string, p func(*Config) *[]string) keySpec {
-	return listKey(name, doc, p, true)
-}
-
-func listKey(name, doc string, p func(*Config) *[]string, keepBlank bool) keySpec {
-	return keySpec{name: name, typ: "list",
-		doc: doc,
-		parse: func(c *Config, raw any) error {
-			var items []any
-			switch v := raw.(type) {
-			case nil:
-			case []any:
-				items = v
-			case string:
-				if strings.TrimSpace(v) == "" {
-					break
-				}
-				parts := strings.Split(v, ",")
-				if strings.TrimSpace(parts[len(parts)-1]) == "" {
-					parts = parts[:len(parts)-1] // a trailing comma
-				}
-				for _, e := range parts {
-					items = append(items, e)
-				}
-			default:
-				return fmt.Errorf("want a list of strings, got %s", describe(raw))
-			}
-			var out []string
-			for i, e := range items {
-				str, err := toString(e)
-				if err != nil {
-					return fmt.Errorf("entry %d: %v", i+1, err)
-				}
-				if str != "" || keepBlank {
-					out = append(out, str)
-				}
-			}
-			*p(c) = out
-			return nil
-		},
-		format: func(c *Config) string {
-			q := make([]string, len(*p(c)))
-			for i, e := range *p(c) {
-				q[i] = strconv.Quote(e)
-			}
-			return "[" + strings.Join(q, ", ") + "]"
-		},
-	}
-}
-
-// alsoSets makes k run also after parsing a value, to set a second field
-// from the first.
-func alsoSets(k keySpec, also func(*Config)) keySpec {
-	parse := k.parse
-	k.parse = func(c *Config, raw any) error {
-		if err := parse(c, raw); err != nil {
-			return err
+// format renders the key's value in c as YAML scalar (or flow list)
+// syntax.
+func (k *keySpec) format(c *Config) string {
+	switch v := k.field(c).(type) {
+	case *bool:
+		return strconv.FormatBool(*v)
+	case *int:
+		return strconv.Itoa(*v)
+	case *float64:
+		return strconv.FormatFloat(*v, 'g', -1, 64)
+	case *time.Duration:
+		return formatDuration(*v)
+	case *[]string:
+		q := make([]string, len(*v))
+		for i, e := range *v {
+			q[i] = strconv.Quote(e)
 		}
-		also(c)
-		return nil
+		return "[" + strings.Join(q, ", ") + "]"
+	case *[]APIKeyConfig:
+		return formatAPIKeys(*v)
 	}
-	return k
+	return strconv.Quote(reflect.ValueOf(k.field(c)).Elem().String()) // a string type
 }
 
 func ref(k keySpec) keySpec    { k.reference = true; return k }
 func secret(k keySpec) keySpec { k.secret = true; return k }
 
+// keepBlank makes a list key keep its blank entries, so that validation
+// refuses them rather than they mean nothing (a value blank as a whole is
+// still the empty list, and a trailing comma adds no entry).
+func keepBlank(k keySpec) keySpec { k.keepBlank = true; return k }
+
 // keyTable is the list of every key, in documentation order.
 var keyTable = []keySpec{
 	// arc-reactor's memory.summary properties.
-	ref(boolKey(keyEnabled,
+	ref(key(keyEnabled,
 		"Turn hierarchical memory on: facts + narrative + a verbatim window once a session passes the trigger. Off: the last 2 × max-conversation-turns messages (takeLast).",
 		func(c *Config) *bool { return &c.Memory.Enabled })),
-	ref(intKey(keyTrigger,
+	ref(key(keyTrigger,
 		"Hierarchical mode applies only when a session stores strictly more messages than this. It may be below recent-message-count: the session is then shown in full until a message precedes the verbatim window. Must be >= 0 (0 = every non-empty session).",
 		func(c *Config) *int { return &c.Memory.TriggerMessageCount })),
-	ref(intKey(keyRecent,
+	ref(key(keyRecent,
 		"Number of newest messages kept verbatim in hierarchical mode. Must be >= 0 (0, as arc-reactor allows: no verbatim window, only facts and narrative once past the trigger).",
 		func(c *Config) *int { return &c.Memory.RecentMessageCount })),
-	ref(stringKey(keyLLMModel,
+	ref(key(keyLLMModel,
 		"arc-reactor's summarization model. Set (and summarizer.provider not set), it selects the summarizer: a Gemini model (gemini-2.0-flash) the Gemini summarizer with that model, an OpenAI model (gpt-4o-mini) the OpenAI one, a provider name (gemini, openai, extractive) that provider with its default model. Not set, the summarizer stays extractive and this is only the Gemini model used when summarizer.provider is gemini without summarizer.model.",
 		func(c *Config) *string { return &c.Summary.LLMModel })),
-	ref(alsoSets(intKey(keyMaxNarrative,
+	ref(key(keyMaxNarrative,
 		"Narrative length, in tokens, that LLM summarizers are asked for, and the cap of every stored narrative (cut at a sentence boundary). Must be >= 1.",
-		func(c *Config) *int { return &c.Summary.MaxNarrativeTokens }),
-		func(c *Config) { c.Memory.MaxNarrativeTokens = c.Summary.MaxNarrativeTokens })),
+		func(c *Config) *int { return &c.Summary.MaxNarrativeTokens })),
 
 	// Strata: summarizer.
-	stringKey(keySummarizerProvider,
+	key(keySummarizerProvider,
 		"Summarizer: extractive (offline, deterministic, no LLM; built in), gemini (Gemini API with a response schema) or openai (OpenAI or any OpenAI-compatible server); gemini and openai need their packages imported (github.com/strata-go/strata/providers/...), as the strata command does.",
 		func(c *Config) *string { return &c.Summarizer.Provider }),
-	stringKey(keySummarizerModel,
+	key(keySummarizerModel,
 		"Model name; empty = the provider's default model (its package's DefaultModel). For Ollama, vLLM or llama.cpp, the model the server serves.",
 		func(c *Config) *string { return &c.Summarizer.Model }),
-	stringKey(keySummarizerBaseURL,
+	key(keySummarizerBaseURL,
 		"Server URL; empty = the provider's public API. For OpenAI-compatible servers e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM).",
 		func(c *Config) *string { return &c.Summarizer.BaseURL }),
-	stringKey(keySummarizerAPIKeyEnv,
+	key(keySummarizerAPIKeyEnv,
 		"Name of the environment variable holding the API key (never the key itself); empty = GOOGLE_API_KEY (then GEMINI_API_KEY) for gemini, OPENAI_API_KEY for openai. Not needed for a local OpenAI-compatible server.",
 		func(c *Config) *string { return &c.Summarizer.APIKeyEnv }),
-	durationKey(keySummarizerTimeout,
+	key(keySummarizerTimeout,
 		"Time limit of one summarization call (e.g. 60s, 2m; a bare number is milliseconds), enforced by the provider's client and by the manager (memory.Config.SummarizeTimeout), which stops waiting even for a summarizer that ignores its context and releases the session's fold lock. A timeout is a failed fold, never an empty summary. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Summarizer.Timeout }),
-	boolKey(keySummarizerJSONMode,
+	key(keySummarizerJSONMode,
 		"openai: ask for a JSON object (response_format json_object). Turn off for servers that reject it; the reply parser is tolerant either way.",
 		func(c *Config) *bool { return &c.Summarizer.JSONMode }),
-	boolKey(keySummarizerSchema,
+	key(keySummarizerSchema,
 		"openai: send a strict JSON schema (response_format json_schema) for narrative + facts; for OpenAI and servers that support structured outputs.",
 		func(c *Config) *bool { return &c.Summarizer.JSONSchema }),
 
 	// Strata: datasource.
-	secret(stringKey(keyDatasourceURL,
+	secret(key(keyDatasourceURL,
 		"PostgreSQL URL (postgres://user:pass@host:5432/db?sslmode=disable) or key=value string; wins over spring.datasource.url. Empty (and no spring.datasource.url) = in-memory stores.",
 		func(c *Config) *string { return &c.Datasource.URL })),
-	boolKey(keyMigrateOnStart,
+	key(keyMigrateOnStart,
 		"Apply Strata's schema migrations when the stores are built (idempotent; safe with several replicas). Migrations need a direct connection to PostgreSQL: behind a transaction-mode pooler (PgBouncer, Supabase's port 6543, a managed PgBouncer) set the pooled URL as the datasource with migrate-on-start: false, and run `strata migrate up` with the direct URL (--set arc.reactor.memory.datasource.url=postgres://…direct… or DATABASE_URL); through a pooler that refuses start-up parameters a migration is refused with that advice. The stores themselves work through such a pooler.",
 		func(c *Config) *bool { return &c.Datasource.MigrateOnStart }),
 
 	// Strata: store limits.
-	intKey(keyMaxMessageBytes,
+	key(keyMaxMessageBytes,
 		"Reject messages larger than this many bytes. Must be >= 0 (0 = no limit).",
 		func(c *Config) *int { return &c.Memory.MaxMessageBytes }),
-	intKey(keyMaxSummaries,
+	key(keyMaxSummaries,
 		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
-	intKey(keyMaxSessions,
+	key(keyMaxSessions,
 		"Most sessions the in-memory message store keeps (used without a datasource); past it a new session evicts the least recently used session of the same user, with a log line, and never another user's: a user who holds none is refused (HTTP 507). The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",
 		func(c *Config) *int { return &c.Store.MaxSessions }),
-	intKey(keyMaxSessionsPerUser,
+	key(keyMaxSessionsPerUser,
 		"Most sessions one user may keep in the in-memory message store; past it the user's least recently used session is evicted, so that no user fills the store for the others. Never above max-sessions. Must be >= 0 (0 = 1000).",
 		func(c *Config) *int { return &c.Store.MaxSessionsPerUser }),
-	durationKey(keyFailureCooldown,
+	key(keyFailureCooldown,
 		"Pause after a failed summarization before the session is summarized again; doubles per consecutive failure. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FailureCooldown }),
-	durationKey(keyMaxFailureCooldown,
+	key(keyMaxFailureCooldown,
 		"Upper bound of the doubling failure cool-down. Must be >= failure-cooldown.",
 		func(c *Config) *time.Duration { return &c.Memory.MaxFailureCooldown }),
-	intKey(keyMaxFacts,
+	key(keyMaxFacts,
 		"Most facts a session's ledger keeps (oldest dropped first). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFacts }),
-	intKey(keyMaxFactValueLen,
+	key(keyMaxFactValueLen,
 		"Longest fact value kept, in characters (longer values are cut). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFactValueLen }),
-	intKey(keyMaxFactsPerFamily,
+	key(keyMaxFactsPerFamily,
 		"Most facts of one multi-valued kind (price, price_2, …) the ledger keeps, so that one kind of chatter cannot flush the rest. Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.MaxFactsPerFamily }),
-	intKey(keyFactsTokenBudget,
+	key(keyFactsTokenBudget,
 		"Cap of the facts block, in tokens; beyond it the least important facts are dropped (pinned and identity facts never). Must be >= 0 (0 = the default).",
 		func(c *Config) *int { return &c.Memory.FactsTokenBudget }),
-	stringListKey(keyPinnedFactKeys,
+	key(keyPinnedFactKeys,
 		"Fact keys never evicted nor removed by a summarizer: path.Match patterns over normalised keys, e.g. [order_id, case_*]. Default none.",
 		func(c *Config) *[]string { return &c.Memory.PinnedFactKeys }),
-	boolKey(keyShowPrevious,
+	key(keyShowPrevious,
 		"Render a superseded fact value on its fact's line, \"- phone: 555-2222 (previously 555-1111)\", counted in the facts token budget. Off by default: only current values are shown.",
 		func(c *Config) *bool { return &c.Memory.ShowPreviousValues }),
 
 	// Strata: shared sessions.
-	strictStringListKey(keySharedPrefixes,
+	keepBlank(key(keySharedPrefixes,
 		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
-		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes }),
+		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes })),
 
 	// Strata: how tokens are counted.
-	stringKey(keyTokenEncoding,
+	key(keyTokenEncoding,
 		"How the prompt budget, the token triggers and the fact caps count tokens: empty for Strata's script-aware estimator, or a tiktoken encoding counted exactly and offline: cl100k_base (GPT-4, GPT-3.5) or o200k_base (GPT-4o, GPT-4.1, GPT-5, o-series).",
 		func(c *Config) *string { return &c.TokenEncoding }),
 
 	// Strata: folding policy.
-	stringKey(keyPolicy,
+	key(keyPolicy,
 		"When to fold: parity (everything before the verbatim window after every save above the trigger, like arc-reactor) or chunked (the knobs below).",
 		func(c *Config) *memory.Policy { return &c.Memory.Policy }),
-	intKey(keyBuffer,
+	key(keyBuffer,
 		"chunked: the verbatim window may grow from recent-message-count to recent + this before a fold. Must be >= 0.",
 		func(c *Config) *int { return &c.Memory.BufferMessageCount }),
-	intKey(keyFoldTokenThreshold,
+	key(keyFoldTokenThreshold,
 		"chunked: fold when summary + unfolded messages exceed this many tokens. Must be >= 0 (0 = off).",
 		func(c *Config) *int { return &c.Memory.FoldTokenThreshold }),
-	floatKey(keyFoldTokenFraction,
+	key(keyFoldTokenFraction,
 		"chunked: fold when summary + unfolded messages exceed this fraction of max-context-window-tokens. Between 0 and 1 (0 = off).",
 		func(c *Config) *float64 { return &c.Memory.FoldTokenFraction }),
-	intKey(keySafetyTurns,
+	key(keySafetyTurns,
 		"chunked: fold at least every this many user turns. Must be >= 0 (0 = off).",
 		func(c *Config) *int { return &c.Memory.SafetyTurns }),
-	stringKey(keyFoldMode,
+	key(keyFoldMode,
 		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",
 		func(c *Config) *string { return &c.Memory.FoldMode }),
-	intKey(keyMaxFoldInput,
+	key(keyMaxFoldInput,
 		"Both policies: cap on one summarizer call's input tokens; larger ranges are folded in several calls, each continuing the summary (a parity fold still starts from the original messages). Must be >= 0 (0 = no cap).",
 		func(c *Config) *int { return &c.Memory.MaxFoldInputTokens }),
-	intKey(keyPromptBudget,
+	key(keyPromptBudget,
 		"chunked: cap on the tokens of summary + verbatim window in the prompt (oldest verbatim turns dropped first, the narrative cut last). Must be >= 0 (0 = off).",
 		func(c *Config) *int { return &c.Memory.PromptMemoryBudget }),
-	intKey(keyMinTail,
+	key(keyMinTail,
 		"chunked: verbatim messages always kept under prompt-memory-budget. Must be >= 0.",
 		func(c *Config) *int { return &c.Memory.MinTailMessages }),
 
 	// Strata: fold timing.
-	durationKey(keyLoadGrace,
+	key(keyLoadGrace,
 		"How long a load waits for a stale summary to be regenerated; past it the load shows the stale summary plus every later message verbatim, and the fold finishes in the background. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.LoadGrace }),
-	durationKey(keyFoldWait,
+	key(keyFoldWait,
 		"How long a load waits for a session's first summary before it degrades, and a fold for another replica's fold of the same session. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.FoldWait }),
-	durationKey(keyFoldLockTTL,
+	key(keyFoldLockTTL,
 		"Longest hold of a cross-replica fold lock before another replica may take it over. Must be > summarizer.timeout; when not set it is raised to 2 x summarizer.timeout + 30s if that is longer.",
 		func(c *Config) *time.Duration { return &c.Memory.FoldLockTTL }),
-	durationKey(keySupersedeDelay,
+	key(keySupersedeDelay,
 		"parity: how long a background fold that superseded a running one waits before reading, so that a burst of saves folds once. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.SupersedeDelay }),
-	durationKey(keyCloseTimeout,
+	key(keyCloseTimeout,
 		"Longest wait for background folds when the manager closes; a summarizer still running then is abandoned and its result never saved. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.CloseTimeout }),
 
 	// Strata: strata serve (server.go).
-	stringKey(keyServerListen,
+	key(keyServerListen,
 		"strata serve: TCP address to listen on (host:port; \":8080\" = every interface, as in a container).",
 		func(c *Config) *string { return &c.Server.Listen }),
-	apiKeysKey(),
-	intKey(keyServerMaxBodyBytes,
+	key(keyServerAPIKeys, apiKeysDoc, func(c *Config) *[]APIKeyConfig { return &c.Server.APIKeys }),
+	key(keyServerMaxBodyBytes,
 		"strata serve: largest request body accepted, in bytes (larger: 413). Must be >= 1024.",
 		func(c *Config) *int { return &c.Server.MaxBodyBytes }),
-	durationKey(keyServerReadHeaderTimeout,
+	key(keyServerReadHeaderTimeout,
 		"strata serve: time limit for reading a request's headers. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.ReadHeaderTimeout }),
-	durationKey(keyServerReadTimeout,
+	key(keyServerReadTimeout,
 		"strata serve: time limit for reading a whole request, body included. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.ReadTimeout }),
-	durationKey(keyServerWriteTimeout,
+	key(keyServerWriteTimeout,
 		"strata serve: time limit for handling a request and writing its response; keep it above summarizer.timeout (a context load may fold). Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.WriteTimeout }),
-	durationKey(keyServerIdleTimeout,
+	key(keyServerIdleTimeout,
 		"strata serve: idle keep-alive connections are closed after this. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.IdleTimeout }),
-	durationKey(keyServerShutdownTimeout,
+	key(keyServerShutdownTimeout,
 		"strata serve: on SIGINT/SIGTERM, time allowed to finish in-flight requests and then background folds. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.ShutdownTimeout }),
-	intKey(keyServerContextBudget,
+	key(keyServerContextBudget,
 		"strata serve: token budget of GET /v1/sessions/{id}/context when the request gives none. Must be >= 0 (0 = max-context-window-tokens - max-output-tokens).",
 		func(c *Config) *int { return &c.Server.ContextBudget }),
-	intKey(keyServerHistoryPageBytes,
+	key(keyServerHistoryPageBytes,
 		"strata serve: most bytes of JSON messages in one page of GET /v1/sessions/{id}, beside its count limit; next_after_seq gets the rest (a page holds at least one message). Must be >= 1024 (default 8388608, 8 MiB).",
 		func(c *Config) *int { return &c.Server.HistoryPageBytes }),
 
 	// arc-reactor's llm properties.
-	ref(intKey(keyMaxTurns,
+	ref(key(keyMaxTurns,
 		"takeLast window: 2 × this many messages. Must be >= 1.",
 		func(c *Config) *int { return &c.Memory.MaxConversationTurns })),
-	ref(intKey(keyWindow,
+	ref(key(keyWindow,
 		"The model's context window in tokens. With max-output-tokens it is the one prompt budget: every prompt is fitted into window - output tokens, and policy.fold-token-fraction is a fraction of it. Must be > max-output-tokens.",
 		func(c *Config) *int { return &c.Memory.ContextWindowTokens })),
-	ref(intKey(keyMaxOutput,
+	ref(key(keyMaxOutput,
 		"Tokens of the context window kept free for the model's answer (the prompt budget's output reserve). Must be >= 0 and < max-context-window-tokens.",
 		func(c *Config) *int { return &c.Memory.OutputReserveTokens })),
 
 	// Spring's datasource.
-	ref(secret(stringKey(keySpringURL,
+	ref(secret(key(keySpringURL,
 		"The reference's datasource switch: a JDBC (jdbc:postgresql://host:5432/db) or PostgreSQL URL; non-empty = PostgreSQL stores.",
 		func(c *Config) *string { return &c.Spring.DatasourceURL }))),
-	ref(stringKey(keySpringUser,
+	ref(key(keySpringUser,
 		"User added to a spring.datasource.url that carries none.",
 		func(c *Config) *string { return &c.Spring.DatasourceUsername })),
-	ref(secret(stringKey(keySpringPassword,
+	ref(secret(key(keySpringPassword,
 		"Password added to a spring.datasource.url that carries none (prefer ${ENV_VAR} placeholders).",
 		func(c *Config) *string { return &c.Spring.DatasourcePassword }))),
 }
@@ -489,116 +396,6 @@ func springEnvName(key string) string {
 // within each segment (Spring's relaxed binding).
 func canonical(key string) string {
 	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(strings.TrimSpace(key)))
-}
-
-// Value conversions. Values come from YAML (bool, int, float64, string,
-// nil, maps, lists) or from the environment (strings).
-
-func toInt(raw any) (int, error) {
-	switch v := raw.(type) {
-	case int:
-		return v, nil
-	case int64:
-		return int(v), nil
-	case uint64:
-		if v <= math.MaxInt64 {
-			return int(v), nil
-		}
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return int(v), nil
-		}
-	case string:
-		s := strings.TrimSpace(v)
-		if n, err := strconv.Atoi(s); err == nil {
-			return n, nil
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return int(f), nil
-		}
-	}
-	return 0, fmt.Errorf("want an integer, got %s", describe(raw))
-}
-
-func toBool(raw any) (bool, error) {
-	switch v := raw.(type) {
-	case bool:
-		return v, nil
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true", "yes", "on", "1":
-			return true, nil
-		case "false", "no", "off", "0":
-			return false, nil
-		}
-	case int:
-		if v == 0 || v == 1 {
-			return v == 1, nil
-		}
-	}
-	return false, fmt.Errorf("want true or false, got %s", describe(raw))
-}
-
-func toFloat(raw any) (float64, error) {
-	switch v := raw.(type) {
-	case float64:
-		return v, nil
-	case int:
-		return float64(v), nil
-	case int64:
-		return float64(v), nil
-	case uint64:
-		return float64(v), nil
-	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			return f, nil
-		}
-	}
-	return 0, fmt.Errorf("want a number, got %s", describe(raw))
-}
-
-func toDuration(raw any) (time.Duration, error) {
-	switch v := raw.(type) {
-	case int, int64, uint64, float64:
-		ms, err := toInt(v)
-		if err == nil {
-			return time.Duration(ms) * time.Millisecond, nil
-		}
-	case string:
-		s := strings.TrimSpace(v)
-		if d, err := time.ParseDuration(s); err == nil {
-			return d, nil
-		}
-		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return time.Duration(ms) * time.Millisecond, nil
-		}
-	}
-	return 0, fmt.Errorf("want a duration such as 60s, 500ms or 2m (a bare number is milliseconds), got %s", describe(raw))
-}
-
-func toString(raw any) (string, error) {
-	switch v := raw.(type) {
-	case string:
-		return strings.TrimSpace(v), nil
-	case bool, int, int64, uint64, float64:
-		return fmt.Sprint(v), nil
-	}
-	return "", fmt.Errorf("want a string, got %s", describe(raw))
-}
-
-func describe(raw any) string {
-	switch v := raw.(type) {
-	case string:
-		return strconv.Quote(v)
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	case nil:
-		return "null"
-	default:
-		return fmt.Sprint(v)
-	}
 }
 
 // formatDuration renders a duration the way Go parses it back, without

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -93,6 +94,9 @@ func LoadWith(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	cfg.resolveAlias()
+	if cfg.IsSet(keyMaxNarrative) { // one narrative cap: the summarizer's and the ledger's
+		cfg.Memory.MaxNarrativeTokens = cfg.Summary.MaxNarrativeTokens
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -130,6 +134,7 @@ func isEmpty(v any) bool {
 // applyFile applies the keys of one YAML file.
 func (c *Config) applyFile(path string, vals map[string]any) error {
 	seen := map[string]string{} // key → raw key, to catch the same key twice
+	set := map[string]any{}
 	for _, raw := range sortedKeys(vals) {
 		v := vals[raw]
 		k, kind := classifyKey(raw, v)
@@ -156,11 +161,9 @@ func (c *Config) applyFile(path string, vals map[string]any) error {
 			}
 			v = r
 		}
-		if err := c.setKey(k, v, path); err != nil {
-			return err
-		}
+		set[k.name] = v
 	}
-	return nil
+	return c.decode(set, path)
 }
 
 // applyEnv applies the environment variables of known keys. An unknown
@@ -204,16 +207,18 @@ func (c *Config) applyEnv(environ []string) error {
 		}
 		chosen[spec.name] = name
 	}
+	// Each variable is its own source, so keys are decoded one by one, in
+	// the order of keyTable.
 	for _, spec := range keyTable {
 		name, ok := chosen[spec.name]
 		if !ok {
 			continue
 		}
 		v := k.String(name)
-		if v == "" && spec.typ != "string" { // NAME= on a number: unset
+		if v == "" && spec.typ.Kind() != reflect.String { // NAME= on a number: unset
 			continue
 		}
-		if err := c.setKey(keyIndex[spec.name], v, "environment variable "+name); err != nil {
+		if err := c.decode(map[string]any{spec.name: v}, "environment variable "+name); err != nil {
 			return err
 		}
 	}
@@ -246,19 +251,10 @@ func (c *Config) applyOverrides(overrides []string, source string) error {
 			c.unused[raw] = source
 			continue
 		}
-		if err := c.setKey(k, v, source); err != nil {
+		if err := c.decode(map[string]any{k.name: v}, source); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// setKey parses and sets one value, recording its source.
-func (c *Config) setKey(k *keySpec, v any, source string) error {
-	if err := k.parse(c, v); err != nil {
-		return newError(k.name, "", source, err.Error())
-	}
-	c.set[k.name] = source
 	return nil
 }
 

@@ -135,24 +135,11 @@ func defaultServerConfig() ServerConfig {
 	}
 }
 
-// apiKeysKey is arc.reactor.memory.server.api-keys: a YAML list of maps, or,
-// from the environment and --set, a JSON list or the compact form
-// "user=key-env:NAME,user2=sha256:HEX".
-func apiKeysKey() keySpec {
-	return keySpec{name: keyServerAPIKeys, typ: "list",
-		doc: "strata serve: API keys, each bound to one user id: a list of {user-id: U, key-env: NAME} (the key is read from $NAME) or {user-id: U, sha256: HEX} (the key's SHA-256); {user-id: U, key: K} works but puts a secret in the file. " +
-			"In the environment or --set: a JSON list, or user=key-env:NAME,user2=sha256:HEX. Empty: strata serve refuses to start.",
-		parse: func(c *Config, raw any) error {
-			keys, err := parseAPIKeys(c, raw)
-			if err != nil {
-				return err
-			}
-			c.Server.APIKeys = keys
-			return nil
-		},
-		format: func(c *Config) string { return formatAPIKeys(c.Server.APIKeys) },
-	}
-}
+// apiKeysDoc describes arc.reactor.memory.server.api-keys: a YAML list of
+// maps, or, from the environment and --set, a JSON list or the compact form
+// "user=key-env:NAME,user2=sha256:HEX" (see parseAPIKeys).
+const apiKeysDoc = "strata serve: API keys, each bound to one user id: a list of {user-id: U, key-env: NAME} (the key is read from $NAME) or {user-id: U, sha256: HEX} (the key's SHA-256); {user-id: U, key: K} works but puts a secret in the file. " +
+	"In the environment or --set: a JSON list, or user=key-env:NAME,user2=sha256:HEX. Empty: strata serve refuses to start."
 
 // parseAPIKeys reads the api-keys value: a YAML list of maps, or a string
 // (JSON list or compact form). An empty list is nil.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -32,7 +33,7 @@ func (c *Config) Validate() error {
 		{c.Store.MaxSummaries < 0, keyMaxSummaries, "must be >= 0 (0 = 10000)"},
 		{c.Store.MaxSessions < 0, keyMaxSessions, "must be >= 0 (0 = 10000)"},
 		{c.Store.MaxSessionsPerUser < 0, keyMaxSessionsPerUser, "must be >= 0 (0 = 1000)"},
-		{!isProvider(normalizeProvider(c.Summarizer.Provider)), keySummarizerProvider,
+		{!isProvider(summary.ProviderName(c.Summarizer.Provider)), keySummarizerProvider,
 			"must be one of " + joinNames(knownProviders())},
 		{c.Summarizer.Timeout <= 0, keySummarizerTimeout, "must be > 0 (e.g. 60s)"},
 		{c.TokenEncoding != "" && c.TokenEncoding != trimmer.EncodingCL100kBase && c.TokenEncoding != trimmer.EncodingO200kBase,

@@ -74,4 +74,13 @@
 // ErrUnparseable, ErrEmptyReply), never a narrative, so a fold that gets
 // one fails and is retried later with the summary so far intact. The
 // narrative is capped in tokens at a sentence boundary (CapNarrative).
+//
+// # Summarizer providers
+//
+// Summarizer providers register a Factory under a name (Register), as
+// database/sql drivers do: a provider package (providers/gemini,
+// providers/openai) registers itself in its init function, so that a
+// program selects the providers it links by importing them, and
+// configuration code (package autoconfig) builds the one it names
+// (LookupProvider) from Settings.
 package summary

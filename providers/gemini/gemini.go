@@ -10,9 +10,9 @@
 // every other Strata summarizer.
 //
 // Importing the package registers the summarizer provider "gemini" with
-// package autoconfig, as database/sql drivers register themselves, so that
-// configuration can select it (the API key is read from GOOGLE_API_KEY or
-// GEMINI_API_KEY):
+// summary.Register, as database/sql drivers register themselves, so that
+// configuration (package autoconfig) can select it (the API key is read
+// from GOOGLE_API_KEY or GEMINI_API_KEY):
 //
 //	import _ "github.com/strata-go/strata/providers/gemini"
 //

@@ -3,7 +3,6 @@ package gemini
 import (
 	"context"
 
-	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -14,15 +13,20 @@ const (
 	FallbackAPIKeyEnv = "GEMINI_API_KEY"
 )
 
+// providerName is the name this package registers its summarizer under.
+const providerName = "gemini"
+
 // Importing this package registers the summarizer provider "gemini" with
-// autoconfig (arc.reactor.memory.summarizer.provider: gemini).
+// summary.Register (autoconfig: arc.reactor.memory.summarizer.provider:
+// gemini).
 func init() {
-	autoconfig.RegisterSummarizer(autoconfig.ProviderGemini, fromSettings)
+	summary.Register(providerName, fromSettings)
 }
 
-// fromSettings builds the summarizer of autoconfig's settings, with the API
-// key from summarizer.api-key-env, else GOOGLE_API_KEY, else GEMINI_API_KEY.
-func fromSettings(ctx context.Context, s autoconfig.SummarizerSettings) (summary.Service, error) {
+// fromSettings builds the summarizer of the registry's settings, with the
+// API key from the variable Settings.APIKeyEnv names, else GOOGLE_API_KEY,
+// else GEMINI_API_KEY.
+func fromSettings(ctx context.Context, s summary.Settings) (summary.Service, error) {
 	key, err := s.APIKey(DefaultAPIKeyEnv, FallbackAPIKeyEnv)
 	if err != nil {
 		return nil, err

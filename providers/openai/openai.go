@@ -10,8 +10,8 @@
 // summary.NewLLMService).
 //
 // Importing the package registers the summarizer provider "openai" with
-// package autoconfig, as database/sql drivers register themselves, so that
-// configuration can select it:
+// summary.Register, as database/sql drivers register themselves, so that
+// configuration (package autoconfig) can select it:
 //
 //	import _ "github.com/strata-go/strata/providers/openai"
 //

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -19,17 +18,21 @@ const DefaultAPIKeyEnv = "OPENAI_API_KEY"
 // key (langchaingo's client insists on one).
 const placeholderAPIKey = "strata-no-key"
 
+// providerName is the name this package registers its summarizer under.
+const providerName = "openai"
+
 // Importing this package registers the summarizer provider "openai" with
-// autoconfig (arc.reactor.memory.summarizer.provider: openai).
+// summary.Register (autoconfig: arc.reactor.memory.summarizer.provider:
+// openai).
 func init() {
-	autoconfig.RegisterSummarizer(autoconfig.ProviderOpenAI, fromSettings)
+	summary.Register(providerName, fromSettings)
 }
 
-// fromSettings builds the summarizer of autoconfig's settings. The API key
-// comes from summarizer.api-key-env or OPENAI_API_KEY; a server on this
-// machine or a private network needs none unless api-key-env names a
-// variable.
-func fromSettings(_ context.Context, s autoconfig.SummarizerSettings) (summary.Service, error) {
+// fromSettings builds the summarizer of the registry's settings. The API
+// key comes from the variable Settings.APIKeyEnv names, else OPENAI_API_KEY;
+// a server on this machine or a private network needs none unless
+// APIKeyEnv names a variable.
+func fromSettings(_ context.Context, s summary.Settings) (summary.Service, error) {
 	key, err := s.APIKey(DefaultAPIKeyEnv)
 	if err != nil {
 		if s.APIKeyEnv != "" || !isLocal(s.BaseURL) {

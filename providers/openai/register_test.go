@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
 )
 
 const (
@@ -133,11 +134,11 @@ func TestRegisteredProviderAPIKeys(t *testing.T) {
 func TestRegistered(t *testing.T) {
 	t.Parallel()
 	found := false
-	for _, name := range autoconfig.Summarizers() {
+	for _, name := range summary.Providers() {
 		found = found || name == autoconfig.ProviderOpenAI
 	}
 	if !found {
-		t.Fatalf("openai not registered: %v", autoconfig.Summarizers())
+		t.Fatalf("openai not registered: %v", summary.Providers())
 	}
 }
 
