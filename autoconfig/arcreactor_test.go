@@ -98,7 +98,7 @@ arc.reactor.guard.tenant-rate-limits.acme.per-minute: 5
 	}
 }
 
-// jdbcURL rewrites a postgres:// URL as the reference would write it:
+// jdbcURL rewrites a postgres:// URL as arc-reactor would write it:
 // jdbc:postgresql://host/db?currentSchema=…, credentials separate, no
 // sslmode.
 func jdbcURL(t *testing.T, pgURL string) (jdbc, user, pass string) {

@@ -103,7 +103,7 @@ func WithHTTPClient(c *http.Client) BuildOption {
 }
 
 // WithSummarizer replaces the configured summarizer with svc (used only
-// when summaries are on), like a user-supplied bean in the reference. A nil
+// when summaries are on), like a user-supplied bean in arc-reactor. A nil
 // svc makes BuildRuntime fail when summaries are on.
 func WithSummarizer(svc summary.Service) BuildOption {
 	return func(o *buildOptions) { o.svc, o.svcSet = svc, true }

@@ -182,7 +182,7 @@ func TestBuildSpringDatasourceWithoutMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reference's form: a JDBC URL plus username and password.
+	// arc-reactor's form: a JDBC URL plus username and password.
 	q := u.Query()
 	q.Set("currentSchema", q.Get("search_path"))
 	q.Del("search_path")

@@ -48,13 +48,13 @@ type Config struct {
 	// arc.reactor.memory.fold.*. Memory.Validate checks them; Validate
 	// reports its errors under the keys.
 	Memory memory.Config
-	// Summary holds the reference's other summary.* properties.
+	// Summary holds arc-reactor's other summary.* properties.
 	Summary SummaryConfig
 	// Summarizer chooses and configures the summarizer.
 	Summarizer SummarizerConfig
 	// Datasource is Strata's own datasource (arc.reactor.memory.datasource).
 	Datasource DatasourceConfig
-	// Spring is the reference's datasource switch (spring.datasource.*).
+	// Spring is arc-reactor's datasource switch (spring.datasource.*).
 	Spring SpringConfig
 	// Store holds store limits that are not in Memory.
 	Store StoreConfig
@@ -135,7 +135,7 @@ type DatasourceConfig struct {
 	MigrateOnStart bool
 }
 
-// SpringConfig is the reference's datasource switch (spring.datasource.*).
+// SpringConfig is arc-reactor's datasource switch (spring.datasource.*).
 type SpringConfig struct {
 	// DatasourceURL is spring.datasource.url: a JDBC URL
 	// (jdbc:postgresql://host:5432/db) or a PostgreSQL URL.

@@ -350,7 +350,7 @@ var keyTable = []keySpec{
 
 	// Spring's datasource.
 	ref(secret(key(keySpringURL,
-		"The reference's datasource switch: a JDBC (jdbc:postgresql://host:5432/db) or PostgreSQL URL; non-empty = PostgreSQL stores.",
+		"arc-reactor's datasource switch: a JDBC (jdbc:postgresql://host:5432/db) or PostgreSQL URL; non-empty = PostgreSQL stores.",
 		func(c *Config) *string { return &c.Spring.DatasourceURL }))),
 	ref(key(keySpringUser,
 		"User added to a spring.datasource.url that carries none.",

@@ -504,7 +504,7 @@ func TestValidationNamesKeys(t *testing.T) {
 			}
 		})
 	}
-	// llm-model names a model, but summaries are off: the reference would
+	// llm-model names a model, but summaries are off: arc-reactor would
 	// not create the bean either, so the configuration loads.
 	if _, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyLLMModel + "=anthropic"}}); err != nil {
 		t.Fatalf("llm-model with summaries off: %v", err)

@@ -37,7 +37,7 @@ func build(t *testing.T, env []string, set ...string) (*autoconfig.Runtime, erro
 	return rt, err
 }
 
-// TestRegisteredProviderBuilds: importing this package makes the reference's
+// TestRegisteredProviderBuilds: importing this package makes arc-reactor's
 // llm-model: gemini select the Gemini summarizer, with its default model,
 // the key from GEMINI_API_KEY, JSON mode and the response schema.
 func TestRegisteredProviderBuilds(t *testing.T) {
