@@ -167,17 +167,28 @@ func (s *Store) Create(ctx context.Context, sessionID, userID string) error {
 	return err
 }
 
-// Append implements store.Store.
-func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+// prepared checks that ctx is live and every message can be stored, and
+// returns the store's own copies of msgs: the work an append, replace or
+// import does before it takes the lock.
+func prepared(ctx context.Context, msgs []store.Message) ([]store.Message, error) {
 	if err := ctx.Err(); err != nil {
-		return store.AppendResult{}, err
+		return nil, err
 	}
 	stored := make([]store.Message, len(msgs))
 	for i, m := range msgs {
 		if err := m.Validate(0); err != nil {
-			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		stored[i] = m.Clone()
+	}
+	return stored, nil
+}
+
+// Append implements store.Store.
+func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+	stored, err := prepared(ctx, msgs)
+	if err != nil {
+		return store.AppendResult{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,15 +222,9 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 // created for userID (which may evict userID's least recently used session,
 // or fail with store.ErrStoreFull, as Create does).
 func (s *Store) Replace(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
-	if err := ctx.Err(); err != nil {
+	stored, err := prepared(ctx, msgs)
+	if err != nil {
 		return store.AppendResult{}, err
-	}
-	stored := make([]store.Message, len(msgs))
-	for i, m := range msgs {
-		if err := m.Validate(0); err != nil {
-			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
-		}
-		stored[i] = m.Clone()
 	}
 	s.mu.Lock()
 	var evicted []*memSession

@@ -25,15 +25,9 @@ func (s *Store) ImportsSummariesOf(summary.Store) bool { return false }
 // numbers; as the store keeps no summaries its result is not stored.
 func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
 	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
-	if err := ctx.Err(); err != nil {
+	stored, err := prepared(ctx, msgs)
+	if err != nil {
 		return store.AppendResult{}, err
-	}
-	stored := make([]store.Message, len(msgs))
-	for i, m := range msgs {
-		if err := m.Validate(0); err != nil {
-			return store.AppendResult{}, fmt.Errorf("message %d: %w", i, err)
-		}
-		stored[i] = m.Clone()
 	}
 	s.mu.Lock()
 	var evicted []*memSession
