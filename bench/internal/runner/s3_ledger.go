@@ -166,25 +166,5 @@ func rawTail10(ctx context.Context, d *sqlx.DB, session string) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	got := 0
-	for rows.Next() {
-		var (
-			seq                               int64
-			role, content, callID, name, user string
-			calls, meta                       []byte
-			at                                time.Time
-		)
-		if err := rows.Scan(&seq, &role, &content, &calls, &callID, &name, &meta, &user, &at); err != nil {
-			return err
-		}
-		got++
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if got != 10 {
-		return fmt.Errorf("tail read %d rows, want 10", got)
-	}
-	return nil
+	return scanTail(rows, 10)
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -345,6 +346,12 @@ func rawTail(ctx context.Context, st *sqlx.Stmt, n int, args ...any) error {
 	if err != nil {
 		return err
 	}
+	return scanTail(rows, n)
+}
+
+// scanTail scans every row of a baseline tail query into the variables a
+// reader of messages would fill, closes rows, and checks that it read n.
+func scanTail(rows *sql.Rows, n int) error {
 	defer rows.Close()
 	got := 0
 	for rows.Next() {
