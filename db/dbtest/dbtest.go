@@ -244,7 +244,7 @@ func NewPooled(t testing.TB) Pooled {
 		t.Skip(PoolerSkipMessage)
 	}
 	p := NewDatabase(t)
-	pooled, err := withDatabase(pooler, p.Name)
+	pooled, err := WithDatabase(pooler, p.Name)
 	if err != nil {
 		t.Skipf("pooled tests need URL data source names: %v", err)
 	}
@@ -263,7 +263,7 @@ func NewDatabase(t testing.TB) Pooled {
 	base := Require(t)
 	admin := adminPool(t, base)
 	name := schemaName(t)
-	direct, err := withDatabase(base, name)
+	direct, err := WithDatabase(base, name)
 	if err != nil {
 		t.Skipf("database tests need URL data source names: %v", err)
 	}
@@ -290,9 +290,9 @@ func NewDatabase(t testing.TB) Pooled {
 	return Pooled{Name: name, DirectURL: direct}
 }
 
-// withDatabase returns the URL dsn naming database name, with name as its
-// application_name.
-func withDatabase(dsn, name string) (string, error) {
+// WithDatabase returns the postgres:// URL dsn naming database name, with
+// name as its application_name (the benchmarks' databases use it too).
+func WithDatabase(dsn, name string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "", fmt.Errorf("%s is not a postgres:// URL", db.RedactDSN(dsn))

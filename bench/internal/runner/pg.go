@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
 )
 
 // errNoPostgres marks PostgreSQL parts skipped for want of a server.
@@ -187,8 +187,8 @@ func (r *runner) newDatabase(ctx context.Context, purpose string) (*benchDB, err
 		return nil, fmt.Errorf("create database: %w", err)
 	}
 	bd := &benchDB{name: name, admin: pg.admin}
-	if bd.direct, err = urlWithDatabase(r.opts.DatabaseURL, name); err == nil && r.opts.PoolerURL != "" {
-		bd.pooled, err = urlWithDatabase(r.opts.PoolerURL, name)
+	if bd.direct, err = dbtest.WithDatabase(r.opts.DatabaseURL, name); err == nil && r.opts.PoolerURL != "" {
+		bd.pooled, err = dbtest.WithDatabase(r.opts.PoolerURL, name)
 	}
 	if err != nil {
 		bd.drop()
@@ -211,18 +211,4 @@ func (bd *benchDB) drop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, _ = bd.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(bd.name)+" WITH (FORCE)")
-}
-
-// urlWithDatabase returns the URL dsn naming database name, with name as
-// its application_name.
-func urlWithDatabase(dsn, name string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return "", fmt.Errorf("%s is not a postgres:// URL", db.RedactDSN(dsn))
-	}
-	u.Path = "/" + name
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = q.Encode()
-	return u.String(), nil
 }
