@@ -117,7 +117,7 @@ var (
 func newEngine(m *Manager) *engine {
 	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
 		closing: make(chan struct{})}
-	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
+	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.clk.Now)
 	if l, ok := m.store.(store.FoldLocker); ok {
 		e.locker = l
 	} else if l, ok := m.sums.(store.FoldLocker); ok {
@@ -212,7 +212,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 	}
 	for {
 		r.cut.Store(0)
-		r.began.Store(e.m.now().UnixNano())
+		r.began.Store(e.m.clk.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, trigger, st, r)
 		if err != nil && ctx.Err() == nil {
 			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
@@ -246,9 +246,9 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		trigger = "save"
 		// Saves arrived during the fold: let a burst settle first.
 		if d := e.m.cfg.SupersedeDelay; d > 0 {
-			t := time.NewTimer(d)
+			t := e.m.clk.NewTimer(d)
 			select {
-			case <-t.C:
+			case <-t.C():
 			case <-ctx.Done():
 				t.Stop()
 				return
@@ -272,7 +272,7 @@ func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.
 	}
 	remaining := mean
 	if began := r.began.Load(); began != 0 {
-		remaining -= e.m.now().Sub(time.Unix(0, began))
+		remaining -= e.m.clk.Now().Sub(time.Unix(0, began))
 	}
 	if remaining > grace {
 		return 0
@@ -302,7 +302,7 @@ func (e *engine) observeDuration(d time.Duration) {
 // when it was stopped. It returns the newest summary an attempt stored
 // meanwhile, and whether there was one, even when it falls short of need.
 func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int64) (*summary.Summary, bool) {
-	t := time.NewTimer(d)
+	t := e.m.clk.NewTimer(d)
 	defer t.Stop()
 	var best *summary.Summary
 	for {
@@ -320,7 +320,7 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 		}
 		select {
 		case <-ch:
-		case <-t.C:
+		case <-t.C():
 			e.mu.Lock()
 			r.givenUp = ch
 			e.mu.Unlock()
@@ -674,7 +674,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	} else {
 		m.stats.backgroundFolds.Add(1)
 	}
-	began := m.now()
+	began := m.clk.Now()
 	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.BlocksWith(render(m.cfg))) + m.cost.Cost(chatMessages(msgs))}
 	cur := existing
 	// Every fold's input is capped, parity's too: a long range is folded in
@@ -702,7 +702,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
 			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
 			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
+			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.clk.Now(),
 		})
 		next = suppressForgotten(next, chunk)
 		// Each chunk's result covers a whole prefix of the session: save it so
@@ -725,7 +725,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
 	}
 	e.cool.succeed(sessionID)
-	e.observeDuration(m.now().Sub(began))
+	e.observeDuration(m.clk.Now().Sub(began))
 	m.stats.folds.Add(1)
 	rec.finish(m, ctx, sessionID, began, cur, nil)
 	return cur, nil
@@ -746,7 +746,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 	timeout := e.m.cfg.SummarizeTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	deadline := time.NewTimer(timeout)
+	deadline := e.m.clk.NewTimer(timeout)
 	defer deadline.Stop()
 	type outcome struct {
 		res summary.Result
@@ -767,7 +767,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 	select {
 	case o := <-done:
 		return o.res, o.err
-	case <-deadline.C:
+	case <-deadline.C():
 		if err := ctx.Err(); err != nil {
 			return summary.Result{}, err
 		}
@@ -885,7 +885,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	if e.locker == nil {
 		return func() {}, nil, nil
 	}
-	deadline := time.NewTimer(e.m.cfg.FoldWait)
+	deadline := e.m.clk.NewTimer(e.m.cfg.FoldWait)
 	defer deadline.Stop()
 	saver, _ := e.locker.(foldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
@@ -901,10 +901,10 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := time.NewTimer(delay)
+		t := e.m.clk.NewTimer(delay)
 		select {
-		case <-t.C:
-		case <-deadline.C:
+		case <-t.C():
+		case <-deadline.C():
 			t.Stop()
 			return nil, nil, errFoldBusy
 		case <-ctx.Done():
@@ -944,16 +944,16 @@ func (e *engine) closeNow(ctx context.Context) error {
 	go func() { e.saveMu.Lock(); close(locked); e.saveMu.Unlock() }()
 	// Even past ctx's deadline (a fold that outlived it), a moment for
 	// the lock: only a save really in progress is reported.
-	left := 50 * time.Millisecond
-	if dl, ok := ctx.Deadline(); ok {
-		left = max(time.Until(dl), left)
-	}
-	t := time.NewTimer(left)
-	defer t.Stop()
 	select {
 	case <-locked:
-	case <-t.C:
-		return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
+	case <-ctx.Done():
+		t := e.m.clk.NewTimer(50 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-locked:
+		case <-t.C():
+			return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
+		}
 	}
 	// A summarizer that ignores cancellation is abandoned (its fold has
 	// ended, its lock is released); say so when it outlives the deadline.
@@ -977,7 +977,7 @@ type foldRecord struct {
 func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.BlocksWith(render(m.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", m.now().Sub(began)}
+		"input_tokens_reported", r.inputTokens, "duration", m.clk.Now().Sub(began)}
 	m.observeFold(ctx, r, err)
 	level := slog.LevelDebug
 	outcome := "ok"

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strata-go/strata/internal/clock"
 	"io"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -29,7 +29,7 @@ type Manager struct {
 	sums  summary.Store
 	svc   summary.Service
 	log   *slog.Logger
-	now   func() time.Time
+	clk   clock.Clock
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
 	pol   policy
 	eng   *engine
@@ -54,7 +54,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	m := &Manager{
 		store: store, cfg: cfg,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now,
+		clk: clock.Real{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -301,7 +301,7 @@ func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(c
 // only the first call waits; a later one returns at once, with an error
 // only for what still runs then.
 func (m *Manager) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
+	ctx, cancel := clock.WithTimeout(context.Background(), m.clk, m.cfg.CloseTimeout)
 	defer cancel()
 	return m.eng.close(ctx)
 }

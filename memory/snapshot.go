@@ -312,7 +312,7 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 			before.UpToSeq != after.UpToSeq || !before.UpdatedAt.Equal(after.UpdatedAt)) {
 			continue // a fold or an erasure in between: read again
 		}
-		snap := &Snapshot{Version: SnapshotVersion, SessionID: sessionID, UserID: owner, ExportedAt: m.now().UTC(),
+		snap := &Snapshot{Version: SnapshotVersion, SessionID: sessionID, UserID: owner, ExportedAt: m.clk.Now().UTC(),
 			Messages: make([]SnapshotMessage, 0, len(msgs)), Summary: snapshotSummary(before)}
 		for _, msg := range msgs {
 			snap.Messages = append(snap.Messages, snapshotMessage(msg))
