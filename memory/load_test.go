@@ -84,7 +84,7 @@ func TestStaleLoadDoesNotWaitForSlowFold(t *testing.T) {
 }
 
 // A fast summarizer finishes within the load grace: the stale load
-// shows the fresh summary, as the reference (which folds inline) does.
+// shows the fresh summary, as arc-reactor (which folds inline) does.
 func TestStaleLoadShowsFreshSummaryFromFastFold(t *testing.T) {
 	f := newFixture(t, waits(hierConfig(), time.Minute, 0))
 	cursor := staleSession(t, f)

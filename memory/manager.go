@@ -95,7 +95,7 @@ func (m *Manager) Create(ctx context.Context, sessionID, userID string) error {
 
 // SaveTurn saves one user message and, when assistantText is not empty, the
 // assistant's answer, atomically and adjacently. An empty assistantText
-// records a failed turn: only the user message is stored, as the reference
+// records a failed turn: only the user message is stored, as arc-reactor
 // does. Past the trigger a background fold starts; SaveTurn never waits.
 func (m *Manager) SaveTurn(ctx context.Context, sessionID, userID, userText, assistantText string) error {
 	msgs := []store.Message{{Role: store.RoleUser, Content: userText}}

@@ -87,7 +87,7 @@ func takeLast(v view, n int, mode string) History {
 	return shown(nil, recent, mode, v.total, summary.RenderOptions{})
 }
 
-// parity behaves as the reference: takeLast up to the trigger; above it,
+// parity behaves as arc-reactor: takeLast up to the trigger; above it,
 // the facts and narrative of everything before the verbatim window of the
 // last RecentMessageCount messages, folded after every save.
 type parity struct{ cfg Config }

@@ -75,7 +75,7 @@ func TestChunkedBufferedWindow(t *testing.T) {
 	}
 }
 
-func TestChunkedZeroBufferFoldsEveryTurn(t *testing.T) { // B=0 reproduces the reference's cadence
+func TestChunkedZeroBufferFoldsEveryTurn(t *testing.T) { // B=0 reproduces arc-reactor's cadence
 	f := newFixture(t, chunkedConfig(4, 0))
 	saveTurns(t, f.mgr, "s", 1, 6)
 	if calls := f.svc.calls.Load(); calls != 4 { // turns 3..6 each push the tail past K

@@ -443,7 +443,7 @@ func (s *Store) remove(sess *memSession) {
 }
 
 // preview cuts text to previewRunes characters plus "..." when longer, as
-// the reference's session listing does.
+// arc-reactor's session listing does.
 func preview(text string) string {
 	n := 0
 	for i := range text {

@@ -23,7 +23,7 @@ import (
 type Role string
 
 // The stored roles. Unknown role strings read back from a store are treated
-// as RoleUser, as the reference does.
+// as RoleUser, as arc-reactor does.
 const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
@@ -95,7 +95,7 @@ type SessionInfo struct {
 	CreatedAt    time.Time
 	LastActivity time.Time
 	// Preview is the first user message, cut to 50 characters plus "..."
-	// ("Empty conversation" when there is none), as the reference shows it.
+	// ("Empty conversation" when there is none), as arc-reactor shows it.
 	Preview string
 }
 
