@@ -833,7 +833,7 @@ func (e *engine) planFirst(sessionID, trigger string) bool {
 // save writes s unless the manager is closed, the session was deleted
 // (gen changed) or the fold was cancelled since it started, so no late fold
 // resurrects a deleted session's summary or writes after Close.
-// With saveFn non-nil (a lease's save-and-release, see foldSaveLocker) it
+// With saveFn non-nil (a lease's save-and-release, see store.FoldSaveLocker) it
 // saves through saveFn instead of the summary store.
 func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary, saveFn func(context.Context, summary.Summary) error) error {
 	e.saveMu.RLock()
@@ -865,29 +865,16 @@ func (e *engine) notify(ev FoldEvent) {
 	}
 }
 
-// foldSaveLocker is an optional capability of a FoldLocker (the
-// PostgreSQL stores have it) that ends a fold in one write: beside the
-// lock's release it may return save, which stores a summary in sums (as
-// sums.Save would, with its errors) and releases the lock at once,
-// provided the lock is still the caller's (else it refuses with an error
-// wrapping summary.ErrStale and stores nothing). save is nil when the
-// locker cannot write to sums; then, and for lockers without the
-// capability, a fold saves through sums.Save and calls release, as it
-// always does: release must be safe to call after save.
-type foldSaveLocker interface {
-	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error)
-}
-
 // lock takes the cross-process fold lock when the stores have one, waiting
 // for another process's fold at most Config.FoldWait. save, when not nil,
-// saves a summary and releases the lock in one step (foldSaveLocker).
+// saves a summary and releases the lock in one step (store.FoldSaveLocker).
 func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
 	if e.locker == nil {
 		return func() {}, nil, nil
 	}
 	deadline := e.m.clk.NewTimer(e.m.cfg.FoldWait)
 	defer deadline.Stop()
-	saver, _ := e.locker.(foldSaveLocker)
+	saver, _ := e.locker.(store.FoldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		var ok bool
 		if saver != nil {

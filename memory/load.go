@@ -105,7 +105,7 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
 		return v, s, sumErr, nil
 	}
-	if ar, ok := sr.(afterSummaryReader); ok && e.m.pol.wantsUnfolded() {
+	if ar, ok := sr.(store.AfterSummaryReader); ok && e.m.pol.wantsUnfolded() {
 		// The policy shows every message after the summary's cursor and
 		// none before it: read only those. When more than the limit are
 		// unfolded, after() reads them all.
@@ -131,17 +131,6 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		}
 	}
 	return v, usable(s, v.epoch), nil, nil
-}
-
-// afterSummaryReader is an optional capability of a SnapshotReader (the
-// PostgreSQL store has it): SnapshotAfterSummary returns what Snapshot
-// returns, except that its messages are the newest n of those after the
-// returned summary's cursor when that summary has the tail's epoch (else
-// the newest n of all). A load of a policy that shows every message its
-// summary does not cover (chunked) then reads no message it would drop.
-// Stores without it are read with Snapshot.
-type afterSummaryReader interface {
-	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error)
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil
