@@ -12,8 +12,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/strata-go/strata/internal/bg"
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // engine is the fold engine: it brings a session's summary up to what its
@@ -25,7 +27,7 @@ import (
 // and wait for it as long as they choose (foldRun.wait), so loads never
 // queue behind each other.
 type engine struct {
-	m      *Manager
+	engineDeps
 	runner *bg.Runner
 	locker store.FoldLocker
 	cool   *cooldowns
@@ -67,7 +69,7 @@ type tracked struct {
 // newTracked is the record of a read: v, the usable summary s and the
 // messages after its cursor.
 func (e *engine) newTracked(v view, s *summary.Summary, unfolded []store.Message) tracked {
-	return tracked{epoch: v.epoch, covered: v.total - len(unfolded), total: v.total, backlog: e.m.pol.backlogOf(v, s, unfolded)}
+	return tracked{epoch: v.epoch, covered: v.total - len(unfolded), total: v.total, backlog: e.pol.backlogOf(v, s, unfolded)}
 }
 
 // maxTracked bounds the backlogs kept; past it they are all forgotten
@@ -114,17 +116,36 @@ var (
 	errDeleted = errors.New("memory: session deleted during fold")
 )
 
-func newEngine(m *Manager) *engine {
-	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
+// engineDeps are what the engine works with, all given by its Manager.
+type engineDeps struct {
+	store MessageStore
+	sums  summary.Store   // nil with summaries off
+	svc   summary.Service // nil with summaries off
+	cfg   Config          // defaults filled in
+	pol   policy
+	cost  *trimmer.Trimmer
+	clk   clock.Clock
+	log   *slog.Logger
+	stats *counters
+	otel  *instruments
+	// foldObservers are told of every stored summary (WithFoldObserver).
+	foldObservers []func(context.Context, FoldEvent)
+}
+
+func newEngine(d engineDeps) *engine {
+	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
 		closing: make(chan struct{})}
-	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.clk.Now)
-	if l, ok := m.store.(store.FoldLocker); ok {
+	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, d.clk.Now)
+	if l, ok := d.store.(store.FoldLocker); ok {
 		e.locker = l
-	} else if l, ok := m.sums.(store.FoldLocker); ok {
+	} else if l, ok := d.sums.(store.FoldLocker); ok {
 		e.locker = l
 	}
 	return e
 }
+
+// hierarchical reports whether summaries are on.
+func (e *engine) hierarchical() bool { return e.cfg.Enabled && e.sums != nil }
 
 func (e *engine) acquireLocked(sessionID string) *slot {
 	st := e.sessions[sessionID]
@@ -212,10 +233,10 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 	}
 	for {
 		r.cut.Store(0)
-		r.began.Store(e.m.clk.Now().UnixNano())
+		r.began.Store(e.clk.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, trigger, st, r)
 		if err != nil && ctx.Err() == nil {
-			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
+			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
 		e.mu.Lock()
 		finish(sum, err)
@@ -245,8 +266,8 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		e.mu.Unlock()
 		trigger = "save"
 		// Saves arrived during the fold: let a burst settle first.
-		if d := e.m.cfg.SupersedeDelay; d > 0 {
-			t := e.m.clk.NewTimer(d)
+		if d := e.cfg.SupersedeDelay; d > 0 {
+			t := e.clk.NewTimer(d)
 			select {
 			case <-t.C():
 			case <-ctx.Done():
@@ -272,7 +293,7 @@ func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.
 	}
 	remaining := mean
 	if began := r.began.Load(); began != 0 {
-		remaining -= e.m.clk.Now().Sub(time.Unix(0, began))
+		remaining -= e.clk.Now().Sub(time.Unix(0, began))
 	}
 	if remaining > grace {
 		return 0
@@ -302,7 +323,7 @@ func (e *engine) observeDuration(d time.Duration) {
 // when it was stopped. It returns the newest summary an attempt stored
 // meanwhile, and whether there was one, even when it falls short of need.
 func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int64) (*summary.Summary, bool) {
-	t := e.m.clk.NewTimer(d)
+	t := e.clk.NewTimer(d)
 	defer t.Stop()
 	var best *summary.Summary
 	for {
@@ -361,7 +382,7 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
 	st.write.Lock()
 	defer st.write.Unlock()
-	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil {
+	if err := e.store.Delete(ctx, sessionID, owner); err != nil {
 		return err
 	}
 	st.gen++
@@ -369,8 +390,8 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	e.mu.Lock()
 	delete(e.backlogs, sessionID)
 	e.mu.Unlock()
-	if e.m.sums != nil && !e.storeKeepsSummaries() {
-		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
+	if e.sums != nil && !e.storeKeepsSummaries() {
+		if err := e.sums.Delete(ctx, sessionID); err != nil {
 			return fmt.Errorf("summary: %w", err)
 		}
 	}
@@ -385,8 +406,8 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 // again by id — by then another replica may have re-created the session
 // and stored the new incarnation's summary.
 func (e *engine) storeKeepsSummaries() bool {
-	sr, ok := e.m.store.(store.SnapshotReader)
-	return ok && sr.ReadsSummariesOf(e.m.sums)
+	sr, ok := e.store.(store.SnapshotReader)
+	return ok && sr.ReadsSummariesOf(e.sums)
 }
 
 // replaceSession makes msgs (already validated) the whole history of the
@@ -404,7 +425,7 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 	defer st.write.Unlock()
 	var res store.AppendResult
 	var err error
-	if r, ok := e.m.store.(store.Replacer); ok {
+	if r, ok := e.store.(store.Replacer); ok {
 		res, err = r.Replace(ctx, sessionID, owner, msgs...)
 	} else {
 		res, err = e.replaceFallback(ctx, sessionID, owner, msgs)
@@ -417,8 +438,8 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 	e.mu.Lock()
 	delete(e.backlogs, sessionID)
 	e.mu.Unlock()
-	if e.m.sums != nil && !e.storeKeepsSummaries() {
-		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
+	if e.sums != nil && !e.storeKeepsSummaries() {
+		if err := e.sums.Delete(ctx, sessionID); err != nil {
 			return res, fmt.Errorf("summary: %w", err)
 		}
 	}
@@ -429,13 +450,13 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 // replaceFallback replaces a session's history with a store that is no
 // store.Replacer: delete (a missing session is fine), create, append.
 func (e *engine) replaceFallback(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
-	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := e.store.Delete(ctx, sessionID, owner); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return store.AppendResult{}, err
 	}
-	if err := e.m.store.Create(ctx, sessionID, owner); err != nil {
+	if err := e.store.Create(ctx, sessionID, owner); err != nil {
 		return store.AppendResult{}, err
 	}
-	return e.m.store.Append(ctx, sessionID, owner, msgs...)
+	return e.store.Append(ctx, sessionID, owner, msgs...)
 }
 
 func (e *engine) cancelRun(sessionID string) {
@@ -465,7 +486,6 @@ type foldPlan struct {
 // store reads the summaries too) and asks the policy how far to fold. It
 // returns the usable summary beside the plan.
 func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*summary.Summary, foldPlan, error) {
-	m := e.m
 	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
 	if err != nil {
 		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
@@ -474,13 +494,13 @@ func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*
 		return nil, foldPlan{}, sumErr
 	}
 	p := foldPlan{v: v}
-	if m.pol.wantsUnfolded() {
-		if p.unfolded, err = m.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
+	if e.pol.wantsUnfolded() {
+		if p.unfolded, err = e.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
 			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
 		}
 	}
-	p.cut, p.why = m.pol.target(v, existing, p.unfolded, trigger != "load")
-	if m.pol.wantsUnfolded() {
+	p.cut, p.why = e.pol.target(v, existing, p.unfolded, trigger != "load")
+	if e.pol.wantsUnfolded() {
 		e.track(sessionID, e.newTracked(v, existing, p.unfolded))
 	}
 	return existing, p, nil
@@ -546,7 +566,7 @@ func (e *engine) trackedDueLocked(sessionID string) (due, ok bool) {
 	if !ok || t.partial || t.countOnly {
 		return false, false
 	}
-	return e.m.pol.due(t.backlog), true
+	return e.pol.due(t.backlog), true
 }
 
 // folded updates a session's tracked backlog after a fold that planned
@@ -561,7 +581,7 @@ func (e *engine) folded(sessionID string, epoch int64, covered int, existing, su
 	for n < len(unfolded) && unfolded[n].Seq <= sum.UpToSeq {
 		n++
 	}
-	pol := e.m.pol
+	pol := e.pol
 	before := pol.backlogOf(view{}, existing, unfolded[:n])
 	after := pol.backlogOf(view{}, sum, nil)
 	e.mu.Lock()
@@ -586,11 +606,10 @@ func (e *engine) folded(sessionID string, epoch int64, covered int, existing, su
 // not, which can only delay a token or safety fold until this process plans
 // again (a load whose view is over its budget asks for one anyway).
 func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
-	m := e.m
-	if !m.pol.wantsUnfolded() {
-		return m.pol.due(backlog{})
+	if !e.pol.wantsUnfolded() {
+		return e.pol.due(backlog{})
 	}
-	tokens := m.cost.Cost(chatMessages(msgs)) // priced outside the lock
+	tokens := e.cost.Cost(chatMessages(msgs)) // priced outside the lock
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t, ok := e.backlogs[sessionID]
@@ -611,14 +630,13 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 	t.turns += userTurns(msgs)
 	t.tokens += tokens
 	e.trackLocked(sessionID, t)
-	return m.pol.due(t.backlog)
+	return e.pol.due(t.backlog)
 }
 
 // fold reads the session, asks the policy how far to fold, and folds: it
 // returns the summary now stored (the existing one when nothing was to do).
 func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
-	m := e.m
-	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
+	ctx, span := e.otel.startSpan(ctx, "strata.memory.fold", sessionID)
 	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
 	defer func() { endSpan(span, err) }()
 	if e.locker != nil && e.planFirst(sessionID, trigger) {
@@ -649,7 +667,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if !e.cool.ready(sessionID) {
 		return nil, errCoolingDown
 	}
-	incremental := m.pol.incremental() && existing != nil
+	incremental := e.pol.incremental() && existing != nil
 	var from int64
 	if incremental {
 		from = existing.UpToSeq
@@ -663,28 +681,28 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			i++
 		}
 		msgs = unfolded[:i]
-	} else if msgs, err = m.store.Range(ctx, sessionID, userID, from, cut, 0); err != nil {
+	} else if msgs, err = e.store.Range(ctx, sessionID, userID, from, cut, 0); err != nil {
 		return nil, fmt.Errorf("read messages to fold: %w", err)
 	}
 	if len(msgs) == 0 {
 		return nil, errors.New("memory: no messages to fold")
 	}
 	if trigger == "load" {
-		m.stats.lazyFolds.Add(1)
+		e.stats.lazyFolds.Add(1)
 	} else {
-		m.stats.backgroundFolds.Add(1)
+		e.stats.backgroundFolds.Add(1)
 	}
-	began := m.clk.Now()
-	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.BlocksWith(render(m.cfg))) + m.cost.Cost(chatMessages(msgs))}
+	began := e.clk.Now()
+	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
 	cur := existing
 	// Every fold's input is capped, parity's too: a long range is folded in
 	// chunks, each after the first continuing the summary incrementally.
-	limit := m.cfg.MaxFoldInputTokens
-	parts := chunks(msgs, limit, m.cost)
+	limit := e.cfg.MaxFoldInputTokens
+	parts := chunks(msgs, limit, e.cost)
 	for i, chunk := range parts {
 		req := summary.Request{SessionID: sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens}
-		m.stats.summarizerCalls.Add(1)
+			MaxNarrativeTokens: e.cfg.MaxNarrativeTokens}
+		e.stats.summarizerCalls.Add(1)
 		rec.calls++
 		res, err := e.summarize(ctx, req)
 		if err == nil && res.IsEmpty() {
@@ -692,17 +710,17 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		}
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
-				m.stats.foldFailures.Add(1)
+				e.stats.foldFailures.Add(1)
 				e.cool.fail(sessionID)
 			}
-			rec.finish(m, ctx, sessionID, began, cur, err)
+			rec.finish(e, ctx, sessionID, began, cur, err)
 			return nil, fmt.Errorf("summarize: %w", err)
 		}
 		rec.inputTokens += res.Usage.InputTokens
 		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
-			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
-			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.clk.Now(),
+			MaxFacts: e.cfg.MaxFacts, MaxValueLen: e.cfg.MaxFactValueLen, MaxPerFamily: e.cfg.MaxFactsPerFamily,
+			TokenBudget: e.cfg.FactsTokenBudget, Tokens: e.cfg.Estimator.Estimate, PinnedKeys: e.cfg.PinnedFactKeys,
+			MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: e.clk.Now(),
 		})
 		next = suppressForgotten(next, chunk)
 		// Each chunk's result covers a whole prefix of the session: save it so
@@ -715,7 +733,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 			if errors.Is(err, summary.ErrStale) { // another replica stored a newer one
 				return e.usableSummary(ctx, sessionID, v.epoch)
 			}
-			rec.finish(m, ctx, sessionID, began, cur, err)
+			rec.finish(e, ctx, sessionID, began, cur, err)
 			return nil, err
 		}
 		cur = &next
@@ -725,9 +743,9 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
 	}
 	e.cool.succeed(sessionID)
-	e.observeDuration(m.clk.Now().Sub(began))
-	m.stats.folds.Add(1)
-	rec.finish(m, ctx, sessionID, began, cur, nil)
+	e.observeDuration(e.clk.Now().Sub(began))
+	e.stats.folds.Add(1)
+	rec.finish(e, ctx, sessionID, began, cur, nil)
 	return cur, nil
 }
 
@@ -743,10 +761,10 @@ var errSummarizerTimeout = errors.New("memory: summarizer did not answer in time
 // deadline, so that folds of one session do not overlap. A panic in the
 // summarizer is an error too.
 func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Result, error) {
-	timeout := e.m.cfg.SummarizeTimeout
+	timeout := e.cfg.SummarizeTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	deadline := e.m.clk.NewTimer(timeout)
+	deadline := e.clk.NewTimer(timeout)
 	defer deadline.Stop()
 	type outcome struct {
 		res summary.Result
@@ -761,7 +779,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 				done <- outcome{err: fmt.Errorf("memory: summarizer panicked: %v", v)}
 			}
 		}()
-		res, err := e.m.svc.Summarize(cctx, req)
+		res, err := e.svc.Summarize(cctx, req)
 		done <- outcome{res, err}
 	}()
 	select {
@@ -850,7 +868,7 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 		return errDeleted
 	}
 	if saveFn == nil {
-		saveFn = e.m.sums.Save
+		saveFn = e.sums.Save
 	}
 	if err := saveFn(ctx, s); err != nil {
 		return fmt.Errorf("save summary: %w", err)
@@ -860,7 +878,7 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 
 // notify hands a stored summary to the fold observers, in the background.
 func (e *engine) notify(ev FoldEvent) {
-	for _, fn := range e.m.foldObservers {
+	for _, fn := range e.foldObservers {
 		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
 	}
 }
@@ -872,15 +890,15 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	if e.locker == nil {
 		return func() {}, nil, nil
 	}
-	deadline := e.m.clk.NewTimer(e.m.cfg.FoldWait)
+	deadline := e.clk.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
 	saver, _ := e.locker.(store.FoldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		var ok bool
 		if saver != nil {
-			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.m.cfg.FoldLockTTL, e.m.sums)
+			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.cfg.FoldLockTTL, e.sums)
 		} else {
-			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.m.cfg.FoldLockTTL)
+			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.cfg.FoldLockTTL)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("fold lock: %w", err)
@@ -888,7 +906,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := e.m.clk.NewTimer(delay)
+		t := e.clk.NewTimer(delay)
 		select {
 		case <-t.C():
 		case <-deadline.C():
@@ -934,7 +952,7 @@ func (e *engine) closeNow(ctx context.Context) error {
 	select {
 	case <-locked:
 	case <-ctx.Done():
-		t := e.m.clk.NewTimer(50 * time.Millisecond)
+		t := e.clk.NewTimer(50 * time.Millisecond)
 		defer t.Stop()
 		select {
 		case <-locked:
@@ -961,11 +979,11 @@ type foldRecord struct {
 	inputTokens  int
 }
 
-func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
+func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
-		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.BlocksWith(render(m.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", m.clk.Now().Sub(began)}
-	m.observeFold(ctx, r, err)
+		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
+		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
+	e.otel.observeFold(ctx, r, err)
 	level := slog.LevelDebug
 	outcome := "ok"
 	if err != nil {
@@ -977,7 +995,7 @@ func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, be
 	} else {
 		attrs = append(attrs, "up_to_seq", s.UpToSeq, "facts", len(s.Facts))
 	}
-	m.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
+	e.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
 }
 
 // sentAt lists when each message was stored, for summarizers that resolve

@@ -33,8 +33,8 @@ type Manager struct {
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
 	pol   policy
 	eng   *engine
-	otel  instruments
-	stats counters
+	otel  *instruments
+	stats *counters
 
 	foldObservers   []func(context.Context, FoldEvent)
 	deleteObservers []func(context.Context, string)
@@ -64,8 +64,9 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	}
 	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, cfg.Estimator)
 	m.pol = newPolicy(cfg, m.cost)
-	m.otel = newInstruments()
-	m.eng = newEngine(m)
+	m.otel, m.stats = newInstruments(), &counters{}
+	m.eng = newEngine(engineDeps{store: store, sums: m.sums, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
+		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, foldObservers: m.foldObservers})
 	return m, nil
 }
 
@@ -79,7 +80,7 @@ func (m *Manager) Config() Config {
 	return c
 }
 
-func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
+func (m *Manager) hierarchical() bool { return m.eng.hierarchical() }
 
 // Create makes an empty session owned by userID, visible at once to every
 // manager sharing the store. An id already in use gives ErrSessionExists.
@@ -144,7 +145,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		}
 	}
 	user := m.owner(sessionID, userID)
-	ctx, span := m.startSpan(ctx, "strata.memory.save", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.save", sessionID)
 	res, err := m.store.Append(ctx, sessionID, user, msgs...)
 	// Each step is atomic in the store: a session created by another user
 	// in between makes the next Append fail with ErrNotOwner; one deleted in
@@ -199,7 +200,7 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	if sessionID == "" {
 		return History{Mode: modeEmpty}, nil
 	}
-	ctx, span := m.startSpan(ctx, "strata.memory.load", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
 	m.stats.loads.Add(1)
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
@@ -272,7 +273,7 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 		}
 	}
 	user := m.owner(sessionID, userID)
-	ctx, span := m.startSpan(ctx, "strata.memory.replace", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.replace", sessionID)
 	res, err := m.eng.replaceSession(ctx, sessionID, user, msgs)
 	endSpan(span, err)
 	if err != nil {
