@@ -47,34 +47,10 @@ type engine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*slot
-	backlogs map[string]tracked // by session; guarded by mu
+	// bp is the policy when it tracks sessions' backlogs between folds
+	// (chunked), nil otherwise.
+	bp backlogPolicy
 }
-
-// tracked is a session's backlog as of its last fold plan (or, before the
-// first, the first load that read it), kept up to date by this process's
-// saves and folds: backlog.messages is always total − covered.
-type tracked struct {
-	epoch   int64 // the session incarnation it belongs to
-	covered int   // messages the summary covers
-	total   int   // the largest message count read or saved
-	// partial: saves reported messages the plan did not read, whose turns
-	// and tokens the plan's backlog lacks (they only count messages).
-	partial bool
-	// countOnly: nothing has measured the backlog yet, only total is
-	// known (from saves that came before the first plan or load).
-	countOnly bool
-	backlog
-}
-
-// newTracked is the record of a read: v, the usable summary s and the
-// messages after its cursor.
-func (e *engine) newTracked(v view, s *summary.Summary, unfolded []store.Message) tracked {
-	return tracked{epoch: v.epoch, covered: v.total - len(unfolded), total: v.total, backlog: e.pol.backlogOf(v, s, unfolded)}
-}
-
-// maxTracked bounds the backlogs kept; past it they are all forgotten
-// (each session's next save plans a fold again, and tracks anew).
-const maxTracked = 10_000
 
 // slot is the per-session coordination record; it lives while a fold runs
 // or a delete is in progress.
@@ -133,8 +109,9 @@ type engineDeps struct {
 }
 
 func newEngine(d engineDeps) *engine {
-	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
+	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{},
 		closing: make(chan struct{})}
+	e.bp, _ = d.pol.(backlogPolicy)
 	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, d.clk.Now)
 	if l, ok := d.store.(store.FoldLocker); ok {
 		e.locker = l
@@ -246,7 +223,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 			// The saves that asked counted a backlog from before this fold
 			// stored its summary; the tracked backlog, which the fold has
 			// brought up to date, says whether one more fold is due.
-			if due, ok := e.trackedDueLocked(sessionID); ok && !due {
+			if due, ok := e.trackedDue(sessionID); ok && !due {
 				again = false
 			}
 		}
@@ -387,9 +364,7 @@ func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) err
 	}
 	st.gen++
 	e.cancelRun(sessionID)
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
+	e.forgetBacklog(sessionID)
 	if e.sums != nil && !e.storeKeepsSummaries() {
 		if err := e.sums.Delete(ctx, sessionID); err != nil {
 			return fmt.Errorf("summary: %w", err)
@@ -435,9 +410,7 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 	}
 	st.gen++
 	e.cancelRun(sessionID)
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
+	e.forgetBacklog(sessionID)
 	if e.sums != nil && !e.storeKeepsSummaries() {
 		if err := e.sums.Delete(ctx, sessionID); err != nil {
 			return res, fmt.Errorf("summary: %w", err)
@@ -494,143 +467,40 @@ func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*
 		return nil, foldPlan{}, sumErr
 	}
 	p := foldPlan{v: v}
-	if e.pol.wantsUnfolded() {
+	if e.bp != nil {
 		if p.unfolded, err = e.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
 			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
 		}
 	}
 	p.cut, p.why = e.pol.target(v, existing, p.unfolded, trigger != "load")
-	if e.pol.wantsUnfolded() {
-		e.track(sessionID, e.newTracked(v, existing, p.unfolded))
+	if e.bp != nil {
+		e.bp.measured(sessionID, v, existing, p.unfolded)
 	}
 	return existing, p, nil
 }
 
-// track records a session's backlog as a plan measured it. Saves that
-// reported a larger count meanwhile appended after the plan's read: their
-// messages still count, and the record is marked partial (their turns and
-// tokens are not in it).
-func (e *engine) track(sessionID string, t tracked) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.remeasureLocked(sessionID, t)
+// saveDue reports whether a save that appended msgs (res) may need a fold:
+// always for a policy that does not track backlogs (parity folds after
+// every save past the trigger), else as the policy's tracked backlog says.
+func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
+	return e.bp == nil || e.bp.saved(sessionID, res, msgs)
 }
 
-// remeasureLocked replaces a session's record by t, measured by a read,
-// keeping the larger count of saves reported since. Callers hold e.mu.
-func (e *engine) remeasureLocked(sessionID string, t tracked) {
-	if old, ok := e.backlogs[sessionID]; ok && old.epoch == t.epoch && old.total > t.total {
-		t.total, t.partial = old.total, true
-		t.messages = t.total - t.covered
-	}
-	e.trackLocked(sessionID, t)
-}
-
-func (e *engine) trackLocked(sessionID string, t tracked) {
-	if len(e.backlogs) >= maxTracked {
-		clear(e.backlogs)
-	}
-	e.backlogs[sessionID] = t
-}
-
-// seed starts tracking a session's backlog from what a load read (v, its
-// usable summary s and the messages after its cursor) when this process
-// does not track it yet, so the session's next saves need not plan a fold
-// to learn it. A tracked session is left alone: its record is at least as
-// new as the load's read.
-func (e *engine) seed(sessionID string, v view, s *summary.Summary, unfolded []store.Message) {
-	known := func() bool {
-		t, ok := e.backlogs[sessionID]
-		return ok && t.epoch == v.epoch && !t.countOnly
-	}
-	e.mu.Lock()
-	k := known()
-	e.mu.Unlock()
-	if k {
-		return
-	}
-	fresh := e.newTracked(v, s, unfolded)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if known() {
-		return // a plan or another load was first
-	}
-	e.remeasureLocked(sessionID, fresh)
-}
-
-// trackedDueLocked reports whether the session is tracked (ok) and, if
-// so, whether its backlog fires a trigger. A partial record, which may
-// undercount turns and tokens, is not ok. Callers hold e.mu.
-func (e *engine) trackedDueLocked(sessionID string) (due, ok bool) {
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.partial || t.countOnly {
+// trackedDue reports whether the session's backlog is tracked (ok) and,
+// if so, whether it fires a trigger.
+func (e *engine) trackedDue(sessionID string) (due, ok bool) {
+	if e.bp == nil {
 		return false, false
 	}
-	return e.pol.due(t.backlog), true
+	return e.bp.trackedDue(sessionID)
 }
 
-// folded updates a session's tracked backlog after a fold that planned
-// from covered messages covered and stored sum: the folded messages (the
-// first of unfolded, up to sum's cursor) leave the backlog and the summary
-// replaces the old one (existing) in its tokens, so the session's next
-// saves need not plan again to learn that the fold happened. A record that
-// does not descend from the fold's plan (re-created session, or tracked
-// anew since) is left alone.
-func (e *engine) folded(sessionID string, epoch int64, covered int, existing, sum *summary.Summary, unfolded []store.Message) {
-	n := 0
-	for n < len(unfolded) && unfolded[n].Seq <= sum.UpToSeq {
-		n++
+// forgetBacklog drops the session's tracked backlog (deleted, replaced or
+// rewritten): its next save plans a fold again.
+func (e *engine) forgetBacklog(sessionID string) {
+	if e.bp != nil {
+		e.bp.forget(sessionID)
 	}
-	pol := e.pol
-	before := pol.backlogOf(view{}, existing, unfolded[:n])
-	after := pol.backlogOf(view{}, sum, nil)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.epoch != epoch || t.countOnly || t.covered != covered {
-		return
-	}
-	t.covered += n
-	t.messages = max(t.total-t.covered, 0)
-	t.turns = max(t.turns-before.turns, 0)
-	t.tokens = max(t.tokens-before.tokens+after.tokens, 0)
-	e.backlogs[sessionID] = t
-}
-
-// saveDue reports whether a save that appended msgs (res) may need a fold.
-// With the session's backlog tracked since its last plan it adds the save
-// to it and asks the policy; a chunked session then reads nothing until its
-// backlog fires a trigger. Untracked (or re-created) sessions are due: the
-// fold plans and tracks them. The count of unfolded messages comes from the
-// store, so appends by other processes count too; their tokens and turns do
-// not, which can only delay a token or safety fold until this process plans
-// again (a load whose view is over its budget asks for one anyway).
-func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
-	if !e.pol.wantsUnfolded() {
-		return e.pol.due(backlog{})
-	}
-	tokens := e.cost.Cost(chatMessages(msgs)) // priced outside the lock
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.epoch != res.Epoch || t.countOnly {
-		// Due: the fold plans and measures the backlog. Keep the count, so
-		// that the plan knows of messages appended after its read.
-		if !ok || t.epoch != res.Epoch {
-			t = tracked{epoch: res.Epoch, countOnly: true}
-		}
-		t.total = max(t.total, res.Total)
-		e.trackLocked(sessionID, t)
-		return true
-	}
-	// Saves of one session may report here out of order: the count only
-	// grows within an epoch, so the larger one is the newer.
-	t.total = max(t.total, res.Total)
-	t.messages = t.total - t.covered
-	t.turns += userTurns(msgs)
-	t.tokens += tokens
-	e.trackLocked(sessionID, t)
-	return e.pol.due(t.backlog)
 }
 
 // fold reads the session, asks the policy how far to fold, and folds: it
@@ -667,7 +537,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if !e.cool.ready(sessionID) {
 		return nil, errCoolingDown
 	}
-	incremental := e.pol.incremental() && existing != nil
+	incremental := e.bp != nil && e.bp.incremental() && existing != nil
 	var from int64
 	if incremental {
 		from = existing.UpToSeq
@@ -740,7 +610,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.notify(FoldEvent{SessionID: sessionID, UserID: userID, Summary: next})
 	}
 	if unfolded != nil {
-		e.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
+		e.bp.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
 	}
 	e.cool.succeed(sessionID)
 	e.observeDuration(e.clk.Now().Sub(began))
@@ -842,9 +712,7 @@ func (e *engine) planFirst(sessionID, trigger string) bool {
 	if trigger != "save" {
 		return false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	due, ok := e.trackedDueLocked(sessionID)
+	due, ok := e.trackedDue(sessionID)
 	return !ok || !due
 }
 
@@ -1029,8 +897,6 @@ func (e *engine) exclusive(ctx context.Context, sessionID string, fn func() erro
 	defer st.write.Unlock()
 	st.gen++
 	err = fn()
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
+	e.forgetBacklog(sessionID)
 	return err
 }

@@ -33,13 +33,13 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		return e.pol.degraded(v, v.msgs), nil
 	}
 	var unfolded []store.Message
-	if e.pol.wantsUnfolded() || s != nil {
+	if e.bp != nil || s != nil {
 		if unfolded, err = e.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
 			return History{}, err
 		}
 	}
-	if e.pol.wantsUnfolded() {
-		e.seed(sessionID, v, s, unfolded)
+	if e.bp != nil {
+		e.bp.seed(sessionID, v, s, unfolded)
 	}
 	cut, trigger := e.pol.target(v, s, unfolded, false)
 	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
@@ -104,7 +104,7 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
 		return v, s, sumErr, nil
 	}
-	if ar, ok := sr.(store.AfterSummaryReader); ok && e.pol.wantsUnfolded() {
+	if ar, ok := sr.(store.AfterSummaryReader); ok && e.bp != nil {
 		// The policy shows every message after the summary's cursor and
 		// none before it: read only those. When more than the limit are
 		// unfolded, after() reads them all.
