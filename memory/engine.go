@@ -23,7 +23,9 @@ import (
 // if the session was not deleted meanwhile and the manager is not closed.
 // Callers never run a fold on their own goroutine: they start or join one
 // and wait for it as long as they choose (foldRun.wait), so loads never
-// queue behind each other.
+// queue behind each other. A Manager owns one engine; the engine knows
+// nothing of the Manager and works with its engineDeps only, every wait and
+// timestamp on their clock.
 type engine struct {
 	engineDeps
 	runner *bg.Runner
