@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -308,8 +309,8 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 		return fail(err)
 	}
 
-	snap := &memory.Snapshot{Version: memory.SnapshotVersion, SessionID: id, UserID: store.AnonymousUser,
-		Messages: make([]memory.SnapshotMessage, 0, len(rows))}
+	snap := &memory.Snapshot{Version: snapshot.Version, SessionID: id, UserID: store.AnonymousUser,
+		Messages: make([]snapshot.Message, 0, len(rows))}
 	for i, r := range rows {
 		if i == 0 && strings.TrimSpace(r.UserID) != "" {
 			snap.UserID = r.UserID
@@ -317,7 +318,7 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 		if r.UserID != rows[0].UserID {
 			info.severalUsers = true
 		}
-		m := memory.SnapshotMessage{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content}
+		m := snapshot.Message{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content}
 		switch {
 		case r.Timestamp.Valid && r.Timestamp.Int64 > 0:
 			m.CreatedAt = time.UnixMilli(r.Timestamp.Int64).UTC()
@@ -333,7 +334,7 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 		s := sums[0]
 		facts, bad := decodeArcReactorFacts(s.FactsJSON)
 		info.badFacts = bad
-		sm := &memory.SnapshotSummary{Narrative: text.Clean(s.Narrative), Facts: facts}
+		sm := &snapshot.Summary{Narrative: text.Clean(s.Narrative), Facts: facts}
 		if k := s.SummarizedUpTo; k > 0 && k <= int64(len(rows)) {
 			sm.UpToSeq = rows[k-1].ID
 		}
@@ -370,7 +371,7 @@ func arcReactorRole(r string) string {
 // or a number of epoch seconds (Jackson's timestamps), text made valid
 // UTF-8 without NUL bytes. It returns the facts and how many elements
 // could not be decoded (not an object, no key).
-func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
+func decodeArcReactorFacts(raw []byte) ([]snapshot.Fact, int) {
 	var elems []json.RawMessage
 	if s := strings.TrimSpace(string(raw)); s == "" || s == "null" {
 		return nil, 0
@@ -378,7 +379,7 @@ func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		return nil, 1
 	}
-	var facts []memory.SnapshotFact
+	var facts []snapshot.Fact
 	bad := 0
 	for _, e := range elems {
 		var f struct {
@@ -396,7 +397,7 @@ func decodeArcReactorFacts(raw []byte) ([]memory.SnapshotFact, int) {
 			bad++
 			continue
 		}
-		sf := memory.SnapshotFact{Key: key, Value: value, Category: string(summary.ParseCategory(f.Category))}
+		sf := snapshot.Fact{Key: key, Value: value, Category: string(summary.ParseCategory(f.Category))}
 		if t, ok := jacksonInstant(f.ExtractedAt); ok {
 			sf.ExtractedAt = t
 		}

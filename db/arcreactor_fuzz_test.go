@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -33,8 +34,8 @@ func FuzzDecodeArcReactorFacts(f *testing.F) {
 				t.Fatalf("kept an invalid fact %+v", fc)
 			}
 		}
-		snap := memory.Snapshot{Version: memory.SnapshotVersion, SessionID: "s", UserID: "u",
-			Summary: &memory.SnapshotSummary{Narrative: "n", Facts: facts}}
+		snap := memory.Snapshot{Version: snapshot.Version, SessionID: "s", UserID: "u",
+			Summary: &snapshot.Summary{Narrative: "n", Facts: facts}}
 		if err := snap.Validate(0); err != nil {
 			t.Fatalf("the decoded facts do not validate: %v", err)
 		}

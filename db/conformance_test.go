@@ -23,6 +23,18 @@ func TestMessageStoreConformance(t *testing.T) {
 	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return store })
 }
 
+// TestSummaryCapabilitiesConformance runs the conformance suite of the
+// capabilities that involve summaries (store.FoldLocker, FoldSaveLocker,
+// SnapshotReader, AfterSummaryReader) against the PostgreSQL stores, which
+// implement all four.
+func TestSummaryCapabilitiesConformance(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	memorytest.RunSummaryCapabilities(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d)}
+	})
+}
+
 // TestMessageStoreConformanceAcrossReplicas runs the suite against two
 // replicas sharing one database: every call goes to the next of two
 // stores on separate pools, so the promises must hold across processes,

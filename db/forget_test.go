@@ -17,6 +17,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -135,9 +136,9 @@ func TestImportAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mgr.Close()
-	snap := &memory.Snapshot{Version: memory.SnapshotVersion, SessionID: "atomic", UserID: "alice",
-		Messages: []memory.SnapshotMessage{{Seq: 1, Role: "user", Content: "hello"}, {Seq: 2, Role: "assistant", Content: "hi"}},
-		Summary:  &memory.SnapshotSummary{Narrative: "They greeted.", UpToSeq: 1, Facts: []memory.SnapshotFact{{Key: "k", Value: "v", Category: "GENERAL"}}}}
+	snap := &memory.Snapshot{Version: snapshot.Version, SessionID: "atomic", UserID: "alice",
+		Messages: []snapshot.Message{{Seq: 1, Role: "user", Content: "hello"}, {Seq: 2, Role: "assistant", Content: "hi"}},
+		Summary:  &snapshot.Summary{Narrative: "They greeted.", UpToSeq: 1, Facts: []snapshot.Fact{{Key: "k", Value: "v", Category: "GENERAL"}}}}
 	// Break the summary insert only: a trigger refuses it.
 	if _, err := f.d.ExecContext(ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
 		CREATE TRIGGER refuse BEFORE INSERT ON strata_summaries FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {

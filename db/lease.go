@@ -248,8 +248,8 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 // a newer stored summary, the lease is released and release does nothing;
 // after any other error release must still be called. For any other sums,
 // save is nil: save through sums and call release, as with TryLockFold.
-// The memory package uses it, through an optional interface, for a fold's
-// last save.
+// It implements store.FoldSaveLocker: the memory package uses it for a
+// fold's last save.
 func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
 	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }

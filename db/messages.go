@@ -38,9 +38,11 @@ type MessageStore struct {
 }
 
 var (
-	_ memory.MessageStore  = (*MessageStore)(nil)
-	_ store.FoldLocker     = (*MessageStore)(nil)
-	_ store.SnapshotReader = (*MessageStore)(nil)
+	_ memory.MessageStore      = (*MessageStore)(nil)
+	_ store.FoldLocker         = (*MessageStore)(nil)
+	_ store.FoldSaveLocker     = (*MessageStore)(nil)
+	_ store.SnapshotReader     = (*MessageStore)(nil)
+	_ store.AfterSummaryReader = (*MessageStore)(nil)
 )
 
 // NewMessageStore returns a message store over d, whose schema must have
@@ -291,8 +293,8 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 // with Seq above the returned summary's UpToSeq when that summary has the
 // session's epoch (Tail.Epoch), else the newest n of all, as Snapshot's.
 // Total counts all of them. Ownership, messages and summary come from one
-// statement, as for Snapshot. The memory package uses it, through an
-// optional interface, for policies that show every message their summary
+// statement, as for Snapshot. It implements store.AfterSummaryReader:
+// the memory package uses it for policies that show every message their summary
 // does not cover (memory.PolicyChunked): a load then reads those messages
 // and no older ones.
 func (s *MessageStore) SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {

@@ -32,8 +32,9 @@ type SummaryStore struct {
 }
 
 var (
-	_ summary.Store    = (*SummaryStore)(nil)
-	_ store.FoldLocker = (*SummaryStore)(nil)
+	_ summary.Store        = (*SummaryStore)(nil)
+	_ store.FoldLocker     = (*SummaryStore)(nil)
+	_ store.FoldSaveLocker = (*SummaryStore)(nil)
 )
 
 // NewSummaryStore returns a summary store over d, whose schema must have

@@ -26,7 +26,7 @@ type Config struct {
 	Enabled bool
 	// TriggerMessageCount: hierarchical mode applies only when a session
 	// stores strictly more messages than this (default 20). It may be below
-	// RecentMessageCount, as the reference allows: above the trigger a
+	// RecentMessageCount, as arc-reactor allows: above the trigger a
 	// session is shown hierarchically as soon as any message precedes the
 	// verbatim window, and in full until then.
 	TriggerMessageCount int
@@ -68,7 +68,7 @@ type Config struct {
 	MaxNarrativeTokens int
 	// ShowPreviousValues renders a superseded fact value on its fact's line,
 	// "- phone: 555-2222 (previously 555-1111)", and counts it in
-	// FactsTokenBudget. Off by default, as in the reference, which shows
+	// FactsTokenBudget. Off by default, as in arc-reactor, which shows
 	// only the current value; a superseded value is never shown as a fact
 	// of its own either way.
 	ShowPreviousValues bool
@@ -87,8 +87,8 @@ type Config struct {
 	SharedSessionPrefixes []string
 
 	// Policy chooses when to fold: PolicyParity (default) folds everything
-	// before the verbatim window after every save above the trigger, as the
-	// reference does; PolicyChunked folds in chunks (the knobs below).
+	// before the verbatim window after every save above the trigger, as
+	// arc-reactor does; PolicyChunked folds in chunks (the knobs below).
 	Policy Policy
 	// BufferMessageCount (B, chunked): the verbatim window may grow from
 	// RecentMessageCount (K) to K+B messages; only beyond K+B are the oldest
@@ -119,7 +119,7 @@ type Config struct {
 	// FoldMode (chunked) says what a fold sends to the summarizer:
 	// "incremental" (default) the existing summary plus only the new
 	// messages; "full" the original messages with the existing facts, like
-	// the reference.
+	// arc-reactor.
 	FoldMode string
 	// MaxFoldInputTokens caps one summarizer call's input, under either
 	// policy; a larger range is folded in successive chunks, each after the
@@ -138,8 +138,8 @@ type Config struct {
 
 	// LoadGrace is how long a load waits for the regeneration of a stale
 	// summary (default 300ms). A fast summarizer, such as the offline one,
-	// finishes within it, so the load shows the fresh summary as the
-	// reference does; a slower fold goes on in the background while the load
+	// finishes within it, so the load shows the fresh summary as
+	// arc-reactor does; a slower fold goes on in the background while the load
 	// shows the stale summary plus every message after its cursor verbatim.
 	LoadGrace time.Duration
 	// FoldWait bounds how long a load waits for a session's first summary
@@ -230,7 +230,7 @@ const (
 	foldFull        = "full"
 )
 
-// DefaultConfig returns the reference defaults: summaries off, trigger 20,
+// DefaultConfig returns arc-reactor's defaults: summaries off, trigger 20,
 // recent 10, 10 conversation turns.
 func DefaultConfig() Config {
 	return Config{
@@ -281,7 +281,7 @@ func (e *FieldError) Error() string {
 }
 
 // Validate reports the first invalid setting, naming it and its allowed
-// range. It rejects the values that make the reference misbehave silently
+// range. It rejects the values that make arc-reactor misbehave silently
 // (negative windows and triggers).
 func (c Config) Validate() error {
 	bad := func(field string, v any, want string) error {

@@ -93,7 +93,7 @@ func TestConfigValidation(t *testing.T) {
 	if err := memory.DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	// A literal naming only the four reference fields lacks the token
+	// A literal naming only the four arc-reactor fields lacks the token
 	// budget: Validate says which field, rather than folding against a
 	// zero-token window.
 	lit := memory.Config{Enabled: true, TriggerMessageCount: 20, RecentMessageCount: 10, MaxConversationTurns: 10}

@@ -27,13 +27,15 @@
 //
 // Sessions belong to their first writer (or creator); another user's session
 // answers ErrNotOwner and shows nothing. The package also adapts a session to
-// langchaingo's schema.Memory and schema.ChatMessageHistory.
+// langchaingo's schema.Memory and schema.ChatMessageHistory (the adapters
+// are package memory/langchain; memory names their types).
 //
 // Erasure reaches what was derived: Forget deletes messages with the facts,
 // narrative sentences and catalogue entries made from them, and ForgetFact
 // removes a fact for good (later folds of the old messages do not bring it
 // back). Export and Import move a whole session — messages, summary, cursor
-// and provenance — as a versioned JSON Snapshot between stores.
+// and provenance — as a versioned JSON Snapshot between stores (the format
+// is package memory/snapshot).
 //
 // What a store must do — the stored form of a message, the errors, the
 // optional capabilities — is package memory/store, as database/sql's driver

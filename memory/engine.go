@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/strata-go/strata/internal/bg"
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // engine is the fold engine: it brings a session's summary up to what its
@@ -23,9 +23,11 @@ import (
 // if the session was not deleted meanwhile and the manager is not closed.
 // Callers never run a fold on their own goroutine: they start or join one
 // and wait for it as long as they choose (foldRun.wait), so loads never
-// queue behind each other.
+// queue behind each other. A Manager owns one engine; the engine knows
+// nothing of the Manager and works with its engineDeps only, every wait and
+// timestamp on their clock.
 type engine struct {
-	m      *Manager
+	engineDeps
 	runner *bg.Runner
 	locker store.FoldLocker
 	cool   *cooldowns
@@ -45,34 +47,10 @@ type engine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*slot
-	backlogs map[string]tracked // by session; guarded by mu
+	// bp is the policy when it tracks sessions' backlogs between folds
+	// (chunked), nil otherwise.
+	bp backlogPolicy
 }
-
-// tracked is a session's backlog as of its last fold plan (or, before the
-// first, the first load that read it), kept up to date by this process's
-// saves and folds: backlog.messages is always total − covered.
-type tracked struct {
-	epoch   int64 // the session incarnation it belongs to
-	covered int   // messages the summary covers
-	total   int   // the largest message count read or saved
-	// partial: saves reported messages the plan did not read, whose turns
-	// and tokens the plan's backlog lacks (they only count messages).
-	partial bool
-	// countOnly: nothing has measured the backlog yet, only total is
-	// known (from saves that came before the first plan or load).
-	countOnly bool
-	backlog
-}
-
-// newTracked is the record of a read: v, the usable summary s and the
-// messages after its cursor.
-func (e *engine) newTracked(v view, s *summary.Summary, unfolded []store.Message) tracked {
-	return tracked{epoch: v.epoch, covered: v.total - len(unfolded), total: v.total, backlog: e.m.pol.backlogOf(v, s, unfolded)}
-}
-
-// maxTracked bounds the backlogs kept; past it they are all forgotten
-// (each session's next save plans a fold again, and tracks anew).
-const maxTracked = 10_000
 
 // slot is the per-session coordination record; it lives while a fold runs
 // or a delete is in progress.
@@ -114,17 +92,37 @@ var (
 	errDeleted = errors.New("memory: session deleted during fold")
 )
 
-func newEngine(m *Manager) *engine {
-	e := &engine{m: m, runner: bg.New(m.log), sessions: map[string]*slot{}, backlogs: map[string]tracked{},
+// engineDeps are what the engine works with, all given by its Manager.
+type engineDeps struct {
+	store MessageStore
+	sums  summary.Store   // nil with summaries off
+	svc   summary.Service // nil with summaries off
+	cfg   Config          // defaults filled in
+	pol   policy
+	cost  *trimmer.Trimmer
+	clk   clock.Clock
+	log   *slog.Logger
+	stats *counters
+	otel  *instruments
+	// foldObservers are told of every stored summary (WithFoldObserver).
+	foldObservers []func(context.Context, FoldEvent)
+}
+
+func newEngine(d engineDeps) *engine {
+	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{},
 		closing: make(chan struct{})}
-	e.cool = newCooldowns(m.cfg.FailureCooldown, m.cfg.MaxFailureCooldown, m.now)
-	if l, ok := m.store.(store.FoldLocker); ok {
+	e.bp, _ = d.pol.(backlogPolicy)
+	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, d.clk.Now)
+	if l, ok := d.store.(store.FoldLocker); ok {
 		e.locker = l
-	} else if l, ok := m.sums.(store.FoldLocker); ok {
+	} else if l, ok := d.sums.(store.FoldLocker); ok {
 		e.locker = l
 	}
 	return e
 }
+
+// hierarchical reports whether summaries are on.
+func (e *engine) hierarchical() bool { return e.cfg.Enabled && e.sums != nil }
 
 func (e *engine) acquireLocked(sessionID string) *slot {
 	st := e.sessions[sessionID]
@@ -212,10 +210,10 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 	}
 	for {
 		r.cut.Store(0)
-		r.began.Store(e.m.now().UnixNano())
+		r.began.Store(e.clk.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, trigger, st, r)
 		if err != nil && ctx.Err() == nil {
-			e.m.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
+			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
 		e.mu.Lock()
 		finish(sum, err)
@@ -225,7 +223,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 			// The saves that asked counted a backlog from before this fold
 			// stored its summary; the tracked backlog, which the fold has
 			// brought up to date, says whether one more fold is due.
-			if due, ok := e.trackedDueLocked(sessionID); ok && !due {
+			if due, ok := e.trackedDue(sessionID); ok && !due {
 				again = false
 			}
 		}
@@ -245,10 +243,10 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		e.mu.Unlock()
 		trigger = "save"
 		// Saves arrived during the fold: let a burst settle first.
-		if d := e.m.cfg.SupersedeDelay; d > 0 {
-			t := time.NewTimer(d)
+		if d := e.cfg.SupersedeDelay; d > 0 {
+			t := e.clk.NewTimer(d)
 			select {
-			case <-t.C:
+			case <-t.C():
 			case <-ctx.Done():
 				t.Stop()
 				return
@@ -272,7 +270,7 @@ func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.
 	}
 	remaining := mean
 	if began := r.began.Load(); began != 0 {
-		remaining -= e.m.now().Sub(time.Unix(0, began))
+		remaining -= e.clk.Now().Sub(time.Unix(0, began))
 	}
 	if remaining > grace {
 		return 0
@@ -302,7 +300,7 @@ func (e *engine) observeDuration(d time.Duration) {
 // when it was stopped. It returns the newest summary an attempt stored
 // meanwhile, and whether there was one, even when it falls short of need.
 func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int64) (*summary.Summary, bool) {
-	t := time.NewTimer(d)
+	t := e.clk.NewTimer(d)
 	defer t.Stop()
 	var best *summary.Summary
 	for {
@@ -320,7 +318,7 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 		}
 		select {
 		case <-ch:
-		case <-t.C:
+		case <-t.C():
 			e.mu.Lock()
 			r.givenUp = ch
 			e.mu.Unlock()
@@ -348,96 +346,6 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 }
 
 // cancelRun stops the session's running fold, if any.
-// deleteSession deletes the session for owner from the message store and
-// then the summary store, and stops its fold, under the session's write
-// lock: no fold of this process saves between the messages going and the
-// summary going, the bumped generation makes a fold still running discard
-// its result, and a re-created session's first save waits until both are
-// gone. The fold lease is left alone: it ends with the fold that holds it.
-func (e *engine) deleteSession(ctx context.Context, sessionID, owner string) error {
-	e.mu.Lock()
-	st := e.acquireLocked(sessionID)
-	e.mu.Unlock()
-	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
-	st.write.Lock()
-	defer st.write.Unlock()
-	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil {
-		return err
-	}
-	st.gen++
-	e.cancelRun(sessionID)
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
-	if e.m.sums != nil && !e.storeKeepsSummaries() {
-		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
-			return fmt.Errorf("summary: %w", err)
-		}
-	}
-	e.cool.succeed(sessionID)
-	return nil
-}
-
-// storeKeepsSummaries reports whether the message store keeps the summary
-// store's summaries beside its sessions (store.SnapshotReader's
-// ReadsSummariesOf): its Delete and Replace then remove the session's
-// summary in the same atomic step, and the manager must not delete it
-// again by id — by then another replica may have re-created the session
-// and stored the new incarnation's summary.
-func (e *engine) storeKeepsSummaries() bool {
-	sr, ok := e.m.store.(store.SnapshotReader)
-	return ok && sr.ReadsSummariesOf(e.m.sums)
-}
-
-// replaceSession makes msgs (already validated) the whole history of the
-// session for owner, under the session's write lock, and stops its fold as
-// deleteSession does. With a store.Replacer the store does it in one atomic
-// step; without, it is a delete then an append under the write lock (see
-// store.Replacer for what that fallback does not cover). The old summary
-// belongs to the old incarnation: it is removed.
-func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
-	e.mu.Lock()
-	st := e.acquireLocked(sessionID)
-	e.mu.Unlock()
-	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
-	st.write.Lock()
-	defer st.write.Unlock()
-	var res store.AppendResult
-	var err error
-	if r, ok := e.m.store.(store.Replacer); ok {
-		res, err = r.Replace(ctx, sessionID, owner, msgs...)
-	} else {
-		res, err = e.replaceFallback(ctx, sessionID, owner, msgs)
-	}
-	if err != nil {
-		return store.AppendResult{}, err
-	}
-	st.gen++
-	e.cancelRun(sessionID)
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
-	if e.m.sums != nil && !e.storeKeepsSummaries() {
-		if err := e.m.sums.Delete(ctx, sessionID); err != nil {
-			return res, fmt.Errorf("summary: %w", err)
-		}
-	}
-	e.cool.succeed(sessionID)
-	return res, nil
-}
-
-// replaceFallback replaces a session's history with a store that is no
-// store.Replacer: delete (a missing session is fine), create, append.
-func (e *engine) replaceFallback(ctx context.Context, sessionID, owner string, msgs []store.Message) (store.AppendResult, error) {
-	if err := e.m.store.Delete(ctx, sessionID, owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.AppendResult{}, err
-	}
-	if err := e.m.store.Create(ctx, sessionID, owner); err != nil {
-		return store.AppendResult{}, err
-	}
-	return e.m.store.Append(ctx, sessionID, owner, msgs...)
-}
-
 func (e *engine) cancelRun(sessionID string) {
 	e.mu.Lock()
 	var r *foldRun
@@ -448,469 +356,6 @@ func (e *engine) cancelRun(sessionID string) {
 	if r != nil {
 		r.stopped.Store(true)
 		r.cancel()
-	}
-}
-
-// foldPlan is what a fold works from: the session's view, the messages
-// after the summary's cursor (for policies that want them), and the cursor
-// the summary must reach (0: nothing to fold) with the trigger's name.
-type foldPlan struct {
-	v        view
-	unfolded []store.Message
-	cut      int64
-	why      string
-}
-
-// plan reads the session as a load does (one statement when the message
-// store reads the summaries too) and asks the policy how far to fold. It
-// returns the usable summary beside the plan.
-func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*summary.Summary, foldPlan, error) {
-	m := e.m
-	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
-	if err != nil {
-		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
-	}
-	if sumErr != nil {
-		return nil, foldPlan{}, sumErr
-	}
-	p := foldPlan{v: v}
-	if m.pol.wantsUnfolded() {
-		if p.unfolded, err = m.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
-			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
-		}
-	}
-	p.cut, p.why = m.pol.target(v, existing, p.unfolded, trigger != "load")
-	if m.pol.wantsUnfolded() {
-		e.track(sessionID, e.newTracked(v, existing, p.unfolded))
-	}
-	return existing, p, nil
-}
-
-// track records a session's backlog as a plan measured it. Saves that
-// reported a larger count meanwhile appended after the plan's read: their
-// messages still count, and the record is marked partial (their turns and
-// tokens are not in it).
-func (e *engine) track(sessionID string, t tracked) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.remeasureLocked(sessionID, t)
-}
-
-// remeasureLocked replaces a session's record by t, measured by a read,
-// keeping the larger count of saves reported since. Callers hold e.mu.
-func (e *engine) remeasureLocked(sessionID string, t tracked) {
-	if old, ok := e.backlogs[sessionID]; ok && old.epoch == t.epoch && old.total > t.total {
-		t.total, t.partial = old.total, true
-		t.messages = t.total - t.covered
-	}
-	e.trackLocked(sessionID, t)
-}
-
-func (e *engine) trackLocked(sessionID string, t tracked) {
-	if len(e.backlogs) >= maxTracked {
-		clear(e.backlogs)
-	}
-	e.backlogs[sessionID] = t
-}
-
-// seed starts tracking a session's backlog from what a load read (v, its
-// usable summary s and the messages after its cursor) when this process
-// does not track it yet, so the session's next saves need not plan a fold
-// to learn it. A tracked session is left alone: its record is at least as
-// new as the load's read.
-func (e *engine) seed(sessionID string, v view, s *summary.Summary, unfolded []store.Message) {
-	known := func() bool {
-		t, ok := e.backlogs[sessionID]
-		return ok && t.epoch == v.epoch && !t.countOnly
-	}
-	e.mu.Lock()
-	k := known()
-	e.mu.Unlock()
-	if k {
-		return
-	}
-	fresh := e.newTracked(v, s, unfolded)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if known() {
-		return // a plan or another load was first
-	}
-	e.remeasureLocked(sessionID, fresh)
-}
-
-// trackedDueLocked reports whether the session is tracked (ok) and, if
-// so, whether its backlog fires a trigger. A partial record, which may
-// undercount turns and tokens, is not ok. Callers hold e.mu.
-func (e *engine) trackedDueLocked(sessionID string) (due, ok bool) {
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.partial || t.countOnly {
-		return false, false
-	}
-	return e.m.pol.due(t.backlog), true
-}
-
-// folded updates a session's tracked backlog after a fold that planned
-// from covered messages covered and stored sum: the folded messages (the
-// first of unfolded, up to sum's cursor) leave the backlog and the summary
-// replaces the old one (existing) in its tokens, so the session's next
-// saves need not plan again to learn that the fold happened. A record that
-// does not descend from the fold's plan (re-created session, or tracked
-// anew since) is left alone.
-func (e *engine) folded(sessionID string, epoch int64, covered int, existing, sum *summary.Summary, unfolded []store.Message) {
-	n := 0
-	for n < len(unfolded) && unfolded[n].Seq <= sum.UpToSeq {
-		n++
-	}
-	pol := e.m.pol
-	before := pol.backlogOf(view{}, existing, unfolded[:n])
-	after := pol.backlogOf(view{}, sum, nil)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.epoch != epoch || t.countOnly || t.covered != covered {
-		return
-	}
-	t.covered += n
-	t.messages = max(t.total-t.covered, 0)
-	t.turns = max(t.turns-before.turns, 0)
-	t.tokens = max(t.tokens-before.tokens+after.tokens, 0)
-	e.backlogs[sessionID] = t
-}
-
-// saveDue reports whether a save that appended msgs (res) may need a fold.
-// With the session's backlog tracked since its last plan it adds the save
-// to it and asks the policy; a chunked session then reads nothing until its
-// backlog fires a trigger. Untracked (or re-created) sessions are due: the
-// fold plans and tracks them. The count of unfolded messages comes from the
-// store, so appends by other processes count too; their tokens and turns do
-// not, which can only delay a token or safety fold until this process plans
-// again (a load whose view is over its budget asks for one anyway).
-func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
-	m := e.m
-	if !m.pol.wantsUnfolded() {
-		return m.pol.due(backlog{})
-	}
-	tokens := m.cost.Cost(chatMessages(msgs)) // priced outside the lock
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t, ok := e.backlogs[sessionID]
-	if !ok || t.epoch != res.Epoch || t.countOnly {
-		// Due: the fold plans and measures the backlog. Keep the count, so
-		// that the plan knows of messages appended after its read.
-		if !ok || t.epoch != res.Epoch {
-			t = tracked{epoch: res.Epoch, countOnly: true}
-		}
-		t.total = max(t.total, res.Total)
-		e.trackLocked(sessionID, t)
-		return true
-	}
-	// Saves of one session may report here out of order: the count only
-	// grows within an epoch, so the larger one is the newer.
-	t.total = max(t.total, res.Total)
-	t.messages = t.total - t.covered
-	t.turns += userTurns(msgs)
-	t.tokens += tokens
-	e.trackLocked(sessionID, t)
-	return m.pol.due(t.backlog)
-}
-
-// fold reads the session, asks the policy how far to fold, and folds: it
-// returns the summary now stored (the existing one when nothing was to do).
-func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
-	m := e.m
-	ctx, span := m.startSpan(ctx, "strata.memory.fold", sessionID)
-	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
-	defer func() { endSpan(span, err) }()
-	if e.locker != nil && e.planFirst(sessionID, trigger) {
-		// Plan first, without the lease: a save of a session whose backlog
-		// this process does not know may find nothing to fold, and taking
-		// and releasing the lease costs two writes. A fold that is due is
-		// planned again under the lease: another process may have folded
-		// meanwhile.
-		if existing, p, err := e.plan(ctx, sessionID, userID, trigger); err != nil || p.cut == 0 {
-			return existing, err
-		}
-	}
-	release, saveRelease, err := e.lock(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-
-	st.write.Lock()
-	gen := st.gen
-	st.write.Unlock()
-	existing, p, err := e.plan(ctx, sessionID, userID, trigger)
-	if err != nil || p.cut == 0 {
-		return existing, err
-	}
-	v, unfolded, cut, why := p.v, p.unfolded, p.cut, p.why
-	r.cut.Store(cut)
-	if !e.cool.ready(sessionID) {
-		return nil, errCoolingDown
-	}
-	incremental := m.pol.incremental() && existing != nil
-	var from int64
-	if incremental {
-		from = existing.UpToSeq
-	}
-	var msgs []store.Message
-	if unfolded != nil && (incremental || existing == nil) {
-		// Already read: the messages after the summary's cursor (all of
-		// them when there is no summary yet).
-		i := 0
-		for i < len(unfolded) && unfolded[i].Seq <= cut {
-			i++
-		}
-		msgs = unfolded[:i]
-	} else if msgs, err = m.store.Range(ctx, sessionID, userID, from, cut, 0); err != nil {
-		return nil, fmt.Errorf("read messages to fold: %w", err)
-	}
-	if len(msgs) == 0 {
-		return nil, errors.New("memory: no messages to fold")
-	}
-	if trigger == "load" {
-		m.stats.lazyFolds.Add(1)
-	} else {
-		m.stats.backgroundFolds.Add(1)
-	}
-	began := m.now()
-	rec := foldRecord{trigger: why, messages: len(msgs), tokensBefore: m.cost.Cost(existing.BlocksWith(render(m.cfg))) + m.cost.Cost(chatMessages(msgs))}
-	cur := existing
-	// Every fold's input is capped, parity's too: a long range is folded in
-	// chunks, each after the first continuing the summary incrementally.
-	limit := m.cfg.MaxFoldInputTokens
-	parts := chunks(msgs, limit, m.cost)
-	for i, chunk := range parts {
-		req := summary.Request{SessionID: sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur, Incremental: incremental || i > 0,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens}
-		m.stats.summarizerCalls.Add(1)
-		rec.calls++
-		res, err := e.summarize(ctx, req)
-		if err == nil && res.IsEmpty() {
-			err = summary.ErrEmptyReply
-		}
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
-				m.stats.foldFailures.Add(1)
-				e.cool.fail(sessionID)
-			}
-			rec.finish(m, ctx, sessionID, began, cur, err)
-			return nil, fmt.Errorf("summarize: %w", err)
-		}
-		rec.inputTokens += res.Usage.InputTokens
-		next := summary.Apply(cur, sessionID, v.epoch, res, chunk[len(chunk)-1].Seq, summary.MergeOptions{
-			MaxFacts: m.cfg.MaxFacts, MaxValueLen: m.cfg.MaxFactValueLen, MaxPerFamily: m.cfg.MaxFactsPerFamily,
-			TokenBudget: m.cfg.FactsTokenBudget, Tokens: m.cfg.Estimator.Estimate, PinnedKeys: m.cfg.PinnedFactKeys,
-			MaxNarrativeTokens: m.cfg.MaxNarrativeTokens, ShowPrevious: m.cfg.ShowPreviousValues, Now: m.now(),
-		})
-		next = suppressForgotten(next, chunk)
-		// Each chunk's result covers a whole prefix of the session: save it so
-		// progress survives a later failure.
-		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
-		if i == len(parts)-1 {
-			saveFn = saveRelease // the last save ends the fold: it may release the lease too
-		}
-		if err := e.save(ctx, st, gen, next, saveFn); err != nil {
-			if errors.Is(err, summary.ErrStale) { // another replica stored a newer one
-				return e.usableSummary(ctx, sessionID, v.epoch)
-			}
-			rec.finish(m, ctx, sessionID, began, cur, err)
-			return nil, err
-		}
-		cur = &next
-		e.notify(FoldEvent{SessionID: sessionID, UserID: userID, Summary: next})
-	}
-	if unfolded != nil {
-		e.folded(sessionID, v.epoch, v.total-len(unfolded), existing, cur, unfolded)
-	}
-	e.cool.succeed(sessionID)
-	e.observeDuration(m.now().Sub(began))
-	m.stats.folds.Add(1)
-	rec.finish(m, ctx, sessionID, began, cur, nil)
-	return cur, nil
-}
-
-// errSummarizerTimeout: a summarizer call outlived Config.SummarizeTimeout.
-var errSummarizerTimeout = errors.New("memory: summarizer did not answer in time")
-
-// summarize calls the summarizer with a deadline of
-// Config.SummarizeTimeout and returns its answer, or an error once the
-// deadline passes or the manager closes, even if the summarizer ignores its
-// context: the fold then ends and releases its lock, and the abandoned
-// call's late result is discarded. A fold cancelled otherwise (a delete,
-// CancelSummarization) still waits for its call, at most until the
-// deadline, so that folds of one session do not overlap. A panic in the
-// summarizer is an error too.
-func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Result, error) {
-	timeout := e.m.cfg.SummarizeTimeout
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	type outcome struct {
-		res summary.Result
-		err error
-	}
-	done := make(chan outcome, 1) // never blocks a late summarizer
-	e.calls.start()
-	go func() {
-		defer e.calls.end()
-		defer func() {
-			if v := recover(); v != nil {
-				done <- outcome{err: fmt.Errorf("memory: summarizer panicked: %v", v)}
-			}
-		}()
-		res, err := e.m.svc.Summarize(cctx, req)
-		done <- outcome{res, err}
-	}()
-	select {
-	case o := <-done:
-		return o.res, o.err
-	case <-deadline.C:
-		if err := ctx.Err(); err != nil {
-			return summary.Result{}, err
-		}
-		return summary.Result{}, fmt.Errorf("%w (%s)", errSummarizerTimeout, timeout)
-	case <-e.closing:
-		return summary.Result{}, ErrClosed
-	}
-}
-
-// callTracker counts the summarizer calls still running, abandoned ones
-// included, so that Close can tell whether one outlived it.
-type callTracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n == 0
-}
-
-func (c *callTracker) start() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == 0 {
-		c.idle = make(chan struct{})
-	}
-	c.n++
-}
-
-func (c *callTracker) end() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n--; c.n == 0 {
-		close(c.idle)
-		c.idle = nil
-	}
-}
-
-// wait returns a channel closed when no call runs.
-func (c *callTracker) wait() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == 0 {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return c.idle
-}
-
-// planFirst reports whether a fold should plan before taking the lease:
-// when a save asks and the session's tracked backlog does not say a fold is
-// due (untracked, or a save that raced a fold). A load asks only when its
-// own read found a fold due, and a tracked save only when its backlog fires
-// a trigger: those take the lease at once and plan once, under it.
-func (e *engine) planFirst(sessionID, trigger string) bool {
-	if trigger != "save" {
-		return false
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	due, ok := e.trackedDueLocked(sessionID)
-	return !ok || !due
-}
-
-// save writes s unless the manager is closed, the session was deleted
-// (gen changed) or the fold was cancelled since it started, so no late fold
-// resurrects a deleted session's summary or writes after Close.
-// With saveFn non-nil (a lease's save-and-release, see foldSaveLocker) it
-// saves through saveFn instead of the summary store.
-func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary, saveFn func(context.Context, summary.Summary) error) error {
-	e.saveMu.RLock()
-	defer e.saveMu.RUnlock()
-	if e.closed.Load() {
-		return ErrClosed
-	}
-	st.write.Lock()
-	defer st.write.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if st.gen != gen {
-		return errDeleted
-	}
-	if saveFn == nil {
-		saveFn = e.m.sums.Save
-	}
-	if err := saveFn(ctx, s); err != nil {
-		return fmt.Errorf("save summary: %w", err)
-	}
-	return nil
-}
-
-// notify hands a stored summary to the fold observers, in the background.
-func (e *engine) notify(ev FoldEvent) {
-	for _, fn := range e.m.foldObservers {
-		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
-	}
-}
-
-// foldSaveLocker is an optional capability of a FoldLocker (the
-// PostgreSQL stores have it) that ends a fold in one write: beside the
-// lock's release it may return save, which stores a summary in sums (as
-// sums.Save would, with its errors) and releases the lock at once,
-// provided the lock is still the caller's (else it refuses with an error
-// wrapping summary.ErrStale and stores nothing). save is nil when the
-// locker cannot write to sums; then, and for lockers without the
-// capability, a fold saves through sums.Save and calls release, as it
-// always does: release must be safe to call after save.
-type foldSaveLocker interface {
-	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error)
-}
-
-// lock takes the cross-process fold lock when the stores have one, waiting
-// for another process's fold at most Config.FoldWait. save, when not nil,
-// saves a summary and releases the lock in one step (foldSaveLocker).
-func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
-	if e.locker == nil {
-		return func() {}, nil, nil
-	}
-	deadline := time.NewTimer(e.m.cfg.FoldWait)
-	defer deadline.Stop()
-	saver, _ := e.locker.(foldSaveLocker)
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
-		var ok bool
-		if saver != nil {
-			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.m.cfg.FoldLockTTL, e.m.sums)
-		} else {
-			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.m.cfg.FoldLockTTL)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("fold lock: %w", err)
-		}
-		if ok {
-			return release, save, nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-deadline.C:
-			t.Stop()
-			return nil, nil, errFoldBusy
-		case <-ctx.Done():
-			t.Stop()
-			return nil, nil, ctx.Err()
-		}
 	}
 }
 
@@ -944,16 +389,16 @@ func (e *engine) closeNow(ctx context.Context) error {
 	go func() { e.saveMu.Lock(); close(locked); e.saveMu.Unlock() }()
 	// Even past ctx's deadline (a fold that outlived it), a moment for
 	// the lock: only a save really in progress is reported.
-	left := 50 * time.Millisecond
-	if dl, ok := ctx.Deadline(); ok {
-		left = max(time.Until(dl), left)
-	}
-	t := time.NewTimer(left)
-	defer t.Stop()
 	select {
 	case <-locked:
-	case <-t.C:
-		return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
+	case <-ctx.Done():
+		t := e.clk.NewTimer(50 * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-locked:
+		case <-t.C():
+			return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
+		}
 	}
 	// A summarizer that ignores cancellation is abandoned (its fold has
 	// ended, its lock is released); say so when it outlives the deadline.
@@ -962,70 +407,5 @@ func (e *engine) closeNow(ctx context.Context) error {
 	case <-ctx.Done():
 		err = errors.Join(err, fmt.Errorf("memory: a summarizer call still running after cancellation (it ignores its context), abandoned: %w", ctx.Err()))
 	}
-	return err
-}
-
-// foldRecord collects what one fold did, for its log record.
-type foldRecord struct {
-	trigger      string
-	messages     int
-	calls        int
-	tokensBefore int
-	inputTokens  int
-}
-
-func (r foldRecord) finish(m *Manager, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
-	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
-		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", m.cost.Cost(s.BlocksWith(render(m.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", m.now().Sub(began)}
-	m.observeFold(ctx, r, err)
-	level := slog.LevelDebug
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
-		attrs = append(attrs, "error", err)
-		if ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errDeleted) {
-			level = slog.LevelWarn
-		}
-	} else {
-		attrs = append(attrs, "up_to_seq", s.UpToSeq, "facts", len(s.Facts))
-	}
-	m.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
-}
-
-// sentAt lists when each message was stored, for summarizers that resolve
-// relative dates ("tomorrow") against the day a message was written.
-func sentAt(msgs []store.Message) []time.Time {
-	out := make([]time.Time, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.CreatedAt
-	}
-	return out
-}
-
-// exclusive runs fn with the session to itself as far as folds go: its
-// running fold is cancelled, the cross-process fold lock (when the stores
-// have one) is held, no fold of this process saves a summary meanwhile,
-// and none that began before saves one after (the generation is bumped).
-// Erasure and import rewrite a session's summary under it, so that no fold
-// works from what they replace.
-func (e *engine) exclusive(ctx context.Context, sessionID string, fn func() error) error {
-	e.mu.Lock()
-	st := e.acquireLocked(sessionID)
-	e.mu.Unlock()
-	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
-	e.cancelRun(sessionID)
-	release, _, err := e.lock(ctx, sessionID)
-	if err != nil {
-		return err
-	}
-	defer release()
-	st.write.Lock()
-	defer st.write.Unlock()
-	st.gen++
-	err = fn()
-	e.mu.Lock()
-	delete(e.backlogs, sessionID)
-	e.mu.Unlock()
 	return err
 }

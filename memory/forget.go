@@ -10,10 +10,6 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// ErrNoSuchFact is returned by ForgetFact when the session's summary holds
-// no fact with the key.
-var ErrNoSuchFact = errors.New("memory: no such fact")
-
 // Forget erases the session's messages with sequence numbers seqs and
 // everything derived from them: the messages themselves; the facts whose
 // value appears in them, came only from them (provenance) or carries one
@@ -167,12 +163,12 @@ func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, Fo
 // and the summary records them (as digests, see summary.Forgotten) so that
 // no later fold of messages already stored brings them back, whatever the
 // policy. A message stored after the erasure that states the value again
-// sets it again. A session without such a fact gives ErrNoSuchFact;
+// sets it again. A session without such a fact gives store.ErrNoSuchFact;
 // ownership is checked as everywhere. No fold of the session runs
 // meanwhile.
 func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string) error {
 	if m.sums == nil {
-		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, ErrNoSuchFact)
+		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, store.ErrNoSuchFact)
 	}
 	owner := m.owner(sessionID, userID)
 	var out summary.Summary
@@ -186,7 +182,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 			return err
 		}
 		if sum == nil {
-			return ErrNoSuchFact
+			return store.ErrNoSuchFact
 		}
 		var newest int64
 		if len(t.Messages) > 0 {
@@ -194,7 +190,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		}
 		var ok bool
 		if out, ok = summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq)); !ok {
-			return ErrNoSuchFact
+			return store.ErrNoSuchFact
 		}
 		if err := m.sums.Save(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)

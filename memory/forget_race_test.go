@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -104,8 +105,8 @@ func TestForgetRace(t *testing.T) {
 			go func() { // imports beside them
 				defer wg.Done()
 				for i := range 10 {
-					snap := &memory.Snapshot{Version: memory.SnapshotVersion, SessionID: fmt.Sprintf("imp%d", i), UserID: "bob",
-						Messages: []memory.SnapshotMessage{{Seq: 1, Role: "user", Content: "hi"}}}
+					snap := &memory.Snapshot{Version: snapshot.Version, SessionID: fmt.Sprintf("imp%d", i), UserID: "bob",
+						Messages: []snapshot.Message{{Seq: 1, Role: "user", Content: "hi"}}}
 					if err := f.mgr.Import(ctx, snap); err != nil {
 						t.Error(err)
 					}

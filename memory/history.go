@@ -65,7 +65,7 @@ type counters struct {
 
 // Stats returns a snapshot of the counters.
 func (m *Manager) Stats() Stats {
-	c := &m.stats
+	c := m.stats
 	return Stats{
 		Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(), OwnerDenied: c.ownerDenied.Load(),
 		Fallbacks: c.fallbacks.Load(), Saves: c.saves.Load(), SaveErrors: c.saveErrors.Load(),

@@ -2,90 +2,54 @@ package memory
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
-	lcmemory "github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
+
+	"github.com/strata-go/strata/memory/langchain"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // ConversationMemory adapts a Manager's session to langchaingo's
-// schema.Memory, so it plugs into chains.NewConversation and
-// agents.NewExecutor(..., agents.WithMemory(m)). It behaves like
-// langchaingo's memory.ConversationBuffer over the session's assembled
-// history (Manager.LoadHistory):
-//
-//   - with summaries off (or while the session holds no more than
-//     Config.TriggerMessageCount messages) the history is the last
-//     2 × Config.MaxConversationTurns messages, like langchaingo's
-//     ConversationWindowBuffer with a window of MaxConversationTurns turns;
-//   - with summaries on, past the trigger, it is the summary's facts and
-//     narrative (as system messages) followed by the verbatim window of
-//     Config.RecentMessageCount messages.
-//
-// By default the history is a string under the "history" key — exactly
-// what llms.GetBufferString gives for the history's messages (the
-// executor accepts only strings; the conversational agent's prompt has a
-// {{.history}} slot). WithReturnMessages returns the []llms.ChatMessage
-// itself, never nil.
-//
-// SaveContext stores the input as a user message and the output as an AI
-// message, exactly as given; an empty output is stored as an empty AI
-// message, as langchaingo's buffer does. The keys are chosen as
-// langchaingo's memory.GetInputValue does: a configured key must be
-// present; with none configured, the values must hold exactly one entry.
-// Otherwise the error wraps langchaingo's memory.ErrInvalidInputValues.
-type ConversationMemory struct {
-	m                   *Manager
-	sessionID, userID   string
-	memoryKey           string
-	inputKey, outputKey string
-	humanPrefix         string
-	aiPrefix            string
-	returnMessages      bool
-}
+// schema.Memory (chains.NewConversation, agents.WithMemory): the session's
+// assembled history (LoadHistory) as a string or as messages. See
+// langchain.ConversationMemory for the window and key rules.
+type ConversationMemory = langchain.ConversationMemory
 
-var _ schema.Memory = (*ConversationMemory)(nil)
+// ChatHistory adapts one session's raw, complete stored history to
+// langchaingo's schema.ChatMessageHistory. See langchain.ChatHistory.
+type ChatHistory = langchain.ChatHistory
 
 // MemoryOption configures a ConversationMemory.
-type MemoryOption func(*ConversationMemory)
+type MemoryOption = langchain.Option
 
 // WithMemoryKey sets the variable the history is returned under (default
 // "history").
-func WithMemoryKey(k string) MemoryOption { return func(c *ConversationMemory) { c.memoryKey = k } }
+func WithMemoryKey(k string) MemoryOption { return langchain.WithMemoryKey(k) }
 
 // WithInputKey sets the input variable saved as the user message. Default
 // none: the inputs must then hold exactly one value.
-func WithInputKey(k string) MemoryOption { return func(c *ConversationMemory) { c.inputKey = k } }
+func WithInputKey(k string) MemoryOption { return langchain.WithInputKey(k) }
 
 // WithOutputKey sets the output variable saved as the AI message. Default
 // none: the outputs must then hold exactly one value (an executor that
 // returns its intermediate steps needs WithOutputKey("output")).
-func WithOutputKey(k string) MemoryOption { return func(c *ConversationMemory) { c.outputKey = k } }
+func WithOutputKey(k string) MemoryOption { return langchain.WithOutputKey(k) }
 
 // WithHumanPrefix sets the user line prefix in string mode (default "Human").
-func WithHumanPrefix(p string) MemoryOption { return func(c *ConversationMemory) { c.humanPrefix = p } }
+func WithHumanPrefix(p string) MemoryOption { return langchain.WithHumanPrefix(p) }
 
 // WithAIPrefix sets the AI line prefix in string mode (default "AI").
-func WithAIPrefix(p string) MemoryOption { return func(c *ConversationMemory) { c.aiPrefix = p } }
+func WithAIPrefix(p string) MemoryOption { return langchain.WithAIPrefix(p) }
 
 // WithReturnMessages returns the history as []llms.ChatMessage instead of a
 // string.
-func WithReturnMessages(on bool) MemoryOption {
-	return func(c *ConversationMemory) { c.returnMessages = on }
-}
+func WithReturnMessages(on bool) MemoryOption { return langchain.WithReturnMessages(on) }
 
 // NewConversationMemory returns a schema.Memory over one session of m (see
 // ConversationMemory for the window that applies).
 func NewConversationMemory(m *Manager, sessionID, userID string, opts ...MemoryOption) *ConversationMemory {
-	c := &ConversationMemory{m: m, sessionID: sessionID, userID: userID, memoryKey: "history",
-		humanPrefix: "Human", aiPrefix: "AI"}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
+	return langchain.NewConversationMemory(m.session(sessionID, userID), opts...)
 }
 
 // Memory returns a langchaingo schema.Memory over one session, with string
@@ -95,128 +59,27 @@ func (m *Manager) Memory(sessionID, userID string) schema.Memory {
 	return NewConversationMemory(m, sessionID, userID)
 }
 
-// GetMemoryKey implements schema.Memory.
-func (c *ConversationMemory) GetMemoryKey(context.Context) string { return c.memoryKey }
-
-// MemoryVariables implements schema.Memory.
-func (c *ConversationMemory) MemoryVariables(context.Context) []string {
-	return []string{c.memoryKey}
-}
-
-// LoadMemoryVariables implements schema.Memory: the session's assembled
-// history (Manager.LoadHistory), as a string or as messages.
-func (c *ConversationMemory) LoadMemoryVariables(ctx context.Context, _ map[string]any) (map[string]any, error) {
-	msgs, err := c.m.LoadHistory(ctx, c.sessionID, c.userID)
-	if err != nil {
-		return nil, err
-	}
-	if c.returnMessages {
-		if msgs == nil {
-			msgs = []llms.ChatMessage{}
-		}
-		return map[string]any{c.memoryKey: msgs}, nil
-	}
-	s, err := llms.GetBufferString(msgs, c.humanPrefix, c.aiPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("memory: load %q: %w", c.sessionID, err)
-	}
-	return map[string]any{c.memoryKey: s}, nil
-}
-
-// SaveContext implements schema.Memory: saves the input as the user message
-// and the output as the AI message, exactly as given and atomically. An
-// empty output is saved as an empty AI message (unlike Manager.SaveTurn,
-// which records a failed turn), as langchaingo's buffer does.
-func (c *ConversationMemory) SaveContext(ctx context.Context, inputs, outputs map[string]any) error {
-	in, err := lcmemory.GetInputValue(inputs, c.inputKey)
-	if err != nil {
-		return fmt.Errorf("memory: SaveContext input: %w", err)
-	}
-	out, err := lcmemory.GetInputValue(outputs, c.outputKey)
-	if err != nil {
-		return fmt.Errorf("memory: SaveContext output: %w", err)
-	}
-	return c.m.SaveMessages(ctx, c.sessionID, c.userID,
-		llms.HumanChatMessage{Content: in}, llms.AIChatMessage{Content: out})
-}
-
-// Clear implements schema.Memory: deletes the session.
-func (c *ConversationMemory) Clear(ctx context.Context) error {
-	if err := c.m.DeleteSession(ctx, c.sessionID, c.userID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return nil
-}
-
-// ChatHistory adapts one session's stored messages to langchaingo's
-// schema.ChatMessageHistory (e.g. for langchaingo's
-// memory.NewConversationBuffer or NewConversationWindowBuffer). It reads and
-// writes the raw, complete history — no window and no summary apply; for
-// the assembled view use Manager.Memory or Manager.LoadHistory. Every
-// langchaingo message type round-trips losslessly (see FromChatMessage).
-type ChatHistory struct {
-	m                 *Manager
-	sessionID, userID string
-}
-
-var _ schema.ChatMessageHistory = (*ChatHistory)(nil)
-
 // ChatHistory returns a schema.ChatMessageHistory over one session.
 func (m *Manager) ChatHistory(sessionID, userID string) *ChatHistory {
-	return &ChatHistory{m: m, sessionID: sessionID, userID: userID}
+	return langchain.NewChatHistory(m.session(sessionID, userID))
 }
 
-// AddMessage implements schema.ChatMessageHistory.
-func (h *ChatHistory) AddMessage(ctx context.Context, msg llms.ChatMessage) error {
-	return h.m.SaveMessages(ctx, h.sessionID, h.userID, msg)
-}
-
-// AddUserMessage implements schema.ChatMessageHistory.
-func (h *ChatHistory) AddUserMessage(ctx context.Context, text string) error {
-	return h.AddMessage(ctx, llms.HumanChatMessage{Content: text})
-}
-
-// AddAIMessage implements schema.ChatMessageHistory.
-func (h *ChatHistory) AddAIMessage(ctx context.Context, text string) error {
-	return h.AddMessage(ctx, llms.AIChatMessage{Content: text})
-}
-
-// Clear implements schema.ChatMessageHistory: deletes the session.
-func (h *ChatHistory) Clear(ctx context.Context) error {
-	if err := h.m.DeleteSession(ctx, h.sessionID, h.userID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+// session is one session of m as the langchaingo adapters use it.
+func (m *Manager) session(sessionID, userID string) langchain.Session {
+	return langchain.Session{
+		ID: sessionID,
+		Load: func(ctx context.Context) ([]llms.ChatMessage, error) {
+			return m.LoadHistory(ctx, sessionID, userID)
+		},
+		Save: func(ctx context.Context, msgs ...llms.ChatMessage) error {
+			return m.SaveMessages(ctx, sessionID, userID, msgs...)
+		},
+		Delete: func(ctx context.Context) error { return m.DeleteSession(ctx, sessionID, userID) },
+		Stored: func(ctx context.Context) ([]store.Message, error) {
+			return m.Messages(ctx, sessionID, userID, 0, 0)
+		},
+		Replace: func(ctx context.Context, msgs []store.Message) error {
+			return m.replace(ctx, sessionID, userID, msgs)
+		},
 	}
-	return nil
-}
-
-// Messages implements schema.ChatMessageHistory: every stored message; an
-// empty (non-nil) slice for a missing session.
-func (h *ChatHistory) Messages(ctx context.Context) ([]llms.ChatMessage, error) {
-	msgs, err := h.m.Messages(ctx, h.sessionID, h.userID, 0, 0)
-	if errors.Is(err, store.ErrNotFound) {
-		return []llms.ChatMessage{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return chatMessages(msgs), nil
-}
-
-// SetMessages implements schema.ChatMessageHistory: replaces the session's
-// history (and drops its summary), creating the session when it does not
-// exist. Every message is converted and validated before anything changes:
-// an invalid one leaves the history as it was. The replacement is one
-// atomic store operation (store.Replacer, which both stores of this module
-// implement) that checks the ownership in the same step, so the session
-// keeps its owner and no other user can take its id in between.
-func (h *ChatHistory) SetMessages(ctx context.Context, msgs []llms.ChatMessage) error {
-	stored := make([]store.Message, 0, len(msgs))
-	for i, cm := range msgs {
-		sm, err := store.FromChatMessage(cm)
-		if err != nil {
-			return fmt.Errorf("memory: replace %q: message %d: %w", h.sessionID, i, err)
-		}
-		stored = append(stored, sm)
-	}
-	return h.m.replace(ctx, h.sessionID, h.userID, stored)
 }

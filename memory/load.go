@@ -18,51 +18,50 @@ import (
 // ErrNotFound and ErrNotOwner come from the store unwrapped; a failing
 // summary store degrades instead of failing.
 func (e *engine) assemble(ctx context.Context, sessionID, user string) (History, error) {
-	m := e.m
 	v, s, sumErr, err := e.loadView(ctx, sessionID, user)
 	switch {
 	case err != nil:
 		return History{}, err
 	case v.total == 0:
 		return History{Mode: modeEmpty}, nil
-	case !m.hierarchical():
-		return takeLast(v, 2*m.cfg.MaxConversationTurns, modeTakeLast), nil
+	case !e.hierarchical():
+		return takeLast(v, 2*e.cfg.MaxConversationTurns, modeTakeLast), nil
 	}
 	if sumErr != nil {
-		m.stats.fallbacks.Add(1)
-		m.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
-		return m.pol.degraded(v, v.msgs), nil
+		e.stats.fallbacks.Add(1)
+		e.log.WarnContext(ctx, "strata: summary store failed, degrading", "session_id", sessionID, "error", sumErr)
+		return e.pol.degraded(v, v.msgs), nil
 	}
 	var unfolded []store.Message
-	if m.pol.wantsUnfolded() || s != nil {
-		if unfolded, err = m.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
+	if e.bp != nil || s != nil {
+		if unfolded, err = e.after(ctx, sessionID, user, v, cursorOf(s)); err != nil {
 			return History{}, err
 		}
 	}
-	if m.pol.wantsUnfolded() {
-		e.seed(sessionID, v, s, unfolded)
+	if e.bp != nil {
+		e.bp.seed(sessionID, v, s, unfolded)
 	}
-	cut, trigger := m.pol.target(v, s, unfolded, false)
+	cut, trigger := e.pol.target(v, s, unfolded, false)
 	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
 		e.request(sessionID, user, trigger, false) // due, but the view is complete without it
 	}
 	if cut == 0 || trigger != "load" {
-		return m.pol.show(v, s, unfolded), nil
+		return e.pol.show(v, s, unfolded), nil
 	}
 	// The view needs the fold: start or join one, and wait for it a bounded
 	// time — the grace when a stale summary can be shown meanwhile, the fold
 	// wait for the first summary, never past ctx's deadline.
-	wait := m.cfg.FoldWait
+	wait := e.cfg.FoldWait
 	if s != nil {
-		wait = m.cfg.LoadGrace
+		wait = e.cfg.LoadGrace
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
+		left := time.Until(dl) // the caller's deadline is wall-clock time, not the manager's clock
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
 	run := e.request(sessionID, user, "load", false)
 	if s != nil {
-		wait = min(wait, e.expectedWait(run, m.cfg.LoadGrace, cut))
+		wait = min(wait, e.expectedWait(run, e.cfg.LoadGrace, cut))
 	}
 	fresh, ok := run.wait(ctx, e, max(wait, 0), cut)
 	ok = ok && fresh.Epoch == v.epoch && fresh.UpToSeq > cursorOf(s)
@@ -71,17 +70,17 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		for i < len(unfolded) && unfolded[i].Seq <= fresh.UpToSeq {
 			i++
 		}
-		h := m.pol.show(v, fresh, unfolded[i:])
+		h := e.pol.show(v, fresh, unfolded[i:])
 		if h.Mode != modeHierarchical && h.Mode != modeAll {
-			m.stats.fallbacks.Add(1)
+			e.stats.fallbacks.Add(1)
 		}
 		return h, nil
 	}
-	m.stats.fallbacks.Add(1)
+	e.stats.fallbacks.Add(1)
 	if s != nil {
-		return m.pol.show(v, s, unfolded), nil
+		return e.pol.show(v, s, unfolded), nil
 	}
-	return m.pol.degraded(v, unfolded), nil
+	return e.pol.degraded(v, unfolded), nil
 }
 
 // loadView reads what a load starts from: the session's tail and, with
@@ -92,20 +91,20 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 // calls. A tail too short to align the window is read again by readTail.
 func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
 	defer func() { v.prices = new(tailPrices) }()
-	want := e.m.pol.loadSize()
-	if !e.m.hierarchical() {
-		v, err = e.m.readTail(ctx, sessionID, userID, want)
+	want := e.pol.loadSize()
+	if !e.hierarchical() {
+		v, err = e.readTail(ctx, sessionID, userID, want)
 		return v, nil, nil, err
 	}
-	sr, ok := e.m.store.(store.SnapshotReader)
-	if !ok || !sr.ReadsSummariesOf(e.m.sums) {
-		if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+	sr, ok := e.store.(store.SnapshotReader)
+	if !ok || !sr.ReadsSummariesOf(e.sums) {
+		if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 			return view{}, nil, nil, err
 		}
 		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
 		return v, s, sumErr, nil
 	}
-	if ar, ok := sr.(afterSummaryReader); ok {
+	if ar, ok := sr.(store.AfterSummaryReader); ok {
 		// Read only the messages after the summary's cursor: chunked shows
 		// every one of them and none before it; parity's verbatim window
 		// is, once folded, exactly those messages, and everything before
@@ -121,10 +120,10 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		if s != nil {
 			v.from = s.UpToSeq
 		}
-		if v.from > 0 && !e.m.pol.wantsUnfolded() && v.total <= e.m.cfg.TriggerMessageCount && len(v.msgs) < min(v.total, want) {
+		if v.from > 0 && e.bp == nil && v.total <= e.cfg.TriggerMessageCount && len(v.msgs) < min(v.total, want) {
 			// Parity at or below its trigger shows the newest messages
 			// (takeLast), older ones than the cursor included.
-			if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+			if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 				return view{}, nil, nil, err
 			}
 		}
@@ -136,28 +135,17 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 	}
 	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
 	if len(v.msgs) < v.total && alignedStart(v.msgs, want) == 0 {
-		if v, err = e.m.readTail(ctx, sessionID, userID, want); err != nil {
+		if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 			return view{}, nil, nil, err
 		}
 	}
 	return v, usable(s, v.epoch), nil, nil
 }
 
-// afterSummaryReader is an optional capability of a SnapshotReader (the
-// PostgreSQL store has it): SnapshotAfterSummary returns what Snapshot
-// returns, except that its messages are the newest n of those after the
-// returned summary's cursor when that summary has the tail's epoch (else
-// the newest n of all). A load of a policy that shows every message its
-// summary does not cover (chunked) then reads no message it would drop.
-// Stores without it are read with Snapshot.
-type afterSummaryReader interface {
-	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error)
-}
-
 // usableSummary is the stored summary of the session's current epoch, nil
 // when there is none, it is empty, or it belongs to a deleted predecessor.
 func (e *engine) usableSummary(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
-	s, err := e.m.sums.Get(ctx, sessionID)
+	s, err := e.sums.Get(ctx, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("summary store: %w", err)
 	}

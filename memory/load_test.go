@@ -3,8 +3,8 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"github.com/strata-go/strata/internal/clock"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,7 +84,7 @@ func TestStaleLoadDoesNotWaitForSlowFold(t *testing.T) {
 }
 
 // A fast summarizer finishes within the load grace: the stale load
-// shows the fresh summary, as the reference (which folds inline) does.
+// shows the fresh summary, as arc-reactor (which folds inline) does.
 func TestStaleLoadShowsFreshSummaryFromFastFold(t *testing.T) {
 	f := newFixture(t, waits(hierConfig(), time.Minute, 0))
 	cursor := staleSession(t, f)
@@ -265,17 +265,16 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 // hour and the first fold "took" ten hours on the manager's clock, so a
 // load that waited would never come back in time.
 func TestStaleLoadSkipsAFoldKnownToBeSlow(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg := hierConfig()
 	cfg.LoadGrace = time.Hour
 	cfg.SupersedeDelay = time.Nanosecond
-	f := newFixture(t, cfg, memory.WithClock(now))
+	cfg.SummarizeTimeout = 24 * time.Hour // the clock also times the summarizer call
+	f := newFixture(t, cfg, memory.WithClock(clk))
 	second, release := make(chan struct{}), make(chan struct{})
 	f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
 		if call == 1 {
-			clock.Add(int64(10 * time.Hour)) // the first fold takes 10 hours
+			clk.Advance(10 * time.Hour) // the first fold takes 10 hours
 			return countingResult(req), nil
 		}
 		close(second)

@@ -147,10 +147,10 @@ func (g *gate) summarizer(honourCtx bool) func(context.Context, int64, summary.R
 	}
 }
 
-// hierConfig is the reference configuration with summaries on, no
+// hierConfig is arc-reactor's configuration with summaries on, no
 // cool-down after failures, and loads that wait for a stale summary's
 // regeneration as long as it takes (a LoadGrace of a minute), so that tests
-// with a fast summarizer see the reference's behaviour deterministically.
+// with a fast summarizer see arc-reactor's behaviour deterministically.
 // Tests of slow folds set a short LoadGrace or FoldWait themselves.
 func hierConfig() memory.Config {
 	cfg := memory.DefaultConfig()

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strata-go/strata/internal/clock"
 	"io"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -30,12 +30,12 @@ type Manager struct {
 	sums  summary.Store
 	svc   summary.Service
 	log   *slog.Logger
-	now   func() time.Time
+	clk   clock.Clock
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
 	pol   policy
 	eng   *engine
-	otel  instruments
-	stats counters
+	otel  *instruments
+	stats *counters
 
 	foldObservers   []func(context.Context, FoldEvent)
 	deleteObservers []func(context.Context, string)
@@ -55,7 +55,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	m := &Manager{
 		store: store, cfg: cfg,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now,
+		clk: clock.Real{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -65,8 +65,9 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	}
 	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, cfg.Estimator)
 	m.pol = newPolicy(cfg, m.cost)
-	m.otel = newInstruments()
-	m.eng = newEngine(m)
+	m.otel, m.stats = newInstruments(), &counters{}
+	m.eng = newEngine(engineDeps{store: store, sums: m.sums, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
+		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, foldObservers: m.foldObservers})
 	return m, nil
 }
 
@@ -80,7 +81,7 @@ func (m *Manager) Config() Config {
 	return c
 }
 
-func (m *Manager) hierarchical() bool { return m.cfg.Enabled && m.sums != nil }
+func (m *Manager) hierarchical() bool { return m.eng.hierarchical() }
 
 // Create makes an empty session owned by userID, visible at once to every
 // manager sharing the store. An id already in use gives ErrSessionExists.
@@ -96,7 +97,7 @@ func (m *Manager) Create(ctx context.Context, sessionID, userID string) error {
 
 // SaveTurn saves one user message and, when assistantText is not empty, the
 // assistant's answer, atomically and adjacently. An empty assistantText
-// records a failed turn: only the user message is stored, as the reference
+// records a failed turn: only the user message is stored, as arc-reactor
 // does. Past the trigger a background fold starts; SaveTurn never waits.
 func (m *Manager) SaveTurn(ctx context.Context, sessionID, userID, userText, assistantText string) error {
 	msgs := []store.Message{{Role: store.RoleUser, Content: userText}}
@@ -145,7 +146,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		}
 	}
 	user := m.owner(sessionID, userID)
-	ctx, span := m.startSpan(ctx, "strata.memory.save", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.save", sessionID)
 	res, err := m.store.Append(ctx, sessionID, user, msgs...)
 	// Each step is atomic in the store: a session created by another user
 	// in between makes the next Append fail with ErrNotOwner; one deleted in
@@ -200,7 +201,7 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	if sessionID == "" {
 		return History{Mode: modeEmpty}, nil
 	}
-	ctx, span := m.startSpan(ctx, "strata.memory.load", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
 	m.stats.loads.Add(1)
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
@@ -273,7 +274,7 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 		}
 	}
 	user := m.owner(sessionID, userID)
-	ctx, span := m.startSpan(ctx, "strata.memory.replace", sessionID)
+	ctx, span := m.otel.startSpan(ctx, "strata.memory.replace", sessionID)
 	res, err := m.eng.replaceSession(ctx, sessionID, user, msgs)
 	endSpan(span, err)
 	if err != nil {
@@ -302,7 +303,7 @@ func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(c
 // only the first call waits; a later one returns at once, with an error
 // only for what still runs then.
 func (m *Manager) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
+	ctx, cancel := clock.WithTimeout(context.Background(), m.clk, m.cfg.CloseTimeout)
 	defer cancel()
 	return m.eng.close(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strata-go/strata/internal/clock"
 	"reflect"
 	"strings"
 	"sync"
@@ -243,10 +244,8 @@ func TestSummarizerErrorFallsBackToTakeLast(t *testing.T) {
 func TestCooldownAfterFailure(t *testing.T) {
 	cfg := hierConfig()
 	cfg.FailureCooldown, cfg.MaxFailureCooldown = time.Minute, 10*time.Minute
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	f := newFixture(t, cfg, memory.WithClock(clock))
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFixture(t, cfg, memory.WithClock(clk))
 	var fail atomic.Bool
 	fail.Store(true)
 	f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
@@ -273,7 +272,7 @@ func TestCooldownAfterFailure(t *testing.T) {
 		t.Fatalf("calls after a save in the cool-down = %d, want 1", c)
 	}
 	fail.Store(false)
-	now.Add(int64(61 * time.Second))
+	clk.Advance(61 * time.Second)
 	h, _ = f.mgr.Load(ctx, "s", "alice")
 	if h.Mode != "hierarchical" || f.svc.calls.Load() != 2 {
 		t.Fatalf("after cool-down: mode %s, calls %d", h.Mode, f.svc.calls.Load())

@@ -3,8 +3,8 @@ package memory
 import (
 	"context"
 	"log/slog"
-	"time"
 
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/summary"
 )
@@ -30,11 +30,13 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// withClock sets the manager's clock, for cool-downs and fact timestamps.
-func withClock(now func() time.Time) Option {
+// withClock sets the manager's clock: every wait of the engine (load grace,
+// fold wait, settle delay, lock retries, summarizer deadline, close), its
+// cool-downs and fact timestamps go through it.
+func withClock(c clock.Clock) Option {
 	return func(m *Manager) {
-		if now != nil {
-			m.now = now
+		if c != nil {
+			m.clk = c
 		}
 	}
 }

@@ -28,7 +28,7 @@ type instruments struct {
 	foldMessages metric.Int64Histogram
 }
 
-func newInstruments() instruments {
+func newInstruments() *instruments {
 	meter := otel.Meter(instrumentationName)
 	// Instrument creation only fails for invalid names; ours are constant.
 	loads, _ := meter.Int64Counter("strata.memory.loads", metric.WithDescription("History loads, by assembly mode"))
@@ -38,13 +38,13 @@ func newInstruments() instruments {
 	tokens, _ := meter.Int64Histogram("strata.memory.fold.input_tokens", metric.WithUnit("{token}"),
 		metric.WithDescription("Estimated tokens of summary plus folded messages sent to the summarizer"))
 	msgs, _ := meter.Int64Histogram("strata.memory.fold.messages", metric.WithDescription("Messages folded per fold"))
-	return instruments{tracer: otel.Tracer(instrumentationName), loads: loads, saves: saves, folds: folds,
+	return &instruments{tracer: otel.Tracer(instrumentationName), loads: loads, saves: saves, folds: folds,
 		foldFailures: failures, foldTokens: tokens, foldMessages: msgs}
 }
 
 // startSpan starts a span for one manager operation on a session.
-func (m *Manager) startSpan(ctx context.Context, name, sessionID string) (context.Context, trace.Span) {
-	return m.otel.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("session.id", sessionID)))
+func (o *instruments) startSpan(ctx context.Context, name, sessionID string) (context.Context, trace.Span) {
+	return o.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("session.id", sessionID)))
 }
 
 // endSpan records err (if any) on span and ends it.
@@ -71,15 +71,15 @@ func (m *Manager) observeSave(ctx context.Context, n int, err error) {
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("memory.message.count", n))
 }
 
-func (m *Manager) observeFold(ctx context.Context, r foldRecord, err error) {
+func (o *instruments) observeFold(ctx context.Context, r foldRecord, err error) {
 	attrs := metric.WithAttributes(attribute.String("trigger", r.trigger))
 	if err != nil {
-		m.otel.foldFailures.Add(ctx, 1, attrs)
+		o.foldFailures.Add(ctx, 1, attrs)
 		return
 	}
-	m.otel.folds.Add(ctx, 1, attrs)
-	m.otel.foldTokens.Record(ctx, int64(r.tokensBefore), attrs)
-	m.otel.foldMessages.Record(ctx, int64(r.messages), attrs)
+	o.folds.Add(ctx, 1, attrs)
+	o.foldTokens.Record(ctx, int64(r.tokensBefore), attrs)
+	o.foldMessages.Record(ctx, int64(r.messages), attrs)
 }
 
 // observeDelete runs one delete observer; its panic is logged, never

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -73,7 +75,7 @@ func TestChunkedBufferedWindow(t *testing.T) {
 	}
 }
 
-func TestChunkedZeroBufferFoldsEveryTurn(t *testing.T) { // B=0 reproduces the reference's cadence
+func TestChunkedZeroBufferFoldsEveryTurn(t *testing.T) { // B=0 reproduces arc-reactor's cadence
 	f := newFixture(t, chunkedConfig(4, 0))
 	saveTurns(t, f.mgr, "s", 1, 6)
 	if calls := f.svc.calls.Load(); calls != 4 { // turns 3..6 each push the tail past K
@@ -284,40 +286,62 @@ func assertNoDropWithoutFold(t *testing.T, mgr *memory.Manager, session, user st
 	}
 }
 
-// propertySeed returns STRATA_PROPERTY_SEED when set, else a fresh seed that
-// is printed if the test fails.
+// propertySeedFlag (-strata.seed) or STRATA_PROPERTY_SEED replays a
+// property test's schedules; by default each run draws a fresh seed.
+var propertySeedFlag = flag.Uint64("strata.seed", 0, "seed of TestNoDropWithoutFoldProperty (0: STRATA_PROPERTY_SEED, else random)")
+
+// propertySeed returns the seed to run with, and logs it with how to replay
+// it.
 func propertySeed(t *testing.T) uint64 {
-	if v := os.Getenv("STRATA_PROPERTY_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatal(err)
+	s := *propertySeedFlag
+	if v := os.Getenv("STRATA_PROPERTY_SEED"); s == 0 && v != "" {
+		var err error
+		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("STRATA_PROPERTY_SEED: %v", err)
 		}
-		return s
 	}
-	s := uint64(time.Now().UnixNano())
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("reproduce with STRATA_PROPERTY_SEED=%d", s)
-		}
-	})
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -strata.seed=%d or STRATA_PROPERTY_SEED=%d)", s, s, s)
 	return s
 }
 
+// TestNoDropWithoutFoldProperty runs random schedules of saves, loads,
+// summarizer failures, slow and hung summarizers, cancellations and
+// restarts, on a fake clock, and checks after every step that no message
+// left the view without being folded into the summary shown.
 func TestNoDropWithoutFoldProperty(t *testing.T) {
 	schedules := 500
 	if testing.Short() {
 		schedules = 200
 	}
-	for _, seed := range []uint64{1, propertySeed(t)} {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-			for i := 0; i < schedules; i++ {
-				runSchedule(t, rng, i)
-				if t.Failed() {
-					t.Fatalf("schedule %d failed (seed %d)", i, seed)
-				}
-			}
-		})
+	seed := propertySeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i < schedules; i++ {
+		runSchedule(t, rng, i)
+		if t.Failed() {
+			t.Fatalf("schedule %d failed (seed %d)", i, seed)
+		}
+	}
+}
+
+// drive runs fn while moving clk: whenever fn has not returned after a
+// moment of real time and a timer is armed (a load's grace, a fold's
+// settle delay, a summarizer deadline), the clock jumps to that timer's
+// deadline, so waits take virtual time instead of wall time.
+func drive(clk *clock.Fake, fn func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	tick := time.NewTicker(50 * time.Microsecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			clk.AdvanceToNext()
+		}
 	}
 }
 
@@ -387,8 +411,9 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		modes = append(modes, block)
 		cfg = waits(cfg, time.Millisecond, time.Millisecond)
 	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() *memory.Manager {
-		mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
+		mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet), memory.WithClock(clk))
 		if err != nil {
 			t.Fatalf("schedule %d: %v (cfg %+v)", n, err, cfg)
 		}
@@ -397,7 +422,7 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 	mgr := open()
 	defer func() {
 		setMode(answer)
-		_ = mgr.Close()
+		drive(clk, func() { _ = mgr.Close() })
 	}()
 	ctx := context.Background()
 	for step := 0; step < 25; step++ {
@@ -410,7 +435,9 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 					llms.ToolChatMessage{ID: id, Content: "result"})
 			}
 			msgs = append(msgs, llms.AIChatMessage{Content: fmt.Sprintf("a%d", step)})
-			if err := mgr.SaveMessages(ctx, "s", "alice", msgs...); err != nil {
+			var err error
+			drive(clk, func() { err = mgr.SaveMessages(ctx, "s", "alice", msgs...) })
+			if err != nil {
 				t.Fatalf("schedule %d step %d: save: %v", n, step, err)
 			}
 		case op < 7:
@@ -419,16 +446,18 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		case op == 8:
 			mgr.CancelSummarization("s")
 		default:
-			_ = mgr.Close()
+			drive(clk, func() { _ = mgr.Close() })
 			mgr = open()
 		}
 		mu.Lock()
 		blocked := mode == block
 		mu.Unlock()
 		if !blocked && rng.IntN(2) == 0 {
-			_ = mgr.Flush(ctx)
+			drive(clk, func() { _ = mgr.Flush(ctx) })
 		}
-		h, err := mgr.Load(ctx, "s", "alice")
+		var h memory.History
+		var err error
+		drive(clk, func() { h, err = mgr.Load(ctx, "s", "alice") })
 		if err != nil {
 			t.Fatalf("schedule %d step %d: load: %v", n, step, err)
 		}

@@ -4,282 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/internal/text"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
-// SnapshotVersion is the version of the Snapshot format that Export
-// writes and Import reads.
-const SnapshotVersion = 1
-
 // Snapshot is a whole session in a portable form: its id, its owner, every
-// stored message losslessly (tool calls, tool call ids, names, metadata,
-// timestamps) and its summary with the facts' provenance and the cursor.
-// Export makes one and Import restores one, into the same store or
-// another: a session moves between the in-memory store and PostgreSQL, or
-// is backed up, inspected and diffed as JSON. Its JSON field names are
-// snake_case and stable within a Version; the repository's
-// memory/snapshot.schema.json is its JSON Schema.
-//
-// Sequence numbers (Messages[].Seq, the summary's cursor and provenance)
-// are those of the store the snapshot came from; Import maps them onto
-// the sequence numbers the new store assigns.
-type Snapshot struct {
-	// Version is SnapshotVersion.
-	Version int `json:"version"`
-	// SessionID is the session's id.
-	SessionID string `json:"session_id"`
-	// UserID is the session's owner ("anonymous" for a caller without a
-	// user id, "shared" for shared sessions).
-	UserID string `json:"user_id"`
-	// ExportedAt is when the snapshot was made (informative).
-	ExportedAt time.Time `json:"exported_at,omitzero"`
-	// Messages are the stored messages, oldest first.
-	Messages []SnapshotMessage `json:"messages"`
-	// Summary is the session's summary, absent when it has none.
-	Summary *SnapshotSummary `json:"summary,omitempty"`
-}
-
-// SnapshotMessage is one stored message of a Snapshot.
-type SnapshotMessage struct {
-	// Seq is the message's sequence number in the exporting store:
-	// strictly increasing within the snapshot.
-	Seq int64 `json:"seq"`
-	// Role is "user", "assistant", "system" or "tool".
-	Role       string             `json:"role"`
-	Content    string             `json:"content"`
-	ToolCalls  []SnapshotToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string             `json:"tool_call_id,omitempty"`
-	Name       string             `json:"name,omitempty"`
-	Metadata   map[string]string  `json:"metadata,omitempty"`
-	// CreatedAt is when the message was first stored; Import keeps it, to
-	// the store's precision (PostgreSQL: the microsecond).
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// SnapshotToolCall is a tool call of an assistant message, in the shape
-// of OpenAI's chat API.
-type SnapshotToolCall struct {
-	ID       string                `json:"id"`
-	Type     string                `json:"type,omitempty"`
-	Function *SnapshotFunctionCall `json:"function,omitempty"`
-}
-
-// SnapshotFunctionCall is the function a SnapshotToolCall calls.
-type SnapshotFunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// SnapshotSummary is a session's summary in a Snapshot.
-type SnapshotSummary struct {
-	Narrative string         `json:"narrative"`
-	Facts     []SnapshotFact `json:"facts"`
-	// UpToSeq is the cursor: every message with Seq <= UpToSeq is folded
-	// into the summary.
-	UpToSeq int64 `json:"up_to_seq"`
-	// Forgotten are the values erased by ForgetFact, which later folds
-	// keep out (digests, never the values).
-	Forgotten []summary.Forgotten `json:"forgotten,omitempty"`
-	CreatedAt time.Time           `json:"created_at,omitzero"`
-	UpdatedAt time.Time           `json:"updated_at,omitzero"`
-}
-
-// SnapshotFact is one fact of a SnapshotSummary, with its provenance.
-type SnapshotFact struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-	// Category is one of summary.Categories.
-	Category    string    `json:"category"`
-	ExtractedAt time.Time `json:"extracted_at,omitzero"`
-	// FirstSeq and LastSeq are the sequence numbers where the value was
-	// first and last seen (0: unknown); Mentions counts the folds that
-	// reported it.
-	FirstSeq      int64  `json:"first_seq,omitempty"`
-	LastSeq       int64  `json:"last_seq,omitempty"`
-	Mentions      int    `json:"mentions,omitempty"`
-	Pinned        bool   `json:"pinned,omitempty"`
-	PreviousValue string `json:"previous_value,omitempty"`
-	Stated        bool   `json:"stated,omitempty"`
-}
-
-// maxSnapshotID bounds session and user ids in a snapshot, in bytes.
-const maxSnapshotID = 1024
-
-// Validate checks a snapshot before anything of it is written: the
-// version, ids, messages (roles, valid text, strictly increasing sequence
-// numbers, the size limit maxBytes when > 0) and summary (categories,
-// non-negative cursor and provenance). Every problem found is reported.
-func (s *Snapshot) Validate(maxBytes int) error {
-	if s == nil {
-		return fmt.Errorf("memory: snapshot: %w: nil snapshot", store.ErrInvalidMessage)
-	}
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf(format, args...))
-	}
-	if s.Version != SnapshotVersion {
-		bad("version %d is not %d", s.Version, SnapshotVersion)
-	}
-	for _, id := range [][2]string{{"session_id", s.SessionID}, {"user_id", s.UserID}} {
-		if !text.Storable(id[1]) || len(id[1]) > maxSnapshotID {
-			bad("%s is not valid UTF-8 of at most %d bytes without NUL", id[0], maxSnapshotID)
-		}
-	}
-	if s.SessionID == "" {
-		bad("session_id is empty")
-	}
-	var prev int64
-	for i, m := range s.Messages {
-		if m.Seq <= prev {
-			bad("messages[%d]: seq %d does not increase (previous %d)", i, m.Seq, prev)
-		}
-		prev = m.Seq
-		if err := m.message().Validate(maxBytes); err != nil {
-			bad("messages[%d]: %w", i, err)
-		}
-	}
-	if sm := s.Summary; sm != nil {
-		if sm.UpToSeq < 0 {
-			bad("summary: up_to_seq %d is negative", sm.UpToSeq)
-		}
-		texts := []string{sm.Narrative}
-		for i, f := range sm.Facts {
-			if strings.TrimSpace(f.Key) == "" {
-				bad("summary.facts[%d]: empty key", i)
-			}
-			if f.Category != "" && !summary.Category(f.Category).Valid() {
-				bad("summary.facts[%d]: unknown category %q", i, f.Category)
-			}
-			if f.FirstSeq < 0 || f.LastSeq < 0 || f.Mentions < 0 {
-				bad("summary.facts[%d]: negative provenance", i)
-			}
-			texts = append(texts, f.Key, f.Value, f.PreviousValue)
-		}
-		for i, f := range sm.Forgotten {
-			if len(f.Digest) != 64 || f.Runes <= 0 || f.Seq < 0 || f.Roll > 1<<53-1 {
-				bad("summary.forgotten[%d]: want a hex SHA-256 digest, a positive length, a 53-bit roll and a non-negative seq", i)
-			}
-		}
-		for _, t := range texts {
-			if !text.Storable(t) {
-				bad("summary: text is not valid UTF-8 or contains a NUL byte")
-				break
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("memory: snapshot of %q: %w: %w", s.SessionID, store.ErrInvalidMessage, errors.Join(errs...))
-	}
-	return nil
-}
-
-// message is m in its stored form.
-func (m SnapshotMessage) message() store.Message {
-	out := store.Message{Seq: m.Seq, Role: store.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID,
-		Name: m.Name, CreatedAt: m.CreatedAt}
-	if len(m.Metadata) > 0 {
-		out.Metadata = make(map[string]string, len(m.Metadata))
-		for k, v := range m.Metadata {
-			out.Metadata[k] = v
-		}
-	}
-	for _, tc := range m.ToolCalls {
-		c := llms.ToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.Function != nil {
-			c.FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		}
-		out.ToolCalls = append(out.ToolCalls, c)
-	}
-	return out
-}
-
-// snapshotMessage is m in a snapshot's form.
-func snapshotMessage(m store.Message) SnapshotMessage {
-	out := SnapshotMessage{Seq: m.Seq, Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID,
-		Name: m.Name, CreatedAt: m.CreatedAt.UTC()}
-	if len(m.Metadata) > 0 {
-		out.Metadata = make(map[string]string, len(m.Metadata))
-		for k, v := range m.Metadata {
-			out.Metadata[k] = v
-		}
-	}
-	for _, tc := range m.ToolCalls {
-		c := SnapshotToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.FunctionCall != nil {
-			c.Function = &SnapshotFunctionCall{Name: tc.FunctionCall.Name, Arguments: tc.FunctionCall.Arguments}
-		}
-		out.ToolCalls = append(out.ToolCalls, c)
-	}
-	return out
-}
-
-// snapshotSummary is s in a snapshot's form.
-func snapshotSummary(s *summary.Summary) *SnapshotSummary {
-	if s == nil {
-		return nil
-	}
-	out := &SnapshotSummary{Narrative: s.Narrative, Facts: []SnapshotFact{}, UpToSeq: s.UpToSeq,
-		Forgotten: append([]summary.Forgotten(nil), s.Forgotten...), CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
-	for _, f := range s.Facts {
-		sf := SnapshotFact{Key: f.Key, Value: f.Value, Category: string(f.Category), FirstSeq: f.FirstSeq,
-			LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, PreviousValue: f.Previous, Stated: f.Stated}
-		if !f.ExtractedAt.IsZero() {
-			sf.ExtractedAt = f.ExtractedAt.UTC()
-		}
-		out.Facts = append(out.Facts, sf)
-	}
-	return out
-}
-
-// seqMap maps sequence numbers of a snapshot onto those of the store it is
-// imported into: a number maps to the new number of the newest snapshot
-// message at or before it (0 when there is none), so a cursor keeps
-// covering exactly the messages it covered.
-type seqMap struct{ old, new []int64 }
-
-func (m seqMap) at(seq int64) int64 {
-	if seq <= 0 {
-		return 0
-	}
-	k := sort.Search(len(m.old), func(i int) bool { return m.old[i] > seq })
-	if k == 0 {
-		return 0
-	}
-	return m.new[k-1]
-}
-
-// summary is the snapshot's summary for the session's new incarnation
-// epoch, its sequence numbers mapped by sm; nil when it has none or an
-// empty one.
-func (s *Snapshot) summary(epoch int64, sm seqMap) *summary.Summary {
-	if s.Summary == nil {
-		return nil
-	}
-	src := s.Summary
-	out := &summary.Summary{SessionID: s.SessionID, Narrative: src.Narrative, UpToSeq: sm.at(src.UpToSeq), Epoch: epoch,
-		CreatedAt: src.CreatedAt, UpdatedAt: src.UpdatedAt}
-	for _, f := range src.Facts {
-		out.Facts = append(out.Facts, summary.Fact{Key: f.Key, Value: f.Value, Category: summary.ParseCategory(f.Category),
-			ExtractedAt: f.ExtractedAt, FirstSeq: sm.at(f.FirstSeq), LastSeq: sm.at(f.LastSeq), Mentions: f.Mentions,
-			Pinned: f.Pinned, Previous: f.PreviousValue, Stated: f.Stated})
-	}
-	for _, f := range src.Forgotten {
-		f.Seq = sm.at(f.Seq)
-		out.Forgotten = append(out.Forgotten, f)
-	}
-	if out.IsEmpty() && len(out.Forgotten) == 0 {
-		return nil
-	}
-	return out
-}
+// stored message losslessly and its summary with the facts' provenance and
+// the cursor, as versioned JSON with snake_case names (the repository's
+// memory/snapshot.schema.json is its JSON Schema). Export makes one and
+// Import restores one, into the same store or another. See
+// snapshot.Snapshot.
+type Snapshot = snapshot.Snapshot
 
 // Export returns the whole session as a Snapshot: every stored message and
 // the current summary. A missing session gives ErrNotFound, another
@@ -312,10 +49,10 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 			before.UpToSeq != after.UpToSeq || !before.UpdatedAt.Equal(after.UpdatedAt)) {
 			continue // a fold or an erasure in between: read again
 		}
-		snap := &Snapshot{Version: SnapshotVersion, SessionID: sessionID, UserID: owner, ExportedAt: m.now().UTC(),
-			Messages: make([]SnapshotMessage, 0, len(msgs)), Summary: snapshotSummary(before)}
+		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: m.clk.Now().UTC(),
+			Messages: make([]snapshot.Message, 0, len(msgs)), Summary: snapshot.FromSummary(before)}
 		for _, msg := range msgs {
-			snap.Messages = append(snap.Messages, snapshotMessage(msg))
+			snap.Messages = append(snap.Messages, snapshot.FromStored(msg))
 		}
 		return snap, nil
 	}
@@ -365,14 +102,14 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	msgs := make([]store.Message, len(s.Messages))
 	old := make([]int64, len(s.Messages))
 	for i, sm := range s.Messages {
-		msgs[i], old[i] = sm.message(), sm.Seq
+		msgs[i], old[i] = sm.Stored(), sm.Seq
 	}
-	if s.Summary != nil && m.sums == nil && !s.Summary.isBlank() {
+	if s.Summary != nil && m.sums == nil && !s.Summary.IsBlank() {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)
 	}
 	var sum *summary.Summary
 	build := func(epoch int64, seqs []int64) *summary.Summary {
-		sum = s.summary(epoch, seqMap{old: old, new: seqs})
+		sum = s.SummaryFor(epoch, old, seqs)
 		return sum
 	}
 	err := m.eng.exclusive(ctx, sessionID, func() error {
@@ -393,11 +130,6 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("memory: import %q: %w", sessionID, err)
 	}
 	return nil
-}
-
-// isBlank reports whether the summary carries nothing to import.
-func (s *SnapshotSummary) isBlank() bool {
-	return strings.TrimSpace(s.Narrative) == "" && len(s.Facts) == 0 && len(s.Forgotten) == 0
 }
 
 // importSteps imports into a store without the Importer capability:

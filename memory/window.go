@@ -64,10 +64,10 @@ const alignSlack = 8
 // the fetch until the aligned window start has a known predecessor or the
 // whole session is in hand. Ownership is checked by the store in the same
 // step (ErrNotFound, ErrNotOwner).
-func (m *Manager) readTail(ctx context.Context, sessionID, userID string, want int) (view, error) {
+func (e *engine) readTail(ctx context.Context, sessionID, userID string, want int) (view, error) {
 	n := want + alignSlack
 	for {
-		t, err := m.store.Tail(ctx, sessionID, userID, n)
+		t, err := e.store.Tail(ctx, sessionID, userID, n)
 		if err != nil {
 			return view{}, err
 		}
@@ -81,7 +81,7 @@ func (m *Manager) readTail(ctx context.Context, sessionID, userID string, want i
 
 // after returns the session's messages with Seq > cursor, oldest first:
 // from v when v reaches back to the cursor, else read from the store.
-func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
+func (e *engine) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
 	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) || (v.all && cursor >= v.from) {
 		i := 0
 		for i < len(v.msgs) && v.msgs[i].Seq <= cursor {
@@ -89,7 +89,7 @@ func (m *Manager) after(ctx context.Context, sessionID, userID string, v view, c
 		}
 		return v.msgs[i:], nil
 	}
-	return m.store.Range(ctx, sessionID, userID, cursor, math.MaxInt64, 0)
+	return e.store.Range(ctx, sessionID, userID, cursor, math.MaxInt64, 0)
 }
 
 // alignedStart is the index where the window of the newest want messages

@@ -38,7 +38,7 @@ func (s *Server) failPortable(w http.ResponseWriter, r *http.Request, err error)
 		s.fail(w, r, err)
 	case errors.Is(err, store.ErrUnknownMessage):
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: "message_not_found", msg: memoryReason(err)})
-	case errors.Is(err, memory.ErrNoSuchFact):
+	case errors.Is(err, store.ErrNoSuchFact):
 		s.writeError(w, r, &apiError{status: http.StatusNotFound, code: "fact_not_found", msg: "the session has no such fact"})
 	case errors.Is(err, store.ErrSessionExists):
 		s.writeError(w, r, &apiError{status: http.StatusConflict, code: "session_exists", msg: "a session with this id already exists"})

@@ -357,7 +357,7 @@ func testForgetFact(t *testing.T, st Stores, pol memory.Policy, kind string) {
 	if key == "" {
 		t.Fatalf("no fact holds the e-mail address: %+v", sum.Facts)
 	}
-	if err := r.mgr.ForgetFact(r.ctx, r.session, r.user, "no_such_key"); !errors.Is(err, memory.ErrNoSuchFact) {
+	if err := r.mgr.ForgetFact(r.ctx, r.session, r.user, "no_such_key"); !errors.Is(err, store.ErrNoSuchFact) {
 		t.Fatalf("forget an unknown fact: %v, want ErrNoSuchFact", err)
 	}
 	if err := r.mgr.ForgetFact(r.ctx, r.session, "mallory", key); !errors.Is(err, memory.ErrNotOwner) {

@@ -11,6 +11,10 @@ import (
 // the session's stored messages (Forgetter.Forget).
 var ErrUnknownMessage = errors.New("memory: no such message in the session")
 
+// ErrNoSuchFact is returned by Manager.ForgetFact when the session's
+// summary holds no fact with the key.
+var ErrNoSuchFact = errors.New("memory: no such fact")
+
 // Importer is an optional capability of a Store: it creates a session with
 // its history in one atomic step, keeping each message's CreatedAt, and,
 // when it keeps the sessions' summaries too, stores the session's summary

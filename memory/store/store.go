@@ -2,7 +2,8 @@
 // that keep its sessions, in the manner of database/sql/driver: the stored
 // form of a message, the Store interface every message store implements, the
 // errors stores return, and the optional capabilities (FoldLocker,
-// SnapshotReader) a store may add, each with a documented fallback. Users of
+// FoldSaveLocker, SnapshotReader, AfterSummaryReader, Replacer, Importer,
+// Forgetter) a store may add, each with a documented fallback. Users of
 // a Manager rarely need more of it than its errors and, for tool-aware
 // pages of a session, Message; the in-memory store (memory.NewInMemoryStore)
 // and the PostgreSQL store (package db) implement it and both run the
@@ -23,7 +24,7 @@ import (
 type Role string
 
 // The stored roles. Unknown role strings read back from a store are treated
-// as RoleUser, as the reference does.
+// as RoleUser, as arc-reactor does.
 const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
@@ -95,7 +96,7 @@ type SessionInfo struct {
 	CreatedAt    time.Time
 	LastActivity time.Time
 	// Preview is the first user message, cut to 50 characters plus "..."
-	// ("Empty conversation" when there is none), as the reference shows it.
+	// ("Empty conversation" when there is none), as arc-reactor shows it.
 	Preview string
 }
 
@@ -208,6 +209,31 @@ type SnapshotReader interface {
 	// the same errors, and the session's stored summary (nil when it has
 	// none) whatever its epoch, read atomically with the tail.
 	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
+}
+
+// AfterSummaryReader is an optional capability of a SnapshotReader (the
+// PostgreSQL store has it). SnapshotAfterSummary returns what Snapshot
+// returns, with the same errors, except that its messages are the newest n
+// of those after the returned summary's cursor (Summary.UpToSeq) when that
+// summary has the tail's epoch, else the newest n of all; Tail.Total still
+// counts every message. A load of a policy that shows every message its
+// summary does not cover (chunked) then reads no message it would drop.
+// Stores without it are read with Snapshot.
+type AfterSummaryReader interface {
+	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
+}
+
+// FoldSaveLocker is an optional capability of a FoldLocker (the
+// PostgreSQL stores have it) that ends a fold in one write. Beside the
+// lock's release, TryLockFoldSaving may return save, which stores a summary
+// in sums (as sums.Save would, with its errors) and releases the lock in
+// the same step, provided the lock is still the caller's (else it refuses
+// with an error wrapping summary.ErrStale and stores nothing). save is nil
+// when the locker cannot write to sums. Then, and for lockers without the
+// capability, a fold saves through sums.Save and calls release: release
+// must be safe to call after save.
+type FoldSaveLocker interface {
+	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error)
 }
 
 // Replacer is an optional capability of a Store: it replaces a session's

@@ -1,0 +1,359 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// foldPlan is what a fold works from: the session's view, the messages
+// after the summary's cursor (for policies that want them), and the cursor
+// the summary must reach (0: nothing to fold) with the trigger's name.
+type foldPlan struct {
+	v        view
+	unfolded []store.Message
+	cut      int64
+	why      string
+}
+
+// plan reads the session as a load does (one statement when the message
+// store reads the summaries too) and asks the policy how far to fold. It
+// returns the usable summary beside the plan.
+func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*summary.Summary, foldPlan, error) {
+	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
+	if err != nil {
+		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
+	}
+	if sumErr != nil {
+		return nil, foldPlan{}, sumErr
+	}
+	p := foldPlan{v: v}
+	if e.bp != nil {
+		if p.unfolded, err = e.after(ctx, sessionID, userID, v, cursorOf(existing)); err != nil {
+			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
+		}
+	}
+	p.cut, p.why = e.pol.target(v, existing, p.unfolded, trigger != "load")
+	if e.bp != nil {
+		e.bp.measured(sessionID, v, existing, p.unfolded)
+	}
+	return existing, p, nil
+}
+
+// saveDue reports whether a save that appended msgs (res) may need a fold:
+// always for a policy that does not track backlogs (parity folds after
+// every save past the trigger), else as the policy's tracked backlog says.
+func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
+	return e.bp == nil || e.bp.saved(sessionID, res, msgs)
+}
+
+// trackedDue reports whether the session's backlog is tracked (ok) and,
+// if so, whether it fires a trigger.
+func (e *engine) trackedDue(sessionID string) (due, ok bool) {
+	if e.bp == nil {
+		return false, false
+	}
+	return e.bp.trackedDue(sessionID)
+}
+
+// forgetBacklog drops the session's tracked backlog (deleted, replaced or
+// rewritten): its next save plans a fold again.
+func (e *engine) forgetBacklog(sessionID string) {
+	if e.bp != nil {
+		e.bp.forget(sessionID)
+	}
+}
+
+// fold reads the session, asks the policy how far to fold, and folds: it
+// returns the summary now stored (the existing one when nothing was to do).
+// Its steps: plan (under the cross-process lease), pick the messages to
+// send (foldInput), summarize and save them chunk by chunk (foldChunks),
+// then account for the fold.
+func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
+	ctx, span := e.otel.startSpan(ctx, "strata.memory.fold", sessionID)
+	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
+	defer func() { endSpan(span, err) }()
+	if e.locker != nil && e.planFirst(sessionID, trigger) {
+		// Plan first, without the lease: a save of a session whose backlog
+		// this process does not know may find nothing to fold, and taking
+		// and releasing the lease costs two writes. A fold that is due is
+		// planned again under the lease: another process may have folded
+		// meanwhile.
+		if existing, p, err := e.plan(ctx, sessionID, userID, trigger); err != nil || p.cut == 0 {
+			return existing, err
+		}
+	}
+	release, saveRelease, err := e.lock(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	st.write.Lock()
+	gen := st.gen
+	st.write.Unlock()
+	existing, p, err := e.plan(ctx, sessionID, userID, trigger)
+	if err != nil || p.cut == 0 {
+		return existing, err
+	}
+	r.cut.Store(p.cut)
+	if !e.cool.ready(sessionID) {
+		return nil, errCoolingDown
+	}
+	j := &foldJob{sessionID: sessionID, userID: userID, st: st, gen: gen, epoch: p.v.epoch, saveLast: saveRelease,
+		incremental: e.bp != nil && e.bp.incremental() && existing != nil}
+	msgs, err := e.foldInput(ctx, j, existing, p)
+	if err != nil {
+		return nil, err
+	}
+	if trigger == "load" {
+		e.stats.lazyFolds.Add(1)
+	} else {
+		e.stats.backgroundFolds.Add(1)
+	}
+	j.began = e.clk.Now()
+	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
+	cur, stale, err := e.foldChunks(ctx, j, existing, msgs)
+	switch {
+	case stale: // another replica stored a newer summary
+		return e.usableSummary(ctx, sessionID, j.epoch)
+	case err != nil:
+		return nil, err
+	}
+	if p.unfolded != nil {
+		e.bp.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
+	}
+	e.cool.succeed(sessionID)
+	e.observeDuration(e.clk.Now().Sub(j.began))
+	e.stats.folds.Add(1)
+	j.rec.finish(e, ctx, sessionID, j.began, cur, nil)
+	return cur, nil
+}
+
+// foldJob is one fold once planned under the lease.
+type foldJob struct {
+	sessionID, userID string
+	st                *slot
+	gen               uint64 // the session's generation when the fold planned
+	epoch             int64  // the session incarnation folded
+	// incremental: send only the messages after the summary's cursor, with
+	// the summary.
+	incremental bool
+	// saveLast is the lease's save-and-release for the fold's last save
+	// (store.FoldSaveLocker), nil without one.
+	saveLast func(context.Context, summary.Summary) error
+	began    time.Time
+	rec      foldRecord
+}
+
+// foldInput returns the messages the fold sends up to the plan's cut: the
+// ones the plan already read when they are what the fold needs (the
+// messages after the summary's cursor, or all when there is no summary),
+// else read from the store — from the cursor when incremental, from the
+// start otherwise.
+func (e *engine) foldInput(ctx context.Context, j *foldJob, existing *summary.Summary, p foldPlan) ([]store.Message, error) {
+	var msgs []store.Message
+	if p.unfolded != nil && (j.incremental || existing == nil) {
+		i := 0
+		for i < len(p.unfolded) && p.unfolded[i].Seq <= p.cut {
+			i++
+		}
+		msgs = p.unfolded[:i]
+	} else {
+		var from int64
+		if j.incremental {
+			from = existing.UpToSeq
+		}
+		var err error
+		if msgs, err = e.store.Range(ctx, j.sessionID, j.userID, from, p.cut, 0); err != nil {
+			return nil, fmt.Errorf("read messages to fold: %w", err)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("memory: no messages to fold")
+	}
+	return msgs, nil
+}
+
+// foldChunks summarizes msgs into existing in chunks of bounded input
+// (Config.MaxFoldInputTokens; parity's folds too), each after the first
+// continuing the summary incrementally, and saves each chunk's result so
+// that progress survives a later failure; every saved summary is announced
+// to the fold observers. It returns the last summary saved. stale reports
+// that a save found a newer summary stored by another replica.
+func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.Summary, msgs []store.Message) (cur *summary.Summary, stale bool, err error) {
+	cur = existing
+	parts := chunks(msgs, e.cfg.MaxFoldInputTokens, e.cost)
+	for i, chunk := range parts {
+		req := summary.Request{SessionID: j.sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur,
+			Incremental: j.incremental || i > 0, MaxNarrativeTokens: e.cfg.MaxNarrativeTokens}
+		e.stats.summarizerCalls.Add(1)
+		j.rec.calls++
+		res, err := e.summarize(ctx, req)
+		if err == nil && res.IsEmpty() {
+			err = summary.ErrEmptyReply
+		}
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
+				e.stats.foldFailures.Add(1)
+				e.cool.fail(j.sessionID)
+			}
+			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
+			return nil, false, fmt.Errorf("summarize: %w", err)
+		}
+		j.rec.inputTokens += res.Usage.InputTokens
+		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
+		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
+		if i == len(parts)-1 {
+			saveFn = j.saveLast // the last save ends the fold: it may release the lease too
+		}
+		if err := e.save(ctx, j.st, j.gen, next, saveFn); err != nil {
+			if errors.Is(err, summary.ErrStale) {
+				return nil, true, err
+			}
+			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
+			return nil, false, err
+		}
+		cur = &next
+		e.notify(FoldEvent{SessionID: j.sessionID, UserID: j.userID, Summary: next})
+	}
+	return cur, false, nil
+}
+
+// mergeOptions are the ledger's bounds and clock for summary.Apply.
+func (e *engine) mergeOptions() summary.MergeOptions {
+	return summary.MergeOptions{
+		MaxFacts: e.cfg.MaxFacts, MaxValueLen: e.cfg.MaxFactValueLen, MaxPerFamily: e.cfg.MaxFactsPerFamily,
+		TokenBudget: e.cfg.FactsTokenBudget, Tokens: e.cfg.Estimator.Estimate, PinnedKeys: e.cfg.PinnedFactKeys,
+		MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: e.clk.Now(),
+	}
+}
+
+// planFirst reports whether a fold should plan before taking the lease:
+// when a save asks and the session's tracked backlog does not say a fold is
+// due (untracked, or a save that raced a fold). A load asks only when its
+// own read found a fold due, and a tracked save only when its backlog fires
+// a trigger: those take the lease at once and plan once, under it.
+func (e *engine) planFirst(sessionID, trigger string) bool {
+	if trigger != "save" {
+		return false
+	}
+	due, ok := e.trackedDue(sessionID)
+	return !ok || !due
+}
+
+// save writes s unless the manager is closed, the session was deleted
+// (gen changed) or the fold was cancelled since it started, so no late fold
+// resurrects a deleted session's summary or writes after Close.
+// With saveFn non-nil (a lease's save-and-release, see store.FoldSaveLocker) it
+// saves through saveFn instead of the summary store.
+func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary, saveFn func(context.Context, summary.Summary) error) error {
+	e.saveMu.RLock()
+	defer e.saveMu.RUnlock()
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	st.write.Lock()
+	defer st.write.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if st.gen != gen {
+		return errDeleted
+	}
+	if saveFn == nil {
+		saveFn = e.sums.Save
+	}
+	if err := saveFn(ctx, s); err != nil {
+		return fmt.Errorf("save summary: %w", err)
+	}
+	return nil
+}
+
+// notify hands a stored summary to the fold observers, in the background.
+func (e *engine) notify(ev FoldEvent) {
+	for _, fn := range e.foldObservers {
+		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
+	}
+}
+
+// lock takes the cross-process fold lock when the stores have one, waiting
+// for another process's fold at most Config.FoldWait. save, when not nil,
+// saves a summary and releases the lock in one step (store.FoldSaveLocker).
+func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
+	if e.locker == nil {
+		return func() {}, nil, nil
+	}
+	deadline := e.clk.NewTimer(e.cfg.FoldWait)
+	defer deadline.Stop()
+	saver, _ := e.locker.(store.FoldSaveLocker)
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		var ok bool
+		if saver != nil {
+			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.cfg.FoldLockTTL, e.sums)
+		} else {
+			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.cfg.FoldLockTTL)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("fold lock: %w", err)
+		}
+		if ok {
+			return release, save, nil
+		}
+		t := e.clk.NewTimer(delay)
+		select {
+		case <-t.C():
+		case <-deadline.C():
+			t.Stop()
+			return nil, nil, errFoldBusy
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// foldRecord collects what one fold did, for its log record.
+type foldRecord struct {
+	trigger      string
+	messages     int
+	calls        int
+	tokensBefore int
+	inputTokens  int
+}
+
+func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
+	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
+		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
+		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
+	e.otel.observeFold(ctx, r, err)
+	level := slog.LevelDebug
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+		attrs = append(attrs, "error", err)
+		if ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errDeleted) {
+			level = slog.LevelWarn
+		}
+	} else {
+		attrs = append(attrs, "up_to_seq", s.UpToSeq, "facts", len(s.Facts))
+	}
+	e.log.Log(ctx, level, "strata: fold", append(attrs, "outcome", outcome)...)
+}
+
+// sentAt lists when each message was stored, for summarizers that resolve
+// relative dates ("tomorrow") against the day a message was written.
+func sentAt(msgs []store.Message) []time.Time {
+	out := make([]time.Time, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.CreatedAt
+	}
+	return out
+}
