@@ -116,13 +116,14 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 			return view{}, nil, nil, err
 		}
 		v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages, all: len(t.Messages) < n}
-		s = usable(s, v.epoch)
-		if s != nil {
-			v.from = s.UpToSeq
+		if s != nil && s.Epoch == t.Epoch {
+			v.from = s.UpToSeq // the read stopped at this cursor, usable summary or not
 		}
-		if v.from > 0 && e.bp == nil && v.total <= e.cfg.TriggerMessageCount && len(v.msgs) < min(v.total, want) {
-			// Parity at or below its trigger shows the newest messages
-			// (takeLast), older ones than the cursor included.
+		s = usable(s, v.epoch)
+		if v.from > 0 && e.bp == nil && (s == nil || v.total <= e.cfg.TriggerMessageCount) && len(v.msgs) < min(v.total, want) {
+			// Parity shows the newest messages, older ones than the cursor
+			// included, at or below its trigger (takeLast) and when the
+			// summary cannot be shown (an erasure emptied it).
 			if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 				return view{}, nil, nil, err
 			}

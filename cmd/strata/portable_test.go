@@ -108,7 +108,7 @@ func TestForgetExportImportCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got.Messages, want.Messages) || got.Mode != want.Mode {
-		t.Fatalf("view after import differs:\n got %v\nwant %v", got.Messages, want.Messages)
+		t.Fatalf("view after import differs:\n got %s %v %+v\nwant %s %v %+v", got.Mode, got.Messages, got.Summary, want.Mode, want.Messages, want.Summary)
 	}
 	code, _, errOut = cliInput(t, out, "import", "--set", setDst)
 	wantError(t, code, errOut, 1, "already exists")
