@@ -2,8 +2,9 @@
 // structured facts (key, value, category) plus a narrative — and everything
 // that produces and keeps it: the Service contract and its two
 // implementations (an LLM summarizer with a tolerant JSON reply parser, and
-// an offline extractive summarizer), the deterministic fact-ledger merge, and
-// the Store contract with a bounded in-memory store.
+// an offline extractive summarizer, whose pattern rules and sentence
+// scoring live in summary/internal/extractive), the deterministic
+// fact-ledger merge, and the Store contract with a bounded in-memory store.
 //
 // # The fact ledger
 //

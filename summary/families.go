@@ -2,6 +2,8 @@ package summary
 
 import (
 	"strings"
+
+	"github.com/strata-go/strata/summary/internal/factkey"
 )
 
 // Importance ranks a fact for eviction: when the ledger is over one of its
@@ -219,7 +221,7 @@ func FamilyOf(key string) Family {
 // superseded value ("old_phone"). cat is the fact's category, used for keys
 // outside the vocabulary.
 func familyOf(norm string, cat Category) (fam Family, past bool) {
-	stem := stripEmbeddedIDs(stripNumber(norm))
+	stem := factkey.StripEmbeddedIDs(factkey.StripNumber(norm))
 	for _, p := range pastPrefixes {
 		if rest, ok := strings.CutPrefix(stem, p); ok && rest != "" {
 			stem, past = rest, true
@@ -275,44 +277,4 @@ func bySuffix(stem string, cat Category) Family {
 		fam.Importance = ImportanceStatement
 	}
 	return fam
-}
-
-// stripEmbeddedIDs drops the parts of a normalised key that hold three
-// digits or more ("credit_card_4421486_id" → "credit_card_id"), unless
-// nothing would be left.
-func stripEmbeddedIDs(norm string) string {
-	if strings.IndexFunc(norm, func(r rune) bool { return r >= '0' && r <= '9' }) < 0 {
-		return norm // the common case: no digits, no work
-	}
-	parts := strings.Split(norm, "_")
-	kept := parts[:0:0]
-	for _, p := range parts {
-		digits := 0
-		for _, r := range p {
-			if r >= '0' && r <= '9' {
-				digits++
-			}
-		}
-		if digits < 3 {
-			kept = append(kept, p)
-		}
-	}
-	if len(kept) == 0 {
-		return norm
-	}
-	return strings.Join(kept, "_")
-}
-
-// stripNumber drops a trailing "_<digits>" ("price_26" → "price").
-func stripNumber(norm string) string {
-	i := strings.LastIndexByte(norm, '_')
-	if i <= 0 || i == len(norm)-1 {
-		return norm
-	}
-	for _, r := range norm[i+1:] {
-		if r < '0' || r > '9' {
-			return norm
-		}
-	}
-	return norm[:i]
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-go/strata/summary/internal/factkey"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -236,7 +237,7 @@ func TestFamilyShareGoesFirstAndKeepsAnchor(t *testing.T) {
 	others := []Fact{{Key: "order_id", Value: "#1", LastSeq: 1}, {Key: "note1", Value: "a", LastSeq: 1}, {Key: "note2", Value: "b", LastSeq: 1}}
 	in := append([]Fact(nil), others...)
 	for i := 1; i <= 30; i++ {
-		in = append(in, Fact{Key: numberedKey("price", i), Value: fmt.Sprintf("$%d", 100+i), Category: Numeric, LastSeq: int64(i)})
+		in = append(in, Fact{Key: factkey.Numbered("price", i), Value: fmt.Sprintf("$%d", 100+i), Category: Numeric, LastSeq: int64(i)})
 	}
 	// Room for everything: a family may use it.
 	if got := MergeFacts(nil, in, MergeOptions{Now: t1, Seq: 40, MaxPerFamily: 4}); len(got) != 33 {
@@ -298,7 +299,7 @@ func TestPlantedFactsSurviveSupportChatter(t *testing.T) {
 	for fold := 0; fold < 40; fold++ {
 		var chatter []Fact
 		for i, k := range kinds {
-			chatter = append(chatter, Fact{Key: numberedKey(k, fold+2), Value: fmt.Sprintf("%s-%d-%d", strings.ToUpper(k[:2]), fold, i)})
+			chatter = append(chatter, Fact{Key: factkey.Numbered(k, fold+2), Value: fmt.Sprintf("%s-%d-%d", strings.ToUpper(k[:2]), fold, i)})
 		}
 		ledger = MergeFacts(ledger, chatter, MergeOptions{Now: t1, Seq: int64(30 + 10*fold)})
 	}

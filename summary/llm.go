@@ -326,26 +326,8 @@ func messageText(m llms.ChatMessage) string {
 	if c := strings.TrimSpace(m.GetContent()); c != "" {
 		parts = append(parts, c)
 	}
-	for _, call := range toolCalls(m) {
+	for _, call := range chatmsg.ToolCalls(m) {
 		parts = append(parts, "(calls "+strings.TrimSpace(call.Name+" "+call.Arguments)+")")
 	}
 	return strings.Join(parts, " ")
-}
-
-// toolCalls lists the function calls an assistant message makes.
-func toolCalls(m llms.ChatMessage) []llms.FunctionCall {
-	ai, ok := chatmsg.Value(m).(llms.AIChatMessage)
-	if !ok {
-		return nil
-	}
-	var calls []llms.FunctionCall
-	if ai.FunctionCall != nil {
-		calls = append(calls, *ai.FunctionCall)
-	}
-	for _, tc := range ai.ToolCalls {
-		if tc.FunctionCall != nil {
-			calls = append(calls, *tc.FunctionCall)
-		}
-	}
-	return calls
 }

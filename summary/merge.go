@@ -4,8 +4,8 @@ import (
 	"path"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/strata-go/strata/summary/internal/factkey"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -107,19 +107,4 @@ func ValidPinPattern(p string) bool {
 // lower-cased, with every run of white space, hyphens and underscores folded
 // to a single underscore and none at either end. "Order ID", "order-id" and
 // "order_id" all normalise to "order_id".
-func NormalizeKey(key string) string {
-	var b strings.Builder
-	pendingSep := false
-	for _, r := range strings.ToLower(key) {
-		if unicode.IsSpace(r) || r == '-' || r == '_' {
-			pendingSep = b.Len() > 0
-			continue
-		}
-		if pendingSep {
-			b.WriteByte('_')
-			pendingSep = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func NormalizeKey(key string) string { return factkey.Normalize(key) }

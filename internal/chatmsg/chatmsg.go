@@ -65,3 +65,23 @@ func CloneToolCalls(calls []llms.ToolCall) []llms.ToolCall {
 	}
 	return out
 }
+
+// ToolCalls lists the function calls an assistant message makes (its
+// FunctionCall, then its ToolCalls' calls), in either message form; nil for
+// any other message.
+func ToolCalls(m llms.ChatMessage) []llms.FunctionCall {
+	ai, ok := Value(m).(llms.AIChatMessage)
+	if !ok {
+		return nil
+	}
+	var calls []llms.FunctionCall
+	if ai.FunctionCall != nil {
+		calls = append(calls, *ai.FunctionCall)
+	}
+	for _, tc := range ai.ToolCalls {
+		if tc.FunctionCall != nil {
+			calls = append(calls, *tc.FunctionCall)
+		}
+	}
+	return calls
+}

@@ -34,3 +34,19 @@ func TestValue(t *testing.T) {
 		}
 	}
 }
+
+func TestToolCalls(t *testing.T) {
+	a := llms.FunctionCall{Name: "a", Arguments: `{"x":1}`}
+	b := llms.FunctionCall{Name: "b", Arguments: `{}`}
+	ai := llms.AIChatMessage{FunctionCall: &a, ToolCalls: []llms.ToolCall{{ID: "1", FunctionCall: &b}, {ID: "2"}}}
+	for _, m := range []llms.ChatMessage{ai, &ai} {
+		if got := ToolCalls(m); !reflect.DeepEqual(got, []llms.FunctionCall{a, b}) {
+			t.Errorf("%T: got %+v", m, got)
+		}
+	}
+	for _, m := range []llms.ChatMessage{nil, (*llms.AIChatMessage)(nil), llms.AIChatMessage{Content: "hi"}, llms.ToolChatMessage{ID: "1", Content: "x"}} {
+		if got := ToolCalls(m); got != nil {
+			t.Errorf("%#v: got %+v, want nil", m, got)
+		}
+	}
+}

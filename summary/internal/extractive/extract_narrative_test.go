@@ -1,4 +1,4 @@
-package summary
+package extractive_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/text"
+	. "github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/summary/internal/extractive"
 	"github.com/strata-go/strata/trimmer"
 )
 
@@ -52,7 +54,7 @@ func TestNarrativeKeepsSalientSentencesFromTheWholeConversation(t *testing.T) {
 			t.Fatalf("fold at %d: %v", start, err)
 		}
 		next := Apply(cur, "s", 1, res, int64(end), MergeOptions{Now: t1})
-		if next.Narrative != res.Narrative && !isBlank(res.Narrative) {
+		if next.Narrative != res.Narrative && strings.TrimSpace(res.Narrative) != "" {
 			t.Fatalf("Apply cut the narrative:\n%q\n%q", res.Narrative, next.Narrative)
 		}
 		cur = &next
@@ -121,8 +123,8 @@ func TestWordScoreStoryMarks(t *testing.T) {
 		{"Did you see Carlos at the marathon in Boston?", func(s int) bool { return s <= 0 }, "a question"},
 		{"Wow, that's cool!", func(s int) bool { return s < 0 }, "a reaction"},
 	} {
-		if got := wordScore(c.text, "User"); !c.want(got) {
-			t.Errorf("%s: wordScore(%q) = %d", c.what, c.text, got)
+		if got := extractive.WordScore(c.text, "User"); !c.want(got) {
+			t.Errorf("%s: extractive.WordScore(%q) = %d", c.what, c.text, got)
 		}
 	}
 }
@@ -134,16 +136,22 @@ func TestWordScoreStoryMarks(t *testing.T) {
 func TestIncrementalFoldReadsOnlyItsMessages(t *testing.T) {
 	for _, history := range []int{5, 80} {
 		existing := foldedConversation(t, NewExtractiveService(), history, 16)
-		svc := NewExtractiveService().(*extractiveService)
+		x := extractive.New(nil)
 		batch := chatMessages(99_999, 16)
-		if _, err := svc.Summarize(context.Background(), Request{Messages: batch, Existing: existing, Incremental: true}); err != nil {
-			t.Fatal(err)
+		known := make([]extractive.Fact, len(existing.Facts))
+		for i, f := range existing.Facts {
+			known[i] = extractive.Fact{Key: f.Key, Value: f.Value, Category: extractive.Category(f.Category), Stated: f.Stated}
+		}
+		if out := x.Summarize(extractive.Input{Messages: batch, Known: known, Carried: existing.Narrative,
+			MaxNarrativeRunes: MaxExtractiveNarrative, MaxNarrativeTokens: extractiveNarrativeTokens}); out.Narrative == "" && len(out.Facts) == 0 {
+			t.Fatal("the fold found nothing")
 		}
 		carried := len(text.Sentences(existing.Narrative))
-		if n := svc.memo.lru.Len(); n > len(batch)+carried {
+		scanned, split := x.MemoLen()
+		if n := scanned; n > len(batch)+carried {
 			t.Errorf("history %d chunks: %d texts scanned for %d messages and %d carried sentences", history, n, len(batch), carried)
 		}
-		if n := svc.memo.sents.Len(); n > len(batch) {
+		if n := split; n > len(batch) {
 			t.Errorf("history %d chunks: %d messages split for %d new ones", history, n, len(batch))
 		}
 	}

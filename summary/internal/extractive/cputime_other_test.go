@@ -1,6 +1,6 @@
 //go:build !unix
 
-package summary
+package extractive_test
 
 import "time"
 

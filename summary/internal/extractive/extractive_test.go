@@ -1,4 +1,4 @@
-package summary
+package extractive_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	. "github.com/strata-go/strata/summary"
 )
 
 func extract(t *testing.T, req Request) Result {

@@ -1,10 +1,12 @@
-package summary
+package extractive
 
 import (
 	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/strata-go/strata/summary/internal/factkey"
 )
 
 // maxJSONFindings caps the facts one JSON document (a tool result or a
@@ -83,7 +85,7 @@ func walkJSON(v any, parent string, leaf func(key, value string)) {
 			return
 		}
 		for _, k := range keys {
-			key := NormalizeKey(k)
+			key := factkey.Normalize(k)
 			switch {
 			case key == "id" && parent != "":
 				key = singular(parent) + "_id"
@@ -143,8 +145,8 @@ func recordKeyed(x map[string]any, keys []string) bool {
 		default:
 			return false
 		}
-		norm := NormalizeKey(k)
-		if stripEmbeddedIDs(norm) == norm {
+		norm := factkey.Normalize(k)
+		if factkey.StripEmbeddedIDs(norm) == norm {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package summary
+package extractive
 
 import (
 	"regexp"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/chatmsg"
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/trimmer"
 )
@@ -283,7 +284,7 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo
 				addScored("Assistant", sc)
 			}
 			if len(sents) == 0 {
-				if calls := toolCalls(m); len(calls) > 0 {
+				if calls := chatmsg.ToolCalls(m); len(calls) > 0 {
 					names := make([]string, len(calls))
 					for i, c := range calls {
 						names[i] = c.Name

@@ -1,4 +1,4 @@
-package summary
+package extractive_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+
+	. "github.com/strata-go/strata/summary"
 )
 
 // chatLines are templates of a long personal conversation between two

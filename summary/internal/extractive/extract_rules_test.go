@@ -1,4 +1,4 @@
-package summary
+package extractive_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	. "github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/summary/internal/extractive"
 )
 
 // factMap runs ExtractFacts on msgs and returns key → value.
@@ -205,15 +208,15 @@ func TestResolveRelative(t *testing.T) {
 		"in 3 days": "2026-11-26", "in two weeks": "2026-12-07",
 	}
 	for phrase, want := range cases {
-		got, ok := resolveRelative(phrase, at)
+		got, ok := extractive.ResolveRelative(phrase, at)
 		if !ok || got != want+" ("+phrase+")" {
 			t.Errorf("%q: got %q, %v; want %s", phrase, got, ok, want)
 		}
 	}
-	if _, ok := resolveRelative("tomorrow", time.Time{}); ok {
+	if _, ok := extractive.ResolveRelative("tomorrow", time.Time{}); ok {
 		t.Error("resolved without a timestamp")
 	}
-	if _, ok := resolveRelative("next month", at); ok {
+	if _, ok := extractive.ResolveRelative("next month", at); ok {
 		t.Error("resolved an unknown phrase")
 	}
 }

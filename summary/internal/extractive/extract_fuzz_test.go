@@ -1,13 +1,15 @@
-package summary
+package extractive_test
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	. "github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/summary/internal/extractive"
 )
 
 // FuzzExtractFacts: any text, as prose from the user or as a tool result
@@ -32,21 +34,8 @@ func FuzzExtractFacts(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		// The prefilters are necessary conditions only: they never change
 		// what is found.
-		for _, role := range []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI} {
-			if got, want := scanText(text, role, true), scanText(text, role, false); !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s: with prefilters %+v, without %+v", role, got, want)
-			}
-		}
-		lower := strings.ToLower(text)
-		for _, c := range dateCues {
-			if !mayHold(lower, c.stems) && c.re.MatchString(lower) {
-				t.Fatalf("date cue %s matches %q, which its stems reject", c.key, lower)
-			}
-		}
-		if ft := fold(text); !ft.has(caseStems...) && caseWords.MatchString(text) {
-			t.Fatalf("caseWords matches %q, which its prefilter rejects", text)
-		} else if !ft.has(decisionStems...) && decisionWords.MatchString(text) {
-			t.Fatalf("decisionWords matches %q, which its prefilter rejects", text)
+		if m := extractive.PrefilterMismatch(text); m != "" {
+			t.Fatal(m)
 		}
 		msgs := []llms.ChatMessage{
 			llms.HumanChatMessage{Content: text},

@@ -1,4 +1,4 @@
-package summary
+package extractive_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+
+	. "github.com/strata-go/strata/summary"
 )
 
 // plantedFact is one fact said early in a conversation (and perhaps
