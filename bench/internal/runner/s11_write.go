@@ -13,7 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/db"
-	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/memory/store"
 )
 
@@ -270,8 +270,9 @@ func runInMemoryFootprint(r *runner, out *sectionOut) error {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	// Empty sessions.
-	ms := memory.NewInMemoryStore()
+	// Empty sessions, all of one user: the store's bounds are raised to hold
+	// them (by default a user keeps at most 1 000, evicting their own oldest).
+	ms := memstore.New(memstore.WithMaxSessions(sessions), memstore.WithMaxSessionsPerUser(sessions))
 	ids := make([]string, sessions)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("fp-session-%06d", i)
@@ -282,12 +283,12 @@ func runInMemoryFootprint(r *runner, out *sectionOut) error {
 			return err
 		}
 	}
-	perSession := float64(heap()-before) / sessions
+	perSession := float64(int64(heap())-int64(before)) / sessions
 	runtime.KeepAlive(ms)
 
 	// Messages, 100 per session, content strings allocated beforehand so
 	// that only the store's own bytes count; the content is reported apart.
-	store2 := memory.NewInMemoryStore()
+	store2 := memstore.New(memstore.WithMaxSessions(perMsgN/100), memstore.WithMaxSessionsPerUser(perMsgN/100))
 	texts := make([]string, perMsgN)
 	for i := range texts {
 		texts[i] = fmt.Sprintf("%06d %s", i, strings.Repeat("x", msgLen-7))
@@ -311,7 +312,7 @@ func runInMemoryFootprint(r *runner, out *sectionOut) error {
 			return err
 		}
 	}
-	perMsg := float64(heap()-before) / perMsgN
+	perMsg := float64(int64(heap())-int64(before)) / perMsgN
 	runtime.KeepAlive(store2)
 	runtime.KeepAlive(texts)
 
