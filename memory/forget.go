@@ -65,14 +65,9 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 		if err != nil {
 			return err
 		}
-		sum, err := m.eng.usableSummary(ctx, sessionID, epoch)
+		sum, err := m.sums.Get(ctx, sessionID) // clean skips another epoch's
 		if err != nil {
-			return err
-		}
-		if sum == nil {
-			if sum, err = m.sums.Get(ctx, sessionID); err != nil {
-				return fmt.Errorf("summary store: %w", err)
-			}
+			return fmt.Errorf("summary store: %w", err)
 		}
 		if c := clean(sum, epoch, erased); c != nil {
 			if err := m.sums.Save(ctx, *c); err != nil {

@@ -186,6 +186,21 @@ func factsText(s *summary.Summary) string {
 	return strings.Join(parts, "\n")
 }
 
+// conversation plays the 40-turn conversation that states the secret
+// early, lets its folds finish, and returns the session's summary.
+func (r *erasureRig) conversation() *summary.Summary {
+	r.t.Helper()
+	for i := 1; i <= 40; i++ {
+		r.turn(i)
+	}
+	r.settle()
+	sum, err := r.mgr.Summary(r.ctx, r.session, r.user)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sum
+}
+
 // readPaths returns every read path's text, by name.
 func (r *erasureRig) readPaths() map[string]string {
 	r.t.Helper()
@@ -262,14 +277,7 @@ func (r *erasureRig) absent(when string) {
 
 func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) {
 	r := newErasureRig(t, st, pol, kind)
-	for i := 1; i <= 40; i++ {
-		r.turn(i)
-	}
-	r.settle()
-	sum, err := r.mgr.Summary(r.ctx, r.session, r.user)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := r.conversation()
 	if leaked(factsText(sum)) == "" || sum == nil || leaked(sum.Narrative) == "" {
 		t.Fatalf("the secret was not folded into facts and narrative: %+v", sum)
 	}
@@ -340,14 +348,7 @@ func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) 
 
 func testForgetFact(t *testing.T, st Stores, pol memory.Policy, kind string) {
 	r := newErasureRig(t, st, pol, kind)
-	for i := 1; i <= 40; i++ {
-		r.turn(i)
-	}
-	r.settle()
-	sum, err := r.mgr.Summary(r.ctx, r.session, r.user)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := r.conversation()
 	key := ""
 	for _, f := range sum.Facts {
 		if strings.Contains(strings.ToLower(f.Value), secretEmail) {
