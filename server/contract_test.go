@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/strata-go/strata/internal/testutil"
@@ -379,9 +380,34 @@ func TestReadinessHangingChecks(t *testing.T) {
 	case <-time.After(time.Minute): // a hang guard, far above the limit
 		t.Fatal("readyz waits for a check that ignores its context")
 	}
-	if logs := ts.logs.String(); !strings.Contains(logs, "slow: context deadline exceeded") || !strings.Contains(logs, "did not answer") {
-		t.Errorf("the hanging checks are not logged: %s", logs)
+	if logs := ts.logs.String(); !strings.Contains(logs, "did not answer") {
+		t.Errorf("the check that ignores its context is not logged: %s", logs)
 	}
+}
+
+// TestReadinessReportsBothHangingChecks: on a fake clock (testing/synctest),
+// checkReady names both kinds of hanging check — the one that ends with its
+// context and the one that ignores it — and returns at seven eighths of
+// the limit, whatever the machine's load: the check that honours its
+// context reports before the probe stops waiting.
+func TestReadinessReportsBothHangingChecks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		s := &Server{readyLimit: 2 * time.Second, ready: []readiness{
+			{"fine", func(context.Context) error { return nil }},
+			{"slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }},
+			{"stuck", func(context.Context) error { <-release; return nil }},
+		}}
+		start := time.Now()
+		err := s.checkReady(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "slow: context deadline exceeded") || !strings.Contains(err.Error(), "did not answer within 1.75s") {
+			t.Fatalf("checkReady: %v", err)
+		}
+		if took := time.Since(start); took != s.readyLimit*7/8 {
+			t.Fatalf("checkReady answered after %s, want %s", took, s.readyLimit*7/8)
+		}
+	})
 }
 
 // TestContextBudget: the context is the manager's prompt, fitted to the
