@@ -138,7 +138,7 @@ func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 		st.route = p
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
-		user, aerr := s.keys.authenticate(r)
+		keyUser, service, aerr := s.keys.keys().authenticate(r)
 		if aerr != nil {
 			v := `Bearer realm="strata"`
 			if aerr.token {
@@ -148,8 +148,13 @@ func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: aerr.msg})
 			return
 		}
-		st.user = user
 		w.Header().Set("Cache-Control", "no-store")
+		user, herr := actingUser(r, keyUser, service)
+		if herr != nil {
+			s.writeError(w, r, herr)
+			return
+		}
+		st.user = user
 	}
 	if pattern == "" { // 404 or 405 from the mux: answer in JSON
 		rec := &headerOnlyWriter{header: http.Header{}}
