@@ -427,3 +427,91 @@ func TestBlankSharedSessionPrefixRefused(t *testing.T) {
 		t.Fatalf("empty value: %v, %v", cfg.Memory.SharedSessionPrefixes, err)
 	}
 }
+
+// Service keys and the keys file from the configuration: service: true in
+// a YAML entry or a JSON list, a keys file alone is enough to serve, and
+// through OpenServer a service key of the configuration acts for the user
+// each request names while the file's user key works as its own user.
+func TestServeServiceKeysFromConfiguration(t *testing.T) {
+	t.Parallel()
+	const svcKey, bobKey = "service-key-0123456789abcdef", "bob-key-0123456789abcdef"
+	keysFile := writeFile(t, "keys", "# user keys\nbob "+server.HashKey(bobKey)+"\n")
+	path := writeFile(t, "strata.yaml", `
+arc:
+  reactor:
+    memory:
+      server:
+        api-keys-file: `+keysFile+`
+        api-keys:
+          - user-id: backend
+            key-env: STRATA_TEST_SERVICE_KEY
+            service: true
+`)
+	cfg := mustLoad(t, []string{"STRATA_TEST_SERVICE_KEY=" + svcKey}, path)
+	if want := []APIKeyConfig{{UserID: "backend", KeyEnv: "STRATA_TEST_SERVICE_KEY", Service: true}}; !reflect.DeepEqual(cfg.Server.APIKeys, want) {
+		t.Fatalf("APIKeys = %+v", cfg.Server.APIKeys)
+	}
+	if v, _ := cfg.Value(keyServerAPIKeys); !strings.Contains(v, "service: true") {
+		t.Fatalf("Value(api-keys) = %s", v)
+	}
+	sc, err := serverConfig(cfg)
+	if err != nil || sc.KeysFile != keysFile || len(sc.APIKeys) != 1 || !sc.APIKeys[0].Service {
+		t.Fatalf("server config: %+v, %v", sc, err)
+	}
+	// The JSON form, and a bad value.
+	c2, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeys + `=[{"user-id":"backend","sha256":"` + server.HashKey(svcKey) + `","service":true}]`}})
+	if err != nil || len(c2.Server.APIKeys) != 1 || !c2.Server.APIKeys[0].Service {
+		t.Fatalf("JSON service key: %+v, %v", c2, err)
+	}
+	if e := loadErr(t, LoadOptions{Overrides: []string{keyServerAPIKeys + `=[{"user-id":"b","key-env":"K","service":"maybe"}]`}}); e.Key != keyServerAPIKeys || !strings.Contains(e.Error(), "true or false") {
+		t.Fatalf("service: maybe: %v", e)
+	}
+	// A keys file alone is enough.
+	c3, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeysFile + "=" + keysFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := serverConfig(c3); err != nil || sc.KeysFile != keysFile || len(sc.APIKeys) != 0 {
+		t.Fatalf("keys file alone: %+v, %v", sc, err)
+	}
+
+	srv, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	call := func(key, user, method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if user != "" {
+			req.Header.Set(server.UserHeader, user)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	r := call(svcKey, "carol", "POST", "/v1/sessions", `{"title":"carol's"}`)
+	var created struct{ ID string }
+	if err := json.Unmarshal(r.Body.Bytes(), &created); r.Code != 201 || err != nil {
+		t.Fatalf("create as carol: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "carol", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 200 {
+		t.Fatalf("carol reads her session: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "bob", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 404 {
+		t.Fatalf("the service as bob reads carol's session: %d %s", r.Code, r.Body)
+	}
+	if r := call(bobKey, "", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 404 {
+		t.Fatalf("bob's key from the file reads carol's session: %d %s", r.Code, r.Body)
+	}
+	if r := call(bobKey, "carol", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 403 {
+		t.Fatalf("bob's user key naming carol: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "", "GET", "/v1/sessions", ""); r.Code != 400 {
+		t.Fatalf("the service key without a user: %d %s", r.Code, r.Body)
+	}
+}
