@@ -103,6 +103,7 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	old := make([]int64, len(s.Messages))
 	for i, sm := range s.Messages {
 		msgs[i], old[i] = sm.Stored(), sm.Seq
+		msgs[i].UserID = s.UserID // the importing user wrote them (the owner when empty)
 	}
 	if s.Summary != nil && m.sums == nil && !s.Summary.IsBlank() {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)
