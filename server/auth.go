@@ -116,6 +116,8 @@ func actingUser(r *http.Request, keyUser string, service bool) (string, *apiErro
 // reserve (store.AnonymousUser, the shared-session owner), in any case.
 func checkUserID(id string) error {
 	switch {
+	case id == "":
+		return errors.New("user id is empty")
 	case len(id) > maxUserIDLength:
 		return fmt.Errorf("user id longer than %d bytes", maxUserIDLength)
 	case !utf8.ValidString(id):

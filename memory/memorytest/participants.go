@@ -3,6 +3,7 @@ package memorytest
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/strata-go/strata/memory/store"
@@ -114,6 +115,37 @@ func testParticipants(e *env) {
 	}
 	if n := e.mustTail(big, owner).Total; n != 70 {
 		e.t.Fatalf("the big thread holds %d messages, want 70: authors past the bound still write", n)
+	}
+
+	// Concurrent appends by 80 authors: every message is stored and
+	// exactly 64 authors are recorded, whatever the interleaving.
+	busy := e.id("busy")
+	e.mustCreate(busy, owner)
+	var wg sync.WaitGroup
+	errs := make(chan error, 80)
+	for i := range 80 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u := e.user(fmt.Sprintf("q%02d", i))
+			if _, err := e.s.Append(e.ctx, busy, owner, as(u, user(u))); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatalf("concurrent append: %v", err)
+	}
+	recorded := 0
+	for i := range 80 {
+		if got, _ := list(e.user(fmt.Sprintf("q%02d", i)), 0, 0); slices.Contains(got, busy) {
+			recorded++
+		}
+	}
+	if n := e.mustTail(busy, owner).Total; n != 80 || recorded != 64 {
+		e.t.Fatalf("80 concurrent authors: %d messages stored, %d participants recorded; want 80 and 64", n, recorded)
 	}
 
 	// Delete and a re-creation under the same id forget the participants.
