@@ -34,6 +34,7 @@ type reqState struct {
 	id      string
 	route   string
 	user    string
+	service string // the service key's name when a service key acts for user
 	session string
 }
 
@@ -155,6 +156,9 @@ func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 			return
 		}
 		st.user = user
+		if service {
+			st.service = keyUser
+		}
 	}
 	if pattern == "" { // 404 or 405 from the mux: answer in JSON
 		rec := &headerOnlyWriter{header: http.Header{}}
@@ -240,6 +244,9 @@ func (s *Server) accessLog(r *http.Request, st *reqState, status int, bytes int6
 	}
 	if st.user != "" {
 		attrs = append(attrs, slog.String("user_id", st.user))
+	}
+	if st.service != "" {
+		attrs = append(attrs, slog.String("service", st.service))
 	}
 	if st.session != "" {
 		attrs = append(attrs, slog.String("session_id", st.session))

@@ -99,6 +99,10 @@ func TestServiceKeyActsForNamedUser(t *testing.T) {
 			if got := ts.listIDs(keyBob); len(got) != 0 {
 				t.Fatalf("bob lists %v", got)
 			}
+			// The access log names the service that acted for the user.
+			if logs := ts.logs.String(); !strings.Contains(logs, "user_id="+uuid+" service=backend") {
+				t.Fatalf("the access log does not name the service acting for %s:\n%s", uuid, logs)
+			}
 		})
 	}
 }
