@@ -146,6 +146,7 @@ type keySource struct {
 	cur      atomic.Pointer[keyring]
 	mu       sync.Mutex // held while reading the file
 	last     []byte     // the file's content behind cur
+	bad      []byte     // the last content refused (reported once)
 	checked  time.Time  // when the file was last read
 	checking atomic.Bool
 }
@@ -202,15 +203,16 @@ func (ks *keySource) reload() (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if ks.cur.Load() != nil && bytes.Equal(b, ks.last) {
-		return false, nil
+	if ks.cur.Load() != nil && (bytes.Equal(b, ks.last) || bytes.Equal(b, ks.bad)) {
+		return false, nil // unchanged, or refused and reported already
 	}
 	fileKeys, err := parseKeysFile(b)
-	if err != nil {
-		return false, fmt.Errorf("server: keys file %s: %w", ks.path, err)
+	var kr *keyring
+	if err == nil {
+		kr, err = newKeyring(append(append([]APIKey(nil), ks.static...), fileKeys...))
 	}
-	kr, err := newKeyring(append(append([]APIKey(nil), ks.static...), fileKeys...))
 	if err != nil {
+		ks.bad = b
 		return false, fmt.Errorf("server: keys file %s: %w", ks.path, err)
 	}
 	ks.cur.Store(kr)

@@ -282,8 +282,20 @@ func TestKeysFileReload(t *testing.T) {
 	// A broken file keeps the keys in force and says so.
 	writeKeys(t, path, "backend "+HashKey(keyService)+" service", "oops")
 	advance()
-	if status(keyService, UserHeader+": carol") != 200 || !strings.Contains(ts.logs.String(), "keys file not reloaded") {
+	if status(keyService, UserHeader+": carol") != 200 || strings.Count(ts.logs.String(), "keys file not reloaded") != 1 {
 		t.Fatal("a broken keys file dropped the keys, or was not logged")
+	}
+	advance() // read again, unchanged: not reported twice
+	if status(keyService, UserHeader+": carol") != 200 || strings.Count(ts.logs.String(), "keys file not reloaded") != 1 {
+		t.Fatal("a broken keys file was reported again")
+	}
+	// A missing file keeps the keys too (empty it to remove its keys).
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	advance()
+	if status(keyService, UserHeader+": carol") != 200 || strings.Count(ts.logs.String(), "keys file not reloaded") != 2 {
+		t.Fatal("a missing keys file dropped the keys, or was not logged")
 	}
 	// A key of the file that duplicates a configured one is refused too.
 	writeKeys(t, path, "alice2 "+HashKey(keyAlice))
