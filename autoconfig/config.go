@@ -322,6 +322,9 @@ func (c *Config) Clone() *Config {
 	if c.Memory.SharedSessionPrefixes != nil {
 		out.Memory.SharedSessionPrefixes = append([]string(nil), c.Memory.SharedSessionPrefixes...)
 	}
+	if c.Memory.SharedSessionViewers != nil {
+		out.Memory.SharedSessionViewers = append([]string(nil), c.Memory.SharedSessionViewers...)
+	}
 	if c.unused != nil {
 		out.unused = make(map[string]string, len(c.unused))
 		for k, v := range c.unused {

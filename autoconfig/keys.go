@@ -33,6 +33,7 @@ const (
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
 	keyMaxSessionsPerUser  = "arc.reactor.memory.store.max-sessions-per-user"
 	keySharedPrefixes      = "arc.reactor.memory.shared-session-prefixes"
+	keySharedViewers       = "arc.reactor.memory.shared-session-viewers"
 	keyTokenEncoding       = "arc.reactor.memory.token-encoding"
 	keyFailureCooldown     = "arc.reactor.memory.store.failure-cooldown"
 	keyMaxFailureCooldown  = "arc.reactor.memory.store.max-failure-cooldown"
@@ -253,8 +254,11 @@ var keyTable = []keySpec{
 
 	// Strata: shared sessions.
 	keepBlank(key(keySharedPrefixes,
-		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them, and they are listed for no one. Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
+		"Session id prefixes (e.g. [slack-]) of sessions shared by all their participants: any user may read, append to and delete them by id, and listings and search show them to the users who wrote in them (and to shared-session-viewers). Off by default (every session belongs to the user who created it); arc-reactor shares slack- sessions implicitly.",
 		func(c *Config) *[]string { return &c.Memory.SharedSessionPrefixes })),
+	keepBlank(key(keySharedViewers,
+		"User ids (e.g. administrators; keep it short) to whom listings and search show every shared session; every other user sees only the shared sessions they wrote in. Empty by default.",
+		func(c *Config) *[]string { return &c.Memory.SharedSessionViewers })),
 
 	// Strata: how tokens are counted.
 	key(keyTokenEncoding,
@@ -312,6 +316,9 @@ var keyTable = []keySpec{
 		"strata serve: TCP address to listen on (host:port; \":8080\" = every interface, as in a container).",
 		func(c *Config) *string { return &c.Server.Listen }),
 	key(keyServerAPIKeys, apiKeysDoc, func(c *Config) *[]APIKeyConfig { return &c.Server.APIKeys }),
+	key(keyServerAPIKeysFile,
+		"strata serve: a file of more API keys, one per line: USER-ID SHA256-HEX, or NAME SHA256-HEX service for a service key (# comments). Re-read when it changes (checked at most every 5s, on a request): keys are added and removed without a restart; a file that no longer parses keeps the keys loaded before, with a warning.",
+		func(c *Config) *string { return &c.Server.APIKeysFile }),
 	key(keyServerMaxBodyBytes,
 		"strata serve: largest request body accepted, in bytes (larger: 413). Must be >= 1024.",
 		func(c *Config) *int { return &c.Server.MaxBodyBytes }),

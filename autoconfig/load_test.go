@@ -173,6 +173,8 @@ func envValue(t *testing.T, k KeyInfo) string {
 		return "alice=key-env:STRATA_KEY_ALICE"
 	case keySharedPrefixes:
 		return "slack-,teams-"
+	case keySharedViewers:
+		return "admin,auditor"
 	case keyPinnedFactKeys:
 		return "order_id,case_*"
 	case keyTokenEncoding:

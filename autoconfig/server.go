@@ -51,6 +51,7 @@ const (
 const (
 	keyServerListen            = "arc.reactor.memory.server.listen"
 	keyServerAPIKeys           = "arc.reactor.memory.server.api-keys"
+	keyServerAPIKeysFile       = "arc.reactor.memory.server.api-keys-file"
 	keyServerMaxBodyBytes      = "arc.reactor.memory.server.max-body-bytes"
 	keyServerReadHeaderTimeout = "arc.reactor.memory.server.read-header-timeout"
 	keyServerReadTimeout       = "arc.reactor.memory.server.read-timeout"
@@ -67,9 +68,15 @@ type ServerConfig struct {
 	// Listen is the TCP address to listen on (default
 	// DefaultServerListen).
 	Listen string
-	// APIKeys are the accepted API keys, each bound to one user id. With
-	// none, strata serve refuses to start.
+	// APIKeys are the accepted API keys, each bound to one user id (or a
+	// service key, acting for the user each request names). With none and
+	// no APIKeysFile, strata serve refuses to start.
 	APIKeys []APIKeyConfig
+	// APIKeysFile names a file of more keys (api-keys-file), one per line,
+	// "USER-ID SHA256-HEX" or "NAME SHA256-HEX service", re-read when it
+	// changes (server.Config.KeysFile): keys are added and removed there
+	// without a restart.
+	APIKeysFile string
 	// MaxBodyBytes caps request bodies; larger ones get 413.
 	MaxBodyBytes int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
@@ -106,6 +113,10 @@ type APIKeyConfig struct {
 	// Key is the key itself (key); allowed, but strata serve warns about
 	// it: prefer key-env or sha256.
 	Key string
+	// Service makes it a service key (service: true): each request acts
+	// for the user it names in the X-Strata-User header, and UserID names
+	// the service.
+	Service bool
 }
 
 // Kind returns which field gives the key: "key-env", "sha256" or "key"
@@ -139,6 +150,7 @@ func defaultServerConfig() ServerConfig {
 // maps, or, from the environment and --set, a JSON list or the compact form
 // "user=key-env:NAME,user2=sha256:HEX" (see parseAPIKeys).
 const apiKeysDoc = "strata serve: API keys, each bound to one user id: a list of {user-id: U, key-env: NAME} (the key is read from $NAME) or {user-id: U, sha256: HEX} (the key's SHA-256); {user-id: U, key: K} works but puts a secret in the file. " +
+	"Add service: true for a service key, which acts for the user each request names in X-Strata-User (user-id then names the service). " +
 	"In the environment or --set: a JSON list, or user=key-env:NAME,user2=sha256:HEX. Empty: strata serve refuses to start."
 
 // parseAPIKeys reads the api-keys value: a YAML list of maps, or a string
@@ -226,8 +238,14 @@ func apiKeyFromMap(c *Config, m map[string]any) (APIKeyConfig, error) {
 			k.SHA256 = strings.ToLower(s)
 		case "key":
 			k.Key = s
+		case "service":
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return k, fmt.Errorf("service: want true or false, got %q", s)
+			}
+			k.Service = b
 		default:
-			return k, fmt.Errorf("unknown field %q (want user-id and one of key-env, sha256, key)", name)
+			return k, fmt.Errorf("unknown field %q (want user-id, one of key-env, sha256, key, and optionally service)", name)
 		}
 	}
 	return k, nil
@@ -250,6 +268,9 @@ func formatAPIKeys(keys []APIKeyConfig) string {
 			v = `"*****"`
 		}
 		parts[i] = fmt.Sprintf("{user-id: %s, %s: %s}", strconv.Quote(k.UserID), k.Kind(), v)
+		if k.Service {
+			parts[i] = strings.TrimSuffix(parts[i], "}") + ", service: true}"
+		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -447,8 +468,8 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 // context budget of 0 stays 0: the server then uses the manager's budget.
 func serverConfig(cfg *Config) (server.Config, error) {
 	sc := cfg.Server
-	if len(sc.APIKeys) == 0 {
-		return server.Config{}, cfg.errorFor(keyServerAPIKeys, "strata serve needs at least one API key, e.g. USER=key-env:NAME")
+	if len(sc.APIKeys) == 0 && sc.APIKeysFile == "" {
+		return server.Config{}, cfg.errorFor(keyServerAPIKeys, "strata serve needs at least one API key, e.g. USER=key-env:NAME, or "+keyServerAPIKeysFile)
 	}
 	out := server.Config{
 		Addr:              sc.Listen,
@@ -460,13 +481,14 @@ func serverConfig(cfg *Config) (server.Config, error) {
 		ShutdownTimeout:   sc.ShutdownTimeout,
 		ContextBudget:     sc.ContextBudget,
 		MaxHistoryBytes:   int64(sc.HistoryPageBytes),
+		KeysFile:          sc.APIKeysFile,
 	}
 	for _, k := range sc.APIKeys {
 		key, err := cfg.ResolveAPIKey(k)
 		if err != nil {
 			return server.Config{}, err
 		}
-		out.APIKeys = append(out.APIKeys, server.APIKey{UserID: k.UserID, Key: key, SHA256: k.SHA256, Plaintext: k.Kind() == "key"})
+		out.APIKeys = append(out.APIKeys, server.APIKey{UserID: k.UserID, Key: key, SHA256: k.SHA256, Plaintext: k.Kind() == "key", Service: k.Service})
 	}
 	return out, nil
 }

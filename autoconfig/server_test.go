@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,5 +426,229 @@ func TestBlankSharedSessionPrefixRefused(t *testing.T) {
 	cfg, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_MEMORY_SHARED_SESSION_PREFIXES="}})
 	if err != nil || len(cfg.Memory.SharedSessionPrefixes) != 0 {
 		t.Fatalf("empty value: %v, %v", cfg.Memory.SharedSessionPrefixes, err)
+	}
+}
+
+// Service keys and the keys file from the configuration: service: true in
+// a YAML entry or a JSON list, a keys file alone is enough to serve, and
+// through OpenServer a service key of the configuration acts for the user
+// each request names while the file's user key works as its own user.
+func TestServeServiceKeysFromConfiguration(t *testing.T) {
+	t.Parallel()
+	const svcKey, bobKey = "service-key-0123456789abcdef", "bob-key-0123456789abcdef"
+	keysFile := writeFile(t, "keys", "# user keys\nbob "+server.HashKey(bobKey)+"\n")
+	path := writeFile(t, "strata.yaml", `
+arc:
+  reactor:
+    memory:
+      server:
+        api-keys-file: `+keysFile+`
+        api-keys:
+          - user-id: backend
+            key-env: STRATA_TEST_SERVICE_KEY
+            service: true
+`)
+	cfg := mustLoad(t, []string{"STRATA_TEST_SERVICE_KEY=" + svcKey}, path)
+	if want := []APIKeyConfig{{UserID: "backend", KeyEnv: "STRATA_TEST_SERVICE_KEY", Service: true}}; !reflect.DeepEqual(cfg.Server.APIKeys, want) {
+		t.Fatalf("APIKeys = %+v", cfg.Server.APIKeys)
+	}
+	if v, _ := cfg.Value(keyServerAPIKeys); !strings.Contains(v, "service: true") {
+		t.Fatalf("Value(api-keys) = %s", v)
+	}
+	sc, err := serverConfig(cfg)
+	if err != nil || sc.KeysFile != keysFile || len(sc.APIKeys) != 1 || !sc.APIKeys[0].Service {
+		t.Fatalf("server config: %+v, %v", sc, err)
+	}
+	// The JSON form, and a bad value.
+	c2, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeys + `=[{"user-id":"backend","sha256":"` + server.HashKey(svcKey) + `","service":true}]`}})
+	if err != nil || len(c2.Server.APIKeys) != 1 || !c2.Server.APIKeys[0].Service {
+		t.Fatalf("JSON service key: %+v, %v", c2, err)
+	}
+	if e := loadErr(t, LoadOptions{Overrides: []string{keyServerAPIKeys + `=[{"user-id":"b","key-env":"K","service":"maybe"}]`}}); e.Key != keyServerAPIKeys || !strings.Contains(e.Error(), "true or false") {
+		t.Fatalf("service: maybe: %v", e)
+	}
+	// A keys file alone is enough.
+	c3, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keyServerAPIKeysFile + "=" + keysFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := serverConfig(c3); err != nil || sc.KeysFile != keysFile || len(sc.APIKeys) != 0 {
+		t.Fatalf("keys file alone: %+v, %v", sc, err)
+	}
+
+	srv, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	call := func(key, user, method, path, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if user != "" {
+			req.Header.Set(server.UserHeader, user)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	r := call(svcKey, "carol", "POST", "/v1/sessions", `{"title":"carol's"}`)
+	var created struct{ ID string }
+	if err := json.Unmarshal(r.Body.Bytes(), &created); r.Code != 201 || err != nil {
+		t.Fatalf("create as carol: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "carol", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 200 {
+		t.Fatalf("carol reads her session: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "bob", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 404 {
+		t.Fatalf("the service as bob reads carol's session: %d %s", r.Code, r.Body)
+	}
+	if r := call(bobKey, "", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 404 {
+		t.Fatalf("bob's key from the file reads carol's session: %d %s", r.Code, r.Body)
+	}
+	if r := call(bobKey, "carol", "GET", "/v1/sessions/"+created.ID, ""); r.Code != 403 {
+		t.Fatalf("bob's user key naming carol: %d %s", r.Code, r.Body)
+	}
+	if r := call(svcKey, "", "GET", "/v1/sessions", ""); r.Code != 400 {
+		t.Fatalf("the service key without a user: %d %s", r.Code, r.Body)
+	}
+}
+
+// A blank or odd shared-session viewer is refused with an error naming the
+// key.
+func TestOddSharedSessionViewerRefused(t *testing.T) {
+	t.Parallel()
+	for _, over := range []string{"admin,,auditor", "admin, ,auditor"} {
+		cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedViewers + "=" + over}})
+		if err == nil {
+			_, err = BuildRuntime(context.Background(), cfg)
+		}
+		if err == nil || !strings.Contains(err.Error(), keySharedViewers) {
+			t.Fatalf("shared-session-viewers=%q: %v, want an error naming the key", over, err)
+		}
+	}
+}
+
+// Through strata serve, on both stores: three users and two shared
+// threads, written through one service key acting for each user. GET
+// /v1/sessions and its search show a thread to the users who wrote in it
+// and to the configured viewer, never to the others; a thread is still
+// read by its id by anyone, as shared-session-prefixes says.
+func TestServeSharedThreadsShownToParticipants(t *testing.T) {
+	t.Parallel()
+	for _, pg := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pg=%v", pg), func(t *testing.T) {
+			t.Parallel()
+			const svcKey = "service-key-0123456789abcdef"
+			over := []string{
+				keyServerAPIKeys + `=[{"user-id":"backend","sha256":"` + server.HashKey(svcKey) + `","service":true}]`,
+				keySharedPrefixes + "=slack-", keySharedViewers + "=dana",
+			}
+			if pg {
+				over = append(over, keyDatasourceURL+"="+dbtest.NewEmptySchema(t).URL)
+			}
+			cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: over})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := OpenServer(context.Background(), cfg, ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			call := func(user, method, path, body string) *httptest.ResponseRecorder {
+				t.Helper()
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+svcKey)
+				req.Header.Set(server.UserHeader, user)
+				if body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				rec := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(rec, req)
+				return rec
+			}
+			post := func(user, id, text string) {
+				t.Helper()
+				if r := call(user, "POST", "/v1/sessions/"+id+"/messages", `{"turn":{"user":"`+text+`","assistant":"noted"}}`); r.Code != 200 {
+					t.Fatalf("%s writes in %s: %d %s", user, id, r.Code, r.Body)
+				}
+			}
+			// alice has a session of her own too.
+			if r := call("alice", "POST", "/v1/sessions", `{"messages":[{"role":"user","content":"Which tomato varieties grow on a balcony?"}]}`); r.Code != 201 {
+				t.Fatalf("alice creates a session: %d %s", r.Code, r.Body)
+			}
+			// Shared threads are made by their first message (an import of
+			// a Slack thread, or a bot's first save): through import here.
+			thread := func(user, id, text string) {
+				t.Helper()
+				snap := `{"version":1,"session_id":"` + id + `","user_id":"` + user + `","messages":[{"seq":1,"role":"user","content":"` + text + `","created_at":"2026-01-01T00:00:00Z"}]}`
+				if r := call(user, "POST", "/v1/sessions/import", snap); r.Code != 201 {
+					t.Fatalf("%s imports %s: %d %s", user, id, r.Code, r.Body)
+				}
+			}
+			const t1, t2 = "slack-C1-1700000000.1", "slack-C2-1700000000.2"
+			thread("alice", t1, "When is the rocket launch rehearsal?")
+			post("bob", t1, "Who runs the rocket launch checklist?")
+			thread("carol", t2, "How do I descale the office espresso machine?")
+			post("bob", t2, "Which espresso beans should the office order?")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := srv.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			list := func(user, query string) []string {
+				t.Helper()
+				path := "/v1/sessions"
+				if query != "" {
+					path += "?search=" + strings.ReplaceAll(query, " ", "+")
+				}
+				r := call(user, "GET", path, "")
+				if r.Code != 200 {
+					t.Fatalf("%s lists %q: %d %s", user, query, r.Code, r.Body)
+				}
+				var out struct {
+					Sessions []struct{ ID string } `json:"sessions"`
+					Matches  []struct{ ID string } `json:"matches"`
+					Results  []struct{ ID string } `json:"results"`
+				}
+				if err := json.Unmarshal(r.Body.Bytes(), &out); err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, e := range append(append(out.Sessions, out.Matches...), out.Results...) {
+					if strings.HasPrefix(e.ID, "slack-") {
+						ids = append(ids, e.ID)
+					}
+				}
+				slices.Sort(ids)
+				return ids
+			}
+			for _, tc := range []struct {
+				user, query string
+				want        []string
+			}{
+				{"alice", "", []string{t1}},
+				{"bob", "", []string{t1, t2}},
+				{"carol", "", []string{t2}},
+				{"dana", "", []string{t1, t2}},
+				{"erin", "", nil},
+				{"alice", "office espresso machine", nil},
+				{"carol", "office espresso machine", []string{t2}},
+				{"erin", "rocket launch rehearsal", nil},
+				{"dana", "rocket launch rehearsal", []string{t1}},
+			} {
+				if got := list(tc.user, tc.query); !slices.Equal(got, tc.want) {
+					t.Errorf("%s lists %q: shared %v, want %v", tc.user, tc.query, got, tc.want)
+				}
+			}
+			// Read by its id: open to every user, as configured.
+			if r := call("erin", "GET", "/v1/sessions/"+t2, ""); r.Code != 200 {
+				t.Fatalf("erin reads the thread by its id: %d %s", r.Code, r.Body)
+			}
+		})
 	}
 }

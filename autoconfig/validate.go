@@ -105,6 +105,7 @@ var fieldKeys = map[string]string{
 	"ShowPreviousValues":    keyShowPrevious,
 	"MaxNarrativeTokens":    keyMaxNarrative,
 	"SharedSessionPrefixes": keySharedPrefixes,
+	"SharedSessionViewers":  keySharedViewers,
 	"Estimator":             keyTokenEncoding,
 	"Policy":                keyPolicy,
 	"BufferMessageCount":    keyBuffer,

@@ -129,7 +129,11 @@ type Catalog struct {
 	// owner.Of maps a caller to the owner the manager stores a session
 	// under, which is the owner its document, title and listing go by.
 	shared []string
-	mem    *memoryIndex // idx when it is the in-memory index: writes are fenced
+	// viewers are the users who list and search every shared session
+	// (memory.Config.SharedSessionViewers); the others see those they
+	// wrote in.
+	viewers []string
+	mem     *memoryIndex // idx when it is the in-memory index: writes are fenced
 	// trusted: the index sees sessions and owners itself (a Lister), so its
 	// user filter needs no re-check through the manager.
 	trusted bool
@@ -175,7 +179,7 @@ func New(mgr *memory.Manager, idx Index, opts ...Option) (*Catalog, error) {
 	}
 	lex := &lexicalEmbedder{dims: lexicalDims}
 	c := &Catalog{
-		mgr: mgr, idx: idx, shared: mgr.Config().SharedSessionPrefixes,
+		mgr: mgr, idx: idx, shared: mgr.Config().SharedSessionPrefixes, viewers: mgr.Config().SharedSessionViewers,
 		emb: lex, model: lex.model(), title: offlineTitle,
 		weight: 0.8, halfLife: 30 * 24 * time.Hour, minSim: 0.05, margin: 0.05,
 		log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -331,15 +335,22 @@ func (c *Catalog) owner(sessionID, userID string) string {
 	return owner.Of(c.shared, sessionID, userID)
 }
 
-// owners are the owners whose sessions userID lists and searches: their
-// own, and the shared sessions, which every user may open (none when no
-// prefix is configured).
-func (c *Catalog) owners(userID string) []string {
+// scope is one part of what a user lists and searches: the sessions of an
+// owner, only those participant wrote in when it is not "".
+type scope struct{ owner, participant string }
+
+// scopes are what userID lists and searches: their own sessions and, when
+// sessions are shared, the shared sessions they wrote in — every shared
+// session for a configured viewer (memory.Config.SharedSessionViewers).
+func (c *Catalog) scopes(userID string) []scope {
 	u := owner.User(userID)
-	if len(c.shared) == 0 || u == owner.Shared {
-		return []string{u}
+	switch {
+	case len(c.shared) == 0 || u == owner.Shared:
+		return []scope{{owner: u}}
+	case slices.Contains(c.viewers, u):
+		return []scope{{owner: u}, {owner: owner.Shared}}
 	}
-	return []string{u, owner.Shared}
+	return []scope{{owner: u}, {owner: owner.Shared, participant: u}}
 }
 
 // gone reports whether err says that the session is not the user's (any

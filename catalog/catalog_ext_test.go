@@ -536,3 +536,33 @@ func TestLongSessionKeywords(t *testing.T) {
 		t.Errorf("keywords %q miss the newest or the first messages", kw)
 	}
 }
+
+// plainStore hides the optional capabilities (participants among them) of
+// the store it wraps.
+type plainStore struct{ memory.MessageStore }
+
+// Over a message store that records no participants, shared sessions are
+// listed and found for the configured viewers only, never for every user.
+func TestSharedSessionsWithoutParticipants(t *testing.T) {
+	ctx := context.Background()
+	env := memEnv()
+	env.Store = plainStore{env.Store}
+	cfg := memory.DefaultConfig()
+	cfg.SharedSessionPrefixes = []string{"slack-"}
+	cfg.SharedSessionViewers = []string{"admin"}
+	mgr, cat := catalogtest.Open(t, env, cfg)
+	save(t, mgr, "slack-T1", "alice", "When is the rocket launch rehearsal?", "Thursday.")
+	for user, want := range map[string]int{"alice": 0, "bob": 0, "admin": 1} {
+		pg, err := cat.List(ctx, user, 0, 0)
+		if err != nil || pg.Total != want || len(pg.Sessions) != want {
+			t.Errorf("%s lists %+v, %v; want %d sessions", user, pg, err, want)
+		}
+		if _, err := cat.Reindex(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cat.Search(ctx, user, "rocket launch rehearsal", 5)
+		if err != nil || len(res.Matches) != want {
+			t.Errorf("%s finds %+v, %v; want %d matches", user, res.Matches, err, want)
+		}
+	}
+}

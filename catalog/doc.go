@@ -114,11 +114,14 @@
 // (WithRanking), where age is the time since the session's last activity,
 // and dropped below a similarity floor (WithThresholds). Results tells one
 // clear winner, whose score beats the second's by a margin, from a choice
-// to put to the user. Only the user's own sessions, and shared sessions
-// (memory.Config.SharedSessionPrefixes, which every user may open), are
-// ever returned: the
-// index filters by owner, and the matches of an index that does not see
-// sessions itself (the in-memory one) are re-checked through the manager.
+// to put to the user. Only the user's own sessions, and the shared
+// sessions (memory.Config.SharedSessionPrefixes) the user wrote in — every
+// shared session for the users of memory.Config.SharedSessionViewers — are
+// ever listed or returned, never every shared session to every user (a
+// shared session is still read by its id by anyone, titles included): the
+// index filters by owner (a Lister also by participant), and the matches
+// of an index that does not see sessions itself (the in-memory one) are
+// re-checked through the manager.
 //
 // How well the offline embedder finds the right conversation is measured
 // on LoCoMo's conversations by TestLoCoMoSearch (go test -run

@@ -85,6 +85,11 @@ type Query struct {
 	// with as many dimensions are compared with it.
 	Vector []float32
 	Model  string
+	// Participant, when not "", keeps only the sessions Participant wrote
+	// in (of the shared sessions, whose owner UserID names): an index that
+	// sees sessions (a Lister) filters by it; Rank and the in-memory index
+	// ignore it, and the catalogue filters their matches itself.
+	Participant string
 	// Limit caps the matches (<= 0: no cap).
 	Limit int
 	// MinSimilarity drops documents whose cosine similarity to Vector is
@@ -225,8 +230,13 @@ type Session struct {
 // with their documents in one query (db.CatalogIndex does), with the
 // contract of memory.Manager.Sessions: newest activity first, total before
 // pagination, limit <= 0 means no limit, a negative offset counts as 0.
+//
+// ListParticipantSessions lists, with the same contract, the sessions of
+// ownerID that participant wrote in (store.ParticipantLister): the
+// shared sessions a user took part in.
 type Lister interface {
 	ListSessions(ctx context.Context, userID string, limit, offset int) (page []Session, total int, err error)
+	ListParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) (page []Session, total int, err error)
 }
 
 // memoryIndex is the in-process Index. It learns about deletions only from

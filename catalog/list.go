@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Entry is one conversation in a listing.
@@ -37,9 +39,13 @@ type Page struct {
 // List returns a page of userID's conversations, most recently active first
 // (ties by session id). limit <= 0 means no limit; a negative offset counts
 // as 0, and an offset past the end gives an empty page with the right
-// Total. Other users' sessions never appear; shared sessions
-// (memory.Config.SharedSessionPrefixes), which every user may open, appear
-// in every user's listing, with the one title all their participants see.
+// Total. Other users' sessions never appear; a shared session
+// (memory.Config.SharedSessionPrefixes) appears in the listings of the
+// users who wrote in it (and of the configured viewers,
+// memory.Config.SharedSessionViewers), with the one title all its
+// participants see, never in every user's: that needs a message store
+// that records participants (store.ParticipantLister; without one, only
+// the viewers list shared sessions).
 //
 // The page comes from the index in one query when it is a Lister, else from
 // memory.Manager.Sessions with each session's document. Sessions whose
@@ -77,13 +83,13 @@ func (c *Catalog) List(ctx context.Context, userID string, limit, offset int) (P
 	return p, nil
 }
 
-// sessions lists a page of the sessions userID may open, with their
-// documents: their own and, when sessions are shared, the shared ones,
-// merged newest activity first (ties by session id).
+// sessions lists a page of the sessions userID lists, with their
+// documents: their own and, when sessions are shared, the shared ones in
+// their scope, merged newest activity first (ties by session id).
 func (c *Catalog) sessions(ctx context.Context, userID string, limit, offset int) ([]Session, int, error) {
-	owners := c.owners(userID)
-	if len(owners) == 1 {
-		return c.sessionsOf(ctx, owners[0], limit, offset)
+	scopes := c.scopes(userID)
+	if len(scopes) == 1 {
+		return c.sessionsOf(ctx, scopes[0], limit, offset)
 	}
 	want := 0 // every session of each owner
 	if limit > 0 {
@@ -91,8 +97,8 @@ func (c *Catalog) sessions(ctx context.Context, userID string, limit, offset int
 	}
 	var rows []Session
 	total := 0
-	for _, o := range owners {
-		r, n, err := c.sessionsOf(ctx, o, want, 0)
+	for _, sc := range scopes {
+		r, n, err := c.sessionsOf(ctx, sc, want, 0)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -111,18 +117,36 @@ func (c *Catalog) sessions(ctx context.Context, userID string, limit, offset int
 	return rows, total, nil
 }
 
-// sessionsOf lists a page of the sessions of one owner with their
+// sessionsOf lists a page of the sessions of one scope with their
 // documents: through the index when it is a Lister, else through the
 // manager.
-func (c *Catalog) sessionsOf(ctx context.Context, userID string, limit, offset int) ([]Session, int, error) {
+func (c *Catalog) sessionsOf(ctx context.Context, sc scope, limit, offset int) ([]Session, int, error) {
+	userID := sc.owner
 	if l, ok := c.idx.(Lister); ok {
-		rows, total, err := l.ListSessions(ctx, userID, limit, offset)
+		var rows []Session
+		var total int
+		var err error
+		if sc.participant != "" {
+			rows, total, err = l.ListParticipantSessions(ctx, sc.owner, sc.participant, limit, offset)
+		} else {
+			rows, total, err = l.ListSessions(ctx, sc.owner, limit, offset)
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("catalog: list sessions of %q: %w", userID, err)
 		}
 		return rows, total, nil
 	}
-	infos, total, err := c.mgr.Sessions(ctx, userID, limit, offset)
+	var infos []store.SessionInfo
+	var total int
+	var err error
+	if sc.participant != "" {
+		infos, total, err = c.mgr.SharedSessions(ctx, sc.participant, limit, offset)
+		if errors.Is(err, errors.ErrUnsupported) {
+			return nil, 0, nil // the store records no participants: no shared session is listed
+		}
+	} else {
+		infos, total, err = c.mgr.Sessions(ctx, sc.owner, limit, offset)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("catalog: list sessions of %q: %w", userID, err)
 	}

@@ -48,10 +48,11 @@ type Results struct {
 // limit matches (5 when limit <= 0) with a similarity of at least the
 // minimum (WithThresholds), best first, with the decision they support
 // (see Results). Only the user's own sessions, and the shared sessions
-// every user may open (memory.Config.SharedSessionPrefixes), are
-// returned: the index
-// filters by owner, and the matches of an index that does not see sessions
-// (not a Lister) are re-checked through the manager.
+// (memory.Config.SharedSessionPrefixes) the user wrote in — every shared
+// session for a configured viewer — are returned, as List shows them: the
+// index filters by owner (and a Lister by participant), and the matches of
+// an index that does not see sessions (not a Lister) are re-checked
+// through the manager.
 //
 // With the default embedder the match is lexical: a conversation is found
 // through the words it shares with the query. Its candidates are re-scored
@@ -82,11 +83,16 @@ func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (
 		q.Limit, q.MinSimilarity = max(4*limit, 20), -1 // cosine similarities are >= -1
 	}
 	var ms []Match
-	for _, o := range c.owners(userID) {
-		q.UserID = o
+	for _, sc := range c.scopes(userID) {
+		q.UserID, q.Participant = sc.owner, sc.participant
 		found, err := c.idx.Search(ctx, q)
 		if err != nil {
 			return Results{}, fmt.Errorf("catalog: search: %w", err)
+		}
+		if sc.participant != "" && !c.trusted && len(found) > 0 {
+			if found, err = c.took(ctx, sc, found); err != nil {
+				return Results{}, fmt.Errorf("catalog: search: %w", err)
+			}
 		}
 		ms = append(ms, found...)
 	}
@@ -120,6 +126,26 @@ func (c *Catalog) Search(ctx context.Context, userID, query string, limit int) (
 		out = append(out, m)
 	}
 	return decide(out, c.margin), nil
+}
+
+// took keeps the matches of sessions in sc, the shared sessions a user
+// wrote in, for an index that cannot tell (not a Lister).
+func (c *Catalog) took(ctx context.Context, sc scope, ms []Match) ([]Match, error) {
+	rows, _, err := c.sessionsOf(ctx, sc, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	in := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		in[r.Info.SessionID] = true
+	}
+	kept := ms[:0]
+	for _, m := range ms {
+		if in[m.SessionID] {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
 }
 
 // decide tells what to do with matches sorted best first: nothing found;

@@ -443,7 +443,8 @@ func (x *CatalogIndex) Delete(context.Context, string) error { return nil }
 const portableSearchSQL = `
 SELECT ` + docColumns + `, i.embedding
   FROM strata_sessions s JOIN strata_session_index i USING (session_id)
- WHERE s.user_id = $1 AND i.model = $2 AND i.dims = $3 AND i.embedding IS NOT NULL`
+ WHERE s.user_id = $1 AND i.model = $2 AND i.dims = $3 AND i.embedding IS NOT NULL
+   AND ($4::text = '' OR s.participants @> ARRAY[$4::text])`
 
 // vectorSearchSQL ranks in the server (%[1]s: the <=> operator, %[2]s: the
 // vector type). Recency is 0.5^(age/half-life), the exponent capped so
@@ -457,6 +458,7 @@ SELECT * FROM (
                 ELSE 0::float8 END AS recency
       FROM strata_sessions s JOIN strata_session_index i USING (session_id)
      WHERE s.user_id = $1 AND i.model = $2 AND i.dims = $3 AND i.embedding_vec IS NOT NULL
+       AND ($10::text = '' OR s.participants @> ARRAY[$10::text])
 ) r
  WHERE r.similarity >= $5 AND r.similarity <> 'NaN'::float8
  ORDER BY $8::float8 * r.similarity + (1 - $8::float8) * r.recency DESC, r.similarity DESC, r.session_id
@@ -464,7 +466,7 @@ SELECT * FROM (
 
 // Search implements catalog.Index.
 func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.Match, error) {
-	if len(q.Vector) == 0 || !text.Storable(q.UserID) || !text.Storable(q.Model) {
+	if len(q.Vector) == 0 || !text.Storable(q.UserID) || !text.Storable(q.Model) || !text.Storable(q.Participant) {
 		return nil, nil
 	}
 	vecType, vecOp, err := x.mode(ctx)
@@ -485,7 +487,7 @@ func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.M
 	}
 	err = x.d.SelectContext(ctx, &rows, fmt.Sprintf(vectorSearchSQL, vecOp, vecType),
 		q.UserID, q.Model, len(q.Vector), pq.Float32Array(q.Vector), q.MinSimilarity,
-		q.HalfLife.Seconds(), q.Now, q.Weight, lim)
+		q.HalfLife.Seconds(), q.Now, q.Weight, lim, q.Participant)
 	if err != nil {
 		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, classify(ctx, err))
 	}
@@ -502,7 +504,7 @@ func (x *CatalogIndex) Search(ctx context.Context, q catalog.Query) ([]catalog.M
 // searchPortable scores the user's embeddings in process.
 func (x *CatalogIndex) searchPortable(ctx context.Context, q catalog.Query) ([]catalog.Match, error) {
 	var rows []docRow
-	if err := x.d.SelectContext(ctx, &rows, portableSearchSQL, q.UserID, q.Model, len(q.Vector)); err != nil {
+	if err := x.d.SelectContext(ctx, &rows, portableSearchSQL, q.UserID, q.Model, len(q.Vector), q.Participant); err != nil {
 		return nil, fmt.Errorf("db: catalog search for %q: %w", q.UserID, classify(ctx, err))
 	}
 	docs := make([]catalog.Doc, len(rows))
@@ -528,9 +530,36 @@ SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
  ORDER BY s.last_activity DESC, s.session_id
  LIMIT $2 OFFSET $3`
 
+// listParticipantSQL is listSQL for the sessions of $1 that $4 wrote in.
+const listParticipantSQL = `
+SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
+       s.created_at, s.last_activity, count(*) OVER () AS total,
+       i.session_id IS NOT NULL AS indexed, COALESCE(i.title, '') AS title, COALESCE(i.pinned, false) AS pinned,
+       COALESCE(i.fingerprint, '') AS fingerprint, COALESCE(i.source, '') AS source,
+       COALESCE(i.source_seq, 0) AS source_seq, COALESCE(i.message_count, 0) AS doc_messages,
+       COALESCE(i.model, '') AS model, COALESCE(i.updated_at, s.created_at) AS updated_at
+  FROM strata_sessions s LEFT JOIN strata_session_index i USING (session_id)
+ WHERE s.user_id = $1 AND s.participants @> ARRAY[$4::text] AND s.deleted_at IS NULL
+ ORDER BY s.last_activity DESC, s.session_id
+ LIMIT $2 OFFSET $3`
+
 // ListSessions implements catalog.Lister: one query, titles included.
 func (x *CatalogIndex) ListSessions(ctx context.Context, userID string, limit, offset int) ([]catalog.Session, int, error) {
-	rows, total, err := listSessions[catalogRow](ctx, x.d, listSQL, userID, limit, offset)
+	return x.list(ctx, listSQL, userID, "", limit, offset)
+}
+
+// ListParticipantSessions implements catalog.Lister: the sessions of
+// ownerID that participant wrote in (MessageStore.ParticipantSessions),
+// titles included, in one query.
+func (x *CatalogIndex) ListParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) ([]catalog.Session, int, error) {
+	if participant == "" || participant == ownerID {
+		return nil, 0, nil
+	}
+	return x.list(ctx, listParticipantSQL, ownerID, participant, limit, offset)
+}
+
+func (x *CatalogIndex) list(ctx context.Context, query, userID, participant string, limit, offset int) ([]catalog.Session, int, error) {
+	rows, total, err := listSessions[catalogRow](ctx, x.d, query, userID, participant, limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("db: catalog list for %q: %w", userID, classify(ctx, err))
 	}

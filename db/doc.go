@@ -31,6 +31,24 @@
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
+// # Schema (version 9)
+//
+// Migration 000009 records the participants of sessions (see
+// store.ParticipantLister):
+//
+//	strata_sessions.participants  TEXT[] NOT NULL DEFAULT '{}'  the authors of
+//	                              the session's messages other than its owner
+//	                              (the users of a shared session), first
+//	                              writers first, at most 64; cleared on delete,
+//	                              re-creation and replace
+//	index strata_sessions_participants_idx  GIN (participants): "shared
+//	                              sessions a user wrote in"
+//
+// and strata_messages.user_id is each message's author, which in a shared
+// session is not its owner. strata_append takes each message's author and
+// the authors new to the session, and adds them to participants in the
+// statement that locks the session row. (Version 8 is not in this file.)
+//
 // # Schema (version 7)
 //
 // Migration 000006 takes last_activity out of the listing index (now
@@ -115,7 +133,8 @@
 //	tool_call_id  TEXT NOT NULL          the call a tool message answers, or ''
 //	name          TEXT NOT NULL          tool name / generic role, or ''
 //	metadata      JSONB NULL             {"model_variant": …, …}
-//	user_id       TEXT NOT NULL          the writer (always the owner)
+//	user_id       TEXT NOT NULL          the writer (the owner, or since
+//	                                     version 9 a shared session's author)
 //	created_at    TIMESTAMPTZ NOT NULL   time of the append
 //	PRIMARY KEY (session_id, seq)        "last N of a session" (backward scan)
 //	                                     and "messages after seq" (range scan)

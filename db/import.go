@@ -33,9 +33,9 @@ const importMessagesSQL = `
 INSERT INTO strata_messages
        (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
 SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
-       b.name, NULLIF(b.metadata, '')::jsonb, $2, COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
-  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, ord)
+       b.name, NULLIF(b.metadata, '')::jsonb, COALESCE(NULLIF(b.author, ''), $2), COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
+  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
  ORDER BY b.ord
 RETURNING seq`
 
@@ -43,7 +43,7 @@ RETURNING seq`
 // at its first message's time when older, active at its newest message's.
 const importSessionSQL = `
 UPDATE strata_sessions s
-   SET message_count = $2, first_user_message = $3,
+   SET message_count = $2, first_user_message = $3, participants = $4,
        created_at = LEAST(s.created_at, COALESCE(m.first, s.created_at)),
        last_activity = COALESCE(m.last, s.last_activity)
   FROM (SELECT min(created_at) AS first, max(created_at) AS last FROM strata_messages WHERE session_id = $1) m
@@ -98,7 +98,7 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 	if len(msgs) > 0 {
 		rows, err := tx.QueryContext(ctx, importMessagesSQL, sessionID, userID,
 			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
-			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created))
+			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created), pq.Array(b.authors))
 		if err != nil {
 			return fail("messages", err)
 		}
@@ -116,7 +116,7 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 		rows.Close()
 		slices.Sort(seqs) // drawn in the insertion order
 	}
-	if _, err := tx.ExecContext(ctx, importSessionSQL, sessionID, len(msgs), b.firstUser); err != nil {
+	if _, err := tx.ExecContext(ctx, importSessionSQL, sessionID, len(msgs), b.firstUser, pq.Array(b.participants(userID))); err != nil {
 		return fail("session", err)
 	}
 	if sum != nil {

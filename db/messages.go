@@ -69,7 +69,7 @@ INSERT INTO strata_sessions AS s (session_id, user_id, created_at, last_activity
 VALUES ($1, $2, clock_timestamp(), clock_timestamp())
 ON CONFLICT (session_id) DO UPDATE
    SET user_id = EXCLUDED.user_id, epoch = EXCLUDED.epoch, deleted_at = NULL,
-       message_count = 0, first_user_message = NULL,
+       message_count = 0, first_user_message = NULL, participants = '{}',
        created_at = EXCLUDED.created_at, last_activity = EXCLUDED.last_activity
  WHERE s.deleted_at IS NOT NULL
 RETURNING epoch`
@@ -121,7 +121,19 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //     from s, the last seq, and, only when s updated nothing, the live
 //     session's owner as the statement's snapshot saw it (NULL: missing or
 //     deleted), which tells ErrNotFound from ErrNotOwner.
-const appendSQL = `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+const appendSQL = `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+
+// maxParticipants bounds the participants recorded per session (see
+// store.ParticipantLister): the first 64 authors other than its owner.
+const maxParticipants = 64
+
+// appendArgs are appendSQL's arguments for b, appended by userID.
+func appendArgs(sessionID, userID string, b *batch) []any {
+	return []any{sessionID, userID,
+		pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
+		pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(b.authors),
+		b.firstUser, len(b.roles), pq.Array(b.participants(userID)), maxParticipants}
+}
 
 // countSQL reads a live session's owner, count and epoch: the answer of an
 // append of no messages.
@@ -136,8 +148,10 @@ SELECT user_id, message_count, epoch FROM strata_sessions WHERE session_id = $1 
 // store.Message.Validate) and ids PostgreSQL cannot store return
 // store.ErrInvalidMessage; all wrapped,
 // storing nothing. With no messages Append only reads the session's count
-// and epoch, changing nothing. Seq, UserID and CreatedAt of msgs are
-// ignored: the store assigns them.
+// and epoch, changing nothing. Seq and CreatedAt of msgs are ignored: the
+// store assigns them. A message's UserID is its author (userID when
+// empty); authors other than userID become the session's participants
+// (store.ParticipantLister), in the same statement.
 func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
 	if !text.Storable(sessionID) {
 		return store.AppendResult{}, fmt.Errorf("db: append: %w: session id %s", store.ErrInvalidMessage, invalidID)
@@ -191,10 +205,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 		total, epoch, last sql.NullInt64
 		owner              sql.NullString
 	)
-	err = conn.QueryRowContext(ctx, appendSQL, sessionID, userID,
-		pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
-		pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata),
-		b.firstUser, len(msgs)).Scan(&total, &epoch, &last, &owner)
+	err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
 	if err != nil {
 		return fail(err)
 	}
@@ -208,7 +219,20 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 // unnest wants.
 type batch struct {
 	roles, contents, toolCalls, toolCallIDs, names, metadata []string
+	authors                                                  []string // "" for the owner
 	firstUser                                                sql.NullString
+}
+
+// participants are the batch's authors other than owner, first writers
+// first, at most maxParticipants (never nil).
+func (b *batch) participants(owner string) []string {
+	out := []string{}
+	for _, a := range b.authors {
+		if a != "" && a != owner && len(out) < maxParticipants && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func newBatch(msgs []store.Message) (*batch, error) {
@@ -216,6 +240,7 @@ func newBatch(msgs []store.Message) (*batch, error) {
 	b := &batch{
 		roles: make([]string, n), contents: make([]string, n), toolCalls: make([]string, n),
 		toolCallIDs: make([]string, n), names: make([]string, n), metadata: make([]string, n),
+		authors: make([]string, n),
 	}
 	for i, m := range msgs {
 		if err := m.Validate(0); err != nil {
@@ -225,6 +250,10 @@ func newBatch(msgs []store.Message) (*batch, error) {
 		b.contents[i] = m.Content
 		b.toolCallIDs[i] = m.ToolCallID
 		b.names[i] = m.Name
+		if !text.Storable(m.UserID) {
+			return nil, fmt.Errorf("message %d: %w: user id %s", i, store.ErrInvalidMessage, invalidID)
+		}
+		b.authors[i] = m.UserID
 		var err error
 		if b.toolCalls[i], err = msgjson.EncodeToolCalls(m.ToolCalls); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
@@ -527,7 +556,7 @@ WITH m AS (DELETE FROM strata_messages        WHERE session_id = $1),
      x AS (DELETE FROM strata_session_index   WHERE session_id = $1)
 UPDATE strata_sessions
    SET user_id = NULL, deleted_at = clock_timestamp(), message_count = 0,
-       first_user_message = NULL, last_activity = clock_timestamp()
+       first_user_message = NULL, participants = '{}', last_activity = clock_timestamp()
  WHERE session_id = $1`
 
 // Delete implements memory.MessageStore in one transaction: the session
@@ -585,9 +614,38 @@ SELECT session_id, user_id, message_count, first_user_message,
 // indexed query). limit <= 0 means no limit; a negative offset counts as
 // 0. total is the number of the user's sessions, whatever the page.
 func (s *MessageStore) Sessions(ctx context.Context, userID string, limit, offset int) (page []store.SessionInfo, total int, err error) {
-	rows, total, err := listSessions[sessionRow](ctx, s.d, sessionsSQL, userID, limit, offset)
+	rows, total, err := listSessions[sessionRow](ctx, s.d, sessionsSQL, userID, "", limit, offset)
 	if err != nil {
 		return nil, 0, fmt.Errorf("db: sessions of user %q: %w", userID, classify(ctx, err))
+	}
+	for _, r := range rows {
+		page = append(page, r.info())
+	}
+	return page, total, nil
+}
+
+// participantSessionsSQL is sessionsSQL for the sessions of $1 that $4
+// wrote in.
+const participantSessionsSQL = `
+SELECT session_id, user_id, message_count, first_user_message,
+       created_at, last_activity, count(*) OVER () AS total
+  FROM strata_sessions
+ WHERE user_id = $1 AND participants @> ARRAY[$4::text] AND deleted_at IS NULL
+ ORDER BY last_activity DESC, session_id
+ LIMIT $2 OFFSET $3`
+
+var _ store.ParticipantLister = (*MessageStore)(nil)
+
+// ParticipantSessions implements store.ParticipantLister in one query, in
+// the order of Sessions. At most 64 participants are recorded per
+// session, the first to write.
+func (s *MessageStore) ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) (page []store.SessionInfo, total int, err error) {
+	if participant == "" || participant == ownerID {
+		return nil, 0, nil
+	}
+	rows, total, err := listSessions[sessionRow](ctx, s.d, participantSessionsSQL, ownerID, participant, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("db: sessions of %q with %q: %w", ownerID, participant, classify(ctx, err))
 	}
 	for _, r := range rows {
 		page = append(page, r.info())
@@ -614,27 +672,34 @@ func (r sessionRow) info() store.SessionInfo {
 }
 
 // listSessions runs a listing query taking ($1 user, $2 limit or NULL, $3
-// offset) whose rows embed sessionRow, and returns the page with the user's
-// total number of live sessions (counted separately when the page is past
-// the end, where count(*) OVER () has no row to ride on).
-func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB, query, userID string, limit, offset int) ([]R, int, error) {
-	if !text.Storable(userID) {
+// offset, and $4 participant when participant is not "") whose rows embed
+// sessionRow, and returns the page with the total number of live sessions
+// listed (counted separately when the page is past the end, where
+// count(*) OVER () has no row to ride on).
+func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB, query, userID, participant string, limit, offset int) ([]R, int, error) {
+	if !text.Storable(userID) || !text.Storable(participant) {
 		return nil, 0, nil
 	}
 	var lim sql.NullInt64
 	if limit > 0 {
 		lim = sql.NullInt64{Int64: int64(limit), Valid: true}
 	}
+	args := []any{userID, lim, max(offset, 0)}
+	countSQL, countArgs := `SELECT count(*) FROM strata_sessions WHERE user_id = $1 AND deleted_at IS NULL`, []any{userID}
+	if participant != "" {
+		args = append(args, participant)
+		countSQL = `SELECT count(*) FROM strata_sessions WHERE user_id = $1 AND participants @> ARRAY[$2::text] AND deleted_at IS NULL`
+		countArgs = append(countArgs, participant)
+	}
 	var rows []R
-	if err := d.SelectContext(ctx, &rows, query, userID, lim, max(offset, 0)); err != nil {
+	if err := d.SelectContext(ctx, &rows, query, args...); err != nil {
 		return nil, 0, err
 	}
 	if len(rows) > 0 {
 		return rows, int(rows[0].total()), nil
 	}
-	const countSQL = `SELECT count(*) FROM strata_sessions WHERE user_id = $1 AND deleted_at IS NULL`
 	var n int64
-	if err := d.GetContext(ctx, &n, countSQL, userID); err != nil {
+	if err := d.GetContext(ctx, &n, countSQL, countArgs...); err != nil {
 		return nil, 0, err
 	}
 	return nil, int(n), nil

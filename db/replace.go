@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lib/pq"
-
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
@@ -22,7 +20,7 @@ var _ store.Replacer = (*MessageStore)(nil)
 const replaceSQL = `
 UPDATE strata_sessions
    SET epoch = nextval('strata_session_epoch_seq'), message_count = 0,
-       first_user_message = NULL, last_activity = clock_timestamp()
+       first_user_message = NULL, participants = '{}', last_activity = clock_timestamp()
  WHERE session_id = $1 AND user_id = $2 AND deleted_at IS NULL
 RETURNING epoch`
 
@@ -90,10 +88,7 @@ func (s *MessageStore) Replace(ctx context.Context, sessionID, userID string, ms
 	if len(msgs) > 0 {
 		var total, ep, last sql.NullInt64
 		var owner sql.NullString
-		err = tx.QueryRowContext(ctx, appendSQL, sessionID, userID,
-			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
-			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata),
-			b.firstUser, len(msgs)).Scan(&total, &ep, &last, &owner)
+		err = tx.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &ep, &last, &owner)
 		if err != nil {
 			return fail("append", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/summary"
@@ -79,12 +80,21 @@ type Config struct {
 	// share its conversation. The manager stores them under one owner,
 	// "shared", whoever calls, so the store's ownership check still runs
 	// with every operation; Sessions therefore lists them for no user but
-	// "shared" (the catalogue, package catalog, lists and titles them by
-	// the same mapping: in every user's listing, one title for all). Empty by default, unlike arc-reactor, which shares slack-
+	// "shared". Each message keeps its author, and stores that record
+	// participants (store.ParticipantLister) list a shared session to the
+	// users who wrote in it (SharedSessions; the catalogue, package
+	// catalog, lists and finds them so, with one title for all its
+	// participants), never to every user. Empty by default, unlike arc-reactor, which shares slack-
 	// sessions implicitly: a session belongs to the user who created it
 	// unless its id is explicitly declared shared. A blank prefix, which
 	// would share every session, is refused.
 	SharedSessionPrefixes []string
+	// SharedSessionViewers are users (say, administrators) to whom
+	// listings and searches show every shared session; every other user
+	// sees only those they wrote in. Keep it small. Reading a shared
+	// session by its id is open to every user either way. Empty by
+	// default; ids must be non-blank, without control characters.
+	SharedSessionViewers []string
 
 	// Policy chooses when to fold: PolicyParity (default) folds everything
 	// before the verbatim window after every save above the trigger, as
@@ -210,6 +220,7 @@ func (c Config) withDefaults() Config {
 	// slices must not race with the manager's reads.
 	c.PinnedFactKeys = slices.Clone(c.PinnedFactKeys)
 	c.SharedSessionPrefixes = slices.Clone(c.SharedSessionPrefixes)
+	c.SharedSessionViewers = slices.Clone(c.SharedSessionViewers)
 	// Validated and complete: a starting point like DefaultConfig.
 	c.fromDefaults = true
 	return c
@@ -377,6 +388,11 @@ func (c Config) Validate() error {
 	for i, p := range c.SharedSessionPrefixes {
 		if strings.TrimSpace(p) == "" {
 			return bad(fmt.Sprintf("SharedSessionPrefixes[%d]", i), p, "a non-blank prefix (a blank one would share every session)")
+		}
+	}
+	for i, u := range c.SharedSessionViewers {
+		if strings.TrimSpace(u) == "" || strings.IndexFunc(u, unicode.IsControl) >= 0 {
+			return bad(fmt.Sprintf("SharedSessionViewers[%d]", i), u, "a non-blank user id without control characters")
 		}
 	}
 	for i, p := range c.PinnedFactKeys {

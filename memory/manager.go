@@ -78,6 +78,7 @@ func (m *Manager) Config() Config {
 	c := m.cfg
 	c.PinnedFactKeys = slices.Clone(c.PinnedFactKeys)
 	c.SharedSessionPrefixes = slices.Clone(c.SharedSessionPrefixes)
+	c.SharedSessionViewers = slices.Clone(c.SharedSessionViewers)
 	return c
 }
 
@@ -146,6 +147,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		}
 	}
 	user := m.owner(sessionID, userID)
+	msgs = authored(msgs, userID)
 	ctx, span := m.otel.startSpan(ctx, "strata.memory.save", sessionID)
 	res, err := m.store.Append(ctx, sessionID, user, msgs...)
 	// Each step is atomic in the store: a session created by another user
@@ -224,6 +226,35 @@ func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int
 	return m.store.Sessions(ctx, owner.User(userID), limit, offset)
 }
 
+// SharedSessions lists the shared sessions (Config.SharedSessionPrefixes)
+// userID wrote in, newest activity first; total counts them all. It needs
+// a store that records participants (store.ParticipantLister; both stores
+// of this module do): with another store the error wraps
+// errors.ErrUnsupported. Without shared prefixes it lists nothing.
+func (m *Manager) SharedSessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
+	if len(m.cfg.SharedSessionPrefixes) == 0 {
+		return nil, 0, nil
+	}
+	pl, ok := m.store.(store.ParticipantLister)
+	if !ok {
+		return nil, 0, fmt.Errorf("memory: shared sessions: the store records no participants: %w", errors.ErrUnsupported)
+	}
+	return pl.ParticipantSessions(ctx, owner.Shared, owner.User(userID), limit, offset)
+}
+
+// authored returns msgs, copied, with userID (store.AnonymousUser when
+// empty) as every message's author: the store records who wrote each
+// message, which in a shared session is not its owner.
+func authored(msgs []store.Message, userID string) []store.Message {
+	out := make([]store.Message, len(msgs))
+	u := owner.User(userID)
+	for i, m := range msgs {
+		m.UserID = u
+		out[i] = m
+	}
+	return out
+}
+
 // Messages returns up to limit (<= 0: all) of the session's stored messages
 // with Seq > afterSeq, oldest first: pages of a transcript. A missing
 // session gives ErrNotFound, another user's ErrNotOwner.
@@ -274,6 +305,7 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 		}
 	}
 	user := m.owner(sessionID, userID)
+	msgs = authored(msgs, userID)
 	ctx, span := m.otel.startSpan(ctx, "strata.memory.replace", sessionID)
 	res, err := m.eng.replaceSession(ctx, sessionID, user, msgs)
 	endSpan(span, err)

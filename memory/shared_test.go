@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Sessions with a shared prefix are read and written by every participant;
@@ -88,3 +89,70 @@ func TestSharedSessions(t *testing.T) {
 		t.Fatalf("after delete: %d messages, %v", len(h.Messages), err)
 	}
 }
+
+// The manager names the acting user as the author of every message it
+// saves, whatever the messages say, so a participant of a shared session
+// is who wrote in it; SharedSessions lists those a user wrote in, needs a
+// store that records participants, and lists nothing without prefixes.
+func TestSharedSessionsParticipants(t *testing.T) {
+	ctx := context.Background()
+	cfg := memory.DefaultConfig()
+	cfg.SharedSessionPrefixes = []string{"slack-"}
+	cfg.SharedSessionViewers = []string{"admin"}
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	// A message claiming another author is recorded as the caller's.
+	spoof := store.Message{Role: store.RoleUser, Content: "hi", UserID: "mallory"}
+	if _, err := mgr.Append(ctx, "slack-T1", "alice", true, spoof); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.SaveTurn(ctx, "slack-T1", "bob", "hello", "hey"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.SaveTurn(ctx, "alice-own", "alice", "mine", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := mgr.Messages(ctx, "slack-T1", "carol", 0, 0)
+	if err != nil || len(msgs) != 3 || msgs[0].UserID != "alice" || msgs[1].UserID != "bob" || msgs[2].UserID != "bob" {
+		t.Fatalf("authors: %+v, %v", msgs, err)
+	}
+	for user, want := range map[string]int{"alice": 1, "bob": 1, "mallory": 0, "carol": 0, "": 0} {
+		infos, total, err := mgr.SharedSessions(ctx, user, 0, 0)
+		if err != nil || total != want || len(infos) != want || (want == 1 && infos[0].SessionID != "slack-T1") {
+			t.Errorf("%q's shared sessions: %+v (total %d), %v; want %d", user, infos, total, err, want)
+		}
+	}
+	if got := mgr.Config().SharedSessionViewers; len(got) != 1 || got[0] != "admin" {
+		t.Fatalf("viewers: %q", got)
+	}
+	// A store that records no participants: the error says so.
+	plain, err := memory.NewManager(plainStore{memory.NewInMemoryStore()}, cfg, memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	if _, _, err := plain.SharedSessions(ctx, "alice", 0, 0); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("SharedSessions over a store without participants: %v", err)
+	}
+	// Without shared prefixes nothing is shared, and nothing is listed.
+	none, err := memory.NewManager(plainStore{memory.NewInMemoryStore()}, memory.DefaultConfig(), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = none.Close() })
+	if infos, total, err := none.SharedSessions(ctx, "alice", 0, 0); err != nil || total != 0 || len(infos) != 0 {
+		t.Fatalf("SharedSessions without prefixes: %v, %d, %v", infos, total, err)
+	}
+	// A blank viewer is refused.
+	bad := memory.DefaultConfig()
+	bad.SharedSessionViewers = []string{" "}
+	if _, err := memory.NewManager(memory.NewInMemoryStore(), bad); err == nil {
+		t.Fatal("a blank shared-session viewer was accepted")
+	}
+}
+
+// plainStore hides the optional capabilities of the store it wraps.
+type plainStore struct{ memory.MessageStore }

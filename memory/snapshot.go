@@ -85,7 +85,9 @@ func (m *Manager) exportedSummary(ctx context.Context, sessionID string, epoch i
 // numbers the store assigns, so the view the model receives is the one
 // exported, without a summarizer call. It validates everything first and
 // writes nothing for an invalid snapshot (store.ErrInvalidMessage); an id
-// already in use gives ErrSessionExists and changes nothing.
+// already in use gives ErrSessionExists and changes nothing. The
+// snapshot's user is the author of its messages: for a shared session
+// (Config.SharedSessionPrefixes) that user becomes its participant.
 //
 // No fold of the new session runs before its summary is stored: Import
 // holds the session's fold lock (across processes when the stores have
@@ -103,6 +105,9 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	old := make([]int64, len(s.Messages))
 	for i, sm := range s.Messages {
 		msgs[i], old[i] = sm.Stored(), sm.Seq
+		if msgs[i].UserID == "" {
+			msgs[i].UserID = s.UserID // the snapshot's user wrote them (the owner when empty)
+		}
 	}
 	if s.Summary != nil && m.sums == nil && !s.Summary.IsBlank() {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)

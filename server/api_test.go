@@ -181,7 +181,7 @@ func TestKeyring(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, want := range map[string]string{keyAlice: "alice", keyBob: "bob", "carol-key-0123456789abc": "carol", "nope": "", "": ""} {
-		got, ok := kr.lookup(key)
+		got, _, ok := kr.lookup(key)
 		if got != want || ok != (want != "") {
 			t.Errorf("lookup(%q) = %q, %v; want %q", key, got, ok, want)
 		}

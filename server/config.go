@@ -32,6 +32,9 @@ const (
 	DefaultMaxHistoryBytes = 8 << 20
 	// MinKeyLength is the shortest API key accepted.
 	MinKeyLength = 16
+	// DefaultKeysFileInterval is how often, at most, the keys file
+	// (Config.KeysFile) is read again to pick up added and removed keys: 5 s.
+	DefaultKeysFileInterval = 5 * time.Second
 )
 
 // Config configures a Server. Zero durations and sizes mean the defaults
@@ -39,9 +42,24 @@ const (
 type Config struct {
 	// Addr is the TCP address ListenAndServe listens on.
 	Addr string
-	// APIKeys are the accepted keys, each bound to one user id. At least one
-	// is required.
+	// APIKeys are the accepted keys, each bound to one user id (or, for a
+	// service key, acting for the user each request names). At least one
+	// key, here or in KeysFile, is required.
 	APIKeys []APIKey
+	// KeysFile names a file of more keys, added to APIKeys: one key per
+	// line, "USER-ID SHA256-HEX" for a user key or "NAME SHA256-HEX
+	// service" for a service key (blank lines and lines starting with #
+	// are skipped; only digests, never keys, are written there). The
+	// server reads it at New, which fails when it cannot, and again at
+	// most every KeysFileInterval, on the next request after the interval:
+	// keys added to it work, and keys removed from it stop working,
+	// without a restart. A file that no longer reads or parses is logged
+	// and the keys loaded before stay in force. At most 1 MiB and 10000
+	// keys.
+	KeysFile string
+	// KeysFileInterval is how often, at most, KeysFile is read again; 0
+	// means DefaultKeysFileInterval.
+	KeysFileInterval time.Duration
 	// MaxBodyBytes caps request bodies (413 beyond).
 	MaxBodyBytes int64
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
@@ -76,8 +94,14 @@ type Config struct {
 // SHA-256 digest of it (SHA256), and the user id it authenticates. The
 // Server keeps only digests; Key is hashed by New and never stored.
 type APIKey struct {
-	// UserID is the user every request made with the key acts as.
+	// UserID is the user every request made with the key acts as; for a
+	// service key, the name of the service (logged, never acted as).
 	UserID string
+	// Service makes the key a service key, for a backend that
+	// authenticates its own users: each request acts for the user it names
+	// in the UserHeader header, with the same ownership checks as that
+	// user's own key. A user key (Service false) may not send the header.
+	Service bool
 	// Key is the key itself (at least MinKeyLength characters).
 	Key string
 	// SHA256 is the key's hex SHA-256 digest (HashKey), instead of Key.
@@ -112,6 +136,7 @@ func (c Config) withDefaults() Config {
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&c.KeysFileInterval, DefaultKeysFileInterval)
 	return c
 }
 
@@ -120,22 +145,24 @@ func (c Config) validate() error {
 	switch {
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("server: MaxBodyBytes = %d, want >= 1024", c.MaxBodyBytes)
-	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0:
+	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 || c.KeysFileInterval < 0:
 		return errors.New("server: timeouts must be > 0")
 	case c.MaxHistoryBytes < 1024:
 		return fmt.Errorf("server: MaxHistoryBytes = %d, want >= 1024", c.MaxHistoryBytes)
 	case c.ContextBudget < 0:
 		return fmt.Errorf("server: ContextBudget = %d, want >= 0", c.ContextBudget)
-	case len(c.APIKeys) == 0:
+	case len(c.APIKeys) == 0 && c.KeysFile == "":
 		return errors.New("server: no API keys configured")
 	}
 	return nil
 }
 
-// keyring holds the SHA-256 digests of the accepted keys and their users.
+// keyring holds the SHA-256 digests of the accepted keys, their users and
+// which are service keys.
 type keyring struct {
-	hashes [][sha256.Size]byte
-	users  []string
+	hashes  [][sha256.Size]byte
+	users   []string
+	service []bool
 }
 
 func newKeyring(keys []APIKey) (*keyring, error) {
@@ -169,6 +196,7 @@ func newKeyring(keys []APIKey) (*keyring, error) {
 		seen[h] = i
 		kr.hashes = append(kr.hashes, h)
 		kr.users = append(kr.users, k.UserID)
+		kr.service = append(kr.service, k.Service)
 	}
 	return kr, nil
 }

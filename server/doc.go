@@ -51,8 +51,16 @@
 //
 // # Sessions, users and titles
 //
-// Each API key is bound to one user id, and every manager call is made as
-// that user. The manager is the only door to session data: the server
+// Each user key is bound to one user id, and every manager call is made as
+// that user. A service key (APIKey.Service), for a backend that
+// authenticates its own users, acts for the user each request names in
+// X-Strata-User (UserHeader), with exactly the checks of that user's own
+// key; a missing, empty, repeated or odd user id (whitespace, control
+// characters, over 256 bytes, or the reserved anonymous and shared) is a
+// 400, and a user key sending the header is a 403 with one body whatever it
+// names. Keys of Config.KeysFile are added and removed without a restart:
+// the file is re-read, when its content changed, at most every
+// Config.KeysFileInterval. The manager is the only door to session data: the server
 // holds no store of its own. POST /v1/sessions creates the session in the
 // store (memory.Manager.Create) with a random id, owned by the caller and
 // visible at once to every server sharing the store, even while empty;
@@ -61,7 +69,8 @@
 // generates titles from summaries; without a catalogue there are no titles.
 //
 // Listing and search go through the catalogue when the server has one
-// (search answers 501 without); its documents follow every fold and every
+// (search answers 501 without); a shared session is listed and found for
+// the users who wrote in it and the configured viewers only; its documents follow every fold and every
 // delete when its observers are registered with the manager. A search
 // first indexes the caller's sessions that have no document yet or a stale
 // one (bounded to a few seconds), so a short conversation that was never

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FuzzAppendBody sends arbitrary bodies to POST /v1/sessions/{id}/messages
@@ -46,6 +48,48 @@ func FuzzAppendBody(f *testing.F) {
 			if got := call(http.MethodGet, "/v1/sessions/"+session.ID+"?limit=5", ""); got.Code != http.StatusOK {
 				t.Fatalf("accepted body %q, then GET answered %d: %s", body, got.Code, got.Body)
 			}
+		}
+	})
+}
+
+// FuzzKeysFile parses arbitrary keys files: never a panic; what parses is
+// a list of digests that newKeyring accepts or refuses with an error, and
+// every key parsed came from a line of the file.
+func FuzzKeysFile(f *testing.F) {
+	for _, seed := range []string{
+		"alice " + HashKey("k1") + "\n# c\n\nbackend " + HashKey("k2") + " service\n",
+		"alice", "alice nothex", "a " + HashKey("k") + " admin", "\x00 " + HashKey("k"), "é\t" + HashKey("k") + "\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		keys, err := parseKeysFile(b)
+		if err != nil {
+			return
+		}
+		for _, k := range keys {
+			if k.UserID == "" || k.SHA256 == "" || !strings.Contains(string(b), k.SHA256) {
+				t.Fatalf("parsed %+v from %q", k, b)
+			}
+		}
+		_, _ = newKeyring(keys)
+	})
+}
+
+// FuzzUserHeader: an X-Strata-User value a service key may act for is at
+// most 256 bytes of UTF-8 without whitespace or control characters, and
+// never a reserved owner.
+func FuzzUserHeader(f *testing.F) {
+	for _, seed := range []string{"alice", "7c9e6679-7425-40de-944b-e07cc1f70ae5", "a b", "Shared", "anonymous", "\u200b", strings.Repeat("x", 257)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if checkUserID(id) != nil {
+			return
+		}
+		if id == "" || len(id) > maxUserIDLength || !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
+			strings.EqualFold(id, "shared") || strings.EqualFold(id, "anonymous") {
+			t.Fatalf("checkUserID accepted %q", id)
 		}
 	})
 }

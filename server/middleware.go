@@ -34,6 +34,7 @@ type reqState struct {
 	id      string
 	route   string
 	user    string
+	service string // the service key's name when a service key acts for user
 	session string
 }
 
@@ -138,7 +139,7 @@ func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 		st.route = p
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
-		user, aerr := s.keys.authenticate(r)
+		keyUser, service, aerr := s.keys.keys().authenticate(r)
 		if aerr != nil {
 			v := `Bearer realm="strata"`
 			if aerr.token {
@@ -148,8 +149,16 @@ func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 			s.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: aerr.msg})
 			return
 		}
-		st.user = user
 		w.Header().Set("Cache-Control", "no-store")
+		user, herr := actingUser(r, keyUser, service)
+		if herr != nil {
+			s.writeError(w, r, herr)
+			return
+		}
+		st.user = user
+		if service {
+			st.service = keyUser
+		}
 	}
 	if pattern == "" { // 404 or 405 from the mux: answer in JSON
 		rec := &headerOnlyWriter{header: http.Header{}}
@@ -235,6 +244,9 @@ func (s *Server) accessLog(r *http.Request, st *reqState, status int, bytes int6
 	}
 	if st.user != "" {
 		attrs = append(attrs, slog.String("user_id", st.user))
+	}
+	if st.service != "" {
+		attrs = append(attrs, slog.String("service", st.service))
 	}
 	if st.session != "" {
 		attrs = append(attrs, slog.String("session_id", st.session))

@@ -29,7 +29,7 @@ type Server struct {
 	cfg     Config
 	mgr     *memory.Manager
 	cat     *catalog.Catalog
-	keys    *keyring
+	keys    *keySource
 	log     *slog.Logger
 	tracer  trace.Tracer
 	routes  []route
@@ -133,7 +133,7 @@ func New(mgr *memory.Manager, cat *catalog.Catalog, cfg Config, opts ...Option) 
 		return nil, fmt.Errorf("server: the manager's prompt budget is %d tokens (context window %d − output reserve %d), want >= 1",
 			budget, mc.ContextWindowTokens, mc.OutputReserveTokens)
 	}
-	keys, err := newKeyring(cfg.APIKeys)
+	keys, err := newKeySource(cfg.APIKeys, cfg.KeysFile, cfg.KeysFileInterval, o.logger)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"TitlesFollowFolds", testTitles},
 		{"PinnedTitles", testPinned},
 		{"SharedSessions", testShared},
+		{"SharedThreadsShownToParticipants", testSharedParticipants},
 		{"DeletedSessionsDisappear", testDeleted},
 		{"RefreshRacingDeleteWritesNothing", testRefreshRacingDelete},
 		{"FailingEmbedderNeverBreaksConversation", testFailingEmbedder},
@@ -750,6 +751,128 @@ func testShared(t *testing.T, env Env) {
 	if pg, err := cat.List(ctx, "alice", 0, 0); err != nil || pg.Total != 1 || !slices.Equal(ids(pg.Sessions), []string{"alice-own"}) {
 		t.Errorf("alice lists %v (total %d) after the delete, %v", ids(pg.Sessions), pg.Total, err)
 	}
+}
+
+// testSharedParticipants: three users and two shared threads — alice and
+// bob write in the first, bob and carol in the second. Listings, totals,
+// pages and search show each thread to the users who wrote in it and to
+// the configured viewer (dana), never to the others (alice does not see
+// the second, erin sees neither); reading a thread by its id stays open
+// to every user, as configured. A user who writes in a thread sees it
+// from then on; a thread deleted and re-created under its id is shown to
+// its new participants only.
+func testSharedParticipants(t *testing.T, env Env) {
+	ctx := ctxFor(t)
+	cfg := memory.DefaultConfig()
+	cfg.SharedSessionPrefixes = []string{"slack-"}
+	cfg.SharedSessionViewers = []string{"dana"}
+	mgr, cat := Open(t, env, cfg)
+	const t1, t2 = "slack-C1-1700000000.1", "slack-C2-1700000000.2"
+	step := func() { time.Sleep(2 * time.Millisecond) } // distinct last activity
+	save(t, ctx, mgr, "alice-own", "alice", "Which tomato varieties grow well on a balcony?", "Cherry tomatoes do.")
+	step()
+	save(t, ctx, mgr, t1, "alice", "When is the rocket launch rehearsal scheduled?", "Thursday at noon.")
+	step()
+	save(t, ctx, mgr, "bob-own", "bob", "How do I bake sourdough bread?", "Feed the starter first.")
+	step()
+	save(t, ctx, mgr, t2, "carol", "How do I descale the office espresso machine?", "Use citric acid.")
+	step()
+	save(t, ctx, mgr, t1, "bob", "Who runs the rocket launch checklist?", "Carol does.")
+	step()
+	save(t, ctx, mgr, t2, "bob", "Which espresso beans should the office order?", "A medium roast.")
+	step()
+	save(t, ctx, mgr, "carol-own", "carol", "Where can I hike near the lake?", "The north trail.")
+
+	wantList := func(user string, want ...string) {
+		t.Helper()
+		pg, err := cat.List(ctx, user, 0, 0)
+		if err != nil || pg.Total != len(want) || !slices.Equal(ids(pg.Sessions), want) {
+			t.Fatalf("%s lists %v (total %d), %v; want %v", user, ids(pg.Sessions), pg.Total, err, want)
+		}
+		var paged []string
+		for off := range len(want) + 1 {
+			p, err := cat.List(ctx, user, 1, off)
+			if err != nil || p.Total != len(want) {
+				t.Fatalf("%s page %d: %v (total %d), %v; want total %d", user, off, ids(p.Sessions), p.Total, err, len(want))
+			}
+			paged = append(paged, ids(p.Sessions)...)
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("%s pages through %v, want %v", user, paged, want)
+		}
+	}
+	wantList("alice", t1, "alice-own")
+	wantList("bob", t2, t1, "bob-own")
+	wantList("carol", "carol-own", t2)
+	wantList("dana", t2, t1) // the viewer, who wrote in neither
+	wantList("erin")         // wrote in neither, no viewer
+	wantList("")             // the anonymous user neither
+
+	// Search shows what the listing shows.
+	Flush(t, ctx, mgr, cat)
+	found := func(user, query string) []string {
+		t.Helper()
+		if _, err := cat.Reindex(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cat.Search(ctx, user, query, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range res.Matches {
+			out = append(out, m.SessionID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		user, query string
+		want        []string
+	}{
+		{"alice", "rocket launch checklist", []string{t1}},
+		{"alice", "office espresso machine", nil},
+		{"bob", "office espresso machine", []string{t2}},
+		{"carol", "rocket launch checklist", nil},
+		{"carol", "office espresso machine", []string{t2}},
+		{"dana", "rocket launch checklist", []string{t1}},
+		{"dana", "office espresso machine", []string{t2}},
+		{"erin", "rocket launch checklist", nil},
+		{"erin", "office espresso machine", nil},
+	} {
+		if got := found(tc.user, tc.query); !slices.Equal(got, tc.want) {
+			t.Errorf("%s searches %q: %v, want %v", tc.user, tc.query, got, tc.want)
+		}
+	}
+
+	// Reading a thread by its id stays open to every user (the shared
+	// prefix says so), title included.
+	if msgs, err := mgr.Messages(ctx, t2, "erin", 0, 0); err != nil || len(msgs) != 4 {
+		t.Fatalf("erin reads the second thread by its id: %d messages, %v", len(msgs), err)
+	}
+	if title, err := cat.Title(ctx, t2, "erin"); err != nil || title == "" {
+		t.Fatalf("erin reads the second thread's title by its id: %q, %v", title, err)
+	}
+	// Reading is not writing: erin still does not list it.
+	wantList("erin")
+
+	// carol writes in the first thread: she lists it from then on.
+	step()
+	save(t, ctx, mgr, t1, "carol", "Can I join the rocket launch rehearsal?", "Yes.")
+	wantList("carol", t1, "carol-own", t2)
+	if got := found("carol", "rocket launch checklist"); !slices.Equal(got, []string{t1}) {
+		t.Errorf("carol searches the first thread after writing in it: %v", got)
+	}
+
+	// Deleted and re-created under its id by erin: only erin lists it.
+	if err := mgr.DeleteSession(ctx, t1, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	save(t, ctx, mgr, t1, "erin", "A new thread about the team lunch.", "Pizza it is.")
+	wantList("alice", "alice-own")
+	wantList("erin", t1)
+	wantList("bob", t2, "bob-own")
+	wantList("dana", t1, t2)
 }
 
 func testDeleted(t *testing.T, env Env) {

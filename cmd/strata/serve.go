@@ -82,8 +82,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(cfg.Server.APIKeys) == 0 {
-		return errors.New("serve: no API keys configured: set arc.reactor.memory.server.api-keys (e.g. --set 'arc.reactor.memory.server.api-keys=USER=key-env:NAME')")
+	if len(cfg.Server.APIKeys) == 0 && cfg.Server.APIKeysFile == "" {
+		return errors.New("serve: no API keys configured: set arc.reactor.memory.server.api-keys (e.g. --set 'arc.reactor.memory.server.api-keys=USER=key-env:NAME') or arc.reactor.memory.server.api-keys-file")
 	}
 	// main stops on SIGINT; a service manager sends SIGTERM.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)

@@ -9,7 +9,8 @@
 // and deleting the same id. Every session and user id the suite
 // makes carries a fresh random token, so it can run again and again against
 // one shared database without collisions. RunCapabilities covers the
-// optional capabilities store.Importer and store.Forgetter, and
+// optional capabilities store.Importer, store.Forgetter and
+// store.ParticipantLister, and
 // RunErasure runs the erasure scenarios of a Manager with its catalogue over a
 // message store, a summary store and a catalogue index.
 package memorytest

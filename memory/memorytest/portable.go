@@ -32,6 +32,7 @@ func RunCapabilities(t *testing.T, newStore func(t *testing.T) memory.MessageSto
 	}{
 		{"Import", testImport},
 		{"Forget", testForget},
+		{"Participants", testParticipants},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run(&env{t: t, ctx: t.Context(), s: newStore(t), token: token(t)})

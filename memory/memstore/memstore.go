@@ -102,6 +102,34 @@ type memSession struct {
 	hasUser      bool            // whether firstUser is set
 	msgs         []store.Message // oldest first; msgs[i].Seq strictly increasing
 	elem         *list.Element   // in its owner's userSessions.lru
+	// participants are the authors of its messages other than its owner,
+	// first writers first, at most maxParticipants of them.
+	participants []string
+}
+
+// maxParticipants bounds the participants recorded per session (see
+// store.ParticipantLister): the first 64 authors other than its owner.
+const maxParticipants = 64
+
+// write stamps stored[i], a message the caller appends to sess, with its
+// author (its UserID when set, else the owner), its sequence number and,
+// when not zero, its creation time, and records the author as a
+// participant. s.mu must be held.
+func (s *Store) write(sess *memSession, m *store.Message, now time.Time) {
+	s.lastSeq++
+	m.Seq = s.lastSeq
+	if m.UserID == "" {
+		m.UserID = sess.owner
+	}
+	if !now.IsZero() {
+		m.CreatedAt = now
+	}
+	if m.UserID != sess.owner && len(sess.participants) < maxParticipants && !slices.Contains(sess.participants, m.UserID) {
+		sess.participants = append(sess.participants, m.UserID)
+	}
+	if !sess.hasUser && m.Role == store.RoleUser {
+		sess.firstUser, sess.hasUser = m.Content, true
+	}
 }
 
 // userSessions are one user's sessions. Guarded by Store.mu.
@@ -119,6 +147,8 @@ func (s *Store) touch(sess *memSession) {
 var (
 	_ store.Store    = (*Store)(nil)
 	_ store.Replacer = (*Store)(nil)
+
+	_ store.ParticipantLister = (*Store)(nil)
 )
 
 // New returns an empty store that keeps sessions in process memory. It is a
@@ -204,11 +234,7 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 		return store.AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
 	}
 	for i := range stored {
-		s.lastSeq++
-		stored[i].Seq, stored[i].UserID, stored[i].CreatedAt = s.lastSeq, userID, now
-		if !sess.hasUser && stored[i].Role == store.RoleUser {
-			sess.firstUser, sess.hasUser = stored[i].Content, true
-		}
+		s.write(sess, &stored[i], now)
 	}
 	sess.msgs = append(sess.msgs, stored...)
 	s.activity++
@@ -245,12 +271,8 @@ func (s *Store) Replace(ctx context.Context, sessionID, userID string, msgs ...s
 		}
 		var last int64
 		for i := range stored {
-			s.lastSeq++
+			s.write(sess, &stored[i], now)
 			last = s.lastSeq
-			stored[i].Seq, stored[i].UserID, stored[i].CreatedAt = s.lastSeq, userID, now
-			if !sess.hasUser && stored[i].Role == store.RoleUser {
-				sess.firstUser, sess.hasUser = stored[i].Content, true
-			}
 		}
 		sess.msgs = stored
 		return store.AppendResult{Total: len(stored), LastSeq: last, Epoch: sess.epoch}, nil
@@ -336,6 +358,22 @@ func (s *Store) Delete(ctx context.Context, sessionID, userID string) error {
 // same instant are listed in the order their activity happened, newest
 // first.
 func (s *Store) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
+	return s.list(ctx, userID, "", limit, offset)
+}
+
+// ParticipantSessions implements store.ParticipantLister, in the order of
+// Sessions. The store records at most 64 participants per session, the
+// first to write.
+func (s *Store) ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) ([]store.SessionInfo, int, error) {
+	if participant == "" || participant == ownerID {
+		return nil, 0, nil
+	}
+	return s.list(ctx, ownerID, participant, limit, offset)
+}
+
+// list lists userID's sessions, those participant wrote in when it is not
+// "".
+func (s *Store) list(ctx context.Context, userID, participant string, limit, offset int) ([]store.SessionInfo, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -350,6 +388,9 @@ func (s *Store) Sessions(ctx context.Context, userID string, limit, offset int) 
 	}
 	all := make([]entry, 0, len(mine))
 	for _, sess := range mine {
+		if participant != "" && !slices.Contains(sess.participants, participant) {
+			continue
+		}
 		info := store.SessionInfo{SessionID: sess.id, UserID: sess.owner, MessageCount: len(sess.msgs),
 			CreatedAt: sess.created, LastActivity: sess.lastActivity, Preview: text.Preview(sess.firstUser, sess.hasUser)}
 		all = append(all, entry{info, sess.activity})

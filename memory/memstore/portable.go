@@ -48,16 +48,13 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 		seqs := make([]int64, len(stored))
 		last := created
 		for i := range stored {
-			s.lastSeq++
-			stored[i].Seq, stored[i].UserID = s.lastSeq, userID
+			var at time.Time
 			if stored[i].CreatedAt.IsZero() {
-				stored[i].CreatedAt = now
+				at = now
 			}
+			s.write(sess, &stored[i], at)
 			last = stored[i].CreatedAt
 			seqs[i] = s.lastSeq
-			if !sess.hasUser && stored[i].Role == store.RoleUser {
-				sess.firstUser, sess.hasUser = stored[i].Content, true
-			}
 		}
 		sess.msgs = stored
 		sess.lastActivity = last

@@ -31,7 +31,8 @@ type Importer interface {
 	ImportsSummariesOf(sums summary.Store) bool
 	// Import creates sessionID owned by userID holding msgs, oldest
 	// first: each gets a new sequence number, in order, and keeps its
-	// CreatedAt (now when zero); UserID and Seq of msgs are ignored. When
+	// CreatedAt (now when zero) and its author (UserID; the owner when
+	// empty); Seq of msgs is ignored. When
 	// sum is not nil it is called, within the same atomic step, with the
 	// new session's epoch and the sequence numbers given to msgs
 	// (seqs[i] to msgs[i]), and the summary it returns (when not nil) is

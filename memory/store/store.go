@@ -51,7 +51,12 @@ type Message struct {
 	// Metadata carries free-form per-message annotations, e.g.
 	// "model_variant". Stored and returned, ignored by the memory policy.
 	Metadata map[string]string
-	// UserID is the user that wrote the message (set by the store).
+	// UserID is the user that wrote the message: given to Append (and
+	// Replace, Import), the author the caller names — memory.Manager names
+	// the user acting, who for a shared session is not its owner — and
+	// when empty the session's owner; read back, the author the store
+	// recorded. Stores that record participants (ParticipantLister) take
+	// them from it.
 	UserID string
 	// CreatedAt is set by the store on append.
 	CreatedAt time.Time
@@ -173,6 +178,23 @@ var (
 	// retrying later, from a bad request.
 	ErrUnavailable = errors.New("memory: store unavailable")
 )
+
+// ParticipantLister is an optional capability of a Store (both stores of
+// this module have it): the store records, with each append, replace and
+// import in the same atomic step, the participants of a session — the
+// authors of its messages (Message.UserID) other than its owner, such as
+// the users writing in a shared session, whose owner is the manager's
+// "shared" — and lists the sessions a user took part in. The participants
+// of an incarnation go with it (Delete, Replace). Both stores of this
+// module record at most 64 participants per session, the first to write;
+// later authors are stored with their messages but not listed.
+type ParticipantLister interface {
+	// ParticipantSessions lists the sessions owned by ownerID that
+	// participant wrote in, with the contract of Sessions: newest activity
+	// first, total before pagination, limit <= 0 means no limit, a
+	// negative offset counts as 0. participant == ownerID lists nothing.
+	ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) (page []SessionInfo, total int, err error)
+}
 
 // FoldLocker is an optional capability of a Store or summary.Store
 // that coordinates summarization across processes (the PostgreSQL stores
