@@ -168,6 +168,16 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	// The session is the caller's, whoever owned the exported one.
 	snap.UserID = st.user
 	if err := s.mgr.Import(r.Context(), &snap); err != nil {
+		if errors.Is(err, store.ErrSessionExists) {
+			// Session ids are one namespace: an id in use by another user
+			// answers the 404 every other endpoint gives for another
+			// user's session, not a conflict that says it exists; 409 is
+			// for the caller's own session. The count costs what it costs
+			// on the caller's own sessions, so the timing does not tell.
+			if _, cerr := s.mgr.Count(r.Context(), snap.SessionID, st.user); cerr != nil {
+				err = cerr
+			}
+		}
 		s.failPortable(w, r, err)
 		return
 	}
