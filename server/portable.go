@@ -137,12 +137,39 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	snap, err := s.mgr.Export(r.Context(), id, stateOf(r.Context()).user)
-	if err != nil {
+	// Streamed: the snapshot is read and written in bounded chunks, never
+	// held whole (see memory.Manager.WriteExport).
+	sw := &startWriter{w: w}
+	err := s.mgr.WriteExport(r.Context(), sw, id, stateOf(r.Context()).user)
+	switch {
+	case err == nil:
+	case !sw.started:
 		s.failPortable(w, r, err)
-		return
+	default:
+		// The status is sent: cut the response, so that the client sees
+		// an incomplete body rather than a complete one.
+		s.log.ErrorContext(r.Context(), "strata serve: export failed after its first bytes; the response is cut",
+			"request_id", stateOf(r.Context()).id, "session_id", id, "error", err)
+		panic(http.ErrAbortHandler)
 	}
-	s.writeJSON(w, http.StatusOK, snap)
+}
+
+// startWriter sends the 200 headers of a streamed JSON response before
+// its first byte, and records whether it has.
+type startWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (sw *startWriter) Write(b []byte) (int, error) {
+	if !sw.started {
+		sw.started = true
+		h := sw.w.Header()
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		sw.w.WriteHeader(http.StatusOK)
+	}
+	return sw.w.Write(b)
 }
 
 // --- POST /v1/sessions/import -------------------------------------------------
