@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-go/strata/memory"
@@ -136,5 +137,77 @@ func TestWriteExportMemoryBounded(t *testing.T) {
 	}
 	if grown := int64(p.peak) - int64(base); grown > 32<<20 {
 		t.Fatalf("the live heap grew by %d MiB during a streamed export of %d MiB, want < 32 MiB", grown>>20, p.n>>20)
+	}
+}
+
+// Streamed exports racing saves that fold and erasures: every document is
+// a whole snapshot whose summary's cursor covers no message after its
+// last one but for erased ones. Run with -race.
+func TestWriteExportRacingFoldsAndErasures(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, hierConfig())
+	f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+		return countingResult(req), nil
+	})
+	for i := range 12 {
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprintf("q%d", i), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	erased := map[int64]bool{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 60 {
+			if err := f.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprintf("q%d", 12+i), "a"); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%7 == 3 {
+				msgs, err := f.mgr.Messages(ctx, "s", "alice", 0, 1)
+				if err != nil || len(msgs) == 0 {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				erased[msgs[0].Seq] = true
+				mu.Unlock()
+				if err := f.mgr.Forget(ctx, "s", "alice", msgs[0].Seq); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		var out bytes.Buffer
+		if err := f.mgr.WriteExport(ctx, &out, "s", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		var snap memory.Snapshot
+		if err := json.Unmarshal(out.Bytes(), &snap); err != nil {
+			t.Fatalf("not a whole snapshot: %v", err)
+		}
+		have := map[int64]bool{}
+		var last int64
+		for _, m := range snap.Messages {
+			have[m.Seq], last = true, m.Seq
+		}
+		if snap.Summary == nil {
+			continue
+		}
+		mu.Lock()
+		for seq := int64(1); seq <= snap.Summary.UpToSeq; seq++ {
+			if !have[seq] && !erased[seq] && seq > last {
+				t.Errorf("the summary's cursor %d covers message %d, which the snapshot (last %d) lacks", snap.Summary.UpToSeq, seq, last)
+			}
+		}
+		mu.Unlock()
 	}
 }
