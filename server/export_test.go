@@ -110,3 +110,77 @@ func TestExportStreamedInBoundedMemory(t *testing.T) {
 		t.Fatalf("%d messages exported", len(snap.Messages))
 	}
 }
+
+// GET /v1/sessions/{id} keeps to the page's byte cap whatever the
+// summary's size: a summary counts against the cap (the messages get what
+// it leaves, at least one), and one larger than half the cap is left out
+// with summary_omitted (the export has it). Summaries that large come
+// from imports.
+func TestSessionPageCapIncludesSummary(t *testing.T) {
+	t.Parallel()
+	const pageCap = 64 << 10
+	for _, pg := range []bool{false, true} {
+		t.Run(fmt.Sprintf("postgres=%v", pg), func(t *testing.T) {
+			t.Parallel()
+			ts := stack{pg: pg, cfg: Config{MaxHistoryBytes: pageCap}}.start(t)
+			for _, c := range []struct {
+				id      string
+				facts   int
+				omitted bool
+			}{{"small-summary", 3, false}, {"mid-summary", 60, false}, {"huge-summary", 400, true}} {
+				snap := importSnapshot(c.id)
+				var msgs []map[string]any
+				for i := range 40 {
+					msgs = append(msgs, map[string]any{"seq": i + 1, "role": "user", "created_at": "2026-01-02T03:04:05Z",
+						"content": fmt.Sprintf("%02d ", i) + strings.Repeat("m", 4<<10)})
+				}
+				var facts []map[string]any
+				for i := range c.facts {
+					facts = append(facts, map[string]any{"key": fmt.Sprintf("fact_%03d", i), "value": strings.Repeat("v", 400), "category": "ENTITY"})
+				}
+				snap["messages"] = msgs
+				snap["summary"] = map[string]any{"narrative": "A long talk.", "facts": facts, "up_to_seq": 20}
+				ts.must(201, "POST", "/v1/sessions/import", keyAlice, snap, nil)
+
+				seen, after := 0, "0"
+				for {
+					r := ts.must(200, "GET", "/v1/sessions/"+c.id+"?limit=1000&after_seq="+after, keyAlice, nil, nil)
+					if len(r.body) > pageCap+1<<10 {
+						t.Fatalf("%s: a page of %d bytes, cap %d", c.id, len(r.body), pageCap)
+					}
+					var page struct {
+						Messages []struct {
+							Seq int64 `json:"seq"`
+						} `json:"messages"`
+						NextAfterSeq   *int64 `json:"next_after_seq"`
+						Summary        *struct{ Facts []any } `json:"summary"`
+						SummaryOmitted bool   `json:"summary_omitted"`
+					}
+					r.decode(t, &page)
+					if page.SummaryOmitted != c.omitted || (page.Summary == nil) != c.omitted {
+						t.Fatalf("%s: summary_omitted %v, summary %v", c.id, page.SummaryOmitted, page.Summary != nil)
+					}
+					if !c.omitted && len(page.Summary.Facts) != c.facts {
+						t.Fatalf("%s: %d facts, want %d", c.id, len(page.Summary.Facts), c.facts)
+					}
+					if len(page.Messages) == 0 {
+						t.Fatalf("%s: an empty page", c.id)
+					}
+					seen += len(page.Messages)
+					if page.NextAfterSeq == nil {
+						break
+					}
+					after = fmt.Sprint(*page.NextAfterSeq)
+				}
+				if seen != 40 {
+					t.Fatalf("%s: %d messages over the pages, want 40", c.id, seen)
+				}
+				var full memory.Snapshot
+				ts.must(200, "GET", "/v1/sessions/"+c.id+"/export", keyAlice, nil, &full)
+				if full.Summary == nil || len(full.Summary.Facts) != c.facts {
+					t.Fatalf("%s: the export lacks the summary", c.id)
+				}
+			}
+		})
+	}
+}
