@@ -152,9 +152,9 @@ func TestSessionPageCapIncludesSummary(t *testing.T) {
 						Messages []struct {
 							Seq int64 `json:"seq"`
 						} `json:"messages"`
-						NextAfterSeq   *int64 `json:"next_after_seq"`
+						NextAfterSeq   *int64                 `json:"next_after_seq"`
 						Summary        *struct{ Facts []any } `json:"summary"`
-						SummaryOmitted bool   `json:"summary_omitted"`
+						SummaryOmitted bool                   `json:"summary_omitted"`
 					}
 					r.decode(t, &page)
 					if page.SummaryOmitted != c.omitted || (page.Summary == nil) != c.omitted {
