@@ -2,9 +2,12 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -14,9 +17,11 @@ const (
 	// maxForgetSeqs caps the sequence numbers one batch erasure names.
 	maxForgetSeqs = 1000
 	// importBodyFactor: an import's body may be this many times
-	// Config.MaxBodyBytes (32 MiB by default), since it carries a whole
-	// session.
-	importBodyFactor = 32
+	// Config.MaxBodyBytes (8 MiB by default), since it carries a whole
+	// session. The bound keeps an import's one transaction well within
+	// PostgreSQL's statement timeout under concurrent imports; a larger
+	// session is imported with strata import.
+	importBodyFactor = 8
 )
 
 // portableRoutes are the erasure, export and import endpoints.
@@ -192,6 +197,10 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st.session = snap.SessionID
+	if e := checkImport(&snap); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	// The session is the caller's, whoever owned the exported one.
 	snap.UserID = st.user
 	if err := s.mgr.Import(r.Context(), &snap); err != nil {
@@ -210,4 +219,33 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/sessions/"+snap.SessionID)
 	s.writeJSON(w, http.StatusCreated, importResponse{ID: snap.SessionID, Stored: len(snap.Messages)})
+}
+
+// checkImport holds an imported snapshot to what an append accepts, beyond
+// the snapshot's own validation (memory.Manager.Import): the messages
+// array and every message's created_at present, no metadata key with
+// the server's reserved prefix, and no tool result that answers no tool
+// call made before it in the snapshot.
+func checkImport(snap *memory.Snapshot) *apiError {
+	if snap.Messages == nil {
+		return badRequest("messages is missing (a session without messages has \"messages\": [])")
+	}
+	msgs := make([]store.Message, len(snap.Messages))
+	for i, m := range snap.Messages {
+		if m.CreatedAt.IsZero() {
+			return &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: fmt.Sprintf("messages[%d].created_at is missing", i)}
+		}
+		for k := range m.Metadata {
+			if strings.HasPrefix(k, msgjson.ReservedMetadataPrefix) {
+				return &apiError{status: http.StatusBadRequest, code: "invalid_message",
+					msg: fmt.Sprintf("messages[%d].metadata: key %q is reserved (keys starting with %q)", i, k, msgjson.ReservedMetadataPrefix)}
+			}
+		}
+		msgs[i] = m.Stored()
+	}
+	if i, call := firstUnanswered(msgs, nil); i >= 0 {
+		return &apiError{status: http.StatusBadRequest, code: "invalid_message",
+			msg: fmt.Sprintf("messages[%d].tool_call_id %q: no tool call with this id precedes it in the snapshot", i, call)}
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -35,10 +34,10 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 		if s.sessions[sessionID] != nil {
 			return store.AppendResult{}, store.ErrSessionExists
 		}
-		now := time.Now()
+		now := now()
 		created := now
 		if len(stored) > 0 && !stored[0].CreatedAt.IsZero() && stored[0].CreatedAt.Before(now) {
-			created = stored[0].CreatedAt
+			created, _ = store.NormalTime(stored[0].CreatedAt)
 		}
 		sess, ev, err := s.create(sessionID, userID, created)
 		evicted = ev
@@ -52,6 +51,9 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 			stored[i].Seq, stored[i].UserID = s.lastSeq, userID
 			if stored[i].CreatedAt.IsZero() {
 				stored[i].CreatedAt = now
+			} else {
+				// Validated: within the years every store keeps.
+				stored[i].CreatedAt, _ = store.NormalTime(stored[i].CreatedAt)
 			}
 			last = stored[i].CreatedAt
 			seqs[i] = s.lastSeq

@@ -8,5 +8,5 @@ import (
 
 // The store contract stays small and documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 32)
+	testutil.CheckExports(t, ".", 33)
 }
