@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // heapProbe discards what it is given and samples the process's live heap
@@ -183,4 +185,37 @@ func TestSessionPageCapIncludesSummary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingRange fails every read of messages after the first chunk.
+type failingRange struct{ memory.MessageStore }
+
+func (f failingRange) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]store.Message, error) {
+	if after > 0 {
+		return nil, fmt.Errorf("range after %d: %w", after, store.ErrUnavailable)
+	}
+	return f.MessageStore.Range(ctx, id, user, after, through, limit)
+}
+
+// An export that fails after its first bytes are written cuts the
+// response: the client gets an error (EOF), never a complete document
+// missing messages. One failing before any byte is an ordinary
+// error answer.
+func TestExportFailureMidwayCutsTheResponse(t *testing.T) {
+	t.Parallel()
+	mcfg := testMemoryConfig()
+	mcfg.Enabled = false
+	mcfg.MaxMessageBytes = 8 << 20 // one message per chunk
+	ts := stack{mcfg: &mcfg, store: failingRange{memory.NewInMemoryStore()}, noCatalog: true, quiet: true}.start(t)
+	id := ts.create(keyAlice, nil)
+	for i := range 3 {
+		ts.must(200, "POST", "/v1/sessions/"+id+"/messages", keyAlice, turn(fmt.Sprintf("Question %d? ", i)+strings.Repeat("q", 8<<10), "Answer."), nil)
+	}
+	// The cut comes before or after the headers leave the server's buffer:
+	// either way the client gets an error, not a document.
+	r, err := ts.try(context.Background(), "GET", "/v1/sessions/"+id+"/export", keyAlice, nil)
+	if err == nil || !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("an export failing mid-way: %s, %v; want the response cut (EOF)", r, err)
+	}
+	ts.must(404, "GET", "/v1/sessions/nope/export", keyAlice, nil, nil)
 }
