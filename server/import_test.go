@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,7 +215,15 @@ func TestImportValidatesAsStrictlyAsAppend(t *testing.T) {
 // written; one within the bound is imported.
 func TestImportBodyBound(t *testing.T) {
 	t.Parallel()
-	ts := stack{}.start(t)
+	for _, pg := range []bool{false, true} {
+		t.Run(fmt.Sprintf("postgres=%v", pg), func(t *testing.T) {
+			t.Parallel()
+			testImportBodyBound(t, stack{pg: pg}.start(t))
+		})
+	}
+}
+
+func testImportBodyBound(t *testing.T, ts *testServer) {
 	big := func(id string, n int) map[string]any {
 		var msgs []map[string]any
 		for i := range n {
@@ -227,5 +236,19 @@ func TestImportBodyBound(t *testing.T) {
 		t.Fatalf("code %q", e.Code)
 	}
 	ts.must(404, "GET", "/v1/sessions/too-big", keyAlice, nil, nil)
-	ts.must(201, "POST", "/v1/sessions/import", keyAlice, big("fits", 7), nil)
+	// Four imports at the bound at once all complete (each in one
+	// transaction, within the statement timeout).
+	var wg sync.WaitGroup
+	replies, errs := make([]reply, 4), make([]error, 4)
+	for i := range replies {
+		wg.Go(func() {
+			replies[i], errs[i] = ts.try(context.Background(), "POST", "/v1/sessions/import", keyAlice, big(fmt.Sprintf("fits-%d", i), 7))
+		})
+	}
+	wg.Wait()
+	for i, r := range replies {
+		if errs[i] != nil || r.status != 201 {
+			t.Errorf("concurrent import %d: %s, %v", i, r, errs[i])
+		}
+	}
 }
