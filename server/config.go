@@ -135,11 +135,12 @@ func (c Config) validate() error {
 	return nil
 }
 
-// reservedUser reports whether id is an owner the stores record for
-// sessions of no single user: a key (or a request) acting as it would
-// read the sessions saved without a user id, or every shared session.
+// reservedUser reports whether id is, in any case, an owner the stores
+// record for sessions of no single user: a key (or a request) acting as
+// it would read the sessions saved without a user id, or every shared
+// session.
 func reservedUser(id string) bool {
-	return id == store.AnonymousUser || id == owner.Shared
+	return strings.EqualFold(id, store.AnonymousUser) || strings.EqualFold(id, owner.Shared)
 }
 
 // keyring holds the SHA-256 digests of the accepted keys and their users.

@@ -11,11 +11,11 @@ import (
 // "anonymous" and "shared" are the owners the stores record for sessions
 // saved without a user id and for shared sessions: a key bound to either
 // would read those sessions (every shared session, for "shared"). Such a
-// key configuration is refused at start-up with an error that says why;
-// other user ids, even alike, are fine.
+// key configuration is refused at start-up, in any case, with an error
+// that says why; other user ids, even alike, are fine.
 func TestReservedUserIDsRefusedAtStartUp(t *testing.T) {
 	t.Parallel()
-	for _, user := range []string{"anonymous", "shared"} {
+	for _, user := range []string{"anonymous", "shared", "Anonymous", "SHARED"} {
 		t.Run(user, func(t *testing.T) {
 			t.Parallel()
 			mgr, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig())
@@ -42,7 +42,7 @@ func TestReservedUserIDsRefusedAtStartUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(mgr, nil, Config{APIKeys: []APIKey{{UserID: "anonymous-2", Key: keyAlice}, {UserID: "Shared", Key: keyBob}}})
+	srv, err := New(mgr, nil, Config{APIKeys: []APIKey{{UserID: "anonymous-2", Key: keyAlice}, {UserID: "shared_team", Key: keyBob}}})
 	if err != nil {
 		t.Fatalf("user ids that only look reserved: %v", err)
 	}
