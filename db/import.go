@@ -75,7 +75,13 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 	created := make([]string, len(msgs))
 	for i, m := range msgs {
 		if !m.CreatedAt.IsZero() {
-			created[i] = m.CreatedAt.UTC().Format(time.RFC3339Nano)
+			// In UTC to the microsecond, as given: PostgreSQL would round
+			// finer digits, up to the next year at the end of 9999.
+			t, ok := store.NormalTime(m.CreatedAt)
+			if !ok {
+				return store.AppendResult{}, fmt.Errorf("db: import: %w: message %d: created_at %s outside the years 1 to 9999", store.ErrInvalidMessage, i, m.CreatedAt.Format(time.RFC3339Nano))
+			}
+			created[i] = t.Format(time.RFC3339Nano)
 		}
 	}
 	fail := func(what string, err error) (store.AppendResult, error) {
@@ -126,8 +132,8 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 				return fail("summary", err)
 			}
 			var createdAt any
-			if !sm.CreatedAt.IsZero() {
-				createdAt = sm.CreatedAt
+			if t, ok := store.NormalTime(sm.CreatedAt); ok && !t.IsZero() {
+				createdAt = t
 			}
 			if _, err := tx.ExecContext(ctx, importSummarySQL, sessionID, epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, createdAt); err != nil {
 				return fail("summary", err)

@@ -432,8 +432,8 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		UpToSeq:   sr.UpToSeq.Int64,
 		Epoch:     sr.Epoch.Int64,
 		Version:   sr.Version.Int64,
-		CreatedAt: sr.CreatedAt.Time,
-		UpdatedAt: sr.UpdatedAt.Time,
+		CreatedAt: keptTime(sr.CreatedAt.Time),
+		UpdatedAt: keptTime(sr.UpdatedAt.Time),
 	}, nil
 }
 
@@ -514,7 +514,7 @@ func (r messageRow) message() (store.Message, error) {
 		ToolCallID: r.ToolCallID.String,
 		Name:       r.Name.String,
 		UserID:     r.UserID.String,
-		CreatedAt:  r.CreatedAt.Time,
+		CreatedAt:  keptTime(r.CreatedAt.Time),
 	}
 	var err error
 	if m.ToolCalls, err = msgjson.DecodeToolCalls(r.ToolCalls); err != nil {
@@ -668,7 +668,7 @@ type sessionRow struct {
 func (r sessionRow) info() store.SessionInfo {
 	preview := text.Preview(r.FirstUserMessage.String, r.FirstUserMessage.Valid)
 	return store.SessionInfo{SessionID: r.SessionID, UserID: r.UserID, MessageCount: int(r.MessageCount),
-		CreatedAt: r.CreatedAt, LastActivity: r.LastActivity, Preview: preview}
+		CreatedAt: keptTime(r.CreatedAt), LastActivity: keptTime(r.LastActivity), Preview: preview}
 }
 
 // listSessions runs a listing query taking ($1 user, $2 limit or NULL, $3
@@ -706,3 +706,12 @@ func listSessions[R interface{ total() int64 }](ctx context.Context, d *sqlx.DB,
 }
 
 func (r sessionRow) total() int64 { return r.Total }
+
+// keptTime is a time read from the database as the stores keep times
+// (store.NormalTime): a row written before times outside the years 1 to
+// 9999 were refused gives the nearest time inside them, which JSON can
+// write, rather than break every read of its session.
+func keptTime(t time.Time) time.Time {
+	n, _ := store.NormalTime(t)
+	return n
+}

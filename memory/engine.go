@@ -87,7 +87,9 @@ var (
 	// errCoolingDown: a recent failure pauses this session's folds.
 	errCoolingDown = errors.New("memory: summarizer cooling down after a failure")
 	// errFoldBusy: another process holds the session's fold lock.
-	errFoldBusy = errors.New("memory: another process is folding this session")
+	// It is a store.ErrUnavailable: the session is busy for a while,
+	// retrying later succeeds.
+	errFoldBusy = fmt.Errorf("%w: another process is folding this session", store.ErrUnavailable)
 	// errDeleted: the session was deleted while the fold ran.
 	errDeleted = errors.New("memory: session deleted during fold")
 )

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/strata-go/strata/internal/owner"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Defaults of a Config's zero fields. Configuration layers (package
@@ -157,6 +160,14 @@ func (c Config) validate() error {
 	return nil
 }
 
+// reservedUser reports whether id is, in any case, an owner the stores
+// record for sessions of no single user: a key (or a request) acting as
+// it would read the sessions saved without a user id, or every shared
+// session.
+func reservedUser(id string) bool {
+	return strings.EqualFold(id, store.AnonymousUser) || strings.EqualFold(id, owner.Shared)
+}
+
 // keyring holds the SHA-256 digests of the accepted keys, their users and
 // which are service keys.
 type keyring struct {
@@ -171,6 +182,9 @@ func newKeyring(keys []APIKey) (*keyring, error) {
 	for i, k := range keys {
 		if strings.TrimSpace(k.UserID) == "" || strings.IndexFunc(k.UserID, unicode.IsControl) >= 0 {
 			return nil, fmt.Errorf("server: API key %d: missing or invalid user id", i+1)
+		}
+		if reservedUser(k.UserID) {
+			return nil, fmt.Errorf("server: API key %d: user id %q is reserved (%q owns the sessions saved without a user id, %q the shared sessions); choose another", i+1, k.UserID, store.AnonymousUser, owner.Shared)
 		}
 		var h [sha256.Size]byte
 		switch {

@@ -491,6 +491,13 @@ func (p panicStore) Range(ctx context.Context, id, user string, after, through i
 	return p.MessageStore.Range(ctx, id, user, after, through, limit)
 }
 
+func (p panicStore) Tail(ctx context.Context, id, user string, n int) (store.Tail, error) {
+	if id == "boom" {
+		panic("store exploded")
+	}
+	return p.MessageStore.Tail(ctx, id, user, n)
+}
+
 func TestPanicRecovery(t *testing.T) {
 	t.Parallel()
 	logs := &testutil.Buffer{}

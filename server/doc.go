@@ -14,6 +14,9 @@
 //	GET    /v1/sessions                 200 {sessions, total, …}             the caller's sessions, ?limit=&offset=
 //	GET    /v1/sessions?search=q        200 {matches, best, ambiguous}       search by what conversations were about
 //	DELETE /v1/sessions/{id}            204                                  cancel fold → delete messages → summary
+//	DELETE /v1/sessions/{id}/messages/{seq}, …/messages?seq=…, …/facts/{key}  204   erase messages, or a fact, and what came of them
+//	GET    /v1/sessions/{id}/export     200 snapshot (streamed)              the whole session, portable
+//	POST   /v1/sessions/import          201 {id, stored}                     create a session from a snapshot (8 × the body limit)
 //	GET    /healthz                     200                                  the process is up
 //	GET    /readyz                      200 | 503                            every readiness check passes
 //	GET    /openapi.json                200                                  the API's OpenAPI 3.1 document
@@ -26,8 +29,19 @@
 // that a session's existence is never revealed; 413 for a body over the
 // limit or a message over the manager's MaxMessageBytes; 415 for a non-JSON
 // Content-Type; 503 with Retry-After when the store is unreachable
-// (store.ErrUnavailable), on timeouts and during shutdown — an outage is
-// never a 500.
+// (store.ErrUnavailable, which includes an erasure waiting in vain for
+// another replica's fold of the session), on timeouts and during shutdown —
+// an outage is never a 500. A path with an empty, "." or ".." segment
+// (percent-encoded or not) answers 400 before routing: ServeMux's redirect
+// to the cleaned path is never sent, so no DELETE is ever redirected.
+//
+// Responses are bounded: a history page holds at most
+// Config.MaxHistoryBytes of JSON, summary included (a summary over half
+// of it is left out, summary_omitted); an export is streamed from the
+// store in chunks (memory.Manager.WriteExport), whatever the session's
+// size. The user ids "anonymous" and "shared", the owners the stores
+// record for sessions saved without a user id and for shared sessions,
+// cannot be given to a key.
 //
 // Messages are OpenAI-like: {role: user|assistant|system|tool, content,
 // tool_calls?: [{id, type: "function", function: {name, arguments}}],

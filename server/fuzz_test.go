@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode"
@@ -90,6 +91,65 @@ func FuzzUserHeader(f *testing.F) {
 		if id == "" || len(id) > maxUserIDLength || !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
 			strings.EqualFold(id, "shared") || strings.EqualFold(id, "anonymous") {
 			t.Fatalf("checkUserID accepted %q", id)
+		}
+	})
+}
+
+// FuzzPathNeverRedirected sends arbitrary paths, with every method,
+// through the real handler: no answer is ever a redirect (ServeMux's
+// cleaning of dot segments and doubled slashes never reaches a client),
+// and the session the paths circle around survives them all.
+func FuzzPathNeverRedirected(f *testing.F) {
+	for _, seed := range []string{
+		"/v1/sessions/ID/facts/..", "/v1/sessions/ID/messages/%2E%2E", "/v1/sessions/x/../ID",
+		"/v1/sessions//ID", "/v1/sessions/ID/./context", "/v1/sessions/ID/facts/%2e", "/v1/./sessions",
+		"/v1/sessions/ID/facts/a%2F..%2Fb", "//v1/sessions/ID", "/v1/sessions/ID/", "/v1/sessions/ID/context/../..",
+	} {
+		f.Add(seed)
+	}
+	srv := stack{quiet: true}.build(f)
+	f.Cleanup(func() { _ = srv.Close() })
+	h := srv.Handler()
+	call := func(method, target string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "/", nil)
+		u, err := url.ParseRequestURI(target) // as the server parses it: no dot segments resolved
+		if err != nil {
+			return nil
+		}
+		req.URL, req.RequestURI = u, target
+		req.Header.Set("Authorization", "Bearer "+keyAlice)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	created := call(http.MethodPost, "/v1/sessions")
+	var session struct{ ID string }
+	if err := json.Unmarshal(created.Body.Bytes(), &session); created.Code != http.StatusCreated || err != nil {
+		f.Fatalf("create: %d %s", created.Code, created.Body)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?# \t\r\n") {
+			return
+		}
+		path = strings.ReplaceAll(path, "ID", session.ID)
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut} {
+			rec := call(method, path)
+			if rec == nil {
+				return // not a URL
+			}
+			if rec.Code >= 300 && rec.Code < 400 {
+				t.Fatalf("%s %q answered %d (Location %q)", method, path, rec.Code, rec.Header().Get("Location"))
+			}
+		}
+		if got := call(http.MethodGet, "/v1/sessions/"+session.ID); got.Code != http.StatusOK {
+			// Only the session's own path, sent as is, deletes it.
+			if path != "/v1/sessions/"+session.ID {
+				t.Fatalf("after %q the session answers %d", path, got.Code)
+			}
+			created := call(http.MethodPost, "/v1/sessions")
+			if err := json.Unmarshal(created.Body.Bytes(), &session); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

@@ -419,6 +419,10 @@ type sessionResponse struct {
 	Messages     []json.RawMessage `json:"messages"`
 	NextAfterSeq *int64            `json:"next_after_seq"`
 	Summary      *sessionSummary   `json:"summary"`
+	// SummaryOmitted: the summary's JSON is larger than half the page cap
+	// (Config.MaxHistoryBytes), so it is left out (summary is null);
+	// GET /v1/sessions/{id}/export has it.
+	SummaryOmitted bool `json:"summary_omitted,omitempty"`
 }
 
 type sessionSummary struct {
@@ -446,12 +450,35 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	page, more, err := s.historyPage(ctx, id, st.user, after, int(limit))
+	// The summary counts against the page's byte cap: the messages get
+	// what it leaves; one larger than half the cap is left out.
+	sum, err := s.mgr.Summary(ctx, id, st.user)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := sessionResponse{ID: id, Messages: page.msgs}
+	var resp sessionResponse
+	budget := s.cfg.MaxHistoryBytes
+	if sum != nil {
+		resp.Summary = &sessionSummary{Facts: wireFacts(sum.Facts), Narrative: sum.Narrative, UpToSeq: sum.UpToSeq,
+			Version: sum.Version, UpdatedAt: sum.UpdatedAt}
+		n, err := jsonSize(resp.Summary)
+		switch {
+		case err != nil:
+			s.fail(w, r, fmt.Errorf("encode summary: %w", err))
+			return
+		case n > budget/2:
+			resp.Summary, resp.SummaryOmitted = nil, true
+		default:
+			budget -= n
+		}
+	}
+	page, more, err := s.historyPage(ctx, id, st.user, after, int(limit), budget)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp.ID, resp.Messages = id, page.msgs
 	if more {
 		resp.NextAfterSeq = &page.last
 	}
@@ -460,15 +487,6 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	} else if resp.MessageCount, err = s.mgr.Count(ctx, id, st.user); err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	sum, err := s.mgr.Summary(ctx, id, st.user)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if sum != nil {
-		resp.Summary = &sessionSummary{Facts: wireFacts(sum.Facts), Narrative: sum.Narrative, UpToSeq: sum.UpToSeq,
-			Version: sum.Version, UpdatedAt: sum.UpdatedAt}
 	}
 	if resp.Title, err = s.title(ctx, id, st.user); err != nil {
 		s.fail(w, r, err)
@@ -489,16 +507,15 @@ type historyPageData struct {
 }
 
 // historyPage reads the messages after afterSeq, at most limit of them and
-// at most Config.MaxHistoryBytes of JSON (at least one message), in
-// chunks: each read asks for no more messages than could exceed twice the
-// byte cap at the manager's MaxMessageBytes, so the page is built within a
-// bounded amount of memory whatever the messages' sizes. more reports that
-// the session holds messages after the page.
-func (s *Server) historyPage(ctx context.Context, id, user string, afterSeq int64, limit int) (historyPageData, bool, error) {
-	budget := s.cfg.MaxHistoryBytes
+// at most budget bytes of JSON (at least one message), in chunks: each
+// read asks for no more messages than could exceed twice the byte cap at
+// the manager's MaxMessageBytes, so the page is built within a bounded
+// amount of memory whatever the messages' sizes. more reports that the
+// session holds messages after the page.
+func (s *Server) historyPage(ctx context.Context, id, user string, afterSeq int64, limit int, budget int64) (historyPageData, bool, error) {
 	chunk := historyChunkMax
 	if maxMsg := int64(s.mgr.Config().MaxMessageBytes); maxMsg > 0 {
-		chunk = int(min(max(2*budget/maxMsg, 1), historyChunkMax))
+		chunk = int(min(max(2*s.cfg.MaxHistoryBytes/maxMsg, 1), historyChunkMax))
 	}
 	p := historyPageData{msgs: []json.RawMessage{}}
 	var used int64
@@ -532,6 +549,23 @@ func (s *Server) historyPage(ctx context.Context, id, user string, afterSeq int6
 			return p, false, nil
 		}
 	}
+}
+
+// jsonSize is the length of v's JSON as writeJSON encodes it.
+func jsonSize(v any) (int64, error) {
+	var n countWriter
+	enc := json.NewEncoder(&n)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return int64(n), err
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	*c += countWriter(len(b))
+	return len(b), nil
 }
 
 // --- GET /v1/sessions ------------------------------------------------------

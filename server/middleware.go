@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -134,6 +135,13 @@ func (s *Server) buildHandler() http.Handler {
 // request's deadline.
 func (s *Server) route(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
+	if uncleanPath(r.URL) {
+		// ServeMux would redirect to the cleaned path, and a client that
+		// follows the redirect of DELETE …/facts/.. deletes the session: a
+		// path with dot segments is refused, never redirected.
+		s.writeError(w, r, badRequest("path %q has an empty, \".\" or \"..\" segment (percent-encoded or not): send the path in its normal form", r.URL.EscapedPath()))
+		return
+	}
 	h, pattern := mux.Handler(r)
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		st.route = p
@@ -307,4 +315,26 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// uncleanPath reports whether the path has a segment that is empty (but
+// for a trailing slash), "." or "..", literally or percent-encoded (as
+// python-requests sends %2E%2E), or one that is not validly escaped: the
+// paths ServeMux would answer with a redirect to their cleaned form.
+func uncleanPath(u *url.URL) bool {
+	p := u.EscapedPath()
+	if !strings.HasPrefix(p, "/") {
+		return true
+	}
+	segs := strings.Split(p[1:], "/")
+	for i, seg := range segs {
+		if seg == "" && i == len(segs)-1 {
+			continue // "/" or a trailing slash: no route, 404
+		}
+		dec, err := url.PathUnescape(seg)
+		if err != nil || dec == "" || dec == "." || dec == ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -14,9 +17,11 @@ const (
 	// maxForgetSeqs caps the sequence numbers one batch erasure names.
 	maxForgetSeqs = 1000
 	// importBodyFactor: an import's body may be this many times
-	// Config.MaxBodyBytes (32 MiB by default), since it carries a whole
-	// session.
-	importBodyFactor = 32
+	// Config.MaxBodyBytes (8 MiB by default), since it carries a whole
+	// session. The bound keeps an import's one transaction well within
+	// PostgreSQL's statement timeout under concurrent imports; a larger
+	// session is imported with strata import.
+	importBodyFactor = 8
 )
 
 // portableRoutes are the erasure, export and import endpoints.
@@ -137,12 +142,39 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	snap, err := s.mgr.Export(r.Context(), id, stateOf(r.Context()).user)
-	if err != nil {
+	// Streamed: the snapshot is read and written in bounded chunks, never
+	// held whole (see memory.Manager.WriteExport).
+	sw := &startWriter{w: w}
+	err := s.mgr.WriteExport(r.Context(), sw, id, stateOf(r.Context()).user)
+	switch {
+	case err == nil:
+	case !sw.started:
 		s.failPortable(w, r, err)
-		return
+	default:
+		// The status is sent: cut the response, so that the client sees
+		// an incomplete body rather than a complete one.
+		s.log.ErrorContext(r.Context(), "strata serve: export failed after its first bytes; the response is cut",
+			"request_id", stateOf(r.Context()).id, "session_id", id, "error", err)
+		panic(http.ErrAbortHandler)
 	}
-	s.writeJSON(w, http.StatusOK, snap)
+}
+
+// startWriter sends the 200 headers of a streamed JSON response before
+// its first byte, and records whether it has.
+type startWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (sw *startWriter) Write(b []byte) (int, error) {
+	if !sw.started {
+		sw.started = true
+		h := sw.w.Header()
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		sw.w.WriteHeader(http.StatusOK)
+	}
+	return sw.w.Write(b)
 }
 
 // --- POST /v1/sessions/import -------------------------------------------------
@@ -165,12 +197,55 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st.session = snap.SessionID
+	if e := checkImport(&snap); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	// The session is the caller's, whoever owned the exported one.
 	snap.UserID = st.user
 	if err := s.mgr.Import(r.Context(), &snap); err != nil {
+		if errors.Is(err, store.ErrSessionExists) {
+			// Session ids are one namespace: an id in use by another user
+			// answers the 404 every other endpoint gives for another
+			// user's session, not a conflict that says it exists; 409 is
+			// for the caller's own session. The count costs what it costs
+			// on the caller's own sessions, so the timing does not tell.
+			if _, cerr := s.mgr.Count(r.Context(), snap.SessionID, st.user); cerr != nil {
+				err = cerr
+			}
+		}
 		s.failPortable(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/sessions/"+snap.SessionID)
 	s.writeJSON(w, http.StatusCreated, importResponse{ID: snap.SessionID, Stored: len(snap.Messages)})
+}
+
+// checkImport holds an imported snapshot to what an append accepts, beyond
+// the snapshot's own validation (memory.Manager.Import): the messages
+// array and every message's created_at present, no metadata key with
+// the server's reserved prefix, and no tool result that answers no tool
+// call made before it in the snapshot.
+func checkImport(snap *memory.Snapshot) *apiError {
+	if snap.Messages == nil {
+		return badRequest("messages is missing (a session without messages has \"messages\": [])")
+	}
+	msgs := make([]store.Message, len(snap.Messages))
+	for i, m := range snap.Messages {
+		if m.CreatedAt.IsZero() {
+			return &apiError{status: http.StatusBadRequest, code: "invalid_message", msg: fmt.Sprintf("messages[%d].created_at is missing", i)}
+		}
+		for k := range m.Metadata {
+			if strings.HasPrefix(k, msgjson.ReservedMetadataPrefix) {
+				return &apiError{status: http.StatusBadRequest, code: "invalid_message",
+					msg: fmt.Sprintf("messages[%d].metadata: key %q is reserved (keys starting with %q)", i, k, msgjson.ReservedMetadataPrefix)}
+			}
+		}
+		msgs[i] = m.Stored()
+	}
+	if i, call := firstUnanswered(msgs, nil); i >= 0 {
+		return &apiError{status: http.StatusBadRequest, code: "invalid_message",
+			msg: fmt.Sprintf("messages[%d].tool_call_id %q: no tool call with this id precedes it in the snapshot", i, call)}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory/store"
@@ -39,7 +40,7 @@ func (s *Server) list(ctx context.Context, user string, limit, offset int) ([]li
 		}
 		for _, e := range page.Sessions {
 			out = append(out, listEntry{ID: e.SessionID, Title: e.Title, Preview: e.Preview,
-				MessageCount: e.MessageCount, CreatedAt: e.CreatedAt, LastActivity: e.LastActivity})
+				MessageCount: e.MessageCount, CreatedAt: listTime(e.CreatedAt), LastActivity: listTime(e.LastActivity)})
 		}
 		return out, page.Total, nil
 	}
@@ -49,7 +50,7 @@ func (s *Server) list(ctx context.Context, user string, limit, offset int) ([]li
 	}
 	for _, in := range infos {
 		out = append(out, listEntry{ID: in.SessionID, Preview: in.Preview, MessageCount: in.MessageCount,
-			CreatedAt: in.CreatedAt, LastActivity: in.LastActivity})
+			CreatedAt: listTime(in.CreatedAt), LastActivity: listTime(in.LastActivity)})
 	}
 	return out, total, nil
 }
@@ -69,4 +70,12 @@ func (s *Server) search(ctx context.Context, user, q string, limit int) (catalog
 		s.log.WarnContext(ctx, "strata serve: reindex before search", "user_id", user, "error", err)
 	}
 	return s.cat.Search(ctx, user, q, limit)
+}
+
+// listTime is a listing's time as JSON can write it (store.NormalTime): a
+// session imported before out-of-range times were refused must not break
+// its user's listing.
+func listTime(t time.Time) time.Time {
+	n, _ := store.NormalTime(t)
+	return n
 }

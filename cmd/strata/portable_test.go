@@ -126,3 +126,35 @@ func TestForgetExportImportCLI(t *testing.T) {
 		}
 	}
 }
+
+// One tenant's row with a time no JSON can write (year 10000, as
+// PostgreSQL rounded an imported 9999-12-31T23:59:59.9999999Z before such
+// times were cut to the microsecond) does not stop strata export --all:
+// every session is exported, that one with the nearest time JSON
+// writes, and the file imports into another database.
+func TestExportAllSurvivesOutOfRangeRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src, dst := dbtest.NewSchema(t), dbtest.NewSchema(t)
+	m := pgManager(t, src.URL)
+	for i := range 5 {
+		if err := m.SaveTurn(ctx, fmt.Sprintf("s%d", i), fmt.Sprintf("user%d", i), "Hello.", "Hi."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := dbtest.Open(t, src.URL)
+	if _, err := d.ExecContext(ctx, `UPDATE strata_messages SET created_at = '10000-01-01 00:00:00+00' WHERE session_id = 's2'`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli(t, "export", "--set", "arc.reactor.memory.datasource.url="+src.URL, "--all")
+	if code != 0 || !strings.Contains(errOut, "exported 5 sessions") {
+		t.Fatalf("export --all: exit %d %q", code, errOut)
+	}
+	if !strings.Contains(out, `"created_at":"9999-12-31T23:59:59.999999Z"`) {
+		t.Fatalf("the out-of-range time is not the nearest JSON writes:\n%s", out)
+	}
+	code, _, errOut = cliInput(t, out, "import", "--set", "arc.reactor.memory.datasource.url="+dst.URL)
+	if code != 0 || !strings.Contains(errOut, "imported 5 sessions") {
+		t.Fatalf("import: exit %d %q", code, errOut)
+	}
+}

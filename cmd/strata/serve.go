@@ -32,10 +32,24 @@ server.shutdown-timeout.
   GET    /v1/sessions/{id}             full history, summary and title
   GET    /v1/sessions                  the caller's sessions (?search=q to search)
   DELETE /v1/sessions/{id}             delete
+  DELETE /v1/sessions/{id}/messages/{seq}
+                                       erase a message and what was derived from it
+  DELETE /v1/sessions/{id}/messages    erase several (?seq=N&seq=M…)
+  DELETE /v1/sessions/{id}/facts/{key} erase a fact of the summary
+  GET    /v1/sessions/{id}/export      the whole session as a snapshot (streamed)
+  POST   /v1/sessions/import           create a session from a snapshot
   GET    /healthz, /readyz, /openapi.json
 
-Sessions are created by POST /v1/sessions; an unknown session id, like
-another user's, answers 404.
+Sessions are created by POST /v1/sessions (or imported); an unknown
+session id, like another user's, answers 404. A path with an empty, "."
+or ".." segment answers 400, never a redirect.
+
+Bounds: a request body is at most server.max-body-bytes (1 MiB by
+default), an import 8 times that (8 MiB); a page of GET /v1/sessions/{id}
+holds at most server.history-page-bytes of JSON (8 MiB by default,
+summary included). An export is streamed, whatever the session's size:
+each request holds at most 8 MiB of messages at a time (one message when
+larger) and the summary; the response ends within server.write-timeout.
 
 Requests authenticate with Authorization: Bearer <key>; keys come from
 arc.reactor.memory.server.api-keys, each bound to one user id, e.g.
@@ -43,7 +57,10 @@ arc.reactor.memory.server.api-keys, each bound to one user id, e.g.
   strata serve --set 'arc.reactor.memory.server.api-keys=web=key-env:STRATA_KEY_WEB'
 
 (the key is read from $STRATA_KEY_WEB; "web=sha256:HEX" takes the key's
-SHA-256 instead, printf %s KEY | sha256sum). The access log goes to stderr.
+SHA-256 instead, printf %s KEY | sha256sum). The user ids "anonymous" and
+"shared" are reserved (the owners of sessions saved without a user id and
+of shared sessions): a key bound to either is refused at start-up. The
+access log goes to stderr.
 
 Flags:
 `

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -40,6 +41,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"bad listen", []string{"serve", "--listen", "nowhere", "--set", keys}, 1, "arc.reactor.memory.server.listen = \"nowhere\" (from --set): must be host:port"},
 		{"bad key", []string{"serve", "--set", "arc.reactor.memory.server.api-keys=alice=sha256:beef"}, 1, "64 hexadecimal"},
 		{"key variable unset", []string{"serve", "--set", "arc.reactor.memory.server.api-keys=alice=key-env:STRATA_SERVE_TEST_UNSET"}, 1, "STRATA_SERVE_TEST_UNSET holding the key is empty or unset"},
+		{"reserved user", []string{"serve", "--set", "arc.reactor.memory.server.api-keys=anonymous=sha256:" + strings.Repeat("ab", 32)}, 1, `user id "anonymous" is reserved`},
 		{"port in use", []string{"serve", "--listen", busy.Addr().String(), "--set", keys}, 1, "serve: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 	} {
 		code, _, stderr := cli(t, c.args...)
@@ -48,6 +50,27 @@ func TestServeUsageErrors(t *testing.T) {
 	code, out, _ := cli(t, "serve", "--help")
 	if code != 0 || !strings.Contains(out, "Usage: strata serve") || !strings.Contains(out, "-listen ADDR") {
 		t.Fatalf("serve --help: %d %q", code, out)
+	}
+	// Every operation of the API is listed, and the export's bound stated.
+	var spec struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(server.OpenAPI(), &spec); err != nil {
+		t.Fatal(err)
+	}
+	for path, ops := range spec.Paths {
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		for method := range ops {
+			line := regexp.MustCompile(`(?m)^  ` + strings.ToUpper(method) + `\s+` + regexp.QuoteMeta(path) + `(\s|$)`)
+			if !line.MatchString(out) {
+				t.Errorf("serve --help does not list %s %s", strings.ToUpper(method), path)
+			}
+		}
+	}
+	if !strings.Contains(out, "An export is streamed") || !strings.Contains(out, "8 MiB of messages") {
+		t.Errorf("serve --help does not state the export's bound")
 	}
 	if code, out, _ := cli(t, "--help"); code != 0 || !strings.Contains(out, "serve ") {
 		t.Fatalf("strata --help does not list serve: %q", out)

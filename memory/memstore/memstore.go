@@ -191,7 +191,7 @@ func (s *Store) Create(ctx context.Context, sessionID, userID string) error {
 		s.mu.Unlock()
 		return store.ErrSessionExists
 	}
-	_, evicted, err := s.create(sessionID, userID, time.Now())
+	_, evicted, err := s.create(sessionID, userID, now())
 	s.mu.Unlock()
 	s.evicted(evicted)
 	return err
@@ -228,7 +228,7 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	now := time.Now()
+	now := now()
 	s.touch(sess)
 	if len(stored) == 0 {
 		return store.AppendResult{Total: len(sess.msgs), Epoch: sess.epoch}, nil
@@ -255,7 +255,7 @@ func (s *Store) Replace(ctx context.Context, sessionID, userID string, msgs ...s
 	s.mu.Lock()
 	var evicted []*memSession
 	res, err := func() (store.AppendResult, error) {
-		now := time.Now()
+		now := now()
 		if old := s.sessions[sessionID]; old != nil {
 			if old.owner != userID {
 				return store.AppendResult{}, store.ErrNotOwner
@@ -485,4 +485,12 @@ func cloneMessages(in []store.Message) []store.Message {
 		out[i] = m.Clone()
 	}
 	return out
+}
+
+// now is the current time as the stores keep times: in UTC, to the
+// microsecond (store.NormalTime), so that both stores give back the same
+// timestamps.
+func now() time.Time {
+	t, _ := store.NormalTime(time.Now())
+	return t
 }

@@ -35,10 +35,10 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 		if s.sessions[sessionID] != nil {
 			return store.AppendResult{}, store.ErrSessionExists
 		}
-		now := time.Now()
+		now := now()
 		created := now
 		if len(stored) > 0 && !stored[0].CreatedAt.IsZero() && stored[0].CreatedAt.Before(now) {
-			created = stored[0].CreatedAt
+			created, _ = store.NormalTime(stored[0].CreatedAt)
 		}
 		sess, ev, err := s.create(sessionID, userID, created)
 		evicted = ev
@@ -51,6 +51,9 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 			var at time.Time
 			if stored[i].CreatedAt.IsZero() {
 				at = now
+			} else {
+				// Validated: within the years every store keeps.
+				stored[i].CreatedAt, _ = store.NormalTime(stored[i].CreatedAt)
 			}
 			s.write(sess, &stored[i], at)
 			last = stored[i].CreatedAt

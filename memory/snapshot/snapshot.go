@@ -155,6 +155,16 @@ func (s *Snapshot) Validate(maxBytes int) error {
 			bad("summary: up_to_seq %d is negative", sm.UpToSeq)
 		}
 		texts := []string{sm.Narrative}
+		times := []time.Time{sm.CreatedAt, sm.UpdatedAt}
+		for _, f := range sm.Facts {
+			times = append(times, f.ExtractedAt)
+		}
+		for _, t := range times {
+			if _, ok := store.NormalTime(t); !ok {
+				bad("summary: time %s is outside the years 1 to 9999 that every store keeps", t.Format(time.RFC3339Nano))
+				break
+			}
+		}
 		for i, f := range sm.Facts {
 			if strings.TrimSpace(f.Key) == "" {
 				bad("summary.facts[%d]: empty key", i)

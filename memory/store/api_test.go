@@ -8,5 +8,5 @@ import (
 
 // The store contract stays small and documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 33) // + ParticipantLister
+	testutil.CheckExports(t, ".", 34) // + ParticipantLister, NormalTime
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
@@ -116,8 +117,14 @@ func (m Message) ChatMessage() llms.ChatMessage {
 
 // Validate checks that a message can be stored by every store: valid UTF-8,
 // no NUL bytes (PostgreSQL TEXT rejects them), a known role, tool results
-// with a call id, and a size within maxBytes (0 = unlimited).
+// with a call id, a size within maxBytes (0 = unlimited) and a CreatedAt
+// that is zero (the store sets it) or one every store keeps (NormalTime).
 func (m Message) Validate(maxBytes int) error {
+	if !m.CreatedAt.IsZero() {
+		if _, ok := NormalTime(m.CreatedAt); !ok {
+			return fmt.Errorf("%w: created_at %s is outside the years 1 to 9999 (in UTC, to the microsecond) that every store keeps", ErrInvalidMessage, m.CreatedAt.Format(time.RFC3339Nano))
+		}
+	}
 	size := len(m.Content)
 	for _, tc := range m.ToolCalls {
 		if tc.FunctionCall != nil {
@@ -169,4 +176,30 @@ func (m Message) Clone() Message {
 		m.Metadata = md
 	}
 	return m
+}
+
+// maxTime is the latest time every store keeps and JSON (RFC 3339) writes:
+// PostgreSQL's timestamptz goes further, encoding/json stops at year 9999.
+var maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_000, time.UTC)
+
+// NormalTime returns t as the stores keep it: in UTC, truncated to the
+// microsecond (PostgreSQL's precision, which would otherwise round it,
+// possibly into the next year). ok is false when the result is outside
+// the years 1 to 9999, which not every store keeps and JSON cannot
+// write: such a time is refused (ErrInvalidMessage), never stored, and n
+// is then the nearest time inside the range (what a store reading a row
+// written before the check gives back). The zero time is returned as
+// is, with ok true.
+func NormalTime(t time.Time) (n time.Time, ok bool) {
+	if t.IsZero() {
+		return t, true
+	}
+	n = t.UTC().Truncate(time.Microsecond)
+	switch {
+	case n.Year() < 1:
+		return time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), false
+	case n.After(maxTime):
+		return maxTime, false
+	}
+	return n, true
 }
