@@ -17,9 +17,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/strata-go/strata/internal/owner"
-	"github.com/strata-go/strata/memory/store"
 )
 
 // UserHeader names the user a request made with a service key acts for
@@ -126,7 +123,7 @@ func checkUserID(id string) error {
 		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 	}) >= 0:
 		return errors.New("user id has whitespace or control characters")
-	case strings.EqualFold(id, store.AnonymousUser) || strings.EqualFold(id, owner.Shared):
+	case reservedUser(id):
 		return fmt.Errorf("user id %q is reserved", id)
 	}
 	return nil
