@@ -45,6 +45,9 @@ const (
 	// Quantile of the window used as the ratio: high, so that prices err
 	// on the side of fitting.
 	Quantile = 0.9
+	// Margin is added to the quantile: a sixty-fourth, so that a prompt
+	// whose mix of texts differs a little from the recent ones still fits.
+	Margin = 1.0 / 64
 	// MaxModelLen bounds a model name (longer names are cut).
 	MaxModelLen = 128
 	// MinRatio and MaxRatio bound a plausible sample: a provider counting
@@ -184,7 +187,7 @@ func (s *series) ratio() float64 {
 	}
 	v := slices.Clone(s.ring[:k])
 	slices.Sort(v)
-	return v[int(math.Ceil(Quantile*float64(k)))-1]
+	return v[int(math.Ceil(Quantile*float64(k)))-1] * (1 + Margin)
 }
 
 // New returns an empty Table.
