@@ -271,4 +271,3 @@ func TestDirectCallBudgetAsProviderCounts(t *testing.T) {
 		}
 	}
 }
-
