@@ -221,6 +221,22 @@ func (t *Table) Ratio(key Key) (float64, int) {
 	return s.ratio(), s.n
 }
 
+// Center returns the median of key's recent ratios: the best guess of
+// how the provider counts, without the safety of the price (Ratio); 0 and
+// false before any sample. Ratio, not Center, prices prompts.
+func (t *Table) Center(key Key) (float64, bool) {
+	key = norm(key)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.keys.Peek(key)
+	if !ok || s.n == 0 {
+		return 0, false
+	}
+	v := slices.Clone(s.ring[:min(s.n, Window)])
+	slices.Sort(v)
+	return v[(len(v)-1)/2], true
+}
+
 // Observe records one report for key, whose model must have been priced
 // (Ratio, in any script) and not forgotten since; a refused report (ErrImplausible,
 // ErrUnknownModel) changes nothing.
