@@ -40,7 +40,8 @@ func newPricing(defaultEst bool) *pricing {
 // bounded number of model and script calibrations, forgetting the least
 // recently used. The view's Config().Estimator is the model's estimator as
 // calibrated at the time of the call. The manager itself is the view of
-// the model "".
+// the model "". A view is not a second manager: closing it closes the
+// manager.
 func (m *Manager) ForModel(model string) *Manager {
 	v := *m
 	v.model = model
