@@ -346,7 +346,8 @@ func (a *Agent) observe(ctx context.Context, prompt []llms.ChatMessage, info map
 // retry's prompt keeps: the overflow the error states plus a twentieth of
 // the usable window, or a quarter of the usable window when the error
 // states no count (or one the manager refused), so that the retry fits
-// whatever the calibration says.
+// whatever the calibration says. When the error states a context window
+// smaller than the manager's, the usable window is the stated one.
 func (a *Agent) refused(ctx context.Context, err error, prompt []llms.ChatMessage, retried bool) (int, bool) {
 	if err == nil || retried || ctx.Err() != nil {
 		return 0, false
@@ -357,13 +358,20 @@ func (a *Agent) refused(ctx context.Context, err error, prompt []llms.ChatMessag
 	}
 	cfg := a.mgr.Config()
 	usable := cfg.ContextWindowTokens - cfg.OutputReserveTokens
+	target := usable // what the retry's prompt must fit in
+	if w := statedWindow(err); w > 0 && w < cfg.ContextWindowTokens {
+		// The model's window is smaller than the manager's budget says.
+		a.log.WarnContext(ctx, "strata agent: the provider states a smaller context window than memory.Config.ContextWindowTokens",
+			"stated", w, "configured", cfg.ContextWindowTokens)
+		target = max(w-cfg.OutputReserveTokens, 0)
+	}
 	if count > 0 {
 		if oerr := a.mgr.ObserveUsage(prompt, a.tools.llmTools(), map[string]any{"PromptTokens": count}); oerr == nil {
 			a.calibrated.Store(true)
-			return max(count-usable, 0) + usable/20, true
+			return max(count-target, 0) + usable - target + usable/20, true
 		}
 	}
-	return usable / 4, true
+	return usable - target + (target+3)/4, true
 }
 
 // toolReserve is the room kept for the tool definitions: their JSON priced

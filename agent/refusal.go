@@ -36,6 +36,15 @@ var (
 	// Gemini: "The input token count (1204567) exceeds the maximum …";
 	// also "input token count of 1204567".
 	geminiCount = regexp.MustCompile(`input token count (?:\(|of )(\d+)`)
+
+	// The model's window as a refusal states it: OpenAI "maximum context
+	// length is 4096 tokens", Anthropic "> 200000 maximum", Gemini
+	// "maximum number of tokens allowed (1048576)".
+	windowStated = []*regexp.Regexp{
+		regexp.MustCompile(`maximum context length is (\d+) tokens`),
+		regexp.MustCompile(`tokens > (\d+) maximum`),
+		regexp.MustCompile(`maximum number of tokens allowed (?:\(|is )?(\d+)`),
+	}
 )
 
 // maxStatedTokens bounds a count read from an error message.
@@ -48,8 +57,23 @@ func contextRefusal(err error) (refused bool, promptTokens int) {
 	if err == nil {
 		return false, 0
 	}
+	return readRefusal(strings.ToLower(err.Error()), llms.IsTokenLimitError(err))
+}
+
+// statedWindow returns the model's context window a refusal states, 0 when
+// it states none.
+func statedWindow(err error) int {
 	msg := strings.ToLower(err.Error())
-	refused = llms.IsTokenLimitError(err)
+	for _, re := range windowStated {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			return clampStated(atoi(m[1]))
+		}
+	}
+	return 0
+}
+
+func readRefusal(msg string, mapped bool) (refused bool, promptTokens int) {
+	refused = mapped
 	for _, s := range contextRefusals {
 		refused = refused || strings.Contains(msg, s)
 	}

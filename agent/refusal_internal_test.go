@@ -61,3 +61,16 @@ func FuzzContextRefusal(f *testing.F) {
 		}
 	})
 }
+
+func TestStatedWindow(t *testing.T) {
+	for msg, want := range map[string]int{
+		"This model's maximum context length is 4096 tokens. However, your messages resulted in 5012 tokens.": 4096,
+		"prompt is too long: 210831 tokens > 200000 maximum":                                                  200000,
+		"The input token count (1204567) exceeds the maximum number of tokens allowed (1048576).":             1048576,
+		"prompt is too long": 0,
+	} {
+		if got := statedWindow(errors.New(msg)); got != want {
+			t.Errorf("%q: %d, want %d", msg, got, want)
+		}
+	}
+}

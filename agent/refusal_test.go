@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/strata-go/strata/agent"
+	"github.com/strata-go/strata/internal/standin"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // refusalBodies are the bodies each provider answers a prompt over the
@@ -165,5 +168,44 @@ func TestRefusedTwiceFailsTheTurn(t *testing.T) {
 		if got := stored(t, mgr, "s", "u"); len(got) != 30+turn || !strings.Contains(got[len(got)-1], fmt.Sprintf("Turn %d?", turn)) {
 			t.Fatalf("after turn %d: stored %d messages, last %q", turn, len(got), got[len(got)-1])
 		}
+	}
+}
+
+// TestSmallerWindowThanConfigured: a manager configured for a larger
+// window than the model's still gets every turn answered, each refused
+// call retried once within the window the refusal states.
+func TestSmallerWindowThanConfigured(t *testing.T) {
+	srv, err := standin.New(4096, trimmer.EncodingCL100kBase, func(standin.Request) standin.Reply {
+		return standin.Reply{Text: strings.Repeat("The parcel was left at the door. ", 30)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := memory.DefaultConfig()
+	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 16_000, 512 // the model has 4 096
+	cfg.MaxConversationTurns = 50
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	llm, err := openai.New(openai.WithToken("sk-test"), openai.WithBaseURL(srv.URL), openai.WithModel("small-model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, llm, mgr, agent.WithCallOptions(llms.WithModel("small-model"), llms.WithMaxTokens(512)))
+	for turn := range 20 {
+		before := len(srv.Refused())
+		res, err := a.Run(context.Background(), "s", "u", fmt.Sprintf("Question %d: %s", turn, strings.Repeat("where is my parcel, ", 40)))
+		if err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		if refused := len(srv.Refused()) - before; refused > 1 || res.ModelCalls != 1+refused {
+			t.Fatalf("turn %d: %d refused, %d calls", turn, refused, res.ModelCalls)
+		}
+	}
+	if len(srv.Refused()) == 0 {
+		t.Fatal("never pressed: the conversation stays inside the model's window")
 	}
 }
