@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -212,11 +213,13 @@ func TestAgentBudgetAsProviderCounts(t *testing.T) {
 }
 
 // runDirectConversation is a langchaingo user calling the model directly:
-// the prompt from the model's view of the manager, the reply's usage
-// reported with ObserveUsage, the turn saved with SaveTurn.
+// the prompt from the model's view of the manager, every reply's usage
+// reported with ObserveUsage, the turn saved with SaveMessages. With tools,
+// the user runs the model's tool calls and calls again, keeping room for
+// the tool definitions as the view's estimator prices their JSON.
 func runDirectConversation(t *testing.T, seed uint64, c calConversation, enc string) calOutcome {
 	const model = "standin-chat"
-	srv, err := standin.New(calWindow, enc, calBrain(seed, calConversation{lang: c.lang}))
+	srv, err := standin.New(calWindow, enc, calBrain(seed, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +232,12 @@ func runDirectConversation(t *testing.T, seed uint64, c calConversation, enc str
 	view := mgr.ForModel(model)
 	rng := rand.New(rand.NewPCG(seed, 13))
 	system := standin.Text(rng, c.lang, 80)
+	callOpts := []llms.CallOption{llms.WithMaxTokens(calReserve)}
+	var tools []llms.Tool
+	if c.tools {
+		tools = []llms.Tool{{Type: "function", Function: &lookupDef}}
+		callOpts = append(callOpts, llms.WithTools(tools))
+	}
 	ctx := context.Background()
 	var out calOutcome
 	for turn := range calTurns() {
@@ -237,21 +246,41 @@ func runDirectConversation(t *testing.T, seed uint64, c calConversation, enc str
 			t.Fatal(err)
 		}
 		input := standin.Text(rng, c.lang, calLen(c.lang, 40+rng.IntN(360)))
-		msgs, rep := view.Prompt(system, append(history, llms.HumanChatMessage{Content: input}), 0)
-		resp, err := llm.GenerateContent(ctx, agent.MessageContents(msgs), llms.WithMaxTokens(calReserve))
-		if err != nil {
-			t.Logf("turn %d failed: %v", turn, err)
-			out.failed++
-			continue
-		}
-		if err := view.ObserveUsage(msgs, nil, resp.Choices[0].GenerationInfo); err != nil {
-			t.Fatalf("turn %d: usage not taken: %v", turn, err)
-		}
-		if acc := srv.Accepted(); rep.Removed > 0 {
-			out.shares = append(out.shares, float64(acc[len(acc)-1])/calUsable)
-		}
-		if err := mgr.SaveTurn(ctx, "s", "u", input, resp.Choices[0].Content); err != nil {
-			t.Fatal(err)
+		msgs := []llms.ChatMessage{llms.HumanChatMessage{Content: input}}
+		for round := 0; round < 3; round++ {
+			reserve := 0
+			if c.tools {
+				defs, err := json.Marshal(tools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reserve = view.Config().Estimator.Estimate(string(defs))
+			}
+			prompt, rep := view.Prompt(system, append(slices.Clone(history), msgs...), reserve)
+			resp, err := llm.GenerateContent(ctx, agent.MessageContents(prompt), callOpts...)
+			if err != nil {
+				t.Logf("turn %d failed: %v", turn, err)
+				out.failed++
+				break
+			}
+			choice := resp.Choices[0]
+			if err := view.ObserveUsage(prompt, tools, choice.GenerationInfo); err != nil {
+				t.Fatalf("turn %d: usage not taken: %v", turn, err)
+			}
+			if acc := srv.Accepted(); rep.Removed > 0 {
+				out.shares = append(out.shares, float64(acc[len(acc)-1])/calUsable)
+			}
+			if len(choice.ToolCalls) == 0 {
+				msgs = append(msgs, llms.AIChatMessage{Content: choice.Content})
+				if err := mgr.SaveMessages(ctx, "s", "u", msgs...); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			msgs = append(msgs, llms.AIChatMessage{Content: choice.Content, ToolCalls: choice.ToolCalls})
+			for _, tc := range choice.ToolCalls {
+				msgs = append(msgs, llms.ToolChatMessage{ID: tc.ID, Content: standin.ToolResult(rng, c.lang, 1+rng.IntN(3))})
+			}
 		}
 	}
 	out.refused = srv.Refused()
@@ -263,10 +292,14 @@ func runDirectConversation(t *testing.T, seed uint64, c calConversation, enc str
 func TestDirectCallBudgetAsProviderCounts(t *testing.T) {
 	seed := calSeed(t)
 	for _, enc := range []string{trimmer.EncodingCL100kBase, trimmer.EncodingO200kBase} {
-		for _, c := range calConversations[:5] {
+		for _, c := range calConversations {
 			t.Run(enc+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
-				checkOutcome(t, runDirectConversation(t, seed, c, enc))
+				o := runDirectConversation(t, seed, c, enc)
+				checkOutcome(t, o)
+				if len(o.refused) > 0 {
+					t.Errorf("%d calls refused; the direct path has no retry", len(o.refused))
+				}
 			})
 		}
 	}
