@@ -120,14 +120,18 @@ func (m *Manager) baseTrimmer() (t *trimmer.Trimmer, exact bool) {
 	return t, true
 }
 
-// priceFor returns the estimator that prices a prompt of script for the
-// view's model, and whether the provider's framing of the prompt is known
-// (an exact tokenizer, or calibrated from reports): then Prompt gives back
-// the difference between the trimmer's per-message overhead and the
-// provider's.
-func (m *Manager) priceFor(script calib.Script) (trimmer.Estimator, bool) {
+// priceFor returns the estimator that prices a prompt for the view's
+// model, and whether the provider's framing of the prompt is known (an
+// exact tokenizer, or calibrated from reports for the prompt's script):
+// then Prompt gives back the difference between the trimmer's per-message
+// overhead and the provider's. The prompt's script is read only once the
+// model has reports.
+func (m *Manager) priceFor(systemPrompt string, history []llms.ChatMessage) (trimmer.Estimator, bool) {
 	base, exact := m.baseTrimmer()
-	ratio, samples := m.price.cal.Ratio(calib.Key{Model: m.model, Script: script})
+	if !m.price.cal.Known(m.model) {
+		return base.Estimator(), exact
+	}
+	ratio, samples := m.price.cal.Ratio(calib.Key{Model: m.model, Script: scriptOf(systemPrompt, history)})
 	if samples == 0 {
 		return base.Estimator(), exact
 	}

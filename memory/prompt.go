@@ -38,7 +38,7 @@ import (
 func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
 	var trimmed []llms.ChatMessage
 	var rep trimmer.Report
-	if est, framed := m.priceFor(scriptOf(systemPrompt, history)); framed {
+	if est, framed := m.priceFor(systemPrompt, history); framed {
 		trimmed, rep = m.calibratedPrompt(est, systemPrompt, history, reserve)
 	} else {
 		trimmed, rep = m.cost.TrimReport(history, systemPrompt, reserve)

@@ -263,8 +263,8 @@ func (t *Table) Observe(key Key, s Sample) error {
 
 // knownModel reports whether some script of model is in the table.
 func (t *Table) knownModel(model string) bool {
-	for _, k := range t.keys.Keys() {
-		if k.Model == model {
+	for sc := range numScripts {
+		if t.keys.Contains(Key{Model: model, Script: sc}) {
 			return true
 		}
 	}
@@ -285,15 +285,32 @@ func (t *Table) ModelRatio(model string) (float64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	best, ok := 0.0, false
-	for _, k := range t.keys.Keys() {
-		if k.Model != model {
-			continue
-		}
-		if s, _ := t.keys.Peek(k); s != nil && s.n > 0 {
+	for sc := range numScripts {
+		if s, _ := t.keys.Peek(Key{Model: model, Script: sc}); s != nil && s.n > 0 {
 			best, ok = max(best, s.ratio()), true
 		}
 	}
 	return best, ok
+}
+
+// Known registers model (so that reports for it are accepted, as after
+// Ratio) and reports whether any of its scripts has a sample: until one
+// does, pricing need not look at a prompt's script.
+func (t *Table) Known(model string) bool {
+	model = norm(Key{Model: model}).Model
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sampled, known := false, false
+	for sc := range numScripts {
+		if s, ok := t.keys.Get(Key{Model: model, Script: sc}); ok {
+			known = true
+			sampled = sampled || s.n > 0
+		}
+	}
+	if !known {
+		t.keys.Add(Key{Model: model}, &series{})
+	}
+	return sampled
 }
 
 // ToolsText is the text of tool definitions that is estimated for them:

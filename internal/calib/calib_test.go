@@ -149,3 +149,20 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("ratio %v %v", r, ok)
 	}
 }
+
+func TestKnown(t *testing.T) {
+	tb := New()
+	if tb.Known("m") {
+		t.Fatal("a new model has samples")
+	}
+	// Registered: a report of any script is accepted.
+	if err := tb.Observe(Key{Model: "m", Script: ScriptHan}, sample(1.6, 300, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if !tb.Known("m") || tb.Known("n") {
+		t.Fatal("Known does not follow the samples")
+	}
+	if r, n := tb.Ratio(Key{Model: "m", Script: ScriptHan}); n != 1 || !near(r, 1.6*(1+Margin)) {
+		t.Fatalf("ratio %v on %d", r, n)
+	}
+}
