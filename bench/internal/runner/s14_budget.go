@@ -119,7 +119,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	est := trimmer.New(budgetWindow, budgetReserve, nil)
 	var rows [][]string
 	worstAfter, worstBig, worstAll := 0.0, 0.0, ""
-	priceLow := 0
+	priceLow, priced, lowest := 0, 0, 0.0
 	minCount, maxCount := math.MaxInt, 0
 	for _, enc := range encs {
 		srv, err := standin.New(budgetWindow, enc, nil)
@@ -152,6 +152,8 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 					}
 					pr := rel(price*float64(content) + framing)
 					signedPrice = append(signedPrice, pr)
+					priced++
+					lowest = min(lowest, pr)
 					if pr < 0 {
 						priceLow++
 					}
@@ -173,8 +175,8 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	out.printf("**Estimate of a prompt against the provider's count**\n\n%s\n", mdTable([]string{"conversation", "encoding",
 		"before: median error", "before: p99", "before: median signed", "after 3 calls, estimate: median error", "estimate: p99", "estimate: p99, ≥ 1 000 tokens",
 		"price: median signed", "price: lowest"}, rows))
-	out.headline("Budget (§14): after three calls of a model the calibrated estimate of a prompt of at least 1 000 tokens is within %s of the provider's exact count at p99 (goal ±5%%; over all prompts, the worst p99 is %s, %s), for Korean, Japanese, Chinese, German, English and JSON tool results under cl100k_base and o200k_base; the price the budget uses is below the count for %d prompts.",
-		pctStr(worstBig), pctStr(worstAfter), worstAll, priceLow)
+	out.headline("Budget (§14): after three calls of a model the calibrated estimate of a prompt of at least 1 000 tokens is within %s of the provider's exact count at p99 (goal ±5%%; over all prompts, the worst p99 is %s, %s), for Korean, Japanese, Chinese, German, English and JSON tool results under cl100k_base and o200k_base; the price the budget uses is below the count for %d of %s prompts, by at most %s.",
+		pctStr(worstBig), pctStr(worstAfter), worstAll, priceLow, fmtInt(priced), pctStr(-lowest))
 
 	// Part 2: agent.Run pressed against a 4 096-token window.
 	r.progress("  budget: agent.Run pressed against a %d-token window", budgetWindow)
