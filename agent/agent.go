@@ -131,7 +131,8 @@ type Result struct {
 	Messages []llms.ChatMessage
 	// ToolRounds is the number of rounds of tool calls that were run.
 	ToolRounds int
-	// ModelCalls is the number of model calls (ToolRounds + 1 on success).
+	// ModelCalls is the number of model calls (ToolRounds + 1 on success,
+	// one more when a prompt refused for its size was retried).
 	ModelCalls int
 	// Prompt is what the last model call was sent, as built by
 	// memory.Manager.Prompt and adapted to the provider, system prompt
