@@ -54,7 +54,8 @@ type calConversation struct {
 
 var calConversations = []calConversation{
 	{"ko", standin.Korean, false}, {"ja", standin.Japanese, false}, {"zh", standin.Chinese, false},
-	{"de", standin.German, false}, {"en", standin.English, false}, {"ko+json", standin.Korean, true},
+	{"de", standin.German, false}, {"en", standin.English, false}, {"code", standin.Code, false},
+	{"ko+json", standin.Korean, true},
 }
 
 // calBrain answers in the conversation's language, at random lengths; with
@@ -101,7 +102,7 @@ func (o calOutcome) median() float64 {
 // calLen is a message length in characters: scripts with spaces take
 // about three characters for one CJK character's tokens.
 func calLen(lang standin.Language, n int) int {
-	if lang == standin.German || lang == standin.English {
+	if lang == standin.German || lang == standin.English || lang == standin.Code {
 		return 3 * n
 	}
 	return n
@@ -210,7 +211,7 @@ func TestAgentBudgetAsProviderCounts(t *testing.T) {
 		for model, enc := range map[string]string{"gpt-4": trimmer.EncodingCL100kBase, "gpt-4o-mini": trimmer.EncodingO200kBase} {
 			t.Run(model+"/ko+json", func(t *testing.T) {
 				t.Parallel()
-				o := runAgentConversation(t, seed, calConversations[5], enc, model)
+				o := runAgentConversation(t, seed, calConversations[len(calConversations)-1], enc, model)
 				checkOutcome(t, o)
 				if len(o.refused) > 0 {
 					t.Errorf("exact tokenizer known, yet %d calls refused", len(o.refused))

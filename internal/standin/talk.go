@@ -17,10 +17,11 @@ const (
 	Chinese  Language = "zh"
 	German   Language = "de"
 	English  Language = "en"
+	Code     Language = "code" // Go source with English comments
 )
 
 // Languages lists every language Talk writes.
-var Languages = []Language{Korean, Japanese, Chinese, German, English}
+var Languages = []Language{Korean, Japanese, Chinese, German, English, Code}
 
 // phrases are the building blocks of each language's sentences: everyday
 // customer-service talk, with the script's own punctuation.
@@ -52,16 +53,23 @@ var phrases = map[Language][]string{
 		"we will get back to you tomorrow morning", "Ms. Johnson", "I would like to change my address", "the loyalty points were not credited",
 		"can I still use the coupon", "because stock is running low", "we are sorry", "let me check that for you", "thank you",
 		"I see", "that is good news", "please tell me the status of my case"},
+	Code: {"func (s *Store) Load(ctx context.Context, id string) (*Order, error) {", "if err != nil {", "return nil, fmt.Errorf(\"load %q: %w\", id, err)",
+		"}", "for i, item := range order.Items {", "total += item.Price * float64(item.Qty)", "// Retry once: the upstream API drops idle connections.",
+		"rows, err := s.db.QueryContext(ctx, `SELECT id, status FROM orders WHERE customer_id = $1`, customerID)", "defer rows.Close()",
+		"var out []Order", "if len(out) == 0 {", "return ErrNotFound", "ctx, cancel := context.WithTimeout(ctx, 5*time.Second)", "defer cancel()",
+		"resp, err := http.DefaultClient.Do(req)", "switch resp.StatusCode {", "case http.StatusOK:", "case http.StatusTooManyRequests:",
+		"log.Printf(\"order %s: %d items\", o.ID, len(o.Items))", "type Order struct {", "ID string `json:\"id\"`", "Status string `json:\"status\"`",
+		"x := map[string]int{\"a\": 1, \"b\": 2}", "sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })"},
 }
 
 // enders close a sentence in each script.
 var enders = map[Language][]string{
 	Korean: {". ", "? ", "! "}, Japanese: {"。", "？", "！"}, Chinese: {"。", "？", "！"},
-	German: {". ", "? ", "! "}, English: {". ", "? ", "! "},
+	German: {". ", "? ", "! "}, English: {". ", "? ", "! "}, Code: {"\n", "\n\t", "\n\n"},
 }
 
 // joiners join phrases within a sentence.
-var joiners = map[Language]string{Korean: " ", Japanese: "、", Chinese: "，", German: ", ", English: ", "}
+var joiners = map[Language]string{Korean: " ", Japanese: "、", Chinese: "，", German: ", ", English: ", ", Code: "\n\t"}
 
 // Text returns a text of about runes characters in lang, drawn from rng.
 func Text(rng *rand.Rand, lang Language, runes int) string {

@@ -40,13 +40,14 @@ type budgetLang struct {
 
 var budgetLangs = []budgetLang{
 	{"Korean", standin.Korean, false}, {"Japanese", standin.Japanese, false}, {"Chinese", standin.Chinese, false},
-	{"German", standin.German, false}, {"English", standin.English, false}, {"Korean + JSON tool results", standin.Korean, true},
+	{"German", standin.German, false}, {"English", standin.English, false}, {"Go code", standin.Code, false},
+	{"Korean + JSON tool results", standin.Korean, true},
 }
 
 // budgetLen is a message length in characters (about three Latin
 // characters for one CJK character's tokens).
 func budgetLen(lang standin.Language, n int) int {
-	if lang == standin.German || lang == standin.English {
+	if lang == standin.German || lang == standin.English || lang == standin.Code {
 		return 3 * n
 	}
 	return n
@@ -170,12 +171,12 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 				pctStr(after.q(0.5)), pctStr(after.q(0.99)), pctStr(afterBig.q(0.99)), signedPct(median(signedPrice)), signedPct(slices.Min(signedPrice))})
 		}
 	}
-	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German and English; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** scales the texts' estimate by the median of the recent ratios (provider's count less framing ÷ estimate); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, scales it by a high quantile of them plus a 1/64 margin, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount))
+	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German, English and code; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** scales the texts' estimate by the median of the recent ratios (provider's count less framing ÷ estimate); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, scales it by a high quantile of them plus a 1/64 margin, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount))
 	out.printf("%s", r.env.provenance(false))
 	out.printf("**Estimate of a prompt against the provider's count**\n\n%s\n", mdTable([]string{"conversation", "encoding",
 		"before: median error", "before: p99", "before: median signed", "after 3 calls, estimate: median error", "estimate: p99", "estimate: p99, ≥ 1 000 tokens",
 		"price: median signed", "price: lowest"}, rows))
-	out.headline("Budget (§14): after three calls of a model the calibrated estimate of a prompt of at least 1 000 tokens is within %s of the provider's exact count at p99 (goal ±5%%; over all prompts, the worst p99 is %s, %s), for Korean, Japanese, Chinese, German, English and JSON tool results under cl100k_base and o200k_base; the price the budget uses is below the count for %d of %s prompts, by at most %s.",
+	out.headline("Budget (§14): after three calls of a model the calibrated estimate of a prompt of at least 1 000 tokens is within %s of the provider's exact count at p99 (goal ±5%%; over all prompts, the worst p99 is %s, %s), for Korean, Japanese, Chinese, German, English, Go code and JSON tool results under cl100k_base and o200k_base; the price the budget uses is below the count for %d of %s prompts, by at most %s.",
 		pctStr(worstBig), pctStr(worstAfter), worstAll, priceLow, fmtInt(priced), pctStr(-lowest))
 
 	// Part 2: agent.Run pressed against a 4 096-token window.
@@ -222,8 +223,8 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	}
 	out.printf("**Refused calls and window share**\n\n%s\n", mdTable([]string{"conversation", "encoding", "run", "failed turns", "refused calls",
 		"pressed calls", "median share", "p10 share", "max share"}, rows))
-	out.headline("Budget (§14): pressed against a 4k window for %d turns in 6 conversations × 2 encodings, agent.Run on the defaults fails %d turns, %d calls are refused (%d without usage reports, learning from refusals only) and the median prompt uses at least %s of the usable window.",
-		turns, failedWith, refusedWith, refusedWithout, pctStr(minShare))
+	out.headline("Budget (§14): pressed against a 4k window for %d turns in %d conversations × 2 encodings, agent.Run on the defaults fails %d turns, %d calls are refused (%d without usage reports, learning from refusals only) and the median prompt uses at least %s of the usable window.",
+		turns, len(budgetLangs), failedWith, refusedWith, refusedWithout, pctStr(minShare))
 	return nil
 }
 
