@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/calib"
 	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/internal/usage"
 	"github.com/strata-go/strata/memory"
@@ -44,7 +46,7 @@ const failedSaveTimeout = 5 * time.Second
 // they started.
 type Agent struct {
 	model     llms.Model
-	mgr       *memory.Manager
+	mgr       *memory.Manager // the manager's view for the model (memory.Manager.ForModel)
 	tools     toolSet
 	system    string
 	noteCost  int
@@ -53,6 +55,10 @@ type Agent struct {
 	callOpts  []llms.CallOption
 	variant   string
 	log       *slog.Logger
+	// calibrated is set once the manager has accepted a usage report of
+	// this agent: tool definitions are then priced by the calibrated
+	// estimator instead of trimmer.ToolDefinitionTokens each.
+	calibrated atomic.Bool
 }
 
 // New returns an Agent that answers with model and remembers with mgr.
@@ -103,6 +109,7 @@ func New(model llms.Model, mgr *memory.Manager, opts ...Option) (*Agent, error) 
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
+	mgr = mgr.ForModel(modelName(cfg.callOptions))
 	return &Agent{
 		model: model, mgr: mgr, tools: ts, system: cfg.systemPrompt,
 		noteCost:  trimmer.MessageOverheadTokens + mgr.Config().Estimator.Estimate(OmittedHistoryNote),
@@ -124,7 +131,8 @@ type Result struct {
 	Messages []llms.ChatMessage
 	// ToolRounds is the number of rounds of tool calls that were run.
 	ToolRounds int
-	// ModelCalls is the number of model calls (ToolRounds + 1 on success).
+	// ModelCalls is the number of model calls (ToolRounds + 1 on success,
+	// one more when a prompt refused for its size was retried).
 	ModelCalls int
 	// Prompt is what the last model call was sent, as built by
 	// memory.Manager.Prompt and adapted to the provider, system prompt
@@ -149,12 +157,22 @@ type Usage struct {
 // call); build the prompt with memory.Manager.Prompt, which fits the system
 // prompt, the history and the turn so far into the manager's budget,
 // keeping room for the tool definitions (active tools ×
-// trimmer.ToolDefinitionTokens); call the model; while the model asks for
+// trimmer.ToolDefinitionTokens until the provider's counts are known, then
+// their JSON as calibrated); call the model, reporting the prompt tokens
+// the provider counted to the manager (memory.Manager.ObserveUsage), which
+// prices later prompts of the model by them; while the model asks for
 // tools, run them (a tool error becomes the result text "error: …"), append
 // the results and call again, building the prompt again before every call;
 // then save the whole turn — user message, tool-call messages, tool results,
 // final answer — in one atomic append, which starts the manager's
 // background fold.
+//
+// When the provider refuses a prompt for its size (OpenAI's
+// context_length_exceeded, Anthropic's "prompt is too long", Gemini's input
+// token count error), the agent reports the count the error states, if
+// any, to the manager, builds the prompt again with room for the overflow
+// (a quarter of the usable window when no count is stated) and calls
+// again, once per turn: a second refusal fails the turn.
 //
 // When a model call fails (or ctx is done), only the user message is saved,
 // as arc-reactor does, and the model's error is returned wrapped. When the
@@ -186,15 +204,26 @@ func (a *Agent) run(ctx context.Context, sessionID, userID, input string, onChun
 	}
 	turn := []llms.ChatMessage{llms.HumanChatMessage{Content: input}}
 	res := &Result{}
+	retried := false
 	for round := 0; ; round++ {
 		// 2. Prompt, before every call.
-		res.Prompt, res.Dropped = a.prompt(ctx, history, turn)
+		res.Prompt, res.Dropped = a.prompt(ctx, history, turn, 0)
 		a.log.DebugContext(ctx, "strata agent: model call", "session_id", sessionID, "round", round,
 			"messages", len(res.Prompt), "dropped", res.Dropped)
 
 		// 3. Call.
 		choice, err := a.call(ctx, res.Prompt, onChunk, &res.Usage)
 		res.ModelCalls++
+		if shrink, ok := a.refused(ctx, err, res.Prompt, retried); ok {
+			// Refused for its size: recalibrated, refitted, retried once
+			// per turn.
+			retried = true
+			res.Prompt, res.Dropped = a.prompt(ctx, history, turn, shrink)
+			a.log.InfoContext(ctx, "strata agent: prompt refused for its size, retrying once", "session_id", sessionID,
+				"round", round, "extra_reserve", shrink, "error", err)
+			choice, err = a.call(ctx, res.Prompt, onChunk, &res.Usage)
+			res.ModelCalls++
+		}
 		if err != nil {
 			a.saveFailed(ctx, sessionID, userID, input)
 			return nil, err
@@ -233,7 +262,7 @@ func (a *Agent) run(ctx context.Context, sessionID, userID, input string, onChun
 // so far: adapted to the provider, fitted into the manager's budget by
 // memory.Manager.Prompt (the one prompt builder), with the system prompt
 // first. It also returns how many messages were left out.
-func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage) ([]llms.ChatMessage, int) {
+func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage, extraReserve int) ([]llms.ChatMessage, int) {
 	msgs := make([]llms.ChatMessage, 0, len(history)+len(turn))
 	for _, m := range history {
 		if m = plain(m); m != nil {
@@ -242,7 +271,7 @@ func (a *Agent) prompt(ctx context.Context, history, turn []llms.ChatMessage) ([
 	}
 	msgs = append(msgs, turn...)
 	msgs = systemNotes(msgs, a.provider)
-	reserve := len(a.tools.specs) * trimmer.ToolDefinitionTokens
+	reserve := a.toolReserve() + extraReserve
 	prompt, _ := a.mgr.Prompt(a.system, msgs, reserve)
 	added := 0 // messages in prompt that are not from msgs
 	if a.system != "" {
@@ -297,7 +326,78 @@ func (a *Agent) call(ctx context.Context, prompt []llms.ChatMessage, onChunk fun
 		choice = mergeChoices(resp.Choices)
 	}
 	usage.add(choice.GenerationInfo)
+	a.observe(ctx, prompt, choice.GenerationInfo)
 	return choice, nil
+}
+
+// observe reports the provider's count of a prompt to the manager, which
+// calibrates the model's budget with it. A report it refuses (no count, an
+// implausible one) changes nothing and is logged at debug level.
+func (a *Agent) observe(ctx context.Context, prompt []llms.ChatMessage, info map[string]any) {
+	if err := a.mgr.ObserveUsage(prompt, a.tools.llmTools(), info); err != nil {
+		a.log.DebugContext(ctx, "strata agent: usage report not used for the budget", "error", err)
+		return
+	}
+	a.calibrated.Store(true)
+}
+
+// refused reports whether err is the provider refusing prompt for its size
+// and this turn has not retried yet; then it recalibrates from the count
+// the error states, when it states one, and returns the extra reserve the
+// retry's prompt keeps: the overflow the error states plus a twentieth of
+// the usable window, or a quarter of the usable window when the error
+// states no count (or one the manager refused), so that the retry fits
+// whatever the calibration says. When the error states a context window
+// smaller than the manager's, the usable window is the stated one.
+func (a *Agent) refused(ctx context.Context, err error, prompt []llms.ChatMessage, retried bool) (int, bool) {
+	if err == nil || retried || ctx.Err() != nil {
+		return 0, false
+	}
+	isRefusal, count := contextRefusal(err)
+	if !isRefusal {
+		return 0, false
+	}
+	cfg := a.mgr.Config()
+	usable := cfg.ContextWindowTokens - cfg.OutputReserveTokens
+	target := usable // what the retry's prompt must fit in
+	if w := statedWindow(err); w > 0 && w < cfg.ContextWindowTokens {
+		// The model's window is smaller than the manager's budget says.
+		a.log.WarnContext(ctx, "strata agent: the provider states a smaller context window than memory.Config.ContextWindowTokens",
+			"stated", w, "configured", cfg.ContextWindowTokens)
+		target = max(w-cfg.OutputReserveTokens, 0)
+	}
+	if count > 0 {
+		if oerr := a.mgr.ObserveUsage(prompt, a.tools.llmTools(), map[string]any{"PromptTokens": count}); oerr == nil {
+			a.calibrated.Store(true)
+			return max(count-target, 0) + usable - target + usable/20, true
+		}
+	}
+	return usable - target + (target+3)/4, true
+}
+
+// toolReserve is the room kept for the tool definitions: their JSON priced
+// by the calibrated estimator once the manager has the provider's counts,
+// trimmer.ToolDefinitionTokens per tool before.
+func (a *Agent) toolReserve() int {
+	if len(a.tools.specs) == 0 {
+		return 0
+	}
+	if !a.calibrated.Load() {
+		return len(a.tools.specs) * trimmer.ToolDefinitionTokens
+	}
+	return a.mgr.Config().Estimator.Estimate(calib.ToolsText(a.tools.llmTools()))
+}
+
+// modelName returns the model named by llms.WithModel among opts, "" when
+// none does.
+func modelName(opts []llms.CallOption) string {
+	var co llms.CallOptions
+	for _, o := range opts {
+		if o != nil {
+			o(&co)
+		}
+	}
+	return co.Model
 }
 
 // mergeChoices joins the choices of an Anthropic response: langchaingo's

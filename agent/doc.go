@@ -17,7 +17,10 @@
 //  2. prompt: memory.Manager.Prompt, the manager's one prompt builder,
 //     fits [system prompt][facts][narrative][recent…][user input] into the
 //     manager's budget, keeping room for the tool definitions;
-//  3. call: the model gets the prompt and the tools;
+//  3. call: the model gets the prompt and the tools; the prompt tokens the
+//     provider reports go back to the manager, which prices the model's
+//     next prompts by them; a prompt the provider refuses for its size is
+//     built again smaller and sent once more;
 //  4. tools: while the model asks for tool calls, the agent runs them,
 //     appends the results and goes back to 2, for at most
 //     WithMaxToolRounds rounds;
@@ -33,7 +36,10 @@
 // Estimator): the prompt budget and the chunked policy's token
 // trigger are computed from the same numbers, so old turns are folded into
 // facts before the prompt has to drop them. WithContextWindow only checks
-// that the agent was written for that same budget.
+// that the agent was written for that same budget. The agent prices its
+// prompts with the manager's view of its model (memory.Manager.ForModel,
+// for the model named by llms.WithModel in WithCallOptions), so that the
+// budget holds as the provider counts it, not only as the estimator does.
 //
 // # Providers
 //

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/strata-go/strata/agent"
 	"github.com/strata-go/strata/agent/agenttest"
+	"github.com/strata-go/strata/internal/standin"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/trimmer"
 )
 
 // turn is the README's "memory alone" snippet: load, build the whole prompt
@@ -69,4 +74,55 @@ func ExampleMessageContents() {
 	// tool: result order_status shipped
 	// ai: It has shipped.
 	// human: Which order was it?
+}
+
+// The direct-call hook of the budget: the model's view of the manager
+// builds the prompt, and every reply's usage is reported to it, so that the
+// next prompts of the model are priced as its provider counts them. Here
+// the provider is a stand-in OpenAI server that counts prompts exactly with
+// cl100k_base and refuses any over its 4 096-token window.
+func Example_budgetAsProviderCounts() {
+	ctx := context.Background()
+	srv, err := standin.New(4096, trimmer.EncodingCL100kBase, func(standin.Request) standin.Reply {
+		return standin.Reply{Text: strings.Repeat("주문하신 상품은 어제 발송되었습니다. ", 12)}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	llm, err := openai.New(openai.WithToken("sk-test"), openai.WithBaseURL(srv.URL), openai.WithModel("local-model"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg := memory.DefaultConfig()
+	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 4096, 512
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mgr.Close()
+
+	view := mgr.ForModel("local-model")
+	const systemPrompt = "당신은 친절한 상담원입니다."
+	for turn := range 20 {
+		history, err := mgr.LoadHistory(ctx, "s", "u")
+		if err != nil {
+			log.Fatal(err)
+		}
+		input := fmt.Sprintf("%d번째 질문: %s", turn, strings.Repeat("배송 조회를 해 보니 문 앞에 두고 가셨다고 합니다. ", 10))
+		prompt, _ := view.Prompt(systemPrompt, append(history, llms.HumanChatMessage{Content: input}), 0)
+		resp, err := llm.GenerateContent(ctx, agent.MessageContents(prompt), llms.WithMaxTokens(512))
+		if err != nil {
+			log.Fatal(err) // a prompt refused for its size would end here
+		}
+		if err := view.ObserveUsage(prompt, nil, resp.Choices[0].GenerationInfo); err != nil {
+			log.Printf("usage not used for the budget: %v", err)
+		}
+		if err := mgr.SaveTurn(ctx, "s", "u", input, resp.Choices[0].Content); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("refused prompts:", len(srv.Refused()))
+	// Output:
+	// refused prompts: 0
 }

@@ -93,7 +93,10 @@ func WithProvider(p Provider) Option {
 }
 
 // WithCallOptions adds options to every model call (model name, temperature,
-// max tokens, …). Do not pass tools or a streaming function here: the agent
+// max tokens, …). The model named by llms.WithModel is the one the
+// manager's budget is calibrated for (memory.Manager.ForModel): with an
+// OpenAI model's name and no memory.Config.Estimator, prompts are priced
+// by the model's exact tokenizer from the first call. Do not pass tools or a streaming function here: the agent
 // sets those itself. A max-tokens option should not exceed the manager's
 // output reserve (memory.Config.OutputReserveTokens), which is the room the
 // prompt leaves for the answer.

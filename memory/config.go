@@ -119,9 +119,13 @@ type Config struct {
 	ContextWindowTokens int
 	OutputReserveTokens int
 	// Estimator counts the tokens of that budget, and of the facts and
-	// narrative caps (nil: trimmer.NewEstimator(), script-aware). Set it in
-	// code, e.g. to a tokenizer that matches the model; it has no
-	// configuration key. Manager.Config returns the estimator in use.
+	// narrative caps (nil: trimmer.NewEstimator(), script-aware, and the
+	// exact tokenizer of a model trimmer.TiktokenEncodingForModel knows in
+	// that model's view, Manager.ForModel). Set it in code, e.g. to a
+	// tokenizer that matches the model; it has no configuration key.
+	// Either way a model view's prompts are priced as calibrated from the
+	// usage its replies report (Manager.ObserveUsage). Manager.Config
+	// returns the estimator in use.
 	Estimator trimmer.Estimator
 	// SafetyTurns (chunked): fold at least every this many user turns, even
 	// when small (default 15; 0 = off).

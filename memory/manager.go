@@ -32,6 +32,8 @@ type Manager struct {
 	log   *slog.Logger
 	clk   clock.Clock
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
+	price *pricing         // per-model calibration, shared with the model views
+	model string           // the model this view prices for ("" for the manager itself)
 	pol   policy
 	eng   *engine
 	otel  *instruments
@@ -51,9 +53,10 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	defaultEst := nilcheck.IsNil(cfg.Estimator)
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		store: store, cfg: cfg,
+		store: store, cfg: cfg, price: newPricing(defaultEst),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clk: clock.Real{},
 	}
@@ -73,9 +76,11 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 
 // Config returns the manager's configuration, its defaults filled in: the
 // zero timings and fact caps as their defaults, and Estimator as the
-// estimator in use. Its slices are copies: changing them changes nothing.
+// estimator in use (for a model view, as calibrated so far: see ForModel).
+// Its slices are copies: changing them changes nothing.
 func (m *Manager) Config() Config {
 	c := m.cfg
+	c.Estimator = m.viewEstimator()
 	c.PinnedFactKeys = slices.Clone(c.PinnedFactKeys)
 	c.SharedSessionPrefixes = slices.Clone(c.SharedSessionPrefixes)
 	c.SharedSessionViewers = slices.Clone(c.SharedSessionViewers)

@@ -10,7 +10,10 @@
 // summarizer, fact fidelity, write throughput with the in-memory store's
 // footprint, strata serve under a bounded HTTP load, and peers
 // (langchaingo's memory types, eino's summarization middleware) on the
-// same LoCoMo replay. The data sets are read in place from the shared data
+// same LoCoMo replay, and the budget as the provider counts it (the
+// estimate's error per language and encoding before and after
+// calibration, refused calls and window share against a stand-in OpenAI
+// server). The data sets are read in place from the shared data
 // directory. PostgreSQL parts run when a database URL
 // is given and are skipped, with a note, otherwise.
 package runner
@@ -37,7 +40,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
 
 // Options configures a run.
 type Options struct {
@@ -208,6 +211,7 @@ var allSections = []section{
 	{11, "Write throughput and in-memory footprint", runWrites},
 	{12, "strata serve under load (PostgreSQL, loopback)", runServeLoad},
 	{13, "Peers on the same LoCoMo replay", runPeers},
+	{14, "The budget as the provider counts it", runBudget},
 }
 
 // Run measures the selected sections and writes the report and plots to
