@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -238,12 +239,15 @@ const inspectUsage = `Usage: strata inspect --user USER [flags] SESSION
 
 Prints a session stored in the configured PostgreSQL database, read through
 the memory manager as its owner USER: its message count, its summary (facts,
-narrative, cursor = the last message folded into it) and what the model sees
-of it, numbered: the messages Manager.Load assembles, in the order the model
-gets them — the facts and narrative blocks, then the verbatim messages, each
-with its number in the session (1 for its first). Nothing is summarized or
-changed: when a fold is due, inspect shows what the model sees until the
-fold has run. A session of another user is reported as such and not shown.
+narrative, cursor = the seq of the last message folded into it) and what
+the model sees of it: the messages Manager.Load assembles, in the order the
+model gets them — the facts and narrative blocks, then the verbatim
+messages, each with its seq, the store's sequence number of the message:
+the number strata export, GET /v1/sessions/{id} and strata forget use
+(on PostgreSQL seqs are shared by all sessions, so a session's need not
+start at 1 nor be consecutive). Nothing is summarized or changed: when a
+fold is due, inspect shows what the model sees until the fold has run. A
+session of another user is reported as such and not shown.
 
 Flags:
 `
@@ -262,24 +266,23 @@ type inspectReport struct {
 }
 
 type inspectSummary struct {
-	// Cursor is the storage sequence number of the last message folded
-	// in; CursorMessage is that message's number in the session.
-	Cursor        int64          `json:"cursor"`
-	CursorMessage int            `json:"cursor_message"`
-	Version       int64          `json:"version"`
-	Facts         []summary.Fact `json:"facts"`
-	Narrative     string         `json:"narrative"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
+	// Cursor is the seq of the last message folded in; Folded is how many
+	// of the session's stored messages it covers.
+	Cursor    int64           `json:"cursor"`
+	Folded    int             `json:"folded_messages"`
+	Version   int64           `json:"version"`
+	Facts     []snapshot.Fact `json:"facts"` // as strata export writes them
+	Narrative string          `json:"narrative"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 type inspectMsg struct {
 	// Position is the message's place in the prompt, 1 for the first.
 	Position int `json:"position"`
-	// Number is a stored message's position in the session, 1 for its
-	// first, and Seq its storage sequence number (global, not per
-	// session); both are 0 for the facts and narrative blocks.
-	Number   int               `json:"number,omitempty"`
+	// Seq is a stored message's sequence number, the one strata forget,
+	// strata export and the HTTP API use; 0 for the facts and narrative
+	// blocks.
 	Seq      int64             `json:"seq,omitempty"`
 	Role     string            `json:"role"`
 	Text     string            `json:"content"`
@@ -384,10 +387,6 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 	if err != nil {
 		return inspectReport{}, err
 	}
-	number := make(map[int64]int, len(msgs)) // seq → number in the session
-	for i, m := range msgs {
-		number[m.Seq] = i + 1
-	}
 	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: h.Mode, Prompt: []inspectMsg{}}
 	var cursor int64
 	if s != nil {
@@ -398,10 +397,10 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 				folded++
 			}
 		}
-		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, CursorMessage: folded, Version: s.Version,
-			Facts: s.Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Folded: folded, Version: s.Version,
+			Facts: snapshot.FromSummary(s).Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 		if rep.Summary.Facts == nil {
-			rep.Summary.Facts = []summary.Fact{}
+			rep.Summary.Facts = []snapshot.Fact{}
 		}
 	}
 	// Load's messages are the summary's blocks, then one message per
@@ -411,7 +410,7 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 		im := inspectMsg{Position: i + 1, Role: string(cm.GetType()), Text: chatText(cm)}
 		if j := i - blocks; blocks >= 0 && j >= 0 {
 			m := h.Recent[j]
-			im.Number, im.Seq, im.Role, im.Folded, im.Metadata = number[m.Seq], m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
+			im.Seq, im.Role, im.Folded, im.Metadata = m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
 		}
 		rep.Prompt = append(rep.Prompt, im)
 	}
@@ -424,10 +423,15 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintln(w, "summary:  none")
 	} else {
 		s := r.Summary
-		fmt.Fprintf(w, "cursor:   message #%d of %d (summary version %d, updated %s)\n", s.CursorMessage, r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
-		printFactsAndNarrative(w, s.Facts, s.Narrative)
+		fmt.Fprintf(w, "cursor:   #%d (folds %s of %d; summary version %d, updated %s)\n", s.Cursor, plural(s.Folded, "message", "messages"),
+			r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
+		facts := make([]summary.Fact, len(s.Facts))
+		for i, f := range s.Facts {
+			facts[i] = summary.Fact{Key: f.Key, Value: f.Value, Category: summary.Category(f.Category)}
+		}
+		printFactsAndNarrative(w, facts, s.Narrative)
 	}
-	fmt.Fprintf(w, "what the model sees (%s, %d messages):\n", r.Mode, len(r.Prompt))
+	fmt.Fprintf(w, "what the model sees (%s, %s):\n", r.Mode, plural(len(r.Prompt), "message", "messages"))
 	anyFolded, anyVariant, anyBlock := false, false, false
 	for _, m := range r.Prompt {
 		mark := " "
@@ -439,17 +443,17 @@ func printInspect(w io.Writer, r inspectReport) {
 			variant, anyVariant = " ["+store.MetadataModelVariant+"="+v+"]", true
 		}
 		num := "-"
-		if m.Number > 0 {
-			num = fmt.Sprintf("#%d", m.Number)
+		if m.Seq > 0 {
+			num = fmt.Sprintf("#%d", m.Seq)
 		} else {
 			anyBlock = true
 		}
-		fmt.Fprintf(w, "  %3d %s %-6s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
+		fmt.Fprintf(w, "  %3d %s %-7s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
 	}
 	if len(r.Prompt) == 0 {
 		return
 	}
-	legend := []string{"first column: the place in the prompt", fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	legend := []string{"first column: the place in the prompt", "#N = the message's seq, the number strata forget takes"}
 	if anyBlock {
 		legend = append(legend, "- = the summary's facts or narrative block")
 	}

@@ -335,3 +335,12 @@ func errorText(err error) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// plural is n with the noun's singular or plural form: "1 message",
+// "2 messages", "0 messages".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
