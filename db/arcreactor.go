@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/snapshot"
@@ -94,6 +96,15 @@ func ArcReactorSessions(ctx context.Context, d *sqlx.DB) (int, error) {
 	return n, nil
 }
 
+// Metadata keys of the messages ImportArcReactor creates: the id of the
+// conversation_messages row a message came from, and the user_id arc-reactor
+// recorded for it (its author: in a shared thread, not necessarily the
+// session's owner).
+const (
+	MetadataArcReactorID   = "arc_reactor_id"
+	MetadataArcReactorUser = "arc_reactor_user_id"
+)
+
 // ArcReactorImportOptions configures ImportArcReactor.
 type ArcReactorImportOptions struct {
 	// DryRun reads and checks every session, and reports what an import
@@ -102,6 +113,13 @@ type ArcReactorImportOptions struct {
 	// Progress, when set, is called after each session with the number of
 	// sessions done and the total.
 	Progress func(done, total int)
+	// TimeZone is the zone of the wall-clock times arc-reactor wrote in
+	// its TIMESTAMP (without time zone) columns — the summaries'
+	// created_at and updated_at, and a message's created_at when its
+	// epoch-millisecond timestamp is missing: arc-reactor's JVM writes
+	// them in the JVM's default zone. nil is UTC. Message times taken
+	// from the timestamp column are instants and need no zone.
+	TimeZone *time.Location
 }
 
 // ArcReactorImport is what ImportArcReactor did (or, in a dry run, would
@@ -112,22 +130,56 @@ type ArcReactorImport struct {
 	// Imported sessions were created in Strata, with Messages messages
 	// and Summaries summaries in all.
 	Imported, Messages, Summaries int
-	// Existing sessions were skipped: Strata already holds a session of
-	// that id (imported by an earlier run, or created since).
+	// Updated are the sessions an earlier run imported that received
+	// arc-reactor's messages written since (its rows with a greater id),
+	// with how many each.
+	Updated []ArcReactorUpdate
+	// Current counts the sessions an earlier run imported that have no
+	// newer message in arc-reactor.
+	Current int
+	// Rehomed are the sessions an earlier run imported under their first
+	// author that are now shared (their id has one of the configured
+	// shared-session prefixes): they were moved to the shared owner.
+	Rehomed []string
+	// Existing counts the sessions skipped because Strata holds a session
+	// of that id that was not imported from arc-reactor (created in
+	// Strata); Strata's history is left as it is.
 	Existing int
+	// Deleted counts the sessions an earlier run imported that were
+	// deleted in Strata since: they are not created again.
+	Deleted int
 	// NoMessages sessions have a summary but no message left in
 	// arc-reactor: they have no owner and no history, and are skipped.
 	NoMessages int
-	// SeveralUsers sessions hold messages of more than one user_id (a
-	// shared thread): their owner is the user of the first message.
-	SeveralUsers int
+	// SeveralUsers are the sessions holding messages of more than one
+	// user_id (threads several people wrote in).
+	SeveralUsers []ArcReactorMixed
 	// UndecodableFacts counts facts of arc-reactor's facts_json that
 	// could not be decoded; the session is imported without them.
 	UndecodableFacts int
 	// Failed are the sessions Strata refused (an invalid id, a message
-	// over arc.reactor.memory.store.max-message-bytes, …), with why; the
-	// others are imported.
+	// over arc.reactor.memory.store.max-message-bytes, a session held by
+	// another owner than arc-reactor's, …), with why; the others are
+	// imported.
 	Failed []ArcReactorFailure
+}
+
+// ArcReactorUpdate is a session that received arc-reactor's newer
+// messages.
+type ArcReactorUpdate struct {
+	SessionID string
+	Added     int
+}
+
+// ArcReactorMixed is an arc-reactor session written by several users.
+type ArcReactorMixed struct {
+	SessionID string
+	// Users are its user_ids, in the order they first wrote.
+	Users []string
+	// Shared: its id has a shared-session prefix, so it is imported as a
+	// shared session, which every author reads; otherwise it belongs to
+	// Users[0].
+	Shared bool
 }
 
 // ArcReactorFailure is a session ImportArcReactor could not import.
@@ -139,29 +191,41 @@ type ArcReactorFailure struct {
 // ImportArcReactor imports arc-reactor's conversations — its
 // conversation_messages and conversation_summaries tables in the
 // connection's current schema, which it only reads, never changes — into
-// mgr, one session at a time: each becomes a memory.Snapshot imported with
-// mgr.Import, so a session is created, as its owner, with its messages and
-// its summary in one transaction (on PostgreSQL stores), and no fold runs
-// before its summary is stored. A schema without arc-reactor's tables
-// imports nothing.
+// mgr, whose stores must be PostgreSQL stores on d (Strata's tables beside
+// arc-reactor's), one session at a time. A schema without arc-reactor's
+// tables imports nothing.
 //
-// A session's messages keep arc-reactor's id order, roles (user,
+// A session Strata does not hold yet becomes a memory.Snapshot imported
+// with mgr.Import: created, as its owner, with its messages and its
+// summary in one transaction, and no fold runs before its summary is
+// stored. Its messages keep arc-reactor's id order, roles (user,
 // assistant, system; a tool row becomes a tool result named "tool", as
-// arc-reactor replays it) and timestamps (its timestamp column). Its owner
-// is the user_id of its first message ("anonymous" before arc-reactor
-// stored user ids). Its summary keeps the narrative and the facts
-// (arc-reactor's Jackson JSON, extractedAt as an ISO-8601 string or epoch
-// seconds). arc-reactor's summarized_up_to counts the messages folded
-// into the summary from the oldest; the cursor is set on the message at
-// that position when the session holds that many, else on none (0): no
-// message is ever hidden behind a summary that does not cover it, and the
-// facts and narrative are shown and carried into the session's next fold.
+// arc-reactor replays it) and timestamps (its timestamp column), and
+// carry their row id and author as metadata (MetadataArcReactorID,
+// MetadataArcReactorUser). Its owner is the user_id of its first message
+// ("anonymous" before arc-reactor stored user ids), or the shared owner
+// when its id has one of mgr's shared-session prefixes. Its summary keeps
+// the narrative and the facts (arc-reactor's Jackson JSON, extractedAt as
+// an ISO-8601 string or epoch seconds). arc-reactor's summarized_up_to
+// counts the messages folded into the summary from the oldest; the cursor
+// is set on the message at that position when the session holds that
+// many, else on none (0): no message is ever hidden behind a summary that
+// does not cover it.
 //
-// It is safe to run again and to resume after an interruption: a session
-// Strata already holds is skipped and counted in Existing. A session Strata
-// refuses (see ArcReactorImport.Failed) does not stop the others; any
-// other error (the database, ctx) stops the import and is returned with
-// what was done so far.
+// It is incremental and safe to run again, while arc-reactor still runs
+// (a cut-over): the newest arc-reactor row id imported is recorded per
+// session (table strata_arc_reactor_imports), and a later run appends to
+// the session, in one transaction, exactly the rows with a greater id, in
+// order — none twice, and none erased in Strata since. A session imported
+// under its first author before its id was declared shared is moved to the
+// shared owner in the same transaction. arc-reactor's later summaries are
+// not imported into a session Strata already holds: Strata folds the new
+// messages itself. A session deleted in Strata after its import is not
+// created again; one created in Strata, not imported, is left alone
+// (Existing). A session Strata refuses (see ArcReactorImport.Failed) does
+// not stop the others; any other error (the database, ctx) stops the
+// import and is returned with what was done so far: run it again to
+// resume.
 func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts ArcReactorImportOptions) (ArcReactorImport, error) {
 	var res ArcReactorImport
 	if mgr == nil {
@@ -174,7 +238,10 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 	if res.Sessions, err = ArcReactorSessions(ctx, d); err != nil {
 		return res, err
 	}
-	maxBytes := mgr.Config().MaxMessageBytes
+	imp := arcImporter{d: d, t: t, mgr: mgr, opts: opts, cfg: mgr.Config(), res: &res}
+	if imp.opts.TimeZone == nil {
+		imp.opts.TimeZone = time.UTC
+	}
 	done := 0
 	after := ""
 	for {
@@ -183,7 +250,7 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 			return res, fmt.Errorf("db: import arc-reactor: list sessions: %w", classify(ctx, err))
 		}
 		for _, id := range page {
-			if err := importArcReactorSession(ctx, d, t, mgr, id, maxBytes, opts.DryRun, &res); err != nil {
+			if err := imp.session(ctx, id); err != nil {
 				return res, err
 			}
 			done++
@@ -198,56 +265,273 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 	}
 }
 
-// importArcReactorSession imports one session and records the outcome in
-// res. It returns an error only for what stops the import.
-func importArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, mgr *memory.Manager, id string,
-	maxBytes int, dryRun bool, res *ArcReactorImport) error {
-	snap, info, err := readArcReactorSession(ctx, d, t, id)
+// arcImporter is one run of ImportArcReactor.
+type arcImporter struct {
+	d    *sqlx.DB
+	t    arcReactorTables
+	mgr  *memory.Manager
+	cfg  memory.Config
+	opts ArcReactorImportOptions
+	res  *ArcReactorImport
+}
+
+// arcState is what Strata holds of an arc-reactor session: whether a live
+// session of that id exists and whose it is, and the newest arc-reactor
+// row id imported into it (0: none recorded).
+type arcState struct {
+	Owner    sql.NullString `db:"owner"`
+	Live     bool           `db:"live"`
+	Recorded bool           `db:"recorded"`
+	LastArc  int64          `db:"last_arc_id"`
+}
+
+// arcStateSQL reads a session's arcState; the last imported row id is the
+// recorded one, else the greatest arc_reactor_id metadata of its messages
+// (an import interrupted between the session's creation and the record).
+const arcStateSQL = `
+SELECT s.user_id AS owner, s.session_id IS NOT NULL AS live, i.session_id IS NOT NULL AS recorded,
+       COALESCE(i.last_arc_id,
+                CASE WHEN s.session_id IS NOT NULL THEN
+                     (SELECT max((m.metadata->>'arc_reactor_id')::bigint) FROM strata_messages m
+                       WHERE m.session_id = $1 AND m.metadata->>'arc_reactor_id' ~ '^[0-9]{1,18}$')
+                END, 0) AS last_arc_id
+  FROM (SELECT $1::text AS id) x
+  LEFT JOIN strata_sessions s ON s.session_id = x.id AND s.deleted_at IS NULL
+  LEFT JOIN strata_arc_reactor_imports i ON i.session_id = x.id`
+
+// recordArcSQL records the newest arc-reactor row id imported into a
+// session; it never lowers it.
+const recordArcSQL = `
+INSERT INTO strata_arc_reactor_imports AS i (session_id, last_arc_id) VALUES ($1, $2)
+ON CONFLICT (session_id) DO UPDATE
+   SET last_arc_id = GREATEST(i.last_arc_id, EXCLUDED.last_arc_id), updated_at = now()`
+
+// session imports one session and records the outcome in res. It returns
+// an error only for what stops the import.
+func (a *arcImporter) session(ctx context.Context, id string) error {
+	snap, rows, info, err := readArcReactorSession(ctx, a.d, a.t, id, a.opts.TimeZone)
 	if err != nil {
 		return err
 	}
-	res.UndecodableFacts += info.badFacts
+	a.res.UndecodableFacts += info.badFacts
 	if len(snap.Messages) == 0 {
-		res.NoMessages++
+		a.res.NoMessages++
 		return nil
 	}
-	if info.severalUsers {
-		res.SeveralUsers++
+	want := owner.Of(a.cfg.SharedSessionPrefixes, id, snap.UserID)
+	if len(info.users) > 1 {
+		a.res.SeveralUsers = append(a.res.SeveralUsers, ArcReactorMixed{SessionID: id, Users: info.users, Shared: want == owner.Shared})
 	}
-	if dryRun {
-		if err := snap.Validate(maxBytes); err != nil {
-			res.Failed = append(res.Failed, ArcReactorFailure{SessionID: id, Err: err})
-			return nil
+	fail := func(err error) error {
+		a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: err})
+		return nil
+	}
+	// Twice at most: a session created in Strata between the read of its
+	// state and the import is handled as an existing one.
+	for range 2 {
+		st, err := a.state(ctx, id, rows)
+		if err != nil {
+			return err
 		}
-		_, err := mgr.Count(ctx, id, snap.UserID)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err == nil, errors.Is(err, memory.ErrNotOwner):
-			res.Existing++
+		case st.Recorded && !st.Live:
+			a.res.Deleted++
 			return nil
-		default:
-			return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+		case st.Live && st.LastArc == 0:
+			a.res.Existing++
+			return nil
+		case st.Live:
+			return a.update(ctx, id, snap.UserID, want, st, rows)
+		}
+		// New in Strata.
+		if err := snap.Validate(a.cfg.MaxMessageBytes); err != nil {
+			return fail(err)
+		}
+		if !a.opts.DryRun {
+			err := a.mgr.Import(ctx, snap)
+			switch {
+			case errors.Is(err, store.ErrSessionExists):
+				continue
+			case errors.Is(err, store.ErrInvalidMessage), errors.Is(err, store.ErrMessageTooLarge):
+				return fail(err)
+			case err != nil:
+				return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+			}
+			if _, err := a.d.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
+				return fmt.Errorf("db: import arc-reactor session %q: record: %w", id, classify(ctx, err))
+			}
+		}
+		a.res.Imported++
+		a.res.Messages += len(snap.Messages)
+		if snap.Summary != nil {
+			a.res.Summaries++
+		}
+		return nil
+	}
+	return fail(fmt.Errorf("%w: created in Strata during the import; run it again", store.ErrSessionExists))
+}
+
+// state reads what Strata holds of session id. A live session with no
+// record of an import whose messages are exactly arc-reactor's first
+// rows, in order (imported by a version of Strata that kept no record),
+// is taken as imported up to the last of them.
+func (a *arcImporter) state(ctx context.Context, id string, rows []arcReactorMessage) (arcState, error) {
+	var st arcState
+	if err := a.d.GetContext(ctx, &st, arcStateSQL, id); err != nil {
+		return st, fmt.Errorf("db: import arc-reactor session %q: %w", id, classify(ctx, err))
+	}
+	if !st.Live || st.LastArc > 0 {
+		return st, nil
+	}
+	var held []struct {
+		Role    string `db:"role"`
+		Content string `db:"content"`
+	}
+	if err := a.d.SelectContext(ctx, &held, `SELECT role, content FROM strata_messages WHERE session_id = $1 ORDER BY seq LIMIT $2`,
+		id, len(rows)+1); err != nil {
+		return st, fmt.Errorf("db: import arc-reactor session %q: %w", id, classify(ctx, err))
+	}
+	if len(held) == 0 || len(held) > len(rows) {
+		return st, nil
+	}
+	for i, h := range held {
+		if h.Role != arcReactorRole(rows[i].Role) || h.Content != rows[i].Content {
+			return st, nil
+		}
+	}
+	st.LastArc = rows[len(held)-1].ID
+	return st, nil
+}
+
+// update brings a session an earlier run imported up to date: re-homed
+// when it is now shared, and arc-reactor's rows after the last imported
+// one appended, in one transaction.
+func (a *arcImporter) update(ctx context.Context, id, first, want string, st arcState, rows []arcReactorMessage) error {
+	rehome := st.Owner.String != want
+	if rehome && (want != owner.Shared || st.Owner.String != owner.User(first)) {
+		a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: fmt.Errorf(
+			"%w: Strata's session belongs to %q, arc-reactor's to %q", memory.ErrNotOwner, st.Owner.String, want)})
+		return nil
+	}
+	var added int
+	if a.opts.DryRun {
+		for _, r := range rows {
+			if r.ID > st.LastArc {
+				added++
+			}
 		}
 	} else {
-		err := mgr.Import(ctx, snap)
-		switch {
-		case err == nil:
-		case errors.Is(err, store.ErrSessionExists):
-			res.Existing++
-			return nil
-		case errors.Is(err, store.ErrInvalidMessage), errors.Is(err, store.ErrMessageTooLarge):
-			res.Failed = append(res.Failed, ArcReactorFailure{SessionID: id, Err: err})
-			return nil
-		default:
-			return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+		var err error
+		if added, rehome, err = a.append(ctx, id, st, want, rows); err != nil {
+			var fe *arcRefused
+			if errors.As(err, &fe) {
+				a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: fe.err})
+				return nil
+			}
+			return err
 		}
 	}
-	res.Imported++
-	res.Messages += len(snap.Messages)
-	if snap.Summary != nil {
-		res.Summaries++
+	if rehome {
+		a.res.Rehomed = append(a.res.Rehomed, id)
+	}
+	if added > 0 {
+		a.res.Updated = append(a.res.Updated, ArcReactorUpdate{SessionID: id, Added: added})
+	} else {
+		a.res.Current++
 	}
 	return nil
+}
+
+// arcRefused is a session update Strata refused (not an outage).
+type arcRefused struct{ err error }
+
+func (e *arcRefused) Error() string { return e.err.Error() }
+
+// append appends, in one transaction, the rows after the session's last
+// imported one, under the lock of its import record and of its session
+// row, so that two runs never both append a row: it re-reads the last
+// imported id under the lock. It moves the session to want when it is
+// its first author's. It returns how many rows it appended and whether it
+// re-homed the session.
+func (a *arcImporter) append(ctx context.Context, id string, st arcState, want string, rows []arcReactorMessage) (int, bool, error) {
+	fail := func(what string, err error) (int, bool, error) {
+		return 0, false, fmt.Errorf("db: import arc-reactor session %q: %s: %w", id, what, classify(ctx, err))
+	}
+	tx, err := a.d.BeginTxx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO strata_arc_reactor_imports (session_id, last_arc_id) VALUES ($1, $2)
+		ON CONFLICT (session_id) DO NOTHING`, id, st.LastArc); err != nil {
+		return fail("record", err)
+	}
+	var last int64
+	if err := tx.GetContext(ctx, &last, `SELECT last_arc_id FROM strata_arc_reactor_imports WHERE session_id = $1 FOR UPDATE`, id); err != nil {
+		return fail("record", err)
+	}
+	var held sql.NullString
+	err = tx.GetContext(ctx, &held, `SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL FOR UPDATE`, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, &arcRefused{fmt.Errorf("%w: deleted in Strata during the import", store.ErrNotFound)}
+	case err != nil:
+		return fail("session", err)
+	}
+	rehome := held.String != want
+	if rehome {
+		if held.String != st.Owner.String {
+			return 0, false, &arcRefused{fmt.Errorf("%w: its owner changed during the import", memory.ErrNotOwner)}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE strata_sessions SET user_id = $2 WHERE session_id = $1 AND deleted_at IS NULL`, id, want); err != nil {
+			return fail("re-home", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE strata_messages SET user_id = $2 WHERE session_id = $1`, id, want); err != nil {
+			return fail("re-home", err)
+		}
+	}
+	var msgs []store.Message
+	for _, r := range rows {
+		if r.ID > last {
+			msgs = append(msgs, arcMessage(r, a.opts.TimeZone).Stored())
+		}
+	}
+	if len(msgs) > 0 {
+		for i := range msgs {
+			if err := msgs[i].Validate(a.cfg.MaxMessageBytes); err != nil {
+				return 0, false, &arcRefused{fmt.Errorf("message of arc-reactor row %s: %w", msgs[i].Metadata[MetadataArcReactorID], err)}
+			}
+		}
+		b, err := newBatch(msgs)
+		if err != nil {
+			return 0, false, &arcRefused{err}
+		}
+		created := make([]string, len(msgs))
+		for i, m := range msgs {
+			if !m.CreatedAt.IsZero() {
+				created[i] = m.CreatedAt.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, importMessagesSQL, id, want,
+			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
+			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created)); err != nil {
+			return fail("messages", err)
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE strata_sessions s
+			   SET message_count = s.message_count + $2, first_user_message = COALESCE(s.first_user_message, $3),
+			       last_activity = GREATEST(s.last_activity, $4::timestamptz)
+			 WHERE s.session_id = $1`, id, len(msgs), b.firstUser, nullTime(msgs[len(msgs)-1].CreatedAt)); err != nil {
+			return fail("session", err)
+		}
+		if _, err := tx.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
+			return fail("record", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	return len(msgs), rehome, nil
 }
 
 type arcReactorMessage struct {
@@ -268,17 +552,32 @@ type arcReactorSummary struct {
 }
 
 type arcReactorInfo struct {
-	badFacts     int
-	severalUsers bool
+	badFacts int
+	users    []string // the session's user_ids, in the order they first wrote
+}
+
+// nullTime is t, or NULL when zero.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// inZone is the instant of the wall-clock time t (as read from a
+// TIMESTAMP without time zone) in loc.
+func inZone(t time.Time, loc *time.Location) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc).UTC()
 }
 
 // readArcReactorSession reads one session in one read-only, repeatable-read
 // transaction (its messages and summary as of one moment) and returns it
-// as a snapshot.
-func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, id string) (*memory.Snapshot, arcReactorInfo, error) {
+// as a snapshot, with its rows in id order. Wall-clock times are read in
+// tz.
+func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, id string, tz *time.Location) (*memory.Snapshot, []arcReactorMessage, arcReactorInfo, error) {
 	var info arcReactorInfo
-	fail := func(err error) (*memory.Snapshot, arcReactorInfo, error) {
-		return nil, info, fmt.Errorf("db: import arc-reactor: read session %q: %w", id, classify(ctx, err))
+	fail := func(err error) (*memory.Snapshot, []arcReactorMessage, arcReactorInfo, error) {
+		return nil, nil, info, fmt.Errorf("db: import arc-reactor: read session %q: %w", id, classify(ctx, err))
 	}
 	tx, err := d.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
@@ -311,24 +610,16 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 
 	snap := &memory.Snapshot{Version: snapshot.Version, SessionID: id, UserID: store.AnonymousUser,
 		Messages: make([]snapshot.Message, 0, len(rows))}
+	seen := map[string]bool{}
 	for i, r := range rows {
 		if i == 0 && strings.TrimSpace(r.UserID) != "" {
 			snap.UserID = r.UserID
 		}
-		if r.UserID != rows[0].UserID {
-			info.severalUsers = true
+		if !seen[r.UserID] {
+			seen[r.UserID] = true
+			info.users = append(info.users, r.UserID)
 		}
-		m := snapshot.Message{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content}
-		switch {
-		case r.Timestamp.Valid && r.Timestamp.Int64 > 0:
-			m.CreatedAt = time.UnixMilli(r.Timestamp.Int64).UTC()
-		case r.CreatedAt.Valid:
-			m.CreatedAt = r.CreatedAt.Time.UTC()
-		}
-		if m.Role == string(store.RoleTool) {
-			m.Name = "tool"
-		}
-		snap.Messages = append(snap.Messages, m)
+		snap.Messages = append(snap.Messages, arcMessage(r, tz))
 	}
 	if len(sums) == 1 {
 		s := sums[0]
@@ -339,16 +630,35 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 			sm.UpToSeq = rows[k-1].ID
 		}
 		if s.CreatedAt.Valid {
-			sm.CreatedAt = s.CreatedAt.Time.UTC()
+			sm.CreatedAt = inZone(s.CreatedAt.Time, tz)
 		}
 		if s.UpdatedAt.Valid {
-			sm.UpdatedAt = s.UpdatedAt.Time.UTC()
+			sm.UpdatedAt = inZone(s.UpdatedAt.Time, tz)
 		}
 		if strings.TrimSpace(sm.Narrative) != "" || len(sm.Facts) > 0 {
 			snap.Summary = sm
 		}
 	}
-	return snap, info, nil
+	return snap, rows, info, nil
+}
+
+// arcMessage is one conversation_messages row as a snapshot message:
+// its role as arc-reactor reads it, its time from the timestamp column
+// (epoch milliseconds), else from created_at read in tz, and its row id
+// and author as metadata.
+func arcMessage(r arcReactorMessage, tz *time.Location) snapshot.Message {
+	m := snapshot.Message{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content,
+		Metadata: map[string]string{MetadataArcReactorID: strconv.FormatInt(r.ID, 10), MetadataArcReactorUser: r.UserID}}
+	switch {
+	case r.Timestamp.Valid && r.Timestamp.Int64 > 0:
+		m.CreatedAt = time.UnixMilli(r.Timestamp.Int64).UTC()
+	case r.CreatedAt.Valid:
+		m.CreatedAt = inZone(r.CreatedAt.Time, tz)
+	}
+	if m.Role == string(store.RoleTool) {
+		m.Name = "tool"
+	}
+	return m
 }
 
 // arcReactorRole maps a role of conversation_messages as arc-reactor reads

@@ -1,0 +1,223 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// cutoverManager is a manager over Strata's stores on d, with shared
+// the shared-session prefixes.
+func cutoverManager(t *testing.T, d *sqlx.DB, shared ...string) *memory.Manager {
+	t.Helper()
+	cfg := memory.DefaultConfig()
+	cfg.Enabled = true
+	cfg.SharedSessionPrefixes = shared
+	svc := summary.ServiceFunc(func(context.Context, summary.Request) (summary.Result, error) {
+		return summary.Result{}, errors.New("no fold during a cut-over test")
+	})
+	m, err := memory.NewManager(db.NewMessageStore(d), cfg, memory.WithSummaries(db.NewSummaryStore(d), svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// arcInsert writes one conversation_messages row as arc-reactor's
+// JdbcMemoryStore does, and returns its id.
+func arcInsert(t *testing.T, ctx context.Context, d *sqlx.DB, session, role, content, user string, ms int64) int64 {
+	t.Helper()
+	var id int64
+	if err := d.GetContext(ctx, &id, `INSERT INTO conversation_messages (session_id, role, content, timestamp, user_id)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`, session, role, content, ms, user); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// wantHistory checks a session's messages: contents in order, each with
+// its arc-reactor row id and author as metadata.
+func wantHistory(t *testing.T, ctx context.Context, m *memory.Manager, session, user string, want []string, authors []string) []store.Message {
+	t.Helper()
+	msgs, err := m.Messages(ctx, session, user, 0, 0)
+	if err != nil {
+		t.Fatalf("%s read by %s: %v", session, user, err)
+	}
+	var got []string
+	for _, msg := range msgs {
+		got = append(got, msg.Content)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s = %q\nwant %q", session, got, want)
+	}
+	for i, msg := range msgs {
+		if msg.Metadata[db.MetadataArcReactorUser] != authors[i] || msg.Metadata[db.MetadataArcReactorID] == "" {
+			t.Fatalf("%s[%d] metadata %v, want author %s and a row id", session, i, msg.Metadata, authors[i])
+		}
+	}
+	return msgs
+}
+
+// The cut-over: import while arc-reactor runs, arc-reactor writes more,
+// the import runs again and adds exactly the new rows, in order, with
+// their authors — none twice, not even from two runs at once, and not a
+// message erased in Strata meanwhile; a thread imported under its first
+// author is re-homed as shared once the prefix is set, and both authors
+// read it; a session deleted in Strata stays deleted. arc-reactor's
+// TIMESTAMP columns, written in the JVM's zone, keep their instant with
+// TimeZone.
+func TestImportArcReactorCutover(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema)
+	arcInsert(t, ctx, d, "web-1", "user", "w1", "alice", 1_700_000_000_001)
+	arcInsert(t, ctx, d, "slack-T", "user", "s1", "carol", 1_700_000_000_002)
+	arcInsert(t, ctx, d, "web-1", "assistant", "w2", "alice", 1_700_000_000_003)
+	arcInsert(t, ctx, d, "slack-T", "user", "s2", "dave", 1_700_000_000_004)
+	arcInsert(t, ctx, d, "web-1", "user", "w3", "alice", 1_700_000_000_005)
+	// arc-reactor's JVM ran in Seoul: its summary's created_at is Seoul's
+	// wall-clock time.
+	mustExec(t, ctx, d, `INSERT INTO conversation_summaries (session_id, narrative, facts_json, summarized_up_to, created_at, updated_at)
+		VALUES ('web-1', 'Alice said w1.', '[]', 1, '2026-03-01 18:30:00', '2026-03-01 18:45:00')`)
+	seoul := time.FixedZone("KST", 9*3600)
+
+	m := cutoverManager(t, d)
+	dry, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{DryRun: true, TimeZone: seoul})
+	if err != nil || dry.Imported != 2 || len(dry.SeveralUsers) != 1 || dry.SeveralUsers[0].SessionID != "slack-T" || dry.SeveralUsers[0].Shared {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	res, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{TimeZone: seoul})
+	if err != nil || res.Imported != 2 || res.Messages != 5 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	sum, err := m.Summary(ctx, "web-1", "alice")
+	if err != nil || sum == nil || !sum.CreatedAt.Equal(time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)) || !sum.UpdatedAt.After(sum.CreatedAt) {
+		t.Fatalf("summary %+v, %v: created_at is not 18:30 in Seoul (09:30 UTC)", sum, err)
+	}
+	msgs := wantHistory(t, ctx, m, "web-1", "alice", []string{"w1", "w2", "w3"}, []string{"alice", "alice", "alice"})
+	wantHistory(t, ctx, m, "slack-T", "carol", []string{"s1", "s2"}, []string{"carol", "dave"})
+
+	// arc-reactor writes on; Strata erases w3 meanwhile.
+	if err := m.Forget(ctx, "web-1", "alice", msgs[2].Seq); err != nil {
+		t.Fatal(err)
+	}
+	arcInsert(t, ctx, d, "web-1", "assistant", "w4", "alice", 1_700_000_000_006)
+	arcInsert(t, ctx, d, "slack-T", "assistant", "s3", "dave", 1_700_000_000_007)
+	arcInsert(t, ctx, d, "web-1", "user", "w5 (a failed turn: no answer)", "alice", 1_700_000_000_008)
+
+	dry, err = db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{DryRun: true})
+	if err != nil || fmt.Sprint(dry.Updated) != "[{slack-T 1} {web-1 2}]" {
+		t.Fatalf("dry re-run = %+v, %v", dry, err)
+	}
+	// Two runs at once add each row once.
+	var wg sync.WaitGroup
+	results := make([]db.ArcReactorImport, 2)
+	errs := make([]error, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = db.ImportArcReactor(ctx, d, cutoverManager(t, d), db.ArcReactorImportOptions{})
+		}()
+	}
+	wg.Wait()
+	added := 0
+	for i, r := range results {
+		if errs[i] != nil || r.Imported != 0 || len(r.Failed) != 0 {
+			t.Fatalf("concurrent re-run %d = %+v, %v", i, r, errs[i])
+		}
+		for _, u := range r.Updated {
+			added += u.Added
+		}
+	}
+	if added != 3 {
+		t.Fatalf("the two re-runs added %d messages, want 3: %+v", added, results)
+	}
+	wantHistory(t, ctx, m, "web-1", "alice", []string{"w1", "w2", "w4", "w5 (a failed turn: no answer)"}, []string{"alice", "alice", "alice", "alice"})
+	wantHistory(t, ctx, m, "slack-T", "carol", []string{"s1", "s2", "s3"}, []string{"carol", "dave", "dave"})
+	if n, err := m.Count(ctx, "web-1", "alice"); err != nil || n != 4 {
+		t.Fatalf("web-1's count = %d, %v", n, err)
+	}
+
+	// The thread's prefix is declared shared: the next run re-homes it,
+	// and both its authors read it.
+	shared := cutoverManager(t, d, "slack-")
+	if _, err := shared.Messages(ctx, "slack-T", "dave", 0, 0); !errors.Is(err, memory.ErrNotOwner) {
+		t.Fatalf("before the re-run, the shared thread is read as %v", err)
+	}
+	res, err = db.ImportArcReactor(ctx, d, shared, db.ArcReactorImportOptions{})
+	if err != nil || fmt.Sprint(res.Rehomed) != "[slack-T]" || res.Current != 2 || len(res.Updated) != 0 || !res.SeveralUsers[0].Shared {
+		t.Fatalf("re-run with the prefix = %+v, %v", res, err)
+	}
+	for _, u := range []string{"carol", "dave"} {
+		wantHistory(t, ctx, shared, "slack-T", u, []string{"s1", "s2", "s3"}, []string{"carol", "dave", "dave"})
+	}
+	if err := shared.SaveTurn(ctx, "slack-T", "dave", "s4 in Strata", "ok"); err != nil {
+		t.Fatalf("dave writes in the shared thread: %v", err)
+	}
+
+	// web-1 is deleted in Strata: a re-run does not bring it back.
+	if err := m.DeleteSession(ctx, "web-1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = db.ImportArcReactor(ctx, d, shared, db.ArcReactorImportOptions{})
+	if err != nil || res.Deleted != 1 || res.Imported != 0 || res.Current != 1 {
+		t.Fatalf("re-run after a delete = %+v, %v", res, err)
+	}
+	if _, err := m.Count(ctx, "web-1", "alice"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("web-1 came back: %v", err)
+	}
+}
+
+// A session imported by a Strata that kept no record of the import (no
+// row id metadata, no strata_arc_reactor_imports row) is recognised by
+// its messages being arc-reactor's first rows, and brought up to date.
+func TestImportArcReactorAdoptsAnEarlierImport(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema)
+	arcInsert(t, ctx, d, "old", "user", "o1", "olga", 1_700_000_000_001)
+	arcInsert(t, ctx, d, "old", "assistant", "o2", "olga", 1_700_000_000_002)
+	arcInsert(t, ctx, d, "mine", "user", "m1", "mia", 1_700_000_000_003)
+	m := cutoverManager(t, d)
+	if err := m.SaveTurn(ctx, "old", "olga", "o1", "o2"); err != nil { // as the earlier import left it
+		t.Fatal(err)
+	}
+	if err := m.SaveTurn(ctx, "mine", "mia", "something else", ""); err != nil { // Strata's own
+		t.Fatal(err)
+	}
+	arcInsert(t, ctx, d, "old", "user", "o3", "olga", 1_700_000_000_004)
+	res, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{})
+	if err != nil || fmt.Sprint(res.Updated) != "[{old 1}]" || res.Existing != 1 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	msgs, err := m.Messages(ctx, "old", "olga", 0, 0)
+	if err != nil || len(msgs) != 3 || msgs[2].Content != "o3" {
+		t.Fatalf("old = %+v, %v", msgs, err)
+	}
+	if msgs, err := m.Messages(ctx, "mine", "mia", 0, 0); err != nil || len(msgs) != 1 {
+		t.Fatalf("Strata's own session changed: %+v, %v", msgs, err)
+	}
+}
