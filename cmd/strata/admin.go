@@ -37,13 +37,23 @@ $DATABASE_URL):
   import-arc-reactor
             import arc-reactor's conversations (its conversation_messages
             and conversation_summaries tables, which are only read): each
-            session is created in Strata with its owner (user_id), its
-            messages in arc-reactor's order with their roles and
-            timestamps, and its summary (facts, narrative, cursor), in one
-            transaction, with no summarizer call. Safe to run again and to
-            resume: sessions Strata already holds are skipped and counted.
-            --dry-run reports what it would do and writes nothing. Needs
-            no API key. migrate up offers it when those tables hold rows.
+            session is created in Strata with its owner (the user_id of
+            its first message; the shared owner when its id has a
+            shared-session prefix), its messages in arc-reactor's order
+            with their roles, timestamps and authors, and its summary
+            (facts, narrative, cursor), in one transaction, with no
+            summarizer call. Incremental: run it again, while arc-reactor
+            still runs, and it adds to each session exactly the messages
+            arc-reactor wrote since (its rows of a greater id), none twice,
+            and re-homes as shared the threads imported before their
+            prefix was set; it reports what it added per session. Sessions
+            created in Strata, or deleted in Strata after their import,
+            are left alone. --dry-run reports what it would do (and names
+            the sessions several users wrote in) and writes nothing.
+            --arc-time-zone names the zone of arc-reactor's JVM (default
+            UTC): arc-reactor writes its summaries' times as wall-clock
+            times of that zone. Needs no API key. migrate up offers it
+            when those tables hold rows.
 
 Flags:
 `
@@ -56,6 +66,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
 	dryRun := fs.Bool("dry-run", false, "import-arc-reactor: report what would be imported, write nothing")
 	showProgress := fs.Bool("progress", true, "import-arc-reactor: draw a progress bar on stderr when it is a terminal")
+	arcZone := fs.String("arc-time-zone", "UTC", "import-arc-reactor: the IANA `ZONE` (e.g. Asia/Seoul) of arc-reactor's JVM, in which it wrote its TIMESTAMP columns (summaries' created_at and updated_at)")
 	pos, err := parseFlags(fs, args, migrateUsage, stdout)
 	if err != nil {
 		return err
@@ -85,6 +96,10 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *dryRun && action != "import-arc-reactor" {
 		return usagef("migrate %s: --dry-run applies to import-arc-reactor only", action)
 	}
+	zone, err := time.LoadLocation(strings.TrimSpace(*arcZone))
+	if err != nil || strings.TrimSpace(*arcZone) == "" {
+		return usagef("migrate: --arc-time-zone %q is not an IANA time zone (e.g. UTC, Asia/Seoul, Europe/Berlin)", *arcZone)
+	}
 	if action == "down" && !*yes {
 		return usagef("migrate down deletes every Strata table and its data; pass --yes to confirm")
 	}
@@ -111,7 +126,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return dbError(err)
 		}
 	case "import-arc-reactor":
-		return importArcReactor(ctx, cfg, d, *dryRun, *showProgress, stdout, stderr)
+		return importArcReactor(ctx, cfg, d, arcImportFlags{dryRun: *dryRun, progress: *showProgress, zone: zone}, stdout, stderr)
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
 	if err != nil {
@@ -161,7 +176,13 @@ const maxListedFailures = 20
 // db.ImportArcReactor into a manager over the configured stores, built
 // with summaries wired and a summarizer that refuses to run (an import
 // never summarizes, so no API key is needed).
-func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, dryRun, showProgress bool, stdout, stderr io.Writer) error {
+// arcImportFlags are migrate import-arc-reactor's flags.
+type arcImportFlags struct {
+	dryRun, progress bool
+	zone             *time.Location
+}
+
+func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, f arcImportFlags, stdout, stderr io.Writer) error {
 	const cmd = "migrate import-arc-reactor"
 	if err := db.CheckSchema(ctx, d); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
@@ -174,15 +195,15 @@ func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, d
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer rt.Close()
-	bar := newProgress(stderr, stdout, 0, showProgress).withUnit("sessions")
-	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: dryRun,
+	bar := newProgress(stderr, stdout, 0, f.progress).withUnit("sessions")
+	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: f.dryRun, TimeZone: f.zone,
 		Progress: func(done, total int) { bar.total = total; bar.update(done, "") }})
 	bar.finish()
 	if res.Sessions == 0 && err == nil {
 		fmt.Fprintln(stdout, "no arc-reactor conversations to import (no conversation_messages or conversation_summaries table of arc-reactor's, or they are empty)")
 		return nil
 	}
-	printArcReactorImport(stdout, res, dryRun)
+	printArcReactorImport(stdout, res, f.dryRun)
 	if err != nil {
 		return fmt.Errorf("%s: stopped (run it again to resume): %w", cmd, err)
 	}
@@ -193,22 +214,70 @@ func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, d
 }
 
 func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
-	verb, note := "imported", ""
+	verb, note, added := "imported", "", "added"
 	if dryRun {
-		verb, note = "would import", " (dry run: nothing written)"
+		verb, note, added = "would import", " (dry run: nothing written)", "would add"
 	}
-	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%d messages, %d summaries)%s\n", verb, r.Imported, r.Sessions, r.Messages, r.Summaries, note)
+	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%s, %s)%s\n", verb, r.Imported, r.Sessions,
+		plural(r.Messages, "message", "messages"), plural(r.Summaries, "summary", "summaries"), note)
+	if n := len(r.Updated); n > 0 {
+		total := 0
+		for _, u := range r.Updated {
+			total += u.Added
+		}
+		fmt.Fprintf(w, "%s %s written in arc-reactor since the last import to %s:\n", added, plural(total, "message", "messages"), plural(n, "session", "sessions"))
+		for i, u := range r.Updated {
+			if i == maxListedFailures {
+				fmt.Fprintf(w, "  … and %d more\n", n-i)
+				break
+			}
+			fmt.Fprintf(w, "  %s +%d\n", u.SessionID, u.Added)
+		}
+	}
+	if r.Current > 0 {
+		fmt.Fprintf(w, "up to date: %s imported before, with no newer message in arc-reactor\n", plural(r.Current, "session", "sessions"))
+	}
+	if n := len(r.Rehomed); n > 0 {
+		v := "re-homed"
+		if dryRun {
+			v = "would re-home"
+		}
+		fmt.Fprintf(w, "%s %s as shared (id with a shared-session prefix; imported before under its first author): %s\n",
+			v, plural(n, "session", "sessions"), listIDs(r.Rehomed))
+	}
 	if r.Existing > 0 {
-		fmt.Fprintf(w, "skipped %d already in Strata (imported before, or created since)\n", r.Existing)
+		fmt.Fprintf(w, "skipped %d already in Strata and not imported from arc-reactor (created in Strata; left as they are)\n", r.Existing)
+	}
+	if r.Deleted > 0 {
+		fmt.Fprintf(w, "skipped %d imported before and deleted in Strata since (not created again)\n", r.Deleted)
 	}
 	if r.NoMessages > 0 {
 		fmt.Fprintf(w, "skipped %d with a summary but no message left in arc-reactor (no owner, no history)\n", r.NoMessages)
 	}
-	if r.SeveralUsers > 0 {
-		fmt.Fprintf(w, "note: %d sessions hold messages of several users; each belongs to the user of its first message (declare shared threads with arc.reactor.memory.shared-session-prefixes, e.g. [slack-])\n", r.SeveralUsers)
+	if n := len(r.SeveralUsers); n > 0 {
+		var shared, owned []string
+		for _, m := range r.SeveralUsers {
+			item := m.SessionID + " (" + strings.Join(m.Users, ", ") + ")"
+			if m.Shared {
+				shared = append(shared, item)
+			} else {
+				owned = append(owned, item)
+			}
+		}
+		if len(owned) > 0 {
+			which := "which belongs to its first author"
+			if len(owned) > 1 {
+				which = "which belong to their first authors"
+			}
+			fmt.Fprintf(w, "note: several users wrote in %s, %s: %s; to share a thread with everyone who writes in it, set arc.reactor.memory.shared-session-prefixes (e.g. --set arc.reactor.memory.shared-session-prefixes=slack-) and run the import again: it re-homes them\n",
+				plural(len(owned), "session", "sessions"), which, listIDs(owned))
+		}
+		if len(shared) > 0 {
+			fmt.Fprintf(w, "note: several users wrote in %s, shared (shared-session-prefixes): %s\n", plural(len(shared), "session", "sessions"), listIDs(shared))
+		}
 	}
 	if r.UndecodableFacts > 0 {
-		fmt.Fprintf(w, "note: %d facts of arc-reactor's facts_json could not be decoded and were left out\n", r.UndecodableFacts)
+		fmt.Fprintf(w, "note: %s of arc-reactor's facts_json could not be decoded and were left out\n", plural(r.UndecodableFacts, "fact", "facts"))
 	}
 	for i, f := range r.Failed {
 		if i == maxListedFailures {
@@ -217,6 +286,14 @@ func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
 		}
 		fmt.Fprintf(w, "failed: session %q: %s\n", f.SessionID, oneLine(f.Err.Error()))
 	}
+}
+
+// listIDs joins at most maxListedFailures items, saying how many more.
+func listIDs(ids []string) string {
+	if len(ids) <= maxListedFailures {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:maxListedFailures], ", ") + fmt.Sprintf(" and %d more", len(ids)-maxListedFailures)
 }
 
 // openDatabase loads the configuration and opens its datasource; without

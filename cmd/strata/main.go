@@ -44,6 +44,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	_ "time/tzdata" // migrate --arc-time-zone works where the system has no zone database
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
