@@ -586,11 +586,15 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, src)
 	}
-	fmt.Fprintf(stdout, "\nsummarizer in use: %s", cfg.EffectiveProvider())
+	provider, why := cfg.SummarizerChoice()
+	fmt.Fprintf(stdout, "\nsummarizer in use: %s", provider)
 	if model, keyEnv := summarizerDetails(cfg); model != "" {
 		fmt.Fprintf(stdout, " (model %s, API key from $%s)", model, keyEnv)
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "\n  because %s\n", why)
+	if !cfg.Memory.Enabled {
+		fmt.Fprintln(stdout, "  (summaries are off, arc.reactor.memory.summary.enabled: no summarizer runs until they are on)")
+	}
 	dsn, err := cfg.DatabaseURL()
 	if err != nil {
 		return err
