@@ -101,7 +101,7 @@ func TestSecondCloseReturnsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, g.entered, "the fold")
-	// The first Close waits its whole CloseTimeout (on the manager's clock)
+	// The first Close, its drain over, waits the rest of its CloseTimeout (on the manager's clock)
 	// for the hung summarizer.
 	first := make(chan error, 1)
 	armed := clk.Armed()
