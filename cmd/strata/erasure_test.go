@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
@@ -126,4 +127,18 @@ func TestInspectThenForgetInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErased(t, m, "second answer 2")
+}
+
+// strata migrate version only reads: it answers through PgBouncer in
+// transaction mode, where migrate up is refused with the direct-URL hint.
+func TestMigrateVersionThroughPooler(t *testing.T) {
+	t.Parallel()
+	p := dbtest.NewPooled(t)
+	set := "arc.reactor.memory.datasource.url=" + p.PooledURL
+	code, out, errOut := cli(t, "migrate", "version", "--set", set)
+	if code != 0 || out != fmt.Sprintf("schema version: %d\n", db.LatestMigration()) {
+		t.Fatalf("migrate version through the pooler: exit %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "migrate", "up", "--set", set)
+	wantError(t, code, errOut, 1, "connection pooler")
 }
