@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/strata-go/strata/db"
@@ -141,4 +142,28 @@ func TestMigrateVersionThroughPooler(t *testing.T) {
 	}
 	code, _, errOut = cli(t, "migrate", "up", "--set", set)
 	wantError(t, code, errOut, 1, "connection pooler")
+}
+
+// An error wrapped by several packages names each package once.
+func TestErrorsDoNotRepeatPrefixes(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("inspect: %w", fmt.Errorf("memory: load %q: %w", "s", fmt.Errorf("db: snapshot %q: %w", "s", store.ErrNotOwner)))
+	if got, want := errorText(err), `inspect: memory: load "s": db: snapshot "s": session is owned by another user`; got != want {
+		t.Fatalf("errorText = %q, want %q", got, want)
+	}
+	if got := errorText(errors.New(`import: line 3: session "memory: db: x": memory: bad`)); got != `import: line 3: session "memory: db: x": memory: bad` {
+		t.Fatalf("errorText changed a quoted id or a first prefix: %q", got)
+	}
+	schema := dbtest.NewSchema(t)
+	m := pgManager(t, schema.URL)
+	talk(t, m)
+	for _, args := range [][]string{{"export", "--user", "bob", "first"}, {"forget", "--user", "bob", "first", "1"}, {"inspect", "--user", "bob", "first"}} {
+		code, _, errOut := cli(t, append(args, "--set", "arc.reactor.memory.datasource.url="+schema.URL)...)
+		wantError(t, code, errOut, 1, "owned by another user")
+		for _, p := range []string{"memory: ", "db: "} {
+			if strings.Count(errOut, p) > 1 {
+				t.Errorf("%v: %q repeats %q", args, errOut, p)
+			}
+		}
+	}
 }

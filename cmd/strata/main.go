@@ -332,7 +332,31 @@ func errorText(err error) string {
 	if db.IsMissingTable(err) && !errors.Is(err, db.ErrSchemaNotMigrated) {
 		msg += "; " + db.ErrSchemaNotMigrated.Error()
 	}
-	return oneLine(msg)
+	return oneLine(dedupPrefixes(msg))
+}
+
+// packagePrefixes are the prefixes Strata's packages start their errors
+// with; wrapping one package's error in another's repeats them.
+var packagePrefixes = map[string]bool{"memory": true, "db": true, "summary": true, "autoconfig": true, "catalog": true, "server": true}
+
+// dedupPrefixes keeps each package prefix of a wrapped error's text where
+// it first appears only: "memory: load "s": db: snapshot "s": memory:
+// session is owned by another user" becomes "memory: load "s": db:
+// snapshot "s": session is owned by another user".
+func dedupPrefixes(msg string) string {
+	seen := map[string]bool{}
+	parts := strings.Split(msg, ": ")
+	out := parts[:0]
+	for _, p := range parts {
+		if packagePrefixes[p] {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
