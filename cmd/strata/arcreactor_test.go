@@ -222,11 +222,13 @@ func TestREADMEComingFromArcReactor(t *testing.T) {
 	}
 	for _, want := range []string{
 		"export SPRING_DATASOURCE_URL=jdbc:postgresql://", "SPRING_DATASOURCE_USERNAME=", "SPRING_DATASOURCE_PASSWORD=",
-		"go run ./cmd/strata migrate up --config application.yml ",
-		"go run ./cmd/strata migrate import-arc-reactor --dry-run --config application.yml ",
-		"go run ./cmd/strata migrate import-arc-reactor --config application.yml ",
-		"go run ./cmd/strata inspect --config application.yml --user alice SESSION ",
-		"TestComingFromArcReactor",
+		"go build -o strata ./cmd/strata",
+		"./strata migrate up --config application.yml ",
+		"./strata migrate import-arc-reactor --dry-run --config application.yml ",
+		"./strata migrate import-arc-reactor --config application.yml ",
+		"./strata inspect --config application.yml --user alice SESSION ",
+		"TestComingFromArcReactor", "TestArcReactorCutoverEndToEnd", "--arc-time-zone",
+		"shared-session-prefixes=[slack-]", "Stop arc-reactor's writes", "Run the import once more", "Switch the application to Strata",
 	} {
 		if !strings.Contains(section, want) {
 			t.Errorf("README's Coming from arc-reactor lacks %q", want)
