@@ -149,7 +149,7 @@ func toStringList(raw any) ([]string, error) {
 		if strings.TrimSpace(v) == "" {
 			break
 		}
-		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") || strings.HasSuffix(t, "]") {
+		if t := strings.TrimSpace(v); strings.ContainsAny(t, "[]") {
 			return flowList(t)
 		}
 		parts := strings.Split(v, ",")
@@ -175,8 +175,8 @@ func toStringList(raw any) ([]string, error) {
 
 // flowList reads a list written as YAML writes it inline, "[a, b]" or
 // `["a", "b"]`, in the environment or an override: the same list as in a
-// file. Anything else that starts with "[" or ends with "]" is refused, so
-// that a bracket never becomes part of a value.
+// file. Any other value holding a bracket is refused, so that a bracket
+// never becomes part of an entry by mistake.
 func flowList(s string) ([]string, error) {
 	bad := fmt.Errorf("%q is neither a comma-separated list nor a YAML list such as [a, b]", s)
 	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {

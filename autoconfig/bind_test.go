@@ -115,3 +115,29 @@ func TestInlineListSyntax(t *testing.T) {
 		}
 	}
 }
+
+// FuzzListValue: any value of a list key in --set either loads as a list
+// none of whose entries holds a bracket, or is refused with an error naming
+// the key; never a panic.
+func FuzzListValue(f *testing.F) {
+	for _, s := range []string{"[slack-]", "[a, b]", `["a", 'b']`, "a,b,", "[", "]", "[[a]]", "[a: b]", "[a,,b]", "{a: b}", "[\"\\u0000\"]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsAny(v, "\n\r\x00") {
+			return // one --set argument, one line
+		}
+		cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + v}})
+		if err != nil {
+			if !strings.Contains(err.Error(), keySharedPrefixes) {
+				t.Fatalf("%q: the error does not name the key: %v", v, err)
+			}
+			return
+		}
+		for _, p := range cfg.Memory.SharedSessionPrefixes {
+			if strings.ContainsAny(p, "[]") {
+				t.Fatalf("%q: a bracket in the prefix %q", v, p)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -219,5 +220,110 @@ func TestImportArcReactorAdoptsAnEarlierImport(t *testing.T) {
 	}
 	if msgs, err := m.Messages(ctx, "mine", "mia", 0, 0); err != nil || len(msgs) != 1 {
 		t.Fatalf("Strata's own session changed: %+v, %v", msgs, err)
+	}
+}
+
+// Randomized cut-overs (seeded; the seed is printed): arc-reactor writes
+// to a few sessions, its eviction keeping only each session's newest rows,
+// and the import runs at random moments, Strata erasing a message now and
+// then. After every run each Strata session holds exactly the rows a
+// model of the import says: those present in arc-reactor at some run after
+// the last row imported before it, in id order, once each, minus the
+// erased ones.
+func TestImportArcReactorRandomizedCutover(t *testing.T) {
+	t.Parallel()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema)
+	m := cutoverManager(t, d)
+	const keep = 6
+	sessions := []string{"r-a", "r-b", "r-c"}
+	owners := map[string]string{"r-a": "ann", "r-b": "ben", "r-c": "cat"}
+	type row struct {
+		id      int64
+		content string
+	}
+	arc := map[string][]row{}    // what arc-reactor holds
+	want := map[string][]string{} // the model of Strata's sessions
+	last := map[string]int64{}    // newest row imported per session
+	erased := map[string]bool{}
+	n := 0
+	for step := 0; step < 60; step++ {
+		switch r := rng.IntN(10); {
+		case r < 7: // arc-reactor writes
+			sess := sessions[rng.IntN(len(sessions))]
+			n++
+			content := fmt.Sprintf("%s row %d", sess, n)
+			var id int64
+			tx := d.MustBegin()
+			if err := tx.GetContext(ctx, &id, `INSERT INTO conversation_messages (session_id, role, content, timestamp, user_id)
+				VALUES ($1, $2, $3, $4, $5) RETURNING id`, sess, []string{"user", "assistant"}[n%2], content, 1_700_000_000_000+int64(n), owners[sess]); err != nil {
+				t.Fatal(err)
+			}
+			tx.MustExec(`DELETE FROM conversation_messages WHERE session_id = $1 AND id NOT IN
+				(SELECT id FROM conversation_messages WHERE session_id = $1 ORDER BY id DESC LIMIT $2)`, sess, keep)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			arc[sess] = append(arc[sess], row{id, content})
+			if len(arc[sess]) > keep {
+				arc[sess] = arc[sess][len(arc[sess])-keep:]
+			}
+		case r < 9: // the import runs
+			if _, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{}); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
+			for _, sess := range sessions {
+				for _, r := range arc[sess] {
+					if r.id > last[sess] {
+						want[sess] = append(want[sess], r.content)
+						last[sess] = r.id
+					}
+				}
+			}
+		default: // Strata erases one imported message
+			sess := sessions[rng.IntN(len(sessions))]
+			msgs, err := m.Messages(ctx, sess, owners[sess], 0, 0)
+			if errors.Is(err, store.ErrNotFound) || len(msgs) == 0 {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim := msgs[rng.IntN(len(msgs))]
+			if err := m.Forget(ctx, sess, owners[sess], victim.Seq); err != nil {
+				t.Fatal(err)
+			}
+			erased[victim.Content] = true
+		}
+		for _, sess := range sessions {
+			var expect []string
+			for _, c := range want[sess] {
+				if !erased[c] {
+					expect = append(expect, c)
+				}
+			}
+			msgs, err := m.Messages(ctx, sess, owners[sess], 0, 0)
+			if errors.Is(err, store.ErrNotFound) && len(want[sess]) == 0 {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("seed %d step %d: %s: %v", seed, step, sess, err)
+			}
+			var got []string
+			for _, msg := range msgs {
+				got = append(got, msg.Content)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(expect) {
+				t.Fatalf("seed %d step %d: %s = %q\nwant %q", seed, step, sess, got, expect)
+			}
+		}
 	}
 }
