@@ -149,7 +149,7 @@ func toStringList(raw any) ([]string, error) {
 		if strings.TrimSpace(v) == "" {
 			break
 		}
-		if t := strings.TrimSpace(v); strings.ContainsAny(t, "[]") {
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") {
 			return flowList(t)
 		}
 		parts := strings.Split(v, ",")
@@ -175,11 +175,13 @@ func toStringList(raw any) ([]string, error) {
 
 // flowList reads a list written as YAML writes it inline, "[a, b]" or
 // `["a", "b"]`, in the environment or an override: the same list as in a
-// file. Any other value holding a bracket is refused, so that a bracket
-// never becomes part of an entry by mistake.
+// file. A value that starts with "[" and is not such a list is refused, so
+// that a list's bracket never becomes part of an entry. (Brackets inside a
+// comma-separated entry stay: store.pinned-fact-keys takes path.Match
+// patterns such as case_[0-9]*.)
 func flowList(s string) ([]string, error) {
-	bad := fmt.Errorf("%q is neither a comma-separated list nor a YAML list such as [a, b]", s)
-	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
+	bad := fmt.Errorf("%q starts with \"[\" but is not a YAML list such as [a, b]", s)
+	if !strings.HasSuffix(s, "]") {
 		return nil, bad
 	}
 	m, err := kyaml.Parser().Unmarshal([]byte("v: " + s))

@@ -250,7 +250,7 @@ func TestImportArcReactorRandomizedCutover(t *testing.T) {
 		id      int64
 		content string
 	}
-	arc := map[string][]row{}    // what arc-reactor holds
+	arc := map[string][]row{}     // what arc-reactor holds
 	want := map[string][]string{} // the model of Strata's sessions
 	last := map[string]int64{}    // newest row imported per session
 	erased := map[string]bool{}
