@@ -327,3 +327,31 @@ func TestImportArcReactorRandomizedCutover(t *testing.T) {
 		}
 	}
 }
+
+// arc-reactor before its summary table (V20): only conversation_messages.
+// Each session is counted, imported and reported once.
+func TestImportArcReactorWithoutSummaryTable(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema, `DROP TABLE conversation_summaries`)
+	for i, sess := range []string{"x", "y", "x", "y", "x"} {
+		arcInsert(t, ctx, d, sess, "user", fmt.Sprintf("%s %d", sess, i), "u-"+sess, 1_700_000_000_000+int64(i))
+	}
+	if n, err := db.ArcReactorSessions(ctx, d); err != nil || n != 2 {
+		t.Fatalf("ArcReactorSessions = %d, %v; want 2", n, err)
+	}
+	m := cutoverManager(t, d)
+	res, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{})
+	if err != nil || res.Sessions != 2 || res.Imported != 2 || res.Messages != 5 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	res, err = db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{})
+	if err != nil || res.Current != 2 || res.Imported != 0 {
+		t.Fatalf("re-run = %+v, %v", res, err)
+	}
+}

@@ -60,10 +60,10 @@ func (t arcReactorTables) any() bool { return t.Messages || t.Summaries }
 func (t arcReactorTables) sessionsSQL(count bool) string {
 	var parts []string
 	if t.Messages {
-		parts = append(parts, `SELECT session_id FROM conversation_messages WHERE session_id > $1`)
+		parts = append(parts, `SELECT DISTINCT session_id FROM conversation_messages WHERE session_id > $1`)
 	}
 	if t.Summaries {
-		parts = append(parts, `SELECT session_id FROM conversation_summaries WHERE session_id > $1`)
+		parts = append(parts, `SELECT DISTINCT session_id FROM conversation_summaries WHERE session_id > $1`)
 	}
 	union := strings.Join(parts, " UNION ")
 	if count {
