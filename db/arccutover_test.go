@@ -185,6 +185,19 @@ func TestImportArcReactorCutover(t *testing.T) {
 	if _, err := m.Count(ctx, "web-1", "alice"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("web-1 came back: %v", err)
 	}
+	// Created anew in Strata under the same id, it receives none of
+	// arc-reactor's rows, old or new.
+	if err := m.SaveTurn(ctx, "web-1", "alice", "a fresh start", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	arcInsert(t, ctx, d, "web-1", "user", "w6", "alice", 1_700_000_000_009)
+	res, err = db.ImportArcReactor(ctx, d, shared, db.ArcReactorImportOptions{})
+	if err != nil || res.Deleted != 1 || len(res.Updated) != 0 {
+		t.Fatalf("re-run after a re-creation = %+v, %v", res, err)
+	}
+	if msgs, err := m.Messages(ctx, "web-1", "alice", 0, 0); err != nil || len(msgs) != 2 || msgs[0].Content != "a fresh start" {
+		t.Fatalf("the re-created web-1 = %+v, %v", msgs, err)
+	}
 }
 
 // A session imported by a Strata that kept no record of the import (no

@@ -283,6 +283,9 @@ type arcState struct {
 	Live     bool           `db:"live"`
 	Recorded bool           `db:"recorded"`
 	LastArc  int64          `db:"last_arc_id"`
+	// Recreated: the record names another incarnation than the live
+	// session's (deleted and created anew in Strata since the import).
+	Recreated bool `db:"recreated"`
 }
 
 // arcStateSQL reads a session's arcState; the last imported row id is the
@@ -290,6 +293,7 @@ type arcState struct {
 // (an import interrupted between the session's creation and the record).
 const arcStateSQL = `
 SELECT s.user_id AS owner, s.session_id IS NOT NULL AS live, i.session_id IS NOT NULL AS recorded,
+       COALESCE(s.epoch <> i.epoch, false) AS recreated,
        COALESCE(i.last_arc_id,
                 CASE WHEN s.session_id IS NOT NULL THEN
                      (SELECT max((m.metadata->>'arc_reactor_id')::bigint) FROM strata_messages m
@@ -299,12 +303,16 @@ SELECT s.user_id AS owner, s.session_id IS NOT NULL AS live, i.session_id IS NOT
   LEFT JOIN strata_sessions s ON s.session_id = x.id AND s.deleted_at IS NULL
   LEFT JOIN strata_arc_reactor_imports i ON i.session_id = x.id`
 
-// recordArcSQL records the newest arc-reactor row id imported into a
-// session; it never lowers it.
+// recordArcSQL records the newest arc-reactor row id imported into the
+// live session $1, with its incarnation; it never lowers the id of the
+// same incarnation, and replaces the record of an earlier one.
 const recordArcSQL = `
-INSERT INTO strata_arc_reactor_imports AS i (session_id, last_arc_id) VALUES ($1, $2)
+INSERT INTO strata_arc_reactor_imports AS i (session_id, last_arc_id, epoch)
+SELECT $1, $2, s.epoch FROM strata_sessions s WHERE s.session_id = $1 AND s.deleted_at IS NULL
 ON CONFLICT (session_id) DO UPDATE
-   SET last_arc_id = GREATEST(i.last_arc_id, EXCLUDED.last_arc_id), updated_at = now()`
+   SET last_arc_id = CASE WHEN i.epoch = EXCLUDED.epoch THEN GREATEST(i.last_arc_id, EXCLUDED.last_arc_id)
+                          ELSE EXCLUDED.last_arc_id END,
+       epoch = EXCLUDED.epoch, updated_at = now()`
 
 // session imports one session and records the outcome in res. It returns
 // an error only for what stops the import.
@@ -334,7 +342,7 @@ func (a *arcImporter) session(ctx context.Context, id string) error {
 			return err
 		}
 		switch {
-		case st.Recorded && !st.Live:
+		case st.Recorded && (!st.Live || st.Recreated):
 			a.res.Deleted++
 			return nil
 		case st.Live && st.LastArc == 0:
@@ -422,7 +430,7 @@ func (a *arcImporter) update(ctx context.Context, id, first, want string, st arc
 		}
 	} else {
 		var err error
-		if added, rehome, err = a.append(ctx, id, st, want, rows); err != nil {
+		if added, rehome, err = a.appendNewer(ctx, id, st, want, rows); err != nil {
 			var fe *arcRefused
 			if errors.As(err, &fe) {
 				a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: fe.err})
@@ -447,13 +455,13 @@ type arcRefused struct{ err error }
 
 func (e *arcRefused) Error() string { return e.err.Error() }
 
-// append appends, in one transaction, the rows after the session's last
+// appendNewer appends, in one transaction, the rows after the session's last
 // imported one, under the lock of its import record and of its session
 // row, so that two runs never both append a row: it re-reads the last
 // imported id under the lock. It moves the session to want when it is
 // its first author's. It returns how many rows it appended and whether it
 // re-homed the session.
-func (a *arcImporter) append(ctx context.Context, id string, st arcState, want string, rows []arcReactorMessage) (int, bool, error) {
+func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, want string, rows []arcReactorMessage) (int, bool, error) {
 	fail := func(what string, err error) (int, bool, error) {
 		return 0, false, fmt.Errorf("db: import arc-reactor session %q: %s: %w", id, what, classify(ctx, err))
 	}
@@ -462,25 +470,36 @@ func (a *arcImporter) append(ctx context.Context, id string, st arcState, want s
 		return fail("begin", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO strata_arc_reactor_imports (session_id, last_arc_id) VALUES ($1, $2)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO strata_arc_reactor_imports (session_id, last_arc_id, epoch)
+		SELECT $1, $2, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL
 		ON CONFLICT (session_id) DO NOTHING`, id, st.LastArc); err != nil {
 		return fail("record", err)
 	}
-	var last int64
-	if err := tx.GetContext(ctx, &last, `SELECT last_arc_id FROM strata_arc_reactor_imports WHERE session_id = $1 FOR UPDATE`, id); err != nil {
+	var rec struct {
+		Last  int64 `db:"last_arc_id"`
+		Epoch int64 `db:"epoch"`
+	}
+	if err := tx.GetContext(ctx, &rec, `SELECT last_arc_id, epoch FROM strata_arc_reactor_imports WHERE session_id = $1 FOR UPDATE`, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, false, &arcRefused{fmt.Errorf("%w: deleted in Strata during the import", store.ErrNotFound)}
+		}
 		return fail("record", err)
 	}
-	var held sql.NullString
-	err = tx.GetContext(ctx, &held, `SELECT user_id FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL FOR UPDATE`, id)
+	last := rec.Last
+	var held struct {
+		Owner sql.NullString `db:"user_id"`
+		Epoch int64          `db:"epoch"`
+	}
+	err = tx.GetContext(ctx, &held, `SELECT user_id, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL FOR UPDATE`, id)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows), err == nil && held.Epoch != rec.Epoch:
 		return 0, false, &arcRefused{fmt.Errorf("%w: deleted in Strata during the import", store.ErrNotFound)}
 	case err != nil:
 		return fail("session", err)
 	}
-	rehome := held.String != want
+	rehome := held.Owner.String != want
 	if rehome {
-		if held.String != st.Owner.String {
+		if held.Owner.String != st.Owner.String {
 			return 0, false, &arcRefused{fmt.Errorf("%w: its owner changed during the import", memory.ErrNotOwner)}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE strata_sessions SET user_id = $2 WHERE session_id = $1 AND deleted_at IS NULL`, id, want); err != nil {

@@ -155,6 +155,8 @@
 //
 //	session_id   TEXT PRIMARY KEY
 //	last_arc_id  BIGINT NOT NULL        newest conversation_messages.id imported
+//	epoch        BIGINT NOT NULL        the incarnation imported into: a session
+//	                                    deleted and created anew gets no arc row
 //	imported_at  TIMESTAMPTZ NOT NULL
 //	updated_at   TIMESTAMPTZ NOT NULL
 //
