@@ -146,7 +146,8 @@ type ArcReactorImport struct {
 	// Strata); Strata's history is left as it is.
 	Existing int
 	// Deleted counts the sessions an earlier run imported that were
-	// deleted in Strata since: they are not created again.
+	// deleted in Strata since: they are not created again, and a session
+	// created anew in Strata under the id receives none of their rows.
 	Deleted int
 	// NoMessages sessions have a summary but no message left in
 	// arc-reactor: they have no owner and no history, and are skipped.
@@ -221,8 +222,8 @@ type ArcReactorFailure struct {
 // shared owner in the same transaction. arc-reactor's later summaries are
 // not imported into a session Strata already holds: Strata folds the new
 // messages itself. A session deleted in Strata after its import is not
-// created again; one created in Strata, not imported, is left alone
-// (Existing). A session Strata refuses (see ArcReactorImport.Failed) does
+// created again, nor fed if it is created anew under its id (Deleted); one
+// created in Strata, not imported, is left alone (Existing). A session Strata refuses (see ArcReactorImport.Failed) does
 // not stop the others; any other error (the database, ctx) stops the
 // import and is returned with what was done so far: run it again to
 // resume.
