@@ -168,7 +168,12 @@ func TestImportArcReactorCutover(t *testing.T) {
 		t.Fatalf("re-run with the prefix = %+v, %v", res, err)
 	}
 	for _, u := range []string{"carol", "dave"} {
-		wantHistory(t, ctx, shared, "slack-T", u, []string{"s1", "s2", "s3"}, []string{"carol", "dave", "dave"})
+		msgs := wantHistory(t, ctx, shared, "slack-T", u, []string{"s1", "s2", "s3"}, []string{"carol", "dave", "dave"})
+		for i, want := range []string{"carol", "dave", "dave"} {
+			if msgs[i].UserID != want {
+				t.Fatalf("the shared thread's message %d is recorded as %q's, want its author %q", i, msgs[i].UserID, want)
+			}
+		}
 	}
 	if err := shared.SaveTurn(ctx, "slack-T", "dave", "s4 in Strata", "ok"); err != nil {
 		t.Fatalf("dave writes in the shared thread: %v", err)
@@ -197,6 +202,38 @@ func TestImportArcReactorCutover(t *testing.T) {
 	}
 	if msgs, err := m.Messages(ctx, "web-1", "alice", 0, 0); err != nil || len(msgs) != 2 || msgs[0].Content != "a fresh start" {
 		t.Fatalf("the re-created web-1 = %+v, %v", msgs, err)
+	}
+}
+
+// A thread whose prefix is shared before the first import is imported as
+// shared, each message recorded as its author's, and a later row of a new
+// author is too.
+func TestImportArcReactorSharedThread(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, ctx, d, dbtest.ArcReactorSchema)
+	arcInsert(t, ctx, d, "slack-U", "user", "u1", "erin", 1_700_000_000_001)
+	arcInsert(t, ctx, d, "slack-U", "user", "u2", "finn", 1_700_000_000_002)
+	m := cutoverManager(t, d, "slack-")
+	if res, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{}); err != nil || res.Imported != 1 || !res.SeveralUsers[0].Shared {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	arcInsert(t, ctx, d, "slack-U", "user", "u3", "gus", 1_700_000_000_003)
+	if res, err := db.ImportArcReactor(ctx, d, m, db.ArcReactorImportOptions{}); err != nil || fmt.Sprint(res.Updated) != "[{slack-U 1}]" {
+		t.Fatalf("re-run = %+v, %v", res, err)
+	}
+	for _, reader := range []string{"erin", "finn", "gus"} {
+		msgs := wantHistory(t, ctx, m, "slack-U", reader, []string{"u1", "u2", "u3"}, []string{"erin", "finn", "gus"})
+		for i, want := range []string{"erin", "finn", "gus"} {
+			if msgs[i].UserID != want {
+				t.Fatalf("message %d is recorded as %q's, want %q", i, msgs[i].UserID, want)
+			}
+		}
 	}
 }
 

@@ -240,6 +240,9 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 		return res, err
 	}
 	imp := arcImporter{d: d, t: t, mgr: mgr, opts: opts, cfg: mgr.Config(), res: &res}
+	if err := d.GetContext(ctx, &imp.participants, participantsColumnSQL); err != nil {
+		return res, fmt.Errorf("db: import arc-reactor: %w", classify(ctx, err))
+	}
 	if imp.opts.TimeZone == nil {
 		imp.opts.TimeZone = time.UTC
 	}
@@ -274,7 +277,60 @@ type arcImporter struct {
 	cfg  memory.Config
 	opts ArcReactorImportOptions
 	res  *ArcReactorImport
+	// participants: strata_sessions records the participants of shared
+	// sessions (a participants column), which arcAuthors keeps.
+	participants bool
 }
+
+// participantsColumnSQL says whether strata_sessions has a participants
+// column: the authors of a shared session other than its owner.
+const participantsColumnSQL = `
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'strata_sessions'
+                  AND column_name = 'participants')`
+
+// arcAuthorsSQL makes the authors arc-reactor recorded
+// (MetadataArcReactorUser) the user_id of a shared session's imported
+// messages: Strata records the user writing in a shared session, not its
+// owner.
+const arcAuthorsSQL = `
+UPDATE strata_messages SET user_id = metadata->>'arc_reactor_user_id'
+ WHERE session_id = $1 AND coalesce(metadata->>'arc_reactor_user_id', '') <> ''
+   AND user_id IS DISTINCT FROM metadata->>'arc_reactor_user_id'`
+
+// arcParticipantsSQL adds a shared session's authors other than its
+// owner to its participants, first writers first, up to 64 in all.
+const arcParticipantsSQL = `
+UPDATE strata_sessions s
+   SET participants = (s.participants || ARRAY(
+           SELECT x.a FROM (SELECT m.user_id AS a, min(m.seq) AS first FROM strata_messages m
+                             WHERE m.session_id = $1 AND m.user_id <> s.user_id GROUP BY m.user_id) x
+            WHERE x.a <> ALL (s.participants) ORDER BY x.first))[1:64]
+ WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+
+// arcAuthors gives a shared session's imported messages their authors
+// and, where the schema records them, its participants.
+func (a *arcImporter) arcAuthors(ctx context.Context, q sqlx.ExecerContext, id string) error {
+	if _, err := q.ExecContext(ctx, arcAuthorsSQL, id); err != nil {
+		return err
+	}
+	if !a.participants {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, arcParticipantsSQL, id)
+	return err
+}
+
+// arcInsertSQL appends imported messages ($2.. column arrays, $8 creation
+// times as text, $9 authors) to session $1, in order.
+const arcInsertSQL = `
+INSERT INTO strata_messages
+       (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
+       b.name, NULLIF(b.metadata, '')::jsonb, b.author, COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
+ ORDER BY b.ord`
 
 // arcState is what Strata holds of an arc-reactor session: whether a live
 // session of that id exists and whose it is, and the newest arc-reactor
@@ -368,6 +424,13 @@ func (a *arcImporter) session(ctx context.Context, id string) error {
 			}
 			if _, err := a.d.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
 				return fmt.Errorf("db: import arc-reactor session %q: record: %w", id, classify(ctx, err))
+			}
+			// A shared thread's messages are its authors' (repaired by
+			// the next run if this fails).
+			if want == owner.Shared {
+				if err := a.arcAuthors(ctx, a.d, id); err != nil {
+					return fmt.Errorf("db: import arc-reactor session %q: authors: %w", id, classify(ctx, err))
+				}
 			}
 		}
 		a.res.Imported++
@@ -506,9 +569,6 @@ func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, w
 		if _, err := tx.ExecContext(ctx, `UPDATE strata_sessions SET user_id = $2 WHERE session_id = $1 AND deleted_at IS NULL`, id, want); err != nil {
 			return fail("re-home", err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE strata_messages SET user_id = $2 WHERE session_id = $1`, id, want); err != nil {
-			return fail("re-home", err)
-		}
 	}
 	var msgs []store.Message
 	for _, r := range rows {
@@ -532,9 +592,16 @@ func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, w
 				created[i] = m.CreatedAt.UTC().Format(time.RFC3339Nano)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, importMessagesSQL, id, want,
+		authors := make([]string, len(msgs))
+		for i, m := range msgs {
+			authors[i] = want
+			if u := m.Metadata[MetadataArcReactorUser]; want == owner.Shared && u != "" {
+				authors[i] = u
+			}
+		}
+		if _, err := tx.ExecContext(ctx, arcInsertSQL, id,
 			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
-			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created)); err != nil {
+			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created), pq.Array(authors)); err != nil {
 			return fail("messages", err)
 		}
 		if _, err := tx.ExecContext(ctx, `
@@ -546,6 +613,11 @@ func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, w
 		}
 		if _, err := tx.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
 			return fail("record", err)
+		}
+	}
+	if want == owner.Shared {
+		if err := a.arcAuthors(ctx, tx, id); err != nil {
+			return fail("authors", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
