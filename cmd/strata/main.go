@@ -93,7 +93,8 @@ Commands:
                          user message, when folds happen, and token counts
   migrate up|down|version|force N|import-arc-reactor
                          manage Strata's PostgreSQL schema; import
-                         arc-reactor's conversations (--dry-run)
+                         arc-reactor's conversations (--dry-run; run it
+                         again to add what arc-reactor wrote since)
   inspect --user USER SESSION
                          print a stored session's summary and what the model
                          sees of it, numbered
