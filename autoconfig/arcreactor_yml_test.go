@@ -63,14 +63,14 @@ func TestArcReactorApplicationYML(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"arc.reactor.memory.user.inject-into-prompt", "arc.reactor.max-tool-calls",
-		"arc.reactor.llm.default-provider", "arc.reactor.slack.bot-token", "arc.reactor.output-guard.custom-patterns",
+		"arc.reactor.llm.default-model", "arc.reactor.slack.bot-token", "arc.reactor.output-guard.custom-patterns",
 		"spring.ai.google.genai.api-key", "server.port", "spring.datasource.hikari.maximum-pool-size"} {
 		if !slices.Contains(unused, want) {
 			t.Errorf("Unused lacks %s", want)
 		}
 	}
 	note := cfg.UnusedNote()
-	for _, want := range []string{"not used by Strata", "arc.reactor.memory.user.*", "arc.reactor.llm.default-provider", "spring.ai.*", "server.*"} {
+	for _, want := range []string{"not used by Strata", "arc.reactor.memory.user.*", "arc.reactor.llm.default-model", "spring.ai.*", "server.*"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("UnusedNote lacks %q: %s", want, note)
 		}
@@ -111,13 +111,13 @@ func TestArcReactorKeysEverywhere(t *testing.T) {
 		}
 	}
 	cfg, err := LoadWith(LoadOptions{Environ: []string{"ARC_REACTOR_MEMORY_USER_INJECT_INTO_PROMPT=true"},
-		Overrides: []string{"arc.reactor.llm.default-provider=x", "server.port=9090", "arc.reactor.guard.tenant-rate-limits.acme=5",
+		Overrides: []string{"arc.reactor.llm.default-model=x", "server.port=9090", "arc.reactor.guard.tenant-rate-limits.acme=5",
 			"ARC_REACTOR_LLM_TEMPERATURE=0.2"}})
 	if err != nil {
 		t.Fatalf("arc-reactor's keys in --set and the environment: %v", err)
 	}
 	if got := cfg.Unused(); !slices.Equal(got, []string{"ARC_REACTOR_LLM_TEMPERATURE", "arc.reactor.guard.tenant-rate-limits.acme",
-		"arc.reactor.llm.default-provider", "server.port"}) {
+		"arc.reactor.llm.default-model", "server.port"}) {
 		t.Fatalf("Unused = %v", got)
 	}
 

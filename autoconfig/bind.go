@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
+	kyaml "github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -135,7 +136,7 @@ func convert(c *Config, typ reflect.Type, raw any) (any, error) {
 
 // toStringList reads a list of strings: a YAML list, or in the environment
 // and overrides a comma-separated string (blank as a whole: the empty list;
-// a trailing comma adds no entry). Entries are trimmed; decode drops the
+// a trailing comma adds no entry) or a YAML flow list (flowList). Entries are trimmed; decode drops the
 // blank ones unless the key keeps them (keepBlank). The list is never nil
 // (see convert).
 func toStringList(raw any) ([]string, error) {
@@ -147,6 +148,9 @@ func toStringList(raw any) ([]string, error) {
 	case string:
 		if strings.TrimSpace(v) == "" {
 			break
+		}
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "[") {
+			return flowList(t)
 		}
 		parts := strings.Split(v, ",")
 		if strings.TrimSpace(parts[len(parts)-1]) == "" {
@@ -163,6 +167,39 @@ func toStringList(raw any) ([]string, error) {
 		str, err := toString(e)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %v", i+1, err)
+		}
+		out = append(out, str)
+	}
+	return out, nil
+}
+
+// flowList reads a list written as YAML writes it inline, "[a, b]" or
+// `["a", "b"]`, in the environment or an override: the same list as in a
+// file. A value that starts with "[" and is not such a list is refused, so
+// that a list's bracket never becomes part of an entry. (Brackets inside a
+// comma-separated entry stay: store.pinned-fact-keys takes path.Match
+// patterns such as case_[0-9]*.)
+func flowList(s string) ([]string, error) {
+	bad := fmt.Errorf("%q starts with \"[\" but is not a YAML list such as [a, b]", s)
+	if !strings.HasSuffix(s, "]") {
+		return nil, bad
+	}
+	m, err := kyaml.Parser().Unmarshal([]byte("v: " + s))
+	if err != nil {
+		return nil, bad
+	}
+	items, ok := m["v"].([]any)
+	if !ok {
+		return nil, bad
+	}
+	out := make([]string, 0, len(items))
+	for i, e := range items {
+		str, err := toString(e)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %v", i+1, err)
+		}
+		if strings.ContainsAny(str, "[]") {
+			return nil, fmt.Errorf("entry %d (%q) holds a bracket: write nested lists in a YAML file", i+1, str)
 		}
 		out = append(out, str)
 	}

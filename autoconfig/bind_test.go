@@ -81,3 +81,64 @@ arc.reactor.llm.max-output-tokens: 2048
 		}
 	}
 }
+
+// A list-valued key given in --set or the environment as YAML writes a
+// list inline, [a, b], is that list, the same as in a file; a value that
+// only looks like one is refused, naming the key — a bracket never ends
+// up in a prefix.
+func TestInlineListSyntax(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  []string
+	}{
+		{"[slack-]", []string{"slack-"}},
+		{" [slack-, teams-] ", []string{"slack-", "teams-"}},
+		{`["slack-", 'teams-']`, []string{"slack-", "teams-"}},
+		{"[]", nil},
+		{"slack-,teams-", []string{"slack-", "teams-"}},
+	} {
+		for _, opts := range []LoadOptions{
+			{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + tc.value}},
+			{Environ: []string{"ARC_REACTOR_MEMORY_SHARED_SESSION_PREFIXES=" + tc.value}},
+		} {
+			cfg, err := LoadWith(opts)
+			if err != nil || !reflect.DeepEqual(cfg.Memory.SharedSessionPrefixes, tc.want) {
+				t.Errorf("%q (%v): %q, %v; want %q", tc.value, opts, cfg.Memory.SharedSessionPrefixes, err, tc.want)
+			}
+		}
+	}
+	for _, bad := range []string{"[slack-", " [slack-, team-", "[slack-, [x]]", "[a: b]", "[a]b]"} {
+		_, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + bad}})
+		if err == nil || !strings.Contains(err.Error(), keySharedPrefixes) {
+			t.Errorf("%q: %v, want an error naming the key", bad, err)
+		}
+	}
+}
+
+// FuzzListValue: a value of a list key in --set that starts with "["
+// either loads as a list none of whose entries holds a bracket, or is
+// refused with an error naming the key; any value loads or is refused,
+// never a panic.
+func FuzzListValue(f *testing.F) {
+	for _, s := range []string{"[slack-]", "[a, b]", `["a", 'b']`, "a,b,", "[", "]", "[[a]]", "[a: b]", "[a,,b]", "{a: b}", "[\"\\u0000\"]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsAny(v, "\n\r\x00") {
+			return // one --set argument, one line
+		}
+		cfg, err := LoadWith(LoadOptions{Environ: []string{}, Overrides: []string{keySharedPrefixes + "=" + v}})
+		if err != nil {
+			if !strings.Contains(err.Error(), keySharedPrefixes) {
+				t.Fatalf("%q: the error does not name the key: %v", v, err)
+			}
+			return
+		}
+		for _, p := range cfg.Memory.SharedSessionPrefixes {
+			if strings.HasPrefix(strings.TrimSpace(v), "[") && strings.ContainsAny(p, "[]") {
+				t.Fatalf("%q: a bracket in the prefix %q", v, p)
+			}
+		}
+	})
+}

@@ -146,6 +146,14 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 	if note := cfg.UnusedNote(); note != "" {
 		o.logger.Info(note)
 	}
+	if cfg.Memory.Enabled && !o.svcSet {
+		p, why, fellBack := cfg.summarizerChoice()
+		level := slog.LevelInfo
+		if fellBack {
+			level = slog.LevelWarn
+		}
+		o.logger.Log(ctx, level, "summarizer: "+p+": "+why, "provider", p)
+	}
 	rt := &Runtime{Config: cfg}
 	defer func() {
 		if err != nil {

@@ -52,6 +52,9 @@ type Config struct {
 	Summary SummaryConfig
 	// Summarizer chooses and configures the summarizer.
 	Summarizer SummarizerConfig
+	// LLM holds arc-reactor's arc.reactor.llm.* settings that are not in
+	// Memory.
+	LLM LLMConfig
 	// Datasource is Strata's own datasource (arc.reactor.memory.datasource).
 	Datasource DatasourceConfig
 	// Spring is arc-reactor's datasource switch (spring.datasource.*).
@@ -77,6 +80,16 @@ type Config struct {
 	// lookupEnv reads environment variables (API keys, placeholders);
 	// nil means os.LookupEnv.
 	lookupEnv func(string) (string, bool)
+}
+
+// LLMConfig holds arc-reactor's arc.reactor.llm.* settings other than
+// those in memory.Config.
+type LLMConfig struct {
+	// DefaultProvider is arc-reactor's llm.default-provider, the provider
+	// arc-reactor summarizes with when summary.llm-model is unset. When it
+	// is set and neither summarizer.provider nor summary.llm-model is, it
+	// selects the summarizer (see Config.SummarizerChoice).
+	DefaultProvider string
 }
 
 // SummaryConfig holds arc.reactor.memory.summary.* settings other than
@@ -236,18 +249,69 @@ func (c *Config) LookupEnv(name string) (string, bool) {
 	return os.LookupEnv(name)
 }
 
-// EffectiveProvider is the summarizer provider in use: summarizer.provider,
-// or, when that key was not set and summary.llm-model was, the provider
-// llm-model names or whose model it names (see SummaryConfig.LLMModel).
+// EffectiveProvider is the summarizer provider in use (see
+// SummarizerChoice).
 func (c *Config) EffectiveProvider() string {
-	p := summary.ProviderName(c.Summarizer.Provider)
-	if c.IsSet(keySummarizerProvider) || !c.IsSet(keyLLMModel) {
-		return p
-	}
-	if lp := llmModelProvider(c.Summary.LLMModel); lp != "" {
-		return lp
-	}
+	p, _ := c.SummarizerChoice()
 	return p
+}
+
+// SummarizerChoice returns the summarizer provider in use and why, as one
+// sentence naming the keys that decided and where they were set. In
+// order: summarizer.provider when set; else summary.llm-model when set
+// (the provider it names or whose model it names, see
+// SummaryConfig.LLMModel); else arc-reactor's llm.default-provider when
+// set and that provider can run here — it is compiled into the program
+// and its API key is in the environment (or, for openai, summarizer.base-url
+// names a server) — as arc-reactor summarizes with its default provider;
+// else summarizer.provider's default, the offline extractive summarizer.
+func (c *Config) SummarizerChoice() (provider, why string) {
+	provider, why, _ = c.summarizerChoice()
+	return provider, why
+}
+
+// summarizerChoice is SummarizerChoice, and whether arc-reactor's default
+// provider was set but cannot run here (the start-up log warns).
+func (c *Config) summarizerChoice() (provider, why string, fellBack bool) {
+	p := summary.ProviderName(c.Summarizer.Provider)
+	if c.IsSet(keySummarizerProvider) {
+		return p, fmt.Sprintf("%s is %s (%s)", keySummarizerProvider, p, c.Source(keySummarizerProvider)), false
+	}
+	if c.IsSet(keyLLMModel) {
+		if lp := llmModelProvider(c.Summary.LLMModel); lp != "" {
+			return lp, fmt.Sprintf("%s is %s (%s)", keyLLMModel, strings.TrimSpace(c.Summary.LLMModel), c.Source(keyLLMModel)), false
+		}
+	}
+	dp := summary.ProviderName(c.LLM.DefaultProvider)
+	if !c.IsSet(keyDefaultProvider) || dp == "" {
+		return p, fmt.Sprintf("the default (none of %s, %s or %s is set)", keySummarizerProvider, keyLLMModel, keyDefaultProvider), false
+	}
+	from := fmt.Sprintf("arc-reactor's %s is %s (%s)", keyDefaultProvider, dp, c.Source(keyDefaultProvider))
+	if dp == p {
+		return p, from, false
+	}
+	if !isProvider(dp) {
+		return p, fmt.Sprintf("%s, which Strata has no summarizer for (it has %s): %s runs instead", from, joinNames(knownProviders()), p), true
+	}
+	if _, ok := summary.LookupProvider(dp); !ok {
+		return p, fmt.Sprintf("%s, whose summarizer is not compiled into this program (import _ %q): %s runs instead", from, strataProviders[dp], p), true
+	}
+	vars := providerKeyEnvs[dp]
+	if e := strings.TrimSpace(c.Summarizer.APIKeyEnv); e != "" {
+		vars = []string{e}
+	}
+	for _, v := range vars {
+		if val, ok := c.LookupEnv(v); ok && strings.TrimSpace(val) != "" {
+			return dp, fmt.Sprintf("%s and $%s holds its API key, as arc-reactor summarizes with its default provider when %s is unset", from, v, keyLLMModel), false
+		}
+	}
+	if dp == ProviderOpenAI && strings.TrimSpace(c.Summarizer.BaseURL) != "" {
+		return dp, fmt.Sprintf("%s and %s names its server", from, keySummarizerBaseURL), false
+	}
+	if len(vars) == 0 {
+		return dp, from, false
+	}
+	return p, fmt.Sprintf("%s, but no API key is set ($%s): the offline %s summarizer runs instead", from, strings.Join(vars, ", $"), p), true
 }
 
 // EffectiveModel is the summarizer's model: summarizer.model, else

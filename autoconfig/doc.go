@@ -29,7 +29,8 @@
 //
 // List-valued keys are YAML lists; in the environment and in overrides the
 // plain ones (shared-session-prefixes, store.pinned-fact-keys) are
-// comma-separated. The structured one, arc.reactor.memory.server.api-keys,
+// comma-separated (slack-,team-) or written as a YAML list ([slack-, team-]);
+// any other value starting with "[" is an error, never a bracketed entry. The structured one, arc.reactor.memory.server.api-keys,
 // binds API keys to user ids without putting secrets in the file:
 //
 //	arc.reactor.memory.server.api-keys:

@@ -60,6 +60,7 @@ const (
 	keyMaxTurns            = "arc.reactor.llm.max-conversation-turns"
 	keyWindow              = "arc.reactor.llm.max-context-window-tokens"
 	keyMaxOutput           = "arc.reactor.llm.max-output-tokens"
+	keyDefaultProvider     = "arc.reactor.llm.default-provider"
 	keySpringURL           = "spring.datasource.url"
 	keySpringUser          = "spring.datasource.username"
 	keySpringPassword      = "spring.datasource.password"
@@ -354,6 +355,9 @@ var keyTable = []keySpec{
 	ref(key(keyMaxOutput,
 		"Tokens of the context window kept free for the model's answer (the prompt budget's output reserve). Must be >= 0 and < max-context-window-tokens.",
 		func(c *Config) *int { return &c.Memory.OutputReserveTokens })),
+	ref(key(keyDefaultProvider,
+		"arc-reactor's default LLM provider (gemini, openai, …). Set, with neither summarizer.provider nor summary.llm-model set, it selects that provider's summarizer, as arc-reactor does, when the provider can run here (compiled in, its API key in the environment); otherwise the extractive summarizer runs, and the start-up log and strata config say why.",
+		func(c *Config) *string { return &c.LLM.DefaultProvider })),
 
 	// Spring's datasource.
 	ref(secret(key(keySpringURL,

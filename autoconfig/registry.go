@@ -15,6 +15,15 @@ var strataProviders = map[string]string{
 	ProviderOpenAI: "github.com/strata-go/strata/providers/openai",
 }
 
+// providerKeyEnvs are the environment variables this module's providers
+// read their API key from by default, in order (their packages'
+// DefaultAPIKeyEnv and FallbackAPIKeyEnv), for SummarizerChoice to tell
+// whether arc-reactor's default provider can run without building it.
+var providerKeyEnvs = map[string][]string{
+	ProviderGemini: {"GOOGLE_API_KEY", "GEMINI_API_KEY"},
+	ProviderOpenAI: {"OPENAI_API_KEY"},
+}
+
 // The offline extractive summarizer is built in: importing autoconfig
 // registers it.
 func init() {

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/snapshot"
@@ -58,10 +60,10 @@ func (t arcReactorTables) any() bool { return t.Messages || t.Summaries }
 func (t arcReactorTables) sessionsSQL(count bool) string {
 	var parts []string
 	if t.Messages {
-		parts = append(parts, `SELECT session_id FROM conversation_messages WHERE session_id > $1`)
+		parts = append(parts, `SELECT DISTINCT session_id FROM conversation_messages WHERE session_id > $1`)
 	}
 	if t.Summaries {
-		parts = append(parts, `SELECT session_id FROM conversation_summaries WHERE session_id > $1`)
+		parts = append(parts, `SELECT DISTINCT session_id FROM conversation_summaries WHERE session_id > $1`)
 	}
 	union := strings.Join(parts, " UNION ")
 	if count {
@@ -94,6 +96,15 @@ func ArcReactorSessions(ctx context.Context, d *sqlx.DB) (int, error) {
 	return n, nil
 }
 
+// Metadata keys of the messages ImportArcReactor creates: the id of the
+// conversation_messages row a message came from, and the user_id arc-reactor
+// recorded for it (its author: in a shared thread, not necessarily the
+// session's owner).
+const (
+	MetadataArcReactorID   = "arc_reactor_id"
+	MetadataArcReactorUser = "arc_reactor_user_id"
+)
+
 // ArcReactorImportOptions configures ImportArcReactor.
 type ArcReactorImportOptions struct {
 	// DryRun reads and checks every session, and reports what an import
@@ -102,6 +113,13 @@ type ArcReactorImportOptions struct {
 	// Progress, when set, is called after each session with the number of
 	// sessions done and the total.
 	Progress func(done, total int)
+	// TimeZone is the zone of the wall-clock times arc-reactor wrote in
+	// its TIMESTAMP (without time zone) columns — the summaries'
+	// created_at and updated_at, and a message's created_at when its
+	// epoch-millisecond timestamp is missing: arc-reactor's JVM writes
+	// them in the JVM's default zone. nil is UTC. Message times taken
+	// from the timestamp column are instants and need no zone.
+	TimeZone *time.Location
 }
 
 // ArcReactorImport is what ImportArcReactor did (or, in a dry run, would
@@ -112,22 +130,57 @@ type ArcReactorImport struct {
 	// Imported sessions were created in Strata, with Messages messages
 	// and Summaries summaries in all.
 	Imported, Messages, Summaries int
-	// Existing sessions were skipped: Strata already holds a session of
-	// that id (imported by an earlier run, or created since).
+	// Updated are the sessions an earlier run imported that received
+	// arc-reactor's messages written since (its rows with a greater id),
+	// with how many each.
+	Updated []ArcReactorUpdate
+	// Current counts the sessions an earlier run imported that have no
+	// newer message in arc-reactor.
+	Current int
+	// Rehomed are the sessions an earlier run imported under their first
+	// author that are now shared (their id has one of the configured
+	// shared-session prefixes): they were moved to the shared owner.
+	Rehomed []string
+	// Existing counts the sessions skipped because Strata holds a session
+	// of that id that was not imported from arc-reactor (created in
+	// Strata); Strata's history is left as it is.
 	Existing int
+	// Deleted counts the sessions an earlier run imported that were
+	// deleted in Strata since: they are not created again, and a session
+	// created anew in Strata under the id receives none of their rows.
+	Deleted int
 	// NoMessages sessions have a summary but no message left in
 	// arc-reactor: they have no owner and no history, and are skipped.
 	NoMessages int
-	// SeveralUsers sessions hold messages of more than one user_id (a
-	// shared thread): their owner is the user of the first message.
-	SeveralUsers int
+	// SeveralUsers are the sessions holding messages of more than one
+	// user_id (threads several people wrote in).
+	SeveralUsers []ArcReactorMixed
 	// UndecodableFacts counts facts of arc-reactor's facts_json that
 	// could not be decoded; the session is imported without them.
 	UndecodableFacts int
 	// Failed are the sessions Strata refused (an invalid id, a message
-	// over arc.reactor.memory.store.max-message-bytes, …), with why; the
-	// others are imported.
+	// over arc.reactor.memory.store.max-message-bytes, a session held by
+	// another owner than arc-reactor's, …), with why; the others are
+	// imported.
 	Failed []ArcReactorFailure
+}
+
+// ArcReactorUpdate is a session that received arc-reactor's newer
+// messages.
+type ArcReactorUpdate struct {
+	SessionID string
+	Added     int
+}
+
+// ArcReactorMixed is an arc-reactor session written by several users.
+type ArcReactorMixed struct {
+	SessionID string
+	// Users are its user_ids, in the order they first wrote.
+	Users []string
+	// Shared: its id has a shared-session prefix, so it is imported as a
+	// shared session, which every author reads; otherwise it belongs to
+	// Users[0].
+	Shared bool
 }
 
 // ArcReactorFailure is a session ImportArcReactor could not import.
@@ -139,29 +192,41 @@ type ArcReactorFailure struct {
 // ImportArcReactor imports arc-reactor's conversations — its
 // conversation_messages and conversation_summaries tables in the
 // connection's current schema, which it only reads, never changes — into
-// mgr, one session at a time: each becomes a memory.Snapshot imported with
-// mgr.Import, so a session is created, as its owner, with its messages and
-// its summary in one transaction (on PostgreSQL stores), and no fold runs
-// before its summary is stored. A schema without arc-reactor's tables
-// imports nothing.
+// mgr, whose stores must be PostgreSQL stores on d (Strata's tables beside
+// arc-reactor's), one session at a time. A schema without arc-reactor's
+// tables imports nothing.
 //
-// A session's messages keep arc-reactor's id order, roles (user,
+// A session Strata does not hold yet becomes a memory.Snapshot imported
+// with mgr.Import: created, as its owner, with its messages and its
+// summary in one transaction, and no fold runs before its summary is
+// stored. Its messages keep arc-reactor's id order, roles (user,
 // assistant, system; a tool row becomes a tool result named "tool", as
-// arc-reactor replays it) and timestamps (its timestamp column). Its owner
-// is the user_id of its first message ("anonymous" before arc-reactor
-// stored user ids). Its summary keeps the narrative and the facts
-// (arc-reactor's Jackson JSON, extractedAt as an ISO-8601 string or epoch
-// seconds). arc-reactor's summarized_up_to counts the messages folded
-// into the summary from the oldest; the cursor is set on the message at
-// that position when the session holds that many, else on none (0): no
-// message is ever hidden behind a summary that does not cover it, and the
-// facts and narrative are shown and carried into the session's next fold.
+// arc-reactor replays it) and timestamps (its timestamp column), and
+// carry their row id and author as metadata (MetadataArcReactorID,
+// MetadataArcReactorUser). Its owner is the user_id of its first message
+// ("anonymous" before arc-reactor stored user ids), or the shared owner
+// when its id has one of mgr's shared-session prefixes. Its summary keeps
+// the narrative and the facts (arc-reactor's Jackson JSON, extractedAt as
+// an ISO-8601 string or epoch seconds). arc-reactor's summarized_up_to
+// counts the messages folded into the summary from the oldest; the cursor
+// is set on the message at that position when the session holds that
+// many, else on none (0): no message is ever hidden behind a summary that
+// does not cover it.
 //
-// It is safe to run again and to resume after an interruption: a session
-// Strata already holds is skipped and counted in Existing. A session Strata
-// refuses (see ArcReactorImport.Failed) does not stop the others; any
-// other error (the database, ctx) stops the import and is returned with
-// what was done so far.
+// It is incremental and safe to run again, while arc-reactor still runs
+// (a cut-over): the newest arc-reactor row id imported is recorded per
+// session (table strata_arc_reactor_imports), and a later run appends to
+// the session, in one transaction, exactly the rows with a greater id, in
+// order — none twice, and none erased in Strata since. A session imported
+// under its first author before its id was declared shared is moved to the
+// shared owner in the same transaction. arc-reactor's later summaries are
+// not imported into a session Strata already holds: Strata folds the new
+// messages itself. A session deleted in Strata after its import is not
+// created again, nor fed if it is created anew under its id (Deleted); one
+// created in Strata, not imported, is left alone (Existing). A session Strata refuses (see ArcReactorImport.Failed) does
+// not stop the others; any other error (the database, ctx) stops the
+// import and is returned with what was done so far: run it again to
+// resume.
 func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts ArcReactorImportOptions) (ArcReactorImport, error) {
 	var res ArcReactorImport
 	if mgr == nil {
@@ -174,7 +239,13 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 	if res.Sessions, err = ArcReactorSessions(ctx, d); err != nil {
 		return res, err
 	}
-	maxBytes := mgr.Config().MaxMessageBytes
+	imp := arcImporter{d: d, t: t, mgr: mgr, opts: opts, cfg: mgr.Config(), res: &res}
+	if err := d.GetContext(ctx, &imp.participants, participantsColumnSQL); err != nil {
+		return res, fmt.Errorf("db: import arc-reactor: %w", classify(ctx, err))
+	}
+	if imp.opts.TimeZone == nil {
+		imp.opts.TimeZone = time.UTC
+	}
 	done := 0
 	after := ""
 	for {
@@ -183,7 +254,7 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 			return res, fmt.Errorf("db: import arc-reactor: list sessions: %w", classify(ctx, err))
 		}
 		for _, id := range page {
-			if err := importArcReactorSession(ctx, d, t, mgr, id, maxBytes, opts.DryRun, &res); err != nil {
+			if err := imp.session(ctx, id); err != nil {
 				return res, err
 			}
 			done++
@@ -198,56 +269,361 @@ func ImportArcReactor(ctx context.Context, d *sqlx.DB, mgr *memory.Manager, opts
 	}
 }
 
-// importArcReactorSession imports one session and records the outcome in
-// res. It returns an error only for what stops the import.
-func importArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, mgr *memory.Manager, id string,
-	maxBytes int, dryRun bool, res *ArcReactorImport) error {
-	snap, info, err := readArcReactorSession(ctx, d, t, id)
+// arcImporter is one run of ImportArcReactor.
+type arcImporter struct {
+	d    *sqlx.DB
+	t    arcReactorTables
+	mgr  *memory.Manager
+	cfg  memory.Config
+	opts ArcReactorImportOptions
+	res  *ArcReactorImport
+	// participants: strata_sessions records the participants of shared
+	// sessions (a participants column), which arcAuthors keeps.
+	participants bool
+}
+
+// participantsColumnSQL says whether strata_sessions has a participants
+// column: the authors of a shared session other than its owner.
+const participantsColumnSQL = `
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'strata_sessions'
+                  AND column_name = 'participants')`
+
+// arcAuthorsSQL makes the authors arc-reactor recorded
+// (MetadataArcReactorUser) the user_id of a shared session's imported
+// messages: Strata records the user writing in a shared session, not its
+// owner.
+const arcAuthorsSQL = `
+UPDATE strata_messages SET user_id = metadata->>'arc_reactor_user_id'
+ WHERE session_id = $1 AND coalesce(metadata->>'arc_reactor_user_id', '') <> ''
+   AND user_id IS DISTINCT FROM metadata->>'arc_reactor_user_id'`
+
+// arcParticipantsSQL adds a shared session's authors other than its
+// owner to its participants, first writers first, up to 64 in all.
+const arcParticipantsSQL = `
+UPDATE strata_sessions s
+   SET participants = (s.participants || ARRAY(
+           SELECT x.a FROM (SELECT m.user_id AS a, min(m.seq) AS first FROM strata_messages m
+                             WHERE m.session_id = $1 AND m.user_id <> s.user_id GROUP BY m.user_id) x
+            WHERE x.a <> ALL (s.participants) ORDER BY x.first))[1:64]
+ WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+
+// arcAuthors gives a shared session's imported messages their authors
+// and, where the schema records them, its participants.
+func (a *arcImporter) arcAuthors(ctx context.Context, q sqlx.ExecerContext, id string) error {
+	if _, err := q.ExecContext(ctx, arcAuthorsSQL, id); err != nil {
+		return err
+	}
+	if !a.participants {
+		return nil
+	}
+	_, err := q.ExecContext(ctx, arcParticipantsSQL, id)
+	return err
+}
+
+// arcInsertSQL appends imported messages ($2.. column arrays, $8 creation
+// times as text, $9 authors) to session $1, in order.
+const arcInsertSQL = `
+INSERT INTO strata_messages
+       (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
+       b.name, NULLIF(b.metadata, '')::jsonb, b.author, COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
+ ORDER BY b.ord`
+
+// arcState is what Strata holds of an arc-reactor session: whether a live
+// session of that id exists and whose it is, and the newest arc-reactor
+// row id imported into it (0: none recorded).
+type arcState struct {
+	Owner    sql.NullString `db:"owner"`
+	Live     bool           `db:"live"`
+	Recorded bool           `db:"recorded"`
+	LastArc  int64          `db:"last_arc_id"`
+	// Recreated: the record names another incarnation than the live
+	// session's (deleted and created anew in Strata since the import).
+	Recreated bool `db:"recreated"`
+}
+
+// arcStateSQL reads a session's arcState; the last imported row id is the
+// recorded one, else the greatest arc_reactor_id metadata of its messages
+// (an import interrupted between the session's creation and the record).
+const arcStateSQL = `
+SELECT s.user_id AS owner, s.session_id IS NOT NULL AS live, i.session_id IS NOT NULL AS recorded,
+       COALESCE(s.epoch <> i.epoch, false) AS recreated,
+       COALESCE(i.last_arc_id,
+                CASE WHEN s.session_id IS NOT NULL THEN
+                     (SELECT max((m.metadata->>'arc_reactor_id')::bigint) FROM strata_messages m
+                       WHERE m.session_id = $1 AND m.metadata->>'arc_reactor_id' ~ '^[0-9]{1,18}$')
+                END, 0) AS last_arc_id
+  FROM (SELECT $1::text AS id) x
+  LEFT JOIN strata_sessions s ON s.session_id = x.id AND s.deleted_at IS NULL
+  LEFT JOIN strata_arc_reactor_imports i ON i.session_id = x.id`
+
+// recordArcSQL records the newest arc-reactor row id imported into the
+// live session $1, with its incarnation; it never lowers the id of the
+// same incarnation, and replaces the record of an earlier one.
+const recordArcSQL = `
+INSERT INTO strata_arc_reactor_imports AS i (session_id, last_arc_id, epoch)
+SELECT $1, $2, s.epoch FROM strata_sessions s WHERE s.session_id = $1 AND s.deleted_at IS NULL
+ON CONFLICT (session_id) DO UPDATE
+   SET last_arc_id = CASE WHEN i.epoch = EXCLUDED.epoch THEN GREATEST(i.last_arc_id, EXCLUDED.last_arc_id)
+                          ELSE EXCLUDED.last_arc_id END,
+       epoch = EXCLUDED.epoch, updated_at = now()`
+
+// session imports one session and records the outcome in res. It returns
+// an error only for what stops the import.
+func (a *arcImporter) session(ctx context.Context, id string) error {
+	snap, rows, info, err := readArcReactorSession(ctx, a.d, a.t, id, a.opts.TimeZone)
 	if err != nil {
 		return err
 	}
-	res.UndecodableFacts += info.badFacts
+	a.res.UndecodableFacts += info.badFacts
 	if len(snap.Messages) == 0 {
-		res.NoMessages++
+		a.res.NoMessages++
 		return nil
 	}
-	if info.severalUsers {
-		res.SeveralUsers++
+	want := owner.Of(a.cfg.SharedSessionPrefixes, id, snap.UserID)
+	if len(info.users) > 1 {
+		a.res.SeveralUsers = append(a.res.SeveralUsers, ArcReactorMixed{SessionID: id, Users: info.users, Shared: want == owner.Shared})
 	}
-	if dryRun {
-		if err := snap.Validate(maxBytes); err != nil {
-			res.Failed = append(res.Failed, ArcReactorFailure{SessionID: id, Err: err})
-			return nil
+	fail := func(err error) error {
+		a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: err})
+		return nil
+	}
+	// Twice at most: a session created in Strata between the read of its
+	// state and the import is handled as an existing one.
+	for range 2 {
+		st, err := a.state(ctx, id, rows)
+		if err != nil {
+			return err
 		}
-		_, err := mgr.Count(ctx, id, snap.UserID)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err == nil, errors.Is(err, memory.ErrNotOwner):
-			res.Existing++
+		case st.Recorded && (!st.Live || st.Recreated):
+			a.res.Deleted++
 			return nil
-		default:
-			return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+		case st.Live && st.LastArc == 0:
+			a.res.Existing++
+			return nil
+		case st.Live:
+			return a.update(ctx, id, snap.UserID, want, st, rows)
+		}
+		// New in Strata.
+		if err := snap.Validate(a.cfg.MaxMessageBytes); err != nil {
+			return fail(err)
+		}
+		if !a.opts.DryRun {
+			err := a.mgr.Import(ctx, snap)
+			switch {
+			case errors.Is(err, store.ErrSessionExists):
+				continue
+			case errors.Is(err, store.ErrInvalidMessage), errors.Is(err, store.ErrMessageTooLarge):
+				return fail(err)
+			case err != nil:
+				return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+			}
+			if _, err := a.d.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
+				return fmt.Errorf("db: import arc-reactor session %q: record: %w", id, classify(ctx, err))
+			}
+			// A shared thread's messages are its authors' (repaired by
+			// the next run if this fails).
+			if want == owner.Shared {
+				if err := a.arcAuthors(ctx, a.d, id); err != nil {
+					return fmt.Errorf("db: import arc-reactor session %q: authors: %w", id, classify(ctx, err))
+				}
+			}
+		}
+		a.res.Imported++
+		a.res.Messages += len(snap.Messages)
+		if snap.Summary != nil {
+			a.res.Summaries++
+		}
+		return nil
+	}
+	return fail(fmt.Errorf("%w: created in Strata during the import; run it again", store.ErrSessionExists))
+}
+
+// state reads what Strata holds of session id. A live session with no
+// record of an import whose messages are exactly arc-reactor's first
+// rows, in order (imported by a version of Strata that kept no record),
+// is taken as imported up to the last of them.
+func (a *arcImporter) state(ctx context.Context, id string, rows []arcReactorMessage) (arcState, error) {
+	var st arcState
+	if err := a.d.GetContext(ctx, &st, arcStateSQL, id); err != nil {
+		return st, fmt.Errorf("db: import arc-reactor session %q: %w", id, classify(ctx, err))
+	}
+	if !st.Live || st.LastArc > 0 {
+		return st, nil
+	}
+	var held []struct {
+		Role    string `db:"role"`
+		Content string `db:"content"`
+	}
+	if err := a.d.SelectContext(ctx, &held, `SELECT role, content FROM strata_messages WHERE session_id = $1 ORDER BY seq LIMIT $2`,
+		id, len(rows)+1); err != nil {
+		return st, fmt.Errorf("db: import arc-reactor session %q: %w", id, classify(ctx, err))
+	}
+	if len(held) == 0 || len(held) > len(rows) {
+		return st, nil
+	}
+	for i, h := range held {
+		if h.Role != arcReactorRole(rows[i].Role) || h.Content != rows[i].Content {
+			return st, nil
+		}
+	}
+	st.LastArc = rows[len(held)-1].ID
+	return st, nil
+}
+
+// update brings a session an earlier run imported up to date: re-homed
+// when it is now shared, and arc-reactor's rows after the last imported
+// one appended, in one transaction.
+func (a *arcImporter) update(ctx context.Context, id, first, want string, st arcState, rows []arcReactorMessage) error {
+	rehome := st.Owner.String != want
+	if rehome && (want != owner.Shared || st.Owner.String != owner.User(first)) {
+		a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: fmt.Errorf(
+			"%w: Strata's session belongs to %q, arc-reactor's to %q", memory.ErrNotOwner, st.Owner.String, want)})
+		return nil
+	}
+	var added int
+	if a.opts.DryRun {
+		for _, r := range rows {
+			if r.ID > st.LastArc {
+				added++
+			}
 		}
 	} else {
-		err := mgr.Import(ctx, snap)
-		switch {
-		case err == nil:
-		case errors.Is(err, store.ErrSessionExists):
-			res.Existing++
-			return nil
-		case errors.Is(err, store.ErrInvalidMessage), errors.Is(err, store.ErrMessageTooLarge):
-			res.Failed = append(res.Failed, ArcReactorFailure{SessionID: id, Err: err})
-			return nil
-		default:
-			return fmt.Errorf("db: import arc-reactor session %q: %w", id, err)
+		var err error
+		if added, rehome, err = a.appendNewer(ctx, id, st, want, rows); err != nil {
+			var fe *arcRefused
+			if errors.As(err, &fe) {
+				a.res.Failed = append(a.res.Failed, ArcReactorFailure{SessionID: id, Err: fe.err})
+				return nil
+			}
+			return err
 		}
 	}
-	res.Imported++
-	res.Messages += len(snap.Messages)
-	if snap.Summary != nil {
-		res.Summaries++
+	if rehome {
+		a.res.Rehomed = append(a.res.Rehomed, id)
+	}
+	if added > 0 {
+		a.res.Updated = append(a.res.Updated, ArcReactorUpdate{SessionID: id, Added: added})
+	} else {
+		a.res.Current++
 	}
 	return nil
+}
+
+// arcRefused is a session update Strata refused (not an outage).
+type arcRefused struct{ err error }
+
+func (e *arcRefused) Error() string { return e.err.Error() }
+
+// appendNewer appends, in one transaction, the rows after the session's last
+// imported one, under the lock of its import record and of its session
+// row, so that two runs never both append a row: it re-reads the last
+// imported id under the lock. It moves the session to want when it is
+// its first author's. It returns how many rows it appended and whether it
+// re-homed the session.
+func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, want string, rows []arcReactorMessage) (int, bool, error) {
+	fail := func(what string, err error) (int, bool, error) {
+		return 0, false, fmt.Errorf("db: import arc-reactor session %q: %s: %w", id, what, classify(ctx, err))
+	}
+	tx, err := a.d.BeginTxx(ctx, nil)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO strata_arc_reactor_imports (session_id, last_arc_id, epoch)
+		SELECT $1, $2, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL
+		ON CONFLICT (session_id) DO NOTHING`, id, st.LastArc); err != nil {
+		return fail("record", err)
+	}
+	var rec struct {
+		Last  int64 `db:"last_arc_id"`
+		Epoch int64 `db:"epoch"`
+	}
+	if err := tx.GetContext(ctx, &rec, `SELECT last_arc_id, epoch FROM strata_arc_reactor_imports WHERE session_id = $1 FOR UPDATE`, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, false, &arcRefused{fmt.Errorf("%w: deleted in Strata during the import", store.ErrNotFound)}
+		}
+		return fail("record", err)
+	}
+	last := rec.Last
+	var held struct {
+		Owner sql.NullString `db:"user_id"`
+		Epoch int64          `db:"epoch"`
+	}
+	err = tx.GetContext(ctx, &held, `SELECT user_id, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at IS NULL FOR UPDATE`, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows), err == nil && held.Epoch != rec.Epoch:
+		return 0, false, &arcRefused{fmt.Errorf("%w: deleted in Strata during the import", store.ErrNotFound)}
+	case err != nil:
+		return fail("session", err)
+	}
+	rehome := held.Owner.String != want
+	if rehome {
+		if held.Owner.String != st.Owner.String {
+			return 0, false, &arcRefused{fmt.Errorf("%w: its owner changed during the import", memory.ErrNotOwner)}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE strata_sessions SET user_id = $2 WHERE session_id = $1 AND deleted_at IS NULL`, id, want); err != nil {
+			return fail("re-home", err)
+		}
+	}
+	var msgs []store.Message
+	for _, r := range rows {
+		if r.ID > last {
+			msgs = append(msgs, arcMessage(r, a.opts.TimeZone).Stored())
+		}
+	}
+	if len(msgs) > 0 {
+		for i := range msgs {
+			if err := msgs[i].Validate(a.cfg.MaxMessageBytes); err != nil {
+				return 0, false, &arcRefused{fmt.Errorf("message of arc-reactor row %s: %w", msgs[i].Metadata[MetadataArcReactorID], err)}
+			}
+		}
+		b, err := newBatch(msgs)
+		if err != nil {
+			return 0, false, &arcRefused{err}
+		}
+		created := make([]string, len(msgs))
+		for i, m := range msgs {
+			if !m.CreatedAt.IsZero() {
+				created[i] = m.CreatedAt.UTC().Format(time.RFC3339Nano)
+			}
+		}
+		authors := make([]string, len(msgs))
+		for i, m := range msgs {
+			authors[i] = want
+			if u := m.Metadata[MetadataArcReactorUser]; want == owner.Shared && u != "" {
+				authors[i] = u
+			}
+		}
+		if _, err := tx.ExecContext(ctx, arcInsertSQL, id,
+			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
+			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created), pq.Array(authors)); err != nil {
+			return fail("messages", err)
+		}
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE strata_sessions s
+			   SET message_count = s.message_count + $2, first_user_message = COALESCE(s.first_user_message, $3),
+			       last_activity = GREATEST(s.last_activity, $4::timestamptz)
+			 WHERE s.session_id = $1`, id, len(msgs), b.firstUser, nullTime(msgs[len(msgs)-1].CreatedAt)); err != nil {
+			return fail("session", err)
+		}
+		if _, err := tx.ExecContext(ctx, recordArcSQL, id, rows[len(rows)-1].ID); err != nil {
+			return fail("record", err)
+		}
+	}
+	if want == owner.Shared {
+		if err := a.arcAuthors(ctx, tx, id); err != nil {
+			return fail("authors", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail("commit", err)
+	}
+	return len(msgs), rehome, nil
 }
 
 type arcReactorMessage struct {
@@ -268,17 +644,32 @@ type arcReactorSummary struct {
 }
 
 type arcReactorInfo struct {
-	badFacts     int
-	severalUsers bool
+	badFacts int
+	users    []string // the session's user_ids, in the order they first wrote
+}
+
+// nullTime is t, or NULL when zero.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// inZone is the instant of the wall-clock time t (as read from a
+// TIMESTAMP without time zone) in loc.
+func inZone(t time.Time, loc *time.Location) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc).UTC()
 }
 
 // readArcReactorSession reads one session in one read-only, repeatable-read
 // transaction (its messages and summary as of one moment) and returns it
-// as a snapshot.
-func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, id string) (*memory.Snapshot, arcReactorInfo, error) {
+// as a snapshot, with its rows in id order. Wall-clock times are read in
+// tz.
+func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, id string, tz *time.Location) (*memory.Snapshot, []arcReactorMessage, arcReactorInfo, error) {
 	var info arcReactorInfo
-	fail := func(err error) (*memory.Snapshot, arcReactorInfo, error) {
-		return nil, info, fmt.Errorf("db: import arc-reactor: read session %q: %w", id, classify(ctx, err))
+	fail := func(err error) (*memory.Snapshot, []arcReactorMessage, arcReactorInfo, error) {
+		return nil, nil, info, fmt.Errorf("db: import arc-reactor: read session %q: %w", id, classify(ctx, err))
 	}
 	tx, err := d.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
@@ -311,24 +702,16 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 
 	snap := &memory.Snapshot{Version: snapshot.Version, SessionID: id, UserID: store.AnonymousUser,
 		Messages: make([]snapshot.Message, 0, len(rows))}
+	seen := map[string]bool{}
 	for i, r := range rows {
 		if i == 0 && strings.TrimSpace(r.UserID) != "" {
 			snap.UserID = r.UserID
 		}
-		if r.UserID != rows[0].UserID {
-			info.severalUsers = true
+		if !seen[r.UserID] {
+			seen[r.UserID] = true
+			info.users = append(info.users, r.UserID)
 		}
-		m := snapshot.Message{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content}
-		switch {
-		case r.Timestamp.Valid && r.Timestamp.Int64 > 0:
-			m.CreatedAt = time.UnixMilli(r.Timestamp.Int64).UTC()
-		case r.CreatedAt.Valid:
-			m.CreatedAt = r.CreatedAt.Time.UTC()
-		}
-		if m.Role == string(store.RoleTool) {
-			m.Name = "tool"
-		}
-		snap.Messages = append(snap.Messages, m)
+		snap.Messages = append(snap.Messages, arcMessage(r, tz))
 	}
 	if len(sums) == 1 {
 		s := sums[0]
@@ -339,16 +722,35 @@ func readArcReactorSession(ctx context.Context, d *sqlx.DB, t arcReactorTables, 
 			sm.UpToSeq = rows[k-1].ID
 		}
 		if s.CreatedAt.Valid {
-			sm.CreatedAt = s.CreatedAt.Time.UTC()
+			sm.CreatedAt = inZone(s.CreatedAt.Time, tz)
 		}
 		if s.UpdatedAt.Valid {
-			sm.UpdatedAt = s.UpdatedAt.Time.UTC()
+			sm.UpdatedAt = inZone(s.UpdatedAt.Time, tz)
 		}
 		if strings.TrimSpace(sm.Narrative) != "" || len(sm.Facts) > 0 {
 			snap.Summary = sm
 		}
 	}
-	return snap, info, nil
+	return snap, rows, info, nil
+}
+
+// arcMessage is one conversation_messages row as a snapshot message:
+// its role as arc-reactor reads it, its time from the timestamp column
+// (epoch milliseconds), else from created_at read in tz, and its row id
+// and author as metadata.
+func arcMessage(r arcReactorMessage, tz *time.Location) snapshot.Message {
+	m := snapshot.Message{Seq: r.ID, Role: arcReactorRole(r.Role), Content: r.Content,
+		Metadata: map[string]string{MetadataArcReactorID: strconv.FormatInt(r.ID, 10), MetadataArcReactorUser: r.UserID}}
+	switch {
+	case r.Timestamp.Valid && r.Timestamp.Int64 > 0:
+		m.CreatedAt = time.UnixMilli(r.Timestamp.Int64).UTC()
+	case r.CreatedAt.Valid:
+		m.CreatedAt = inZone(r.CreatedAt.Time, tz)
+	}
+	if m.Role == string(store.RoleTool) {
+		m.Name = "tool"
+	}
+	return m
 }
 
 // arcReactorRole maps a role of conversation_messages as arc-reactor reads

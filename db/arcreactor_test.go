@@ -284,7 +284,8 @@ func TestImportArcReactor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if dry.Sessions != 7 || dry.Imported != 4 || dry.Existing != 1 || dry.NoMessages != 1 || len(dry.Failed) != 1 ||
-		dry.Failed[0].SessionID != "big" || dry.Summaries != 2 || dry.SeveralUsers != 1 || dry.UndecodableFacts != 2 {
+		dry.Failed[0].SessionID != "big" || dry.Summaries != 2 || len(dry.SeveralUsers) != 1 || dry.SeveralUsers[0].SessionID != "slack-x" ||
+		fmt.Sprint(dry.SeveralUsers[0].Users) != "[carol dave]" || dry.SeveralUsers[0].Shared || dry.UndecodableFacts != 2 {
 		t.Fatalf("dry run = %+v", dry)
 	}
 	if _, err := mgr.Count(ctx, "a", "alice"); !errors.Is(err, store.ErrNotFound) {
@@ -308,9 +309,9 @@ func TestImportArcReactor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Imported != 3 || res.Existing != 2 || res.NoMessages != 1 || len(res.Failed) != 1 || res.Messages != 7 ||
+	if res.Imported != 3 || res.Current != 1 || res.Existing != 1 || res.NoMessages != 1 || len(res.Failed) != 1 || res.Messages != 7 ||
 		!errors.Is(res.Failed[0].Err, store.ErrMessageTooLarge) {
-		t.Fatalf("resumed import = %+v; want a (before), b, slack-x, t imported, d existing, big failed", res)
+		t.Fatalf("resumed import = %+v; want b, slack-x, t imported, a current (imported before), d existing, big failed", res)
 	}
 	if strings.Join(progress, " ") != "1/7 2/7 3/7 4/7 5/7 6/7 7/7" {
 		t.Fatalf("progress %v", progress)
@@ -389,8 +390,8 @@ func TestImportArcReactor(t *testing.T) {
 
 	// A re-run imports nothing twice.
 	again, err := db.ImportArcReactor(ctx, d, mgr, db.ArcReactorImportOptions{})
-	if err != nil || again.Imported != 0 || again.Existing != 5 {
-		t.Fatalf("re-run = %+v, %v; want 0 imported, 5 existing", again, err)
+	if err != nil || again.Imported != 0 || again.Current != 4 || again.Existing != 1 || len(again.Updated) != 0 {
+		t.Fatalf("re-run = %+v, %v; want 0 imported, 4 current (a, b, slack-x, t), 1 existing (d)", again, err)
 	}
 }
 

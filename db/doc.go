@@ -167,6 +167,18 @@
 //	holder      TEXT NOT NULL           random token of the lease's holder
 //	expires_at  TIMESTAMPTZ NOT NULL    by the server's clock
 //
+// strata_arc_reactor_imports (version 10) — what ImportArcReactor
+// imported, so that a re-run adds only arc-reactor's newer rows; a row
+// outlives its session (no foreign key), so that a session deleted in
+// Strata is not imported again:
+//
+//	session_id   TEXT PRIMARY KEY
+//	last_arc_id  BIGINT NOT NULL        newest conversation_messages.id imported
+//	epoch        BIGINT NOT NULL        the incarnation imported into: a session
+//	                                    deleted and created anew gets no arc row
+//	imported_at  TIMESTAMPTZ NOT NULL
+//	updated_at   TIMESTAMPTZ NOT NULL
+//
 // # Guarantees
 //
 // Ownership. Every MessageStore method checks the caller's ownership in

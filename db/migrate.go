@@ -84,17 +84,23 @@ func MigrateDown(ctx context.Context, d *sqlx.DB) error {
 
 // MigrationVersion reports the applied schema version and whether the last
 // migration failed half-way (dirty). It returns 0, false, nil when no
-// migration has been applied.
+// migration has been applied. It only reads, in one statement on d's pool,
+// so it also works through a transaction-mode connection pooler.
 func MigrationVersion(ctx context.Context, d *sqlx.DB) (version uint, dirty bool, err error) {
-	err = withMigrate(ctx, d, "migration version", func(m *migrate.Migrate) error {
-		var verr error
-		version, dirty, verr = m.Version()
-		if errors.Is(verr, migrate.ErrNilVersion) {
-			version, dirty, verr = 0, false, nil
-		}
-		return verr
-	})
-	return version, dirty, err
+	if d == nil {
+		return 0, false, errors.New("db: migration version: nil database")
+	}
+	var v int64
+	err = d.QueryRowContext(ctx, `SELECT version, dirty FROM `+pq.QuoteIdentifier(MigrationsTable)+` LIMIT 1`).Scan(&v, &dirty)
+	switch {
+	case IsMissingTable(err), errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("db: migration version: %w", classify(ctx, err))
+	case v < 0: // golang-migrate's "none" after a force to -1
+		return 0, dirty, nil
+	}
+	return uint(v), dirty, nil
 }
 
 // MigrateForce records version as the applied schema version and clears

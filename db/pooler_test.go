@@ -144,6 +144,10 @@ func TestPooledMigrateRefused(t *testing.T) {
 	if err := db.Migrate(ctx, dbtest.Open(t, p.DirectURL)); err != nil {
 		t.Errorf("Migrate over the direct URL: %v", err)
 	}
+	// Reading the version only reads: it works through the pooler.
+	if v, dirty, err := db.MigrationVersion(ctx, d); err != nil || v != db.LatestMigration() || dirty {
+		t.Errorf("MigrationVersion through the pooler = %d, %v, %v; want %d", v, dirty, err, db.LatestMigration())
+	}
 }
 
 // TestPooledFoldLeaseAcrossReplicas: two replicas reaching the database

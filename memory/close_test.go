@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -108,4 +109,56 @@ func TestCloseAbandonsSlowFoldObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	goleak.VerifyNone(t)
+}
+
+// Close drains before it cancels: a fold in flight when a short program
+// closes its manager finishes and its summary is saved, without a Flush;
+// one that outlasts four fifths of CloseTimeout is cancelled then, and
+// Close returns. In a synctest bubble, so the 4s pass in no time.
+func TestCloseDrainsFoldsInFlight(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := hierConfig()
+			cfg.CloseTimeout = 5 * time.Second
+			f := newFixture(t, cfg)
+			g := newGate()
+			f.svc.set(g.summarizer(true))
+			seed(t, f.store, "s", "alice", 10)
+			ctx := context.Background()
+			if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
+				t.Fatal(err)
+			}
+			<-g.entered
+			closed := make(chan error, 1)
+			start := time.Now()
+			go func() { closed <- f.mgr.Close() }()
+			if !slow {
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				select {
+				case err := <-closed:
+					t.Fatalf("Close returned while a fold was in flight: %v", err)
+				default:
+				}
+				g.release()
+				if err := <-closed; err != nil {
+					t.Fatalf("Close after the fold finished: %v", err)
+				}
+				if s, _ := f.sums.Get(ctx, "s"); s == nil || s.UpToSeq == 0 {
+					t.Fatalf("the fold in flight at Close saved no summary: %+v", s)
+				}
+				return
+			}
+			if err := <-closed; err != nil {
+				t.Fatalf("Close of a fold that honours cancellation: %v", err)
+			}
+			if d := time.Since(start); d != 4*time.Second {
+				t.Fatalf("Close cancelled the fold after %v, want 4s", d)
+			}
+			if s, _ := f.sums.Get(ctx, "s"); s != nil {
+				t.Fatalf("a cancelled fold saved a summary: %+v", s)
+			}
+			g.release()
+		})
+	}
 }

@@ -179,9 +179,11 @@ type Config struct {
 	// it, releases its cross-process lock, and the late result is
 	// discarded. Keep FoldLockTTL above it.
 	SummarizeTimeout time.Duration
-	// CloseTimeout bounds Manager.Close (default 5s): background folds are
-	// cancelled and waited for at most this long; a summarizer that ignores
-	// cancellation is abandoned, and its result is never saved.
+	// CloseTimeout bounds Manager.Close (default 5s): Close lets the
+	// background folds in flight or queued finish for four fifths of it,
+	// then cancels what still runs and waits for it until the end of it; a
+	// summarizer that ignores cancellation is abandoned, and its result is
+	// never saved.
 	CloseTimeout time.Duration
 
 	// fromDefaults is set by DefaultConfig (and kept by copies): the zero

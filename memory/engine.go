@@ -36,6 +36,7 @@ type engine struct {
 	// check closed, so none completes after Close has returned.
 	saveMu    sync.RWMutex
 	closed    atomic.Bool
+	draining  atomic.Bool // Close is letting the attempts in flight finish: no further pass
 	closeOnce sync.Once
 	closeErr  error
 	closing   chan struct{} // closed when Close begins
@@ -229,7 +230,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 				again = false
 			}
 		}
-		if !again || ctx.Err() != nil {
+		if !again || ctx.Err() != nil || e.draining.Load() {
 			// Deciding to end and leaving st.cur happen in one critical
 			// section: a save that asks for another pass after this point
 			// starts a new run instead of setting again on this one, which

@@ -101,12 +101,20 @@ func TestSecondCloseReturnsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, g.entered, "the fold")
-	// The first Close waits its whole CloseTimeout (on the manager's clock)
-	// for the hung summarizer.
+	// The first Close drains (on the system clock), then cancels and waits
+	// the rest of its CloseTimeout (on the manager's clock) for the hung
+	// summarizer.
 	first := make(chan error, 1)
 	armed := clk.Armed()
 	go func() { first <- f.mgr.Close() }()
 	await(t, armed, "Close to arm its timeout")
+	// The cancelled fold stops waiting for the summarizer and ends; only
+	// the summarizer's call is left when the manager's clock moves on.
+	fctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := f.mgr.Flush(fctx); err != nil {
+		t.Fatalf("the cancelled fold did not end: %v", err)
+	}
 	select {
 	case err := <-first:
 		t.Fatalf("first Close returned before its timeout: %v", err)

@@ -330,17 +330,32 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 // running, or when ctx is done.
 func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(ctx) }
 
-// Close cancels background folds and waits for them at most the close
-// timeout (Config.CloseTimeout); no summary is saved after it returns, and no
-// fold starts. Loads and saves keep working, without folding. A fold whose
-// summarizer ignores cancellation is abandoned at once: it stops waiting for
-// the summarizer and releases its cross-process lock, so that another
-// replica can fold the session; Close then returns an error saying a
-// summarizer call was still running at the deadline. Close is idempotent:
-// only the first call waits; a later one returns at once, with an error
-// only for what still runs then.
+// Close first drains, then cancels: it lets the fold attempts (and fold
+// observers) in flight finish and save their summaries — without starting
+// further passes — waiting for them at most four fifths of the close
+// timeout (Config.CloseTimeout, default 5s: 4s), timed on the system clock
+// like a caller's deadline, so that a short program's last fold is not
+// lost without a call to Flush; then it cancels what still runs and waits
+// for it until the close timeout, on the manager's clock. No summary is
+// saved after it returns, and no fold starts. Loads and saves keep
+// working, without folding. A fold whose summarizer ignores cancellation
+// is abandoned at once: it stops waiting for the summarizer and releases
+// its cross-process lock, so that another replica can fold the session;
+// Close then returns an error saying a summarizer call was still running
+// at the deadline. Close is idempotent: only the first call waits; a
+// later one returns at once, with an error only for what still runs then.
 func (m *Manager) Close() error {
-	ctx, cancel := clock.WithTimeout(context.Background(), m.clk, m.cfg.CloseTimeout)
+	if !m.eng.closed.Load() {
+		m.eng.draining.Store(true)
+		drain, stop := context.WithTimeout(context.Background(), m.cfg.CloseTimeout*closeDrainShare/5)
+		_ = m.eng.runner.Flush(drain) // what is left is cancelled below
+		stop()
+	}
+	ctx, cancel := clock.WithTimeout(context.Background(), m.clk, m.cfg.CloseTimeout-m.cfg.CloseTimeout*closeDrainShare/5)
 	defer cancel()
 	return m.eng.close(ctx)
 }
+
+// closeDrainShare is the share of Config.CloseTimeout, in fifths, that
+// Close waits for folds to finish before it cancels them.
+const closeDrainShare = 4

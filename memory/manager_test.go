@@ -487,7 +487,9 @@ func TestBurstOfSavesSettles(t *testing.T) {
 // Close cancels a fold that honours cancellation, returns without error,
 // and saves nothing; saves and loads keep working after it, without folds.
 func TestCloseCancelsAndSavesNothing(t *testing.T) {
-	f := newFixture(t, hierConfig())
+	cfg := hierConfig()
+	cfg.CloseTimeout = 100 * time.Millisecond // Close drains 80ms, then cancels
+	f := newFixture(t, cfg)
 	started := make(chan struct{})
 	f.svc.set(func(ctx context.Context, _ int64, req summary.Request) (summary.Result, error) {
 		close(started)

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -36,13 +37,23 @@ $DATABASE_URL):
   import-arc-reactor
             import arc-reactor's conversations (its conversation_messages
             and conversation_summaries tables, which are only read): each
-            session is created in Strata with its owner (user_id), its
-            messages in arc-reactor's order with their roles and
-            timestamps, and its summary (facts, narrative, cursor), in one
-            transaction, with no summarizer call. Safe to run again and to
-            resume: sessions Strata already holds are skipped and counted.
-            --dry-run reports what it would do and writes nothing. Needs
-            no API key. migrate up offers it when those tables hold rows.
+            session is created in Strata with its owner (the user_id of
+            its first message; the shared owner when its id has a
+            shared-session prefix), its messages in arc-reactor's order
+            with their roles, timestamps and authors, and its summary
+            (facts, narrative, cursor), in one transaction, with no
+            summarizer call. Incremental: run it again, while arc-reactor
+            still runs, and it adds to each session exactly the messages
+            arc-reactor wrote since (its rows of a greater id), none twice,
+            and re-homes as shared the threads imported before their
+            prefix was set; it reports what it added per session. Sessions
+            created in Strata, or deleted in Strata after their import,
+            are left alone. --dry-run reports what it would do (and names
+            the sessions several users wrote in) and writes nothing.
+            --arc-time-zone names the zone of arc-reactor's JVM (default
+            UTC): arc-reactor writes its summaries' times as wall-clock
+            times of that zone. Needs no API key. migrate up offers it
+            when those tables hold rows.
 
 Flags:
 `
@@ -55,6 +66,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	yes := fs.Bool("yes", false, "confirm migrate down (it deletes every Strata table and its data)")
 	dryRun := fs.Bool("dry-run", false, "import-arc-reactor: report what would be imported, write nothing")
 	showProgress := fs.Bool("progress", true, "import-arc-reactor: draw a progress bar on stderr when it is a terminal")
+	arcZone := fs.String("arc-time-zone", "UTC", "import-arc-reactor: the IANA `ZONE` (e.g. Asia/Seoul) of arc-reactor's JVM, in which it wrote its TIMESTAMP columns (summaries' created_at and updated_at)")
 	pos, err := parseFlags(fs, args, migrateUsage, stdout)
 	if err != nil {
 		return err
@@ -84,6 +96,10 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *dryRun && action != "import-arc-reactor" {
 		return usagef("migrate %s: --dry-run applies to import-arc-reactor only", action)
 	}
+	zone, err := time.LoadLocation(strings.TrimSpace(*arcZone))
+	if err != nil || strings.TrimSpace(*arcZone) == "" {
+		return usagef("migrate: --arc-time-zone %q is not an IANA time zone (e.g. UTC, Asia/Seoul, Europe/Berlin)", *arcZone)
+	}
 	if action == "down" && !*yes {
 		return usagef("migrate down deletes every Strata table and its data; pass --yes to confirm")
 	}
@@ -110,7 +126,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return dbError(err)
 		}
 	case "import-arc-reactor":
-		return importArcReactor(ctx, cfg, d, *dryRun, *showProgress, stdout, stderr)
+		return importArcReactor(ctx, cfg, d, arcImportFlags{dryRun: *dryRun, progress: *showProgress, zone: zone}, stdout, stderr)
 	}
 	v, dirty, err := db.MigrationVersion(ctx, d)
 	if err != nil {
@@ -160,7 +176,13 @@ const maxListedFailures = 20
 // db.ImportArcReactor into a manager over the configured stores, built
 // with summaries wired and a summarizer that refuses to run (an import
 // never summarizes, so no API key is needed).
-func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, dryRun, showProgress bool, stdout, stderr io.Writer) error {
+// arcImportFlags are migrate import-arc-reactor's flags.
+type arcImportFlags struct {
+	dryRun, progress bool
+	zone             *time.Location
+}
+
+func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, f arcImportFlags, stdout, stderr io.Writer) error {
 	const cmd = "migrate import-arc-reactor"
 	if err := db.CheckSchema(ctx, d); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
@@ -173,15 +195,15 @@ func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, d
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	defer rt.Close()
-	bar := newProgress(stderr, stdout, 0, showProgress).withUnit("sessions")
-	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: dryRun,
+	bar := newProgress(stderr, stdout, 0, f.progress).withUnit("sessions")
+	res, err := db.ImportArcReactor(ctx, d, rt.Manager, db.ArcReactorImportOptions{DryRun: f.dryRun, TimeZone: f.zone,
 		Progress: func(done, total int) { bar.total = total; bar.update(done, "") }})
 	bar.finish()
 	if res.Sessions == 0 && err == nil {
 		fmt.Fprintln(stdout, "no arc-reactor conversations to import (no conversation_messages or conversation_summaries table of arc-reactor's, or they are empty)")
 		return nil
 	}
-	printArcReactorImport(stdout, res, dryRun)
+	printArcReactorImport(stdout, res, f.dryRun)
 	if err != nil {
 		return fmt.Errorf("%s: stopped (run it again to resume): %w", cmd, err)
 	}
@@ -192,22 +214,70 @@ func importArcReactor(ctx context.Context, cfg *autoconfig.Config, d *sqlx.DB, d
 }
 
 func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
-	verb, note := "imported", ""
+	verb, note, added := "imported", "", "added"
 	if dryRun {
-		verb, note = "would import", " (dry run: nothing written)"
+		verb, note, added = "would import", " (dry run: nothing written)", "would add"
 	}
-	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%d messages, %d summaries)%s\n", verb, r.Imported, r.Sessions, r.Messages, r.Summaries, note)
+	fmt.Fprintf(w, "%s %d of %d arc-reactor sessions (%s, %s)%s\n", verb, r.Imported, r.Sessions,
+		plural(r.Messages, "message", "messages"), plural(r.Summaries, "summary", "summaries"), note)
+	if n := len(r.Updated); n > 0 {
+		total := 0
+		for _, u := range r.Updated {
+			total += u.Added
+		}
+		fmt.Fprintf(w, "%s %s written in arc-reactor since the last import to %s:\n", added, plural(total, "message", "messages"), plural(n, "session", "sessions"))
+		for i, u := range r.Updated {
+			if i == maxListedFailures {
+				fmt.Fprintf(w, "  … and %d more\n", n-i)
+				break
+			}
+			fmt.Fprintf(w, "  %s +%d\n", u.SessionID, u.Added)
+		}
+	}
+	if r.Current > 0 {
+		fmt.Fprintf(w, "up to date: %s imported before, with no newer message in arc-reactor\n", plural(r.Current, "session", "sessions"))
+	}
+	if n := len(r.Rehomed); n > 0 {
+		v := "re-homed"
+		if dryRun {
+			v = "would re-home"
+		}
+		fmt.Fprintf(w, "%s %s as shared (id with a shared-session prefix; imported before under its first author): %s\n",
+			v, plural(n, "session", "sessions"), listIDs(r.Rehomed))
+	}
 	if r.Existing > 0 {
-		fmt.Fprintf(w, "skipped %d already in Strata (imported before, or created since)\n", r.Existing)
+		fmt.Fprintf(w, "skipped %d already in Strata and not imported from arc-reactor (created in Strata; left as they are)\n", r.Existing)
+	}
+	if r.Deleted > 0 {
+		fmt.Fprintf(w, "skipped %d imported before and deleted in Strata since (not created again)\n", r.Deleted)
 	}
 	if r.NoMessages > 0 {
 		fmt.Fprintf(w, "skipped %d with a summary but no message left in arc-reactor (no owner, no history)\n", r.NoMessages)
 	}
-	if r.SeveralUsers > 0 {
-		fmt.Fprintf(w, "note: %d sessions hold messages of several users; each belongs to the user of its first message (declare shared threads with arc.reactor.memory.shared-session-prefixes, e.g. [slack-])\n", r.SeveralUsers)
+	if n := len(r.SeveralUsers); n > 0 {
+		var shared, owned []string
+		for _, m := range r.SeveralUsers {
+			item := m.SessionID + " (" + strings.Join(m.Users, ", ") + ")"
+			if m.Shared {
+				shared = append(shared, item)
+			} else {
+				owned = append(owned, item)
+			}
+		}
+		if len(owned) > 0 {
+			which := "which belongs to its first author"
+			if len(owned) > 1 {
+				which = "which belong to their first authors"
+			}
+			fmt.Fprintf(w, "note: several users wrote in %s, %s: %s; to share a thread with everyone who writes in it, set arc.reactor.memory.shared-session-prefixes (e.g. --set arc.reactor.memory.shared-session-prefixes=slack-) and run the import again: it re-homes them\n",
+				plural(len(owned), "session", "sessions"), which, listIDs(owned))
+		}
+		if len(shared) > 0 {
+			fmt.Fprintf(w, "note: several users wrote in %s, shared (shared-session-prefixes): %s\n", plural(len(shared), "session", "sessions"), listIDs(shared))
+		}
 	}
 	if r.UndecodableFacts > 0 {
-		fmt.Fprintf(w, "note: %d facts of arc-reactor's facts_json could not be decoded and were left out\n", r.UndecodableFacts)
+		fmt.Fprintf(w, "note: %s of arc-reactor's facts_json could not be decoded and were left out\n", plural(r.UndecodableFacts, "fact", "facts"))
 	}
 	for i, f := range r.Failed {
 		if i == maxListedFailures {
@@ -216,6 +286,14 @@ func printArcReactorImport(w io.Writer, r db.ArcReactorImport, dryRun bool) {
 		}
 		fmt.Fprintf(w, "failed: session %q: %s\n", f.SessionID, oneLine(f.Err.Error()))
 	}
+}
+
+// listIDs joins at most maxListedFailures items, saying how many more.
+func listIDs(ids []string) string {
+	if len(ids) <= maxListedFailures {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:maxListedFailures], ", ") + fmt.Sprintf(" and %d more", len(ids)-maxListedFailures)
 }
 
 // openDatabase loads the configuration and opens its datasource; without
@@ -238,12 +316,15 @@ const inspectUsage = `Usage: strata inspect --user USER [flags] SESSION
 
 Prints a session stored in the configured PostgreSQL database, read through
 the memory manager as its owner USER: its message count, its summary (facts,
-narrative, cursor = the last message folded into it) and what the model sees
-of it, numbered: the messages Manager.Load assembles, in the order the model
-gets them — the facts and narrative blocks, then the verbatim messages, each
-with its number in the session (1 for its first). Nothing is summarized or
-changed: when a fold is due, inspect shows what the model sees until the
-fold has run. A session of another user is reported as such and not shown.
+narrative, cursor = the seq of the last message folded into it) and what
+the model sees of it: the messages Manager.Load assembles, in the order the
+model gets them — the facts and narrative blocks, then the verbatim
+messages, each with its seq, the store's sequence number of the message:
+the number strata export, GET /v1/sessions/{id} and strata forget use
+(on PostgreSQL seqs are shared by all sessions, so a session's need not
+start at 1 nor be consecutive). Nothing is summarized or changed: when a
+fold is due, inspect shows what the model sees until the fold has run. A
+session of another user is reported as such and not shown.
 
 Flags:
 `
@@ -262,24 +343,23 @@ type inspectReport struct {
 }
 
 type inspectSummary struct {
-	// Cursor is the storage sequence number of the last message folded
-	// in; CursorMessage is that message's number in the session.
-	Cursor        int64          `json:"cursor"`
-	CursorMessage int            `json:"cursor_message"`
-	Version       int64          `json:"version"`
-	Facts         []summary.Fact `json:"facts"`
-	Narrative     string         `json:"narrative"`
-	CreatedAt     time.Time      `json:"created_at"`
-	UpdatedAt     time.Time      `json:"updated_at"`
+	// Cursor is the seq of the last message folded in; Folded is how many
+	// of the session's stored messages it covers.
+	Cursor    int64           `json:"cursor"`
+	Folded    int             `json:"folded_messages"`
+	Version   int64           `json:"version"`
+	Facts     []snapshot.Fact `json:"facts"` // as strata export writes them
+	Narrative string          `json:"narrative"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 type inspectMsg struct {
 	// Position is the message's place in the prompt, 1 for the first.
 	Position int `json:"position"`
-	// Number is a stored message's position in the session, 1 for its
-	// first, and Seq its storage sequence number (global, not per
-	// session); both are 0 for the facts and narrative blocks.
-	Number   int               `json:"number,omitempty"`
+	// Seq is a stored message's sequence number, the one strata forget,
+	// strata export and the HTTP API use; 0 for the facts and narrative
+	// blocks.
 	Seq      int64             `json:"seq,omitempty"`
 	Role     string            `json:"role"`
 	Text     string            `json:"content"`
@@ -384,10 +464,6 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 	if err != nil {
 		return inspectReport{}, err
 	}
-	number := make(map[int64]int, len(msgs)) // seq → number in the session
-	for i, m := range msgs {
-		number[m.Seq] = i + 1
-	}
 	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: h.Mode, Prompt: []inspectMsg{}}
 	var cursor int64
 	if s != nil {
@@ -398,10 +474,10 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 				folded++
 			}
 		}
-		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, CursorMessage: folded, Version: s.Version,
-			Facts: s.Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		rep.Summary = &inspectSummary{Cursor: s.UpToSeq, Folded: folded, Version: s.Version,
+			Facts: snapshot.FromSummary(s).Facts, Narrative: s.Narrative, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 		if rep.Summary.Facts == nil {
-			rep.Summary.Facts = []summary.Fact{}
+			rep.Summary.Facts = []snapshot.Fact{}
 		}
 	}
 	// Load's messages are the summary's blocks, then one message per
@@ -411,7 +487,7 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 		im := inspectMsg{Position: i + 1, Role: string(cm.GetType()), Text: chatText(cm)}
 		if j := i - blocks; blocks >= 0 && j >= 0 {
 			m := h.Recent[j]
-			im.Number, im.Seq, im.Role, im.Folded, im.Metadata = number[m.Seq], m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
+			im.Seq, im.Role, im.Folded, im.Metadata = m.Seq, string(m.Role), m.Seq <= cursor, m.Metadata
 		}
 		rep.Prompt = append(rep.Prompt, im)
 	}
@@ -424,10 +500,15 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintln(w, "summary:  none")
 	} else {
 		s := r.Summary
-		fmt.Fprintf(w, "cursor:   message #%d of %d (summary version %d, updated %s)\n", s.CursorMessage, r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
-		printFactsAndNarrative(w, s.Facts, s.Narrative)
+		fmt.Fprintf(w, "cursor:   #%d (folds %s of %d; summary version %d, updated %s)\n", s.Cursor, plural(s.Folded, "message", "messages"),
+			r.Messages, s.Version, s.UpdatedAt.Format(time.RFC3339))
+		facts := make([]summary.Fact, len(s.Facts))
+		for i, f := range s.Facts {
+			facts[i] = summary.Fact{Key: f.Key, Value: f.Value, Category: summary.Category(f.Category)}
+		}
+		printFactsAndNarrative(w, facts, s.Narrative)
 	}
-	fmt.Fprintf(w, "what the model sees (%s, %d messages):\n", r.Mode, len(r.Prompt))
+	fmt.Fprintf(w, "what the model sees (%s, %s):\n", r.Mode, plural(len(r.Prompt), "message", "messages"))
 	anyFolded, anyVariant, anyBlock := false, false, false
 	for _, m := range r.Prompt {
 		mark := " "
@@ -439,17 +520,17 @@ func printInspect(w io.Writer, r inspectReport) {
 			variant, anyVariant = " ["+store.MetadataModelVariant+"="+v+"]", true
 		}
 		num := "-"
-		if m.Number > 0 {
-			num = fmt.Sprintf("#%d", m.Number)
+		if m.Seq > 0 {
+			num = fmt.Sprintf("#%d", m.Seq)
 		} else {
 			anyBlock = true
 		}
-		fmt.Fprintf(w, "  %3d %s %-6s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
+		fmt.Fprintf(w, "  %3d %s %-7s %-9s %s%s\n", m.Position, mark, num, m.Role, oneLine(m.Text), variant)
 	}
 	if len(r.Prompt) == 0 {
 		return
 	}
-	legend := []string{"first column: the place in the prompt", fmt.Sprintf("#N = the message's number in the session (1 to %d)", r.Messages)}
+	legend := []string{"first column: the place in the prompt", "#N = the message's seq, the number strata forget takes"}
 	if anyBlock {
 		legend = append(legend, "- = the summary's facts or narrative block")
 	}
@@ -505,11 +586,15 @@ func cmdConfig(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%-*s  %-22s  %s\n", width, k.Key, v, src)
 	}
-	fmt.Fprintf(stdout, "\nsummarizer in use: %s", cfg.EffectiveProvider())
+	provider, why := cfg.SummarizerChoice()
+	fmt.Fprintf(stdout, "\nsummarizer in use: %s", provider)
 	if model, keyEnv := summarizerDetails(cfg); model != "" {
 		fmt.Fprintf(stdout, " (model %s, API key from $%s)", model, keyEnv)
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "\n  because %s\n", why)
+	if !cfg.Memory.Enabled {
+		fmt.Fprintln(stdout, "  (summaries are off, arc.reactor.memory.summary.enabled: no summarizer runs until they are on)")
+	}
 	dsn, err := cfg.DatabaseURL()
 	if err != nil {
 		return err

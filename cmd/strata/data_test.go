@@ -166,9 +166,9 @@ func TestMigrateAndInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect: exit %d %s", code, errOut)
 	}
-	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   message #", " of 62 (summary version",
-		"- order_id: #BL-58213 [ENTITY]", "narrative:", "what the model sees (take-last, 20 messages):", "   20   #62    ",
-		"#N = the message's number in the session (1 to 62)"} {
+	for _, want := range []string{"session:  support-1", "owner:    priya", "messages: 62", "cursor:   #", " of 62; summary version",
+		"- order_id: #BL-58213 [ENTITY]", "narrative:", "what the model sees (take-last, 20 messages):", "   20   #",
+		"#N = the message's seq, the number strata forget takes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, out)
 		}
@@ -186,16 +186,19 @@ func TestMigrateAndInspect(t *testing.T) {
 	if rep.Mode != "hierarchical" || len(rep.Prompt) != 12 || rep.Summary == nil || rep.Summary.Cursor == 0 || rep.Prompt[11].Seq <= rep.Summary.Cursor {
 		t.Fatalf("inspect --json = %+v", rep)
 	}
-	if !strings.HasPrefix(rep.Prompt[0].Text, "Conversation Facts:") || !strings.HasPrefix(rep.Prompt[1].Text, "Conversation Summary:") || rep.Prompt[0].Number != 0 {
+	if !strings.HasPrefix(rep.Prompt[0].Text, "Conversation Facts:") || !strings.HasPrefix(rep.Prompt[1].Text, "Conversation Summary:") || rep.Prompt[0].Seq != 0 {
 		t.Fatalf("the prompt does not start with the facts and narrative blocks: %+v", rep.Prompt[:2])
 	}
 	for i, m := range rep.Prompt[2:] {
-		if m.Position != i+3 || m.Number != 53+i {
-			t.Fatalf("prompt message %d is at %d, numbered %d; want %d, %d (numbers count within the session)", i+3, m.Position, m.Number, i+3, 53+i)
+		if m.Position != i+3 || m.Seq <= rep.Prompt[i+1].Seq {
+			t.Fatalf("prompt message %d is at %d, seq %d; want %d, seqs increasing", i+3, m.Position, m.Seq, i+3)
 		}
 	}
-	if c := rep.Summary.CursorMessage; c < 1 || c > 62 {
-		t.Fatalf("cursor message %d is not a number within the session", c)
+	if c := rep.Summary.Folded; c < 1 || c > 62 {
+		t.Fatalf("the summary folds %d messages, not a number within the session", c)
+	}
+	if strings.Contains(out, "extractedAt") || !strings.Contains(out, `"extracted_at"`) {
+		t.Fatalf("inspect --json does not name the facts' fields as strata export does:\n%s", out)
 	}
 	code, _, errOut = cli(t, "inspect", "--set", set, "--user", "mallory", "support-1")
 	wantError(t, code, errOut, 1, "owned by another user")

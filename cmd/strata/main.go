@@ -44,6 +44,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	_ "time/tzdata" // migrate --arc-time-zone works where the system has no zone database
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
@@ -92,7 +93,8 @@ Commands:
                          user message, when folds happen, and token counts
   migrate up|down|version|force N|import-arc-reactor
                          manage Strata's PostgreSQL schema; import
-                         arc-reactor's conversations (--dry-run)
+                         arc-reactor's conversations (--dry-run; run it
+                         again to add what arc-reactor wrote since)
   inspect --user USER SESSION
                          print a stored session's summary and what the model
                          sees of it, numbered
@@ -331,7 +333,40 @@ func errorText(err error) string {
 	if db.IsMissingTable(err) && !errors.Is(err, db.ErrSchemaNotMigrated) {
 		msg += "; " + db.ErrSchemaNotMigrated.Error()
 	}
-	return oneLine(msg)
+	return oneLine(dedupPrefixes(msg))
+}
+
+// packagePrefixes are the prefixes Strata's packages start their errors
+// with; wrapping one package's error in another's repeats them.
+var packagePrefixes = map[string]bool{"memory": true, "db": true, "summary": true, "autoconfig": true, "catalog": true, "server": true}
+
+// dedupPrefixes keeps each package prefix of a wrapped error's text where
+// it first appears only: "memory: load "s": db: snapshot "s": memory:
+// session is owned by another user" becomes "memory: load "s": db:
+// snapshot "s": session is owned by another user".
+func dedupPrefixes(msg string) string {
+	seen := map[string]bool{}
+	parts := strings.Split(msg, ": ")
+	out := parts[:0]
+	for _, p := range parts {
+		if packagePrefixes[p] {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// plural is n with the noun's singular or plural form: "1 message",
+// "2 messages", "0 messages".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

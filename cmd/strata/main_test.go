@@ -373,7 +373,7 @@ func TestConfigCommand(t *testing.T) {
 	for _, want := range []string{
 		"arc.reactor.memory.summary.enabled", cfg,
 		"arc.reactor.memory.summarizer.provider", `"gemini"`, "--set",
-		"summarizer in use: gemini (model gemini-2.0-flash, API key from $GOOGLE_API_KEY)",
+		"summarizer in use: gemini (model gemini-2.0-flash, API key from $GOOGLE_API_KEY, else $GEMINI_API_KEY)\n  because arc.reactor.memory.summarizer.provider is gemini (--set)\n",
 		"stores: in-memory",
 	} {
 		if !strings.Contains(out, want) {

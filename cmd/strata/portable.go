@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
@@ -173,7 +175,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	p.finish()
-	fmt.Fprintf(stderr, "exported %d sessions, %d messages\n", len(refs), messages)
+	fmt.Fprintf(stderr, "exported %s, %s\n", plural(len(refs), "session", "sessions"), plural(messages, "message", "messages"))
 	return nil
 }
 
@@ -261,6 +263,9 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		switch {
 		case errors.Is(err, store.ErrSessionExists) && o.skipExisting:
 			skipped++
+		case errors.Is(err, store.ErrSessionExists):
+			return &reworded{msg: fmt.Sprintf("import: line %d: session %q already exists (%d imported before it); pass --skip-existing to skip the sessions already present and import the rest",
+				line, snap.SessionID, imported), err: err}
 		case err != nil:
 			return fmt.Errorf("import: line %d: session %q: %w (%d imported before it)", line, snap.SessionID, err, imported)
 		default:
@@ -276,7 +281,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return fmt.Errorf("import: %w", err)
 	}
 	p.finish()
-	fmt.Fprintf(stderr, "imported %d sessions, %d messages; skipped %d already present\n", imported, messages, skipped)
+	fmt.Fprintf(stderr, "imported %s, %s; skipped %d already present\n", plural(imported, "session", "sessions"), plural(messages, "message", "messages"), skipped)
 	return nil
 }
 
@@ -336,8 +341,36 @@ func cmdForget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	if err := rt.Manager.Forget(ctx, session, o.user, seqs...); err != nil {
+		if errors.Is(err, store.ErrUnknownMessage) {
+			return unknownSeqs(ctx, rt.Manager, session, o.user, seqs, err)
+		}
 		return fmt.Errorf("forget: %w", err)
 	}
-	fmt.Fprintf(stdout, "erased %d messages of session %s\n", len(seqs), session)
+	fmt.Fprintf(stdout, "erased %s of session %s\n", plural(len(seqs), "message", "messages"), session)
 	return nil
+}
+
+// unknownSeqs is forget's error for seqs of which some are not messages
+// of the session (nothing was erased): it names them, read after the
+// failed erasure, and says where the seqs are shown.
+func unknownSeqs(ctx context.Context, m *memory.Manager, session, user string, seqs []int64, err error) error {
+	msgs, rerr := m.Messages(ctx, session, user, 0, 0)
+	if rerr != nil {
+		return fmt.Errorf("forget: %w", err)
+	}
+	have := make(map[int64]bool, len(msgs))
+	for _, msg := range msgs {
+		have[msg.Seq] = true
+	}
+	var missing []string
+	for _, q := range seqs {
+		if !have[q] {
+			missing = append(missing, strconv.FormatInt(q, 10))
+		}
+	}
+	what := "seq " + strings.Join(missing, ", ") + " is not a message"
+	if len(missing) != 1 {
+		what = "seqs " + strings.Join(missing, ", ") + " are not messages"
+	}
+	return &reworded{msg: fmt.Sprintf("forget: %s of session %s; nothing was erased (strata inspect and strata export show each message's seq)", what, session), err: err}
 }

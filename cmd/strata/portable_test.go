@@ -66,9 +66,9 @@ func TestForgetExportImportCLI(t *testing.T) {
 	}
 
 	code, _, errOut := cli(t, "forget", "--set", setSrc, "--user", "alice", "s1", fmt.Sprint(msgs[2].Seq+1_000_000))
-	wantError(t, code, errOut, 1, "no such message")
+	wantError(t, code, errOut, 1, "is not a message of session s1; nothing was erased")
 	code, out, errOut := cli(t, "forget", "--set", setSrc, "--user", "alice", "s1", fmt.Sprint(msgs[2].Seq))
-	if code != 0 || !strings.Contains(out, "erased 1 messages") {
+	if code != 0 || !strings.Contains(out, "erased 1 message of") {
 		t.Fatalf("forget: exit %d %q %q", code, out, errOut)
 	}
 	code, out, errOut = cli(t, "export", "--set", setSrc, "--user", "alice")
@@ -111,7 +111,7 @@ func TestForgetExportImportCLI(t *testing.T) {
 		t.Fatalf("view after import differs:\n got %s %v %+v\nwant %s %v %+v", got.Mode, got.Messages, got.Summary, want.Mode, want.Messages, want.Summary)
 	}
 	code, _, errOut = cliInput(t, out, "import", "--set", setDst)
-	wantError(t, code, errOut, 1, "already exists")
+	wantError(t, code, errOut, 1, "already exists (0 imported before it); pass --skip-existing")
 	code, _, errOut = cliInput(t, out, "import", "--set", setDst, "--skip-existing")
 	if code != 0 || !strings.Contains(errOut, "skipped 2") {
 		t.Fatalf("import --skip-existing: exit %d %q", code, errOut)

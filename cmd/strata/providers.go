@@ -16,7 +16,7 @@ func summarizerDetails(cfg *autoconfig.Config) (model, keyEnv string) {
 	var defModel, defEnv string
 	switch cfg.EffectiveProvider() {
 	case autoconfig.ProviderGemini:
-		defModel, defEnv = gemini.DefaultModel, gemini.DefaultAPIKeyEnv
+		defModel, defEnv = gemini.DefaultModel, gemini.DefaultAPIKeyEnv+", else $"+gemini.FallbackAPIKeyEnv
 	case autoconfig.ProviderOpenAI:
 		defModel, defEnv = openai.DefaultModel, openai.DefaultAPIKeyEnv
 	default:

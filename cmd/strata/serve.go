@@ -125,7 +125,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"max_sessions", cmp.Or(cfg.Store.MaxSessions, memstore.DefaultMaxSessions),
 			"max_sessions_per_user", cmp.Or(cfg.Store.MaxSessionsPerUser, memstore.DefaultMaxSessionsPerUser))
 	}
-	fmt.Fprintf(stdout, "strata serve: listening on http://%s (API keys: %d, stores: %s, summaries: %s)\n",
+	// The server's log announces "listening" (once, at info level); this
+	// line says what serves there.
+	fmt.Fprintf(stdout, "strata serve: http://%s (API keys: %d, stores: %s, summaries: %s)\n",
 		ln.Addr(), len(cfg.Server.APIKeys), stores, summariesState(cfg.Memory.Enabled, cfg.EffectiveProvider()))
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("serve: %s", strings.TrimPrefix(err.Error(), "server: "))

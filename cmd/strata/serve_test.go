@@ -78,7 +78,7 @@ func TestServeUsageErrors(t *testing.T) {
 }
 
 var (
-	listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	listeningRE = regexp.MustCompile(`strata serve: (http://127\.0\.0\.1:\d+) \(`)
 	sessionIDRE = regexp.MustCompile(`"id":"([0-9a-f-]{36})"`)
 )
 
@@ -147,6 +147,11 @@ func TestServe(t *testing.T) {
 
 	if code, _ := call(t, client, "GET", url+"/healthz", "", ""); code != 200 {
 		t.Fatalf("healthz: %d", code)
+	}
+	// Serving is announced once: the log's "listening", beside one line
+	// on stdout saying what serves.
+	if n := strings.Count(stdout.String()+stderr.String(), "listening"); n != 1 {
+		t.Fatalf("\"listening\" said %d times:\n%s\n%s", n, stdout, stderr)
 	}
 	if code, body := call(t, client, "GET", url+"/v1/sessions", "", ""); code != 401 || !strings.Contains(body, "missing API key") {
 		t.Fatalf("no key: %d %s", code, body)
