@@ -216,6 +216,15 @@ func TestArcReactorCutoverEndToEnd(t *testing.T) {
 	if list, _, err := mgr.Sessions(ctx, "mallory", 0, 0); err != nil || len(list) != 0 {
 		t.Fatalf("mallory's listing: %+v, %v", list, err)
 	}
+	// The shared thread is listed for the two users who wrote in it, and
+	// for nobody else.
+	for _, u := range []string{"carol", "dave", "mallory"} {
+		list, total, err := mgr.SharedSessions(ctx, u, 0, 0)
+		listed := err == nil && total == 1 && len(list) == 1 && list[0].SessionID == "slack-C1-1700"
+		if want := u != "mallory"; listed != want || err != nil || (!want && total != 0) {
+			t.Fatalf("%s's shared sessions: %+v (total %d), %v; want listed %v", u, list, total, err, want)
+		}
+	}
 	// The summaries keep their instant: 18:30 in Seoul is 09:30 UTC.
 	s1, err := mgr.Summary(ctx, "web-1001", "alice")
 	if err != nil || s1 == nil || !s1.CreatedAt.Equal(time.Date(2026, 4, 1, 9, 30, 0, 0, time.UTC)) || len(s1.Facts) != 2 {
