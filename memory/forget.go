@@ -53,10 +53,9 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 			cleaned = &c
 			return &c
 		}
-		if m.sums == nil {
-			return fg.Forget(ctx, sessionID, owner, seqs, nil)
-		}
-		if fg.ForgetsSummariesOf(m.sums) {
+		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
+			// Without summaries on in this process the store still cleans
+			// the summary it keeps (a replica with summaries on shows it).
 			return fg.Forget(ctx, sessionID, owner, seqs, clean)
 		}
 		// The summary lives apart: check the messages and clean the
@@ -106,27 +105,15 @@ func (m *Manager) messagesAt(ctx context.Context, sessionID, owner string, seqs 
 	return out, t.Epoch, nil
 }
 
-// eraseFrom is sum without what was derived from the erased messages.
+// eraseFrom is sum without what was derived from the erased messages
+// (summary.Erase: by provenance; an untraced summary is emptied until the
+// next fold rebuilds it).
 func eraseFrom(sum summary.Summary, erased []store.Message) summary.Summary {
-	texts := make([]string, 0, len(erased))
 	seqs := make([]int64, 0, len(erased))
 	for _, msg := range erased {
-		texts = append(texts, messageText(msg))
 		seqs = append(seqs, msg.Seq)
 	}
-	return summary.Erase(sum, texts, seqs)
-}
-
-// messageText is everything a message says: its content, its tool calls'
-// arguments and its name.
-func messageText(msg store.Message) string {
-	t := msg.Content
-	for _, tc := range msg.ToolCalls {
-		if tc.FunctionCall != nil {
-			t += "\n" + tc.FunctionCall.Arguments
-		}
-	}
-	return t
+	return summary.Erase(sum, seqs)
 }
 
 // erased tells the fold observers (the catalogue) that the session's
@@ -166,7 +153,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, store.ErrNoSuchFact)
 	}
 	owner := m.owner(sessionID, userID)
-	var out summary.Summary
+	var saved summary.Summary
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		t, err := m.store.Tail(ctx, sessionID, owner, 1)
 		if err != nil {
@@ -183,19 +170,23 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		if len(t.Messages) > 0 {
 			newest = t.Messages[len(t.Messages)-1].Seq
 		}
-		var ok bool
-		if out, ok = summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq)); !ok {
+		out, ok, err := summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq))
+		switch {
+		case err != nil:
+			return err
+		case !ok:
 			return store.ErrNoSuchFact
 		}
 		if err := m.sums.Save(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
+		saved = out
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, err)
 	}
-	m.erased(ctx, sessionID, owner, &out)
+	m.erased(ctx, sessionID, owner, &saved)
 	return nil
 }
 
@@ -213,6 +204,6 @@ func suppressForgotten(next summary.Summary, msgs []store.Message) summary.Summa
 			texts, seqs = append(texts, msg.Content), append(seqs, msg.Seq)
 		}
 	}
-	next.Forgotten = summary.Restated(next.Forgotten, texts, seqs)
+	next.Forgotten = summary.Restated(next, texts, seqs)
 	return summary.SuppressForgotten(next)
 }

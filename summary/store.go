@@ -103,7 +103,12 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID string) error {
 
 // cloneSummary copies s so that it shares no memory with the original.
 func cloneSummary(s Summary) Summary {
-	s.Facts = slices.Clone(s.Facts)
+	s.Facts = cloneFacts(s.Facts)
 	s.Forgotten = slices.Clone(s.Forgotten)
+	s.SentenceSources = slices.Clone(s.SentenceSources)
+	for i := range s.SentenceSources {
+		s.SentenceSources[i].Seqs = slices.Clone(s.SentenceSources[i].Seqs)
+	}
+	s.ForgetKey = slices.Clone(s.ForgetKey)
 	return s
 }

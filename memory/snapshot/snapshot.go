@@ -167,9 +167,13 @@ func (s *Snapshot) Validate(maxBytes int) error {
 			}
 			texts = append(texts, f.Key, f.Value, f.PreviousValue)
 		}
-		for i, f := range sm.Forgotten {
-			if len(f.Digest) != 64 || f.Runes <= 0 || f.Seq < 0 || f.Roll > 1<<53-1 {
-				bad("summary.forgotten[%d]: want a hex SHA-256 digest, a positive length, a 53-bit roll and a non-negative seq", i)
+		if len(sm.Forgotten) > summary.DefaultMaxForgotten {
+			bad("summary.forgotten: %d entries, at most %d", len(sm.Forgotten), summary.DefaultMaxForgotten)
+		} else {
+			for i, f := range sm.Forgotten {
+				if !f.Valid() {
+					bad("summary.forgotten[%d]: want keyed hex digests with 1 to 32 words (or a legacy SHA-256 digest, length and 53-bit roll) and a non-negative seq", i)
+				}
 			}
 		}
 		for _, t := range texts {
