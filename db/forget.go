@@ -130,13 +130,15 @@ UPDATE strata_summaries SET narrative = $3, facts_json = $4::jsonb, version = ve
  WHERE session_id = $1 AND epoch = $2`
 
 // forgetDeleteSQL erases the messages and updates the session's counters
-// and listing preview (the first user message left).
+// (erasures too: catalogue writes built before it are refused, see
+// CatalogIndex.Upsert) and listing preview (the first user message left).
 const forgetDeleteSQL = `
 WITH del AS (
     DELETE FROM strata_messages WHERE session_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq
 )
 UPDATE strata_sessions
    SET message_count = message_count - (SELECT count(*) FROM del),
+       erasures = erasures + 1,
        first_user_message = (SELECT left(m.content, 500) FROM strata_messages m
                               WHERE m.session_id = $1 AND m.role = 'user'
                                 AND NOT m.seq = ANY($2::bigint[])
