@@ -101,6 +101,9 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// Clone returns a deep copy of s: it shares no memory with s.
+func (s Summary) Clone() Summary { return cloneSummary(s) }
+
 // cloneSummary copies s so that it shares no memory with the original.
 func cloneSummary(s Summary) Summary {
 	s.Facts = cloneFacts(s.Facts)

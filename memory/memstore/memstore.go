@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 // DefaultMaxSessions is how many sessions a Store holds when
@@ -97,11 +98,12 @@ type memSession struct {
 	epoch        int64
 	created      time.Time
 	lastActivity time.Time
-	activity     int64           // tick of the creation or of the latest append
-	firstUser    string          // content of the first user message
-	hasUser      bool            // whether firstUser is set
-	msgs         []store.Message // oldest first; msgs[i].Seq strictly increasing
-	elem         *list.Element   // in its owner's userSessions.lru
+	activity     int64            // tick of the creation or of the latest append
+	firstUser    string           // content of the first user message
+	hasUser      bool             // whether firstUser is set
+	msgs         []store.Message  // oldest first; msgs[i].Seq strictly increasing
+	elem         *list.Element    // in its owner's userSessions.lru
+	sum          *summary.Summary // the session's summary (Store.Summaries), nil when none
 }
 
 // userSessions are one user's sessions. Guarded by Store.mu.
