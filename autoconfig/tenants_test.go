@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
 )
 
 // In-memory serve: summaries and the values ForgetFact keeps out belong
