@@ -11,26 +11,38 @@ import (
 )
 
 // Forget erases the session's messages with sequence numbers seqs and
-// everything derived from them: the messages themselves; the facts whose
-// value appears in them, came only from them (provenance) or carries one
-// of their identifying tokens (a word with a digit, an e-mail address, a
-// URL); every narrative sentence carrying such a token, a removed value or
-// a run of four of their words; and, through the fold observers (the
-// catalogue), the documents, titles and search entries built from them.
-// Nothing else changes: the summary's cursor stays, so later folds never
-// bring the content back — parity re-summarizes from the originals, which
-// are gone, chunked continues from the cleaned summary.
+// everything derived from them, by provenance (summary.Erase): the
+// messages themselves; the facts and narrative sentences only they state
+// (a fact or sentence a surviving message still states stays, its
+// provenance narrowed); and, through the fold observers (the catalogue),
+// the documents, titles and search entries built from them. A summary
+// whose content cites no message (an LLM's) and that covers an erased
+// message is emptied — its cursor and Forgotten list kept — so it is never
+// shown again as it was, whatever the summarizer wrote: the view degrades
+// as when no summary exists until the next fold rebuilds it from the
+// surviving messages (one summarizer call per MaxFoldInputTokens of them).
+// The cursor stays, so later folds never bring the content back — parity
+// re-summarizes from the originals, which are gone, chunked continues from
+// the cleaned summary.
+//
+// The stored summary is cleaned whether or not this manager has summaries
+// on, when the message store keeps the summaries (PostgreSQL; the
+// in-memory store's Summaries): a process running only erasures
+// (strata forget) leaves nothing behind for a replica with summaries on.
 //
 // Ownership is checked as everywhere (ErrNotFound, ErrNotOwner). A seq
 // that is not one of the session's messages returns an error wrapping
 // store.ErrUnknownMessage and changes nothing. The erasure is atomic per
-// store: on PostgreSQL the messages and the summary change in one
-// transaction; with a summary store apart from the message store (the
-// in-memory stores) the summary is cleaned first and the messages erased
-// second, so that a failure in between leaves nothing derived behind and a
-// retry completes it. The message store must be a store.Forgetter (both
-// stores of this module are); otherwise Forget returns errors.ErrUnsupported.
-// No fold of the session runs meanwhile (see Import).
+// store: on PostgreSQL the messages, the summary, the session's erasure
+// count and the catalogue document change in one transaction (a catalogue
+// write built before it is refused afterwards, on any replica); with the
+// in-memory store and its Summaries in one critical section; with a
+// summary store apart from the message store the summary is cleaned first
+// and the messages erased second, so that a failure in between leaves
+// nothing derived behind and a retry completes it. The message store must
+// be a store.Forgetter (both stores of this module are); otherwise Forget
+// returns errors.ErrUnsupported. No fold of the session runs meanwhile
+// (see Import).
 func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...int64) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("memory: forget %q: %w: no sequence numbers", sessionID, store.ErrUnknownMessage)
@@ -142,10 +154,16 @@ func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, Fo
 // ForgetFact removes the fact with key (compared as summary.NormalizeKey
 // does) from the session's summary: its value — and the value it
 // superseded — leave the facts and every narrative sentence carrying them,
-// and the summary records them (as digests, see summary.Forgotten) so that
-// no later fold of messages already stored brings them back, whatever the
-// policy. A message stored after the erasure that states the value again
-// sets it again. A session without such a fact gives store.ErrNoSuchFact;
+// and the summary records them (as keyed digests, see summary.Forgotten)
+// so that no later fold of messages already stored brings them back,
+// whatever the policy and however a summarizer rewrites them (white space,
+// case, digit separators; a value the ledger cut is matched by its words
+// before the cut). The digests' key is a random per-session secret kept
+// with the summary in the summary store and never exported; an imported
+// session cannot match the entries it brings. A message stored after the
+// erasure that states the value again sets it again. A session without
+// such a fact gives store.ErrNoSuchFact; one whose summary already lists
+// summary.DefaultMaxForgotten values gives summary.ErrTooManyForgotten;
 // ownership is checked as everywhere. No fold of the session runs
 // meanwhile.
 func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string) error {

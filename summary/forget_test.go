@@ -163,3 +163,24 @@ func FuzzErase(f *testing.F) {
 		_ = summary.SuppressForgotten(fg)
 	})
 }
+
+// BenchmarkSuppressForgottenFull: a fold's suppression with a full
+// Forgotten list (DefaultMaxForgotten entries) over a ledger and a
+// narrative of the default sizes.
+func BenchmarkSuppressForgottenFull(b *testing.B) {
+	s := summary.Summary{ForgetKey: []byte("0123456789abcdef0123456789abcdef")}
+	for i := range summary.DefaultMaxForgotten {
+		s.Forgotten = append(s.Forgotten, summary.Forgotten{Digest: strings.Repeat("c", 31) + string("0123456789abcdef"[i%16]), Words: 1 + i%32,
+			Digits: strings.Repeat("d", 32), DigitCount: 6 + i%10})
+	}
+	var narr []string
+	for i := range 60 {
+		s.Facts = append(s.Facts, summary.Fact{Key: "k", Value: "value number 4111 1111 " + strings.Repeat("x", i%9)})
+		narr = append(narr, "User: the parcel 5521 arrived damaged on Tuesday and I would like a refund please.")
+	}
+	s.Narrative = strings.Join(narr, " ")
+	b.ResetTimer()
+	for range b.N {
+		_ = summary.SuppressForgotten(s)
+	}
+}
