@@ -333,7 +333,8 @@ var ErrTooManyForgotten = errors.New("summary: too many forgotten values in one 
 // ForgetFact returns s without the fact whose key is key (compared as
 // NormalizeKey does), pinned or not: its value, and the value it
 // superseded, leave the facts and every narrative sentence carrying them
-// (or, for a value the ledger cut, its words before the cut), and are
+// (or, for a value the ledger cut, its words before the cut; with exact
+// provenance, every sentence of the messages that stated it), and are
 // recorded in Forgotten with seq (the session's newest message) so that
 // SuppressForgotten keeps later folds from bringing them back. The first
 // ForgetFact of a session draws its ForgetKey. ok is false, and s is
@@ -366,6 +367,18 @@ func ForgetFact(s Summary, key string, seq int64) (out Summary, ok bool, err err
 		out.Forgotten = append(out.Forgotten, fg)
 	}
 	out = SuppressForgotten(out)
+	if f.Sources != nil {
+		// The sentences of the messages that stated the value go too,
+		// whatever form of it they carry.
+		drop := map[string]bool{}
+		for _, ss := range out.SentenceSources {
+			if slices.ContainsFunc(ss.Seqs, func(q int64) bool { return slices.Contains(f.Sources, q) }) {
+				drop[ss.Digest] = true
+			}
+		}
+		out.Narrative = dropSentences(out.Narrative, func(sent string) bool { return drop[SentenceDigest(sent)] })
+		out.SentenceSources = sentenceSources(out.Narrative, out.SentenceSources)
+	}
 	return out, true, nil
 }
 

@@ -76,7 +76,11 @@ func RunErasureRandom(t *testing.T, replicas [2]Stores) {
 		if _, ok := replicas[0].Messages.(store.FoldLocker); !ok {
 			c.offB = "same"
 		}
-		t.Run(fmt.Sprintf("%d/%s/%s/%s", i, c.pol, c.kind, c.offB), func(t *testing.T) {
+		name := fmt.Sprintf("%d/%s/%s/%s", i, c.pol, c.kind, c.offB)
+		if c.fact {
+			name += "/fact"
+		}
+		t.Run(name, func(t *testing.T) {
 			c.run(t, replicas, rng, &checks)
 		})
 	}
@@ -88,6 +92,9 @@ type erasureCase struct {
 	pol  memory.Policy
 	kind string // "extractive" or "rewriting"
 	offB string // "on" or "off": replica B's summaries; "same": B is A
+	// fact: the secrets' facts are erased with ForgetFact, not their
+	// messages with Forget.
+	fact bool
 }
 
 func randomCase(rng *rand.Rand) erasureCase {
@@ -101,6 +108,7 @@ func randomCase(rng *rand.Rand) erasureCase {
 	if rng.IntN(3) == 0 {
 		c.offB = "off"
 	}
+	c.fact = rng.IntN(4) == 0
 	return c
 }
 
@@ -232,12 +240,14 @@ func rewriting() summary.Service {
 				res.Facts = append(res.Facts, summary.Fact{Key: "order_id", Value: o, Category: summary.Entity})
 			}
 			p := strings.Join(strings.Fields(text), " ")
-			if strings.Contains(p, "prefer") || strings.Contains(p, "allergic") {
-				v := p
-				if r := []rune(v); len(r) > 120 {
-					v = string(r[:119]) + "…"
+			for _, sent := range strings.SplitAfter(p, ". ") {
+				if strings.Contains(sent, "prefer") || strings.Contains(sent, "allergic") {
+					v := strings.TrimSpace(sent)
+					if r := []rune(v); len(r) > 120 {
+						v = string(r[:119]) + "…"
+					}
+					res.Facts = append(res.Facts, summary.Fact{Key: "preference", Value: v, Category: summary.Condition})
 				}
-				res.Facts = append(res.Facts, summary.Fact{Key: "preference", Value: v, Category: summary.Condition})
 			}
 			narr = append(narr, "The customer said that "+strings.TrimSuffix(strings.ToLower(p[:1])+p[1:], ".")+".")
 		}
@@ -418,6 +428,10 @@ func (c erasureCase) run(t *testing.T, replicas [2]Stores, rng *rand.Rand, check
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.fact {
+		c.forgetFacts(t, ctx, a, session, user, secrets, checks)
+		return
+	}
 	// The erasures, on either replica, race the other replica's turns,
 	// folds and catalogue refreshes.
 	msgs, err := a.mgr.Messages(ctx, session, user, 0, 0)
@@ -586,4 +600,70 @@ func RunToolErasure(t *testing.T, newStores func(t *testing.T) Stores) {
 			}
 		})
 	}
+}
+
+// forgetFacts erases with ForgetFact every fact of the session's summary
+// that holds a form of a secret, and checks that those secrets stay out of
+// the summary (as shown and as stored) and of the model's facts and
+// narrative, after the erasure and after more turns and folds (parity
+// re-reads the messages that stated them, which stay).
+func (c erasureCase) forgetFacts(t *testing.T, ctx context.Context, r *replica, session, user string, secrets []secret, checks *atomic.Int64) {
+	t.Helper()
+	sum, err := r.mgr.Summary(ctx, session, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum == nil {
+		return
+	}
+	var gone []secret
+	for _, f := range sum.Facts {
+		for _, s := range secrets {
+			if s.leaks(f.Value) || s.leaks(f.Previous) {
+				if err := r.mgr.ForgetFact(ctx, session, user, f.Key); err != nil {
+					t.Fatalf("forget fact %s: %v", f.Key, err)
+				}
+				gone = append(gone, s)
+				break
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		r.settle(t, ctx, session, user)
+		shown, err := r.mgr.Summary(ctx, session, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := r.st.Summaries.Get(ctx, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := r.mgr.Load(ctx, session, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks strings.Builder
+		for _, m := range h.Messages {
+			if m.GetType() == llms.ChatMessageTypeSystem {
+				blocks.WriteString(m.GetContent() + "\n")
+			}
+		}
+		paths := map[string]string{"summary": summaryText(shown), "stored summary": summaryText(stored), "view's blocks": blocks.String()}
+		for path, text := range paths {
+			for _, s := range gone {
+				checks.Add(1)
+				if s.leaks(text) {
+					t.Errorf("%s: the %s holds the forgotten %q:\n%s", when, path, s.said, text)
+				}
+			}
+		}
+	}
+	check("after ForgetFact")
+	for i := range 4 {
+		if err := r.mgr.SaveTurn(ctx, session, user, fmt.Sprintf("Later %d: and %s?", i, topics[(i+5)%len(topics)]), "Sure."); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after more turns")
 }
