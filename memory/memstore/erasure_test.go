@@ -42,3 +42,13 @@ func TestToolErasure(t *testing.T) {
 		return memorytest.Stores{Messages: memstore.New(), Summaries: summary.NewInMemoryStore(0), Index: catalog.NewMemoryIndex()}
 	})
 }
+
+// TestErasureSummariesInSessions runs the erasure scenarios with the
+// summaries kept in their sessions (Store.Summaries): messages and
+// summary change in one critical section.
+func TestErasureSummariesInSessions(t *testing.T) {
+	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
+		ms := memstore.New()
+		return memorytest.Stores{Messages: ms, Summaries: ms.Summaries(), Index: catalog.NewMemoryIndex()}
+	})
+}
