@@ -102,7 +102,8 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 // memoised, so this costs one keying pass per message, not a rescan. A
 // narrative sentence's sources are the messages of its speaker that
 // contain it word for word (white space and case folded; a cut sentence
-// up to its cut), an "Assistant called …" sentence the replies calling
+// up to its cut; a piece without a speaker, any user or assistant
+// message), an "Assistant called …" sentence the replies calling
 // those tools, and, for a sentence carried from req.Existing, the
 // sources recorded there. What cannot be traced is left without
 // provenance (nil): Erase treats it as unknown, never as supported.
@@ -180,7 +181,9 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 				}
 			case len(ws) == 0:
 			case who == "User" && m.GetType() == llms.ChatMessageTypeHuman,
-				who == "Assistant" && m.GetType() == llms.ChatMessageTypeAI:
+				who == "Assistant" && m.GetType() == llms.ChatMessageTypeAI,
+				// A piece of a sentence the split left without its speaker.
+				who == "" && !isCall && (m.GetType() == llms.ChatMessageTypeHuman || m.GetType() == llms.ChatMessageTypeAI):
 				if strings.Contains(texts[i], " "+strings.Join(ws, " ")+" ") {
 					src = append(src, req.Seqs[i])
 				}
