@@ -196,3 +196,36 @@ func TestCatalogRefusesDocumentsReadBeforeAnErasure(t *testing.T) {
 		t.Fatalf("a current document was not written: %+v, %v", doc, err)
 	}
 }
+
+// The PostgreSQL stores keep a summary's provenance and forget key: what
+// a save wrote, Get and the one-statement snapshot read back.
+func TestSummaryProvenanceRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	d := dbtest.New(t)
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	res := mustAppend(t, ctx, ms, "prov", "alice", user("My order is ORD-5512."), assistant("Noted."))
+	in := summary.Summary{SessionID: "prov", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "User: My order is ORD-5512.",
+		Facts:           []summary.Fact{{Key: "order_id", Value: "ORD-5512", Category: summary.Entity, Sources: []int64{res.LastSeq - 1}}},
+		SentenceSources: []summary.SentenceSource{{Digest: summary.SentenceDigest("User: My order is ORD-5512."), Seqs: []int64{res.LastSeq - 1}}},
+		Forgotten:       []summary.Forgotten{{Key: "email", Digest: strings.Repeat("ab", 16), Words: 1, Seq: 1}},
+		ForgetKey:       []byte("0123456789abcdef0123456789abcdef")}
+	if err := sums.Save(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sums.Get(ctx, "prov")
+	if err != nil || got == nil {
+		t.Fatalf("get %+v, %v", got, err)
+	}
+	_, snap, err := ms.Snapshot(ctx, "prov", "alice", 10)
+	if err != nil || snap == nil {
+		t.Fatalf("snapshot %+v, %v", snap, err)
+	}
+	for name, s := range map[string]*summary.Summary{"Get": got, "Snapshot": snap} {
+		if !s.Traced() || fmt.Sprint(s.Facts[0].Sources) != fmt.Sprint(in.Facts[0].Sources) ||
+			fmt.Sprint(s.SentenceSources) != fmt.Sprint(in.SentenceSources) || string(s.ForgetKey) != string(in.ForgetKey) ||
+			len(s.Forgotten) != 1 || s.Forgotten[0] != in.Forgotten[0] {
+			t.Errorf("%s read back %+v", name, s)
+		}
+	}
+}

@@ -214,7 +214,10 @@ func (f ServiceFunc) Summarize(ctx context.Context, req Request) (Result, error)
 // replaces the stored summary (it belonged to a deleted predecessor). A
 // store that knows the session was deleted or re-created since the summary
 // was made refuses it with ErrSessionGone. Stores keep CreatedAt from the
-// first save of an epoch, refresh UpdatedAt and increment Version.
+// first save of an epoch, refresh UpdatedAt and increment Version. They
+// keep every other field as given, provenance (Fact.Sources,
+// SentenceSources), Forgotten and ForgetKey included: erasure depends on
+// them.
 type Store interface {
 	Get(ctx context.Context, sessionID string) (*Summary, error) // nil, nil when absent
 	Save(ctx context.Context, s Summary) error
