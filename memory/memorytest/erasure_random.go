@@ -80,6 +80,9 @@ func RunErasureRandom(t *testing.T, replicas [2]Stores) {
 		if c.fact {
 			name += "/fact"
 		}
+		if c.slowEmbedder {
+			name += "/slow-embedder"
+		}
 		t.Run(name, func(t *testing.T) {
 			c.run(t, replicas, rng, &checks)
 		})
@@ -95,6 +98,16 @@ type erasureCase struct {
 	// fact: the secrets' facts are erased with ForgetFact, not their
 	// messages with Forget.
 	fact bool
+	// slowEmbedder: the catalogues embed in 0–50 ms.
+	slowEmbedder bool
+}
+
+// jittered is an embedder that takes 0–50 ms per call.
+type jittered struct{ catalog.Embedder }
+
+func (j jittered) EmbedDocuments(ctx context.Context, texts []string) ([][]float32, error) {
+	time.Sleep(time.Duration(rand.IntN(50)) * time.Millisecond)
+	return j.Embedder.EmbedDocuments(ctx, texts)
 }
 
 func randomCase(rng *rand.Rand) erasureCase {
@@ -109,6 +122,7 @@ func randomCase(rng *rand.Rand) erasureCase {
 		c.offB = "off"
 	}
 	c.fact = rng.IntN(4) == 0
+	c.slowEmbedder = rng.IntN(4) == 0
 	return c
 }
 
@@ -291,7 +305,13 @@ func (c erasureCase) replica(t *testing.T, st Stores, summaries bool) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.New(mgr, st.Index)
+	var copts []catalog.Option
+	if c.slowEmbedder {
+		// A 0–50 ms embedder widens the window in which a refresh that
+		// read the session before an erasure could write after it.
+		copts = append(copts, catalog.WithEmbedder(jittered{catalog.NewLexicalEmbedder(0)}, "jittered-lexical"))
+	}
+	cat, err := catalog.New(mgr, st.Index, copts...)
 	if err != nil {
 		t.Fatal(err)
 	}
