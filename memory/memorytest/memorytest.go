@@ -11,7 +11,9 @@
 // one shared database without collisions. RunCapabilities covers the
 // optional capabilities store.Importer and store.Forgetter, and
 // RunErasure runs the erasure scenarios of a Manager with its catalogue over a
-// message store, a summary store and a catalogue index.
+// message store, a summary store and a catalogue index; RunErasureRandom
+// is the randomized erasure test over two replicas of such stores, and
+// RunToolErasure checks that provenance is each message's own.
 package memorytest
 
 import (
