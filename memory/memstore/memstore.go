@@ -94,16 +94,18 @@ type Store struct {
 // memSession is one incarnation of a session. Its fields are guarded by
 // Store.mu.
 type memSession struct {
+	// sum is the session's summary (Store.Summaries), nil when none.
+	sum *summary.Summary
+
 	id, owner    string
 	epoch        int64
 	created      time.Time
 	lastActivity time.Time
-	activity     int64            // tick of the creation or of the latest append
-	firstUser    string           // content of the first user message
-	hasUser      bool             // whether firstUser is set
-	msgs         []store.Message  // oldest first; msgs[i].Seq strictly increasing
-	elem         *list.Element    // in its owner's userSessions.lru
-	sum          *summary.Summary // the session's summary (Store.Summaries), nil when none
+	activity     int64           // tick of the creation or of the latest append
+	firstUser    string          // content of the first user message
+	hasUser      bool            // whether firstUser is set
+	msgs         []store.Message // oldest first; msgs[i].Seq strictly increasing
+	elem         *list.Element   // in its owner's userSessions.lru
 }
 
 // userSessions are one user's sessions. Guarded by Store.mu.
