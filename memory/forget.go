@@ -159,8 +159,8 @@ func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, Fo
 // whatever the policy and however a summarizer rewrites them (white space,
 // case, digit separators; a value the ledger cut is matched by its words
 // before the cut). The digests' key is a random per-session secret kept
-// with the summary in the summary store and never exported; an imported
-// session cannot match the entries it brings. A message stored after the
+// with the summary in the summary store and never exported, so an
+// import leaves keyed entries out (they could never match there). A message stored after the
 // erasure that states the value again sets it again. A session without
 // such a fact gives store.ErrNoSuchFact; one whose summary already lists
 // summary.DefaultMaxForgotten values gives summary.ErrTooManyForgotten;

@@ -110,4 +110,9 @@ func TestImportBoundsForgotten(t *testing.T) {
 	if err := f.mgr.Import(ctx, s); err != nil {
 		t.Fatalf("a valid forgotten list was refused: %v", err)
 	}
+	// Keyed entries cannot be matched without the exporter's key, which
+	// stays behind: the import leaves them out, so they cost nothing.
+	if got, err := f.sums.Get(ctx, "ok"); err != nil || (got != nil && len(got.Forgotten) != 0) {
+		t.Fatalf("imported summary %+v, %v: keyed entries kept", got, err)
+	}
 }

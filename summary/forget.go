@@ -17,18 +17,21 @@ import (
 // DefaultMaxForgotten bounds a summary's Forgotten list: a ForgetFact
 // past it fails (the fact stays until a Forget of its messages), and a
 // snapshot listing more is refused at import. Matching costs one keyed
-// hash per word of a text per distinct entry length (at most
-// maxForgottenWords lengths), whatever the list's size.
+// hash per word of a text per distinct entry length (at most 32 lengths
+// of words and 27 of digits), whatever the list's size.
 const DefaultMaxForgotten = 1000
 
 // maxForgottenWords is the most words a Forgotten digest covers: a longer
 // value is recorded by its first maxForgottenWords words (Prefix).
 const maxForgottenWords = 32
 
-// minForgottenDigits is the fewest digits for which a Forgotten entry
-// also records the value's digits alone (a card or phone number written
-// with other separators, or none).
-const minForgottenDigits = 6
+// minForgottenDigits and maxForgottenDigits bound the digits for which a
+// Forgotten entry also records the value's digits alone (a card, account
+// or phone number written with other separators, or none).
+const (
+	minForgottenDigits = 6
+	maxForgottenDigits = 32
+)
 
 // Forgotten records a fact value that was erased from a summary on request
 // (memory.Manager.ForgetFact), so that no later fold brings it back from
@@ -72,7 +75,7 @@ type Forgotten struct {
 func (f Forgotten) keyed() bool { return f.Words > 0 }
 
 // Valid reports whether f is well formed: a keyed entry (hex digests,
-// 1 to 32 words) or a legacy one (a hex SHA-256 digest, a positive
+// 1 to 32 words, 6 to 32 digits) or a legacy one (a hex SHA-256 digest, a positive
 // length, a 53-bit roll), with a non-negative Seq.
 func (f Forgotten) Valid() bool {
 	if f.Seq < 0 {
@@ -80,7 +83,7 @@ func (f Forgotten) Valid() bool {
 	}
 	if f.keyed() {
 		return isHex(f.Digest, 32) && f.Words <= maxForgottenWords && f.Runes == 0 && f.Roll == 0 &&
-			((f.Digits == "" && f.DigitCount == 0) || (isHex(f.Digits, 32) && f.DigitCount >= minForgottenDigits))
+			((f.Digits == "" && f.DigitCount == 0) || (isHex(f.Digits, 32) && f.DigitCount >= minForgottenDigits && f.DigitCount <= maxForgottenDigits))
 	}
 	return isHex(f.Digest, 64) && f.Runes > 0 && f.Roll <= rollMask && f.Digits == "" && !f.Prefix
 }
@@ -111,7 +114,7 @@ func newForgotten(secret []byte, key, value string, seq int64) (Forgotten, bool)
 	}
 	m := newMACer(secret)
 	f := Forgotten{Key: key, Digest: m.words(ws), Words: len(ws), Prefix: cut, Seq: seq}
-	if d := digitsOf(strings.TrimSuffix(v, "…")); len(d) >= minForgottenDigits && !cut {
+	if d := digitsOf(strings.TrimSuffix(v, "…")); len(d) >= minForgottenDigits && len(d) <= maxForgottenDigits && !cut {
 		f.Digits, f.DigitCount = m.digits(d), len(d)
 	}
 	return f, true

@@ -2,6 +2,7 @@ package summary_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -182,5 +183,56 @@ func BenchmarkSuppressForgottenFull(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		_ = summary.SuppressForgotten(s)
+	}
+}
+
+// FuzzForgotten: a forgotten value never panics the matcher, is always
+// recognised again in a later fact and sentence however its white space
+// and case change, and its entry is well formed.
+func FuzzForgotten(f *testing.F) {
+	f.Add("4111 1111 1111 1111", "card 4111111111111111 on file")
+	f.Add("allergic to penicillin  and  shellfish", "…")
+	f.Add("prefers the side door between nine and…", "x")
+	f.Fuzz(func(t *testing.T, value, text string) {
+		s := summary.Summary{Facts: []summary.Fact{{Key: "k", Value: value}}, Narrative: text}
+		out, ok, err := summary.ForgetFact(s, "k", 1)
+		if err != nil || !ok {
+			t.Fatalf("ForgetFact: %v, %v", ok, err)
+		}
+		for _, fg := range out.Forgotten {
+			if !fg.Valid() {
+				t.Fatalf("invalid entry %+v", fg)
+			}
+		}
+		if len(out.Forgotten) == 0 {
+			return // a value without words
+		}
+		again := out
+		again.Facts = []summary.Fact{{Key: "j", Value: strings.ToUpper(strings.Join(strings.Fields(value), "\t "))}}
+		again.Narrative = "It was " + value + " then. " + text
+		got := summary.SuppressForgotten(again)
+		if strings.ToLower(value) == strings.ToLower(strings.ToUpper(value)) && len(got.Facts) != 0 {
+			t.Fatalf("the forgotten %q came back as %+v", value, got.Facts)
+		}
+		// A value holding a sentence's end is split with its sentence.
+		if !strings.ContainsAny(value, ".!?…。！？") && strings.Contains(got.Narrative, "It was "+value) {
+			t.Fatalf("the forgotten %q came back in %q", value, got.Narrative)
+		}
+	})
+}
+
+// BenchmarkRestatedCrafted: a fold's check of a 32 KB user message
+// against DefaultMaxForgotten crafted entries of every word and digit
+// length (the worst a list can cost).
+func BenchmarkRestatedCrafted(b *testing.B) {
+	s := summary.Summary{ForgetKey: []byte("0123456789abcdef0123456789abcdef")}
+	for i := range summary.DefaultMaxForgotten {
+		s.Forgotten = append(s.Forgotten, summary.Forgotten{Digest: fmt.Sprintf("%032x", i), Words: 1 + i%32,
+			Digits: fmt.Sprintf("%032x", i+1), DigitCount: 6 + i%27})
+	}
+	msg := strings.Repeat("order 4111 1111 1111 1111 arrived ", 1000)[:32<<10]
+	b.ResetTimer()
+	for range b.N {
+		_ = summary.Restated(s, []string{msg}, []int64{2})
 	}
 }

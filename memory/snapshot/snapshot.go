@@ -267,8 +267,11 @@ func (m seqMap) at(seq int64) int64 {
 // SummaryFor is the snapshot's summary for the session's new incarnation
 // epoch in a store that gave the snapshot's messages (sequence numbers
 // old, ascending) the sequence numbers new: the cursor and provenance are
-// mapped so that they cover exactly the messages they covered. It is nil
-// when the snapshot has no summary or an empty one.
+// mapped so that they cover exactly the messages they covered. Forgotten
+// entries keyed with the exporting session's secret, which no snapshot
+// carries, could never be matched here: they are left out (legacy,
+// unkeyed entries are kept). It is nil when the snapshot has no summary
+// or an empty one.
 func (s *Snapshot) SummaryFor(epoch int64, old, new []int64) *summary.Summary {
 	sm := seqMap{old: old, new: new}
 	if s.Summary == nil {
@@ -283,6 +286,9 @@ func (s *Snapshot) SummaryFor(epoch int64, old, new []int64) *summary.Summary {
 			Pinned: f.Pinned, Previous: f.PreviousValue, Stated: f.Stated})
 	}
 	for _, f := range src.Forgotten {
+		if f.Words > 0 { // keyed
+			continue
+		}
 		f.Seq = sm.at(f.Seq)
 		out.Forgotten = append(out.Forgotten, f)
 	}
