@@ -128,8 +128,8 @@ type Summary struct {
 	// ForgetKey is the per-session secret that keys the Forgotten digests
 	// (see Forgotten). Stores keep it with the summary; it is never
 	// exported, so an export's digests cannot be reversed. Set on the
-	// first ForgetFact.
-	ForgetKey []byte
+	// first ForgetFact. It is never encoded as JSON.
+	ForgetKey []byte `json:"-"`
 	// Version counts the saves of this session's summary; stores set it.
 	Version   int64
 	CreatedAt time.Time
