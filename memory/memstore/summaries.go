@@ -19,7 +19,9 @@ import (
 // cursor; CreatedAt kept, UpdatedAt now, Version + 1). Forget and Import
 // change a session's messages and its summary in one critical section
 // when the manager uses this store (ForgetsSummariesOf,
-// ImportsSummariesOf). Get returns a deep copy.
+// ImportsSummariesOf). Get returns a deep copy. Like the store (no
+// FoldLocker), it serves one Manager: folds and erasures are coordinated
+// within a manager.
 func (s *Store) Summaries() summary.Store { return &summaryStore{s: s} }
 
 // summaryStore is Store.Summaries.
