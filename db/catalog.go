@@ -222,7 +222,8 @@ func (x *CatalogIndex) mode(ctx context.Context) (colType, rankOp string, err er
 // user's live session (%[1]s: the incarnation guard) and no erasure
 // happened since the document was read ($13: the session's erasures the
 // document was built at, -1 when unknown; $14: the summary version it was
-// built from, 0 for none — a ForgetFact saves a new one), never over a document
+// built from, 0 for none — a ForgetFact saves a new one; a summary kept
+// in another store than this database's is not checked), never over a document
 // that supersedes it, and never over a pinned title. The session row is
 // locked FOR KEY SHARE, so a delete (which locks it FOR UPDATE) waits for
 // the write or the write re-checks the guard on the row the delete left.
@@ -234,7 +235,7 @@ SELECT s.session_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, now()%[3]s
   FROM strata_sessions s
  WHERE s.session_id = $1 AND s.user_id = $2 AND s.deleted_at IS NULL AND %[1]s
    AND ($13::bigint < 0 OR s.erasures = $13::bigint)
-   AND ($14::bigint = 0 OR $14::bigint = (SELECT v.version FROM strata_summaries v WHERE v.session_id = $1))
+   AND ($14::bigint = 0 OR $14::bigint = COALESCE((SELECT v.version FROM strata_summaries v WHERE v.session_id = $1), $14::bigint))
    FOR KEY SHARE OF s
 ON CONFLICT (session_id) DO UPDATE
    SET title = CASE WHEN x.pinned THEN x.title ELSE EXCLUDED.title END,
