@@ -116,3 +116,32 @@ func TestImportBoundsForgotten(t *testing.T) {
 		t.Fatalf("imported summary %+v, %v: keyed entries kept", got, err)
 	}
 }
+
+// Entries made before keyed digests (an unkeyed SHA-256 and a rolling
+// hash) stay in the store, where they still keep their values out, but
+// never reach an export.
+func TestExportLeavesLegacyForgottenOut(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, hierConfig())
+	if err := f.mgr.SaveTurn(ctx, "s", "alice", "hello", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	tail, err := f.store.Tail(ctx, "s", "alice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := sha256.Sum256([]byte("418803311790"))
+	legacy := summary.Forgotten{Key: "account", Digest: hex.EncodeToString(sha[:]), Runes: 12, Roll: 12345, Seq: 1}
+	if err := f.sums.Save(ctx, summary.Summary{SessionID: "s", Epoch: tail.Epoch, UpToSeq: 1, Narrative: "Hello.",
+		Forgotten: []summary.Forgotten{legacy}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.mgr.Export(ctx, "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(snap)
+	if strings.Contains(string(raw), legacy.Digest) || strings.Contains(string(raw), `"roll"`) {
+		t.Fatalf("the export holds a legacy, reversible entry: %s", raw)
+	}
+}

@@ -229,13 +229,21 @@ func FromStored(m store.Message) Message {
 	return out
 }
 
-// FromSummary is s in a snapshot's form; nil for nil.
+// FromSummary is s in a snapshot's form; nil for nil. Forgotten entries
+// made before keyed digests (an unkeyed SHA-256 and a rolling hash, which
+// a guess can be tested against) are left out: an export never lets
+// anyone recover a forgotten value.
 func FromSummary(s *summary.Summary) *Summary {
 	if s == nil {
 		return nil
 	}
 	out := &Summary{Narrative: s.Narrative, Facts: []Fact{}, UpToSeq: s.UpToSeq,
-		Forgotten: append([]summary.Forgotten(nil), s.Forgotten...), CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
+		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
+	for _, f := range s.Forgotten {
+		if f.Words > 0 { // keyed
+			out.Forgotten = append(out.Forgotten, f)
+		}
+	}
 	for _, f := range s.Facts {
 		sf := Fact{Key: f.Key, Value: f.Value, Category: string(f.Category), FirstSeq: f.FirstSeq,
 			LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, PreviousValue: f.Previous, Stated: f.Stated}
