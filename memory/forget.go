@@ -156,9 +156,10 @@ func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, Fo
 // superseded — leave the facts and every narrative sentence carrying them,
 // and the summary records them (as keyed digests, see summary.Forgotten)
 // so that no later fold of messages already stored brings them back,
-// whatever the policy and however a summarizer rewrites them (white space,
-// case, digit separators; a value the ledger cut is matched by its words
-// before the cut). The digests' key is a random per-session secret kept
+// whatever the policy, with their white space, case or digit separators
+// rewritten (a value the ledger cut is matched by its words before the
+// cut). This is matching, not provenance: a paraphrase escapes it, and
+// only Forget of the messages guarantees the value is gone. The digests' key is a random per-session secret kept
 // with the summary in the summary store and never exported, so an
 // import leaves keyed entries out (they could never match there). A message stored after the
 // erasure that states the value again sets it again. A session without
