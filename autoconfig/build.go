@@ -175,6 +175,7 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		return nil, fmt.Errorf("datasource: %w", err)
 	}
 	var store memory.MessageStore
+	var mem *memstore.Store
 	if d != nil {
 		rt.DB = d
 		rt.closers = append(rt.closers, d.Close)
@@ -185,9 +186,10 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		}
 		store = db.NewMessageStore(d, db.WithLogger(o.logger))
 	} else {
-		store = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions),
+		mem = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions),
 			memstore.WithMaxSessionsPerUser(cfg.Store.MaxSessionsPerUser),
 			memstore.WithLogger(o.logger), memstore.WithOnEvict(o.onEvict))
+		store = mem
 	}
 
 	mcfg := cfg.Memory
@@ -205,7 +207,10 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 		if rt.DB != nil {
 			sums = db.NewSummaryStore(rt.DB, db.WithLogger(o.logger))
 		} else {
-			sums = summary.NewInMemoryStore(cfg.Store.MaxSummaries)
+			// Summaries live in their sessions, within the sessions' and
+			// users' bounds: no tenant's sessions evict another's
+			// summaries (store.max-summaries does not apply).
+			sums = mem.Summaries()
 		}
 		mopts = append(mopts, memory.WithSummaries(sums, svc))
 	}

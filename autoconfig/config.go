@@ -161,8 +161,11 @@ type SpringConfig struct {
 
 // StoreConfig holds store limits other than those in memory.Config.
 type StoreConfig struct {
-	// MaxSummaries bounds the in-memory summary store (default 10000; 0
-	// means the default).
+	// MaxSummaries is accepted (and validated) for compatibility and no
+	// longer bounds anything: with the in-memory store, a session's
+	// summary lives in the session (memstore.Store.Summaries), bounded by
+	// MaxSessions and MaxSessionsPerUser, so no tenant evicts another's
+	// summaries.
 	MaxSummaries int
 	// MaxSessions bounds the in-memory message store, a development store
 	// used without a datasource: past it a new session evicts the least

@@ -441,6 +441,16 @@ func (c *Catalog) build(ctx context.Context, sessionID, userID string, count int
 // buildFrom is build; fresh (after an erasure) ignores the stored
 // document but for a pinned title, and writes whatever its version.
 func (c *Catalog) buildFrom(ctx context.Context, sessionID, userID string, count int, fresh bool, write func(Doc) error) error {
+	erasures := int64(-1)
+	if ec, ok := c.idx.(erasureCounter); ok {
+		// Before anything of the session is read: the index refuses the
+		// document if an erasure happens from now on.
+		n, err := ec.Erasures(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("catalog: refresh %q: %w", sessionID, err)
+		}
+		erasures = n
+	}
 	sum, err := c.mgr.Summary(ctx, sessionID, userID)
 	if gone(err) {
 		return nil
@@ -486,7 +496,10 @@ func (c *Catalog) buildFrom(ctx context.Context, sessionID, userID string, count
 	}
 
 	first := firstUserMessages(msgs)
-	d := Doc{SessionID: sessionID, UserID: userID, MessageCount: max(count, len(msgs)), UpdatedAt: time.Now()}
+	d := Doc{SessionID: sessionID, UserID: userID, MessageCount: max(count, len(msgs)), UpdatedAt: time.Now(), Erasures: erasures}
+	if sum != nil {
+		d.SummaryVersion = sum.Version
+	}
 	for _, m := range msgs {
 		if m.CreatedAt.After(d.LastActivity) {
 			d.LastActivity = m.CreatedAt
@@ -684,4 +697,10 @@ func keywordsOf(msgs []store.Message) string {
 		}
 	}
 	return keywords(texts, keywordCount)
+}
+
+// erasureCounter is an Index that counts each session's erasures and
+// checks the count on Upsert (Doc.Erasures): the PostgreSQL index.
+type erasureCounter interface {
+	Erasures(ctx context.Context, sessionID string) (int64, error)
 }

@@ -50,6 +50,14 @@ type Doc struct {
 	// cursor (summary.Summary.UpToSeq) for SourceSummary, the sequence
 	// number of the last message read for SourceTurns.
 	SourceSeq int64
+	// Erasures is the session's erasure count (memory.Manager.Forget) read
+	// before the document was built, -1 when the index does not count
+	// them; SummaryVersion is the Version of the summary it was built
+	// from (0 for none). An index that counts erasures writes the
+	// document only while both are still current, so a document read
+	// before an erasure is never written after it, on any replica.
+	Erasures       int64
+	SummaryVersion int64
 	// MessageCount is the number of messages the session held when the
 	// document was built.
 	MessageCount int

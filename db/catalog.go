@@ -219,7 +219,11 @@ func (x *CatalogIndex) mode(ctx context.Context) (colType, rankOp string, err er
 }
 
 // upsertSQL writes a document only while its session is the document's
-// user's live session (%[1]s: the incarnation guard), never over a document
+// user's live session (%[1]s: the incarnation guard) and no erasure
+// happened since the document was read ($13: the session's erasures the
+// document was built at, -1 when unknown; $14: the summary version it was
+// built from, 0 for none — a ForgetFact saves a new one; a summary kept
+// in another store than this database's is not checked), never over a document
 // that supersedes it, and never over a pinned title. The session row is
 // locked FOR KEY SHARE, so a delete (which locks it FOR UPDATE) waits for
 // the write or the write re-checks the guard on the row the delete left.
@@ -230,6 +234,8 @@ INSERT INTO strata_session_index AS x
 SELECT s.session_id, $3, $4, $5, $6, $7, $8, $9, $10, $11, now()%[3]s
   FROM strata_sessions s
  WHERE s.session_id = $1 AND s.user_id = $2 AND s.deleted_at IS NULL AND %[1]s
+   AND ($13::bigint < 0 OR s.erasures = $13::bigint)
+   AND ($14::bigint = 0 OR $14::bigint = COALESCE((SELECT v.version FROM strata_summaries v WHERE v.session_id = $1), $14::bigint))
    FOR KEY SHARE OF s
 ON CONFLICT (session_id) DO UPDATE
    SET title = CASE WHEN x.pinned THEN x.title ELSE EXCLUDED.title END,
@@ -293,7 +299,7 @@ func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
 		guard, mark = seqGuard, d.SourceSeq
 	}
 	args := []any{d.SessionID, d.UserID, text.Clean(d.Title), text.Clean(d.Fingerprint),
-		d.Source, d.SourceSeq, d.MessageCount, body, model, dims, emb, mark}
+		d.Source, d.SourceSeq, d.MessageCount, body, model, dims, emb, mark, d.Erasures, d.SummaryVersion}
 	q := fmt.Sprintf(upsertSQL, guard, col, val, set)
 	if d.Epoch != 0 {
 		_, err = x.d.ExecContext(ctx, q, args...)
@@ -315,6 +321,23 @@ func (x *CatalogIndex) Upsert(ctx context.Context, d catalog.Doc) error {
 		return fmt.Errorf("db: catalog upsert %q: %w", d.SessionID, classify(ctx, err))
 	}
 	return nil
+}
+
+// Erasures implements the catalogue's erasure check: the number of
+// Forgets of the session so far (0 for an unknown session). The catalogue
+// reads it before it reads the session, and Upsert writes the document
+// only while it is still the session's count, so no replica's refresh
+// that read the session before an erasure writes what it read.
+func (x *CatalogIndex) Erasures(ctx context.Context, sessionID string) (int64, error) {
+	var n int64
+	err := x.d.GetContext(ctx, &n, `SELECT erasures FROM strata_sessions WHERE session_id = $1`, sessionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("db: catalog erasures of %q: %w", sessionID, classify(ctx, err))
+	}
+	return n, nil
 }
 
 // inTx runs fn in a transaction, committed when fn succeeds.

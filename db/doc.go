@@ -120,6 +120,8 @@
 //	last_activity       TIMESTAMPTZ NOT NULL   time of the latest append
 //	epoch               BIGINT NOT NULL        this incarnation's epoch
 //	deleted_at          TIMESTAMPTZ NULL       set while the row is a tombstone
+//	erasures            BIGINT NOT NULL        (version 8) Forgets of this session:
+//	                                           a catalogue write checks it
 //	index (user_id)   "sessions of a user" (last_activity is deliberately
 //	                  not indexed: appends then update the row as HOT updates)
 //

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,26 +17,38 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// encodeLedger is encodeFacts for a summary's facts followed by its
-// Forgotten list: each forgotten value is one more element of facts_json,
-// {"forgotten": {...}}, without a key, so that a decoder that predates it
-// drops it rather than showing it as a fact, and decodeLedger reads it
-// back.
-func encodeLedger(facts []summary.Fact, forgotten []summary.Forgotten) (string, error) {
-	raw, err := encodeFacts(facts)
-	if err != nil || len(forgotten) == 0 {
+// encodeLedger is encodeFacts for a summary's facts followed by what the
+// summary keeps beside them, each as one more element of facts_json
+// without a key, so that a decoder that predates it drops it rather than
+// showing it as a fact, and decodeLedger reads it back: each forgotten
+// value {"forgotten": {...}}, the narrative's provenance {"sentences":
+// [...]} and the key of the forgotten digests {"forgetKey": "hex"}.
+func encodeLedger(sm summary.Summary) (string, error) {
+	raw, err := encodeFacts(sm.Facts)
+	if err != nil {
 		return raw, err
+	}
+	var extra []factJSON
+	for _, f := range sm.Forgotten {
+		extra = append(extra, factJSON{Forgotten: &f})
+	}
+	if len(sm.SentenceSources) > 0 {
+		extra = append(extra, factJSON{Sentences: sm.SentenceSources})
+	}
+	if len(sm.ForgetKey) > 0 {
+		extra = append(extra, factJSON{ForgetKey: hex.EncodeToString(sm.ForgetKey)})
+	}
+	if len(extra) == 0 {
+		return raw, nil
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSuffix(raw, "]"))
-	for i, f := range forgotten {
-		el, err := json.Marshal(struct {
-			Forgotten summary.Forgotten `json:"forgotten"`
-		}{f})
+	for i, x := range extra {
+		el, err := json.Marshal(x)
 		if err != nil {
-			return "", fmt.Errorf("encode forgotten values: %w", err)
+			return "", fmt.Errorf("encode summary provenance: %w", err)
 		}
-		if len(facts) > 0 || i > 0 {
+		if len(sm.Facts) > 0 || i > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(el)
@@ -44,23 +57,52 @@ func encodeLedger(facts []summary.Fact, forgotten []summary.Forgotten) (string, 
 	return b.String(), nil
 }
 
-// decodeLedger is decodeFacts that also returns the Forgotten list
-// encodeLedger stored beside the facts.
-func decodeLedger(raw []byte) ([]summary.Fact, []summary.Forgotten, error) {
+// ledger is what facts_json holds: the facts and what encodeLedger stored
+// beside them.
+type ledger struct {
+	facts     []summary.Fact
+	forgotten []summary.Forgotten
+	sentences []summary.SentenceSource
+	forgetKey []byte
+}
+
+// fill sets sm's facts and what the ledger keeps beside them, copied.
+func (l ledger) fill(sm *summary.Summary) {
+	sm.Facts = slices.Clone(l.facts)
+	for i := range sm.Facts {
+		sm.Facts[i].Sources = slices.Clone(sm.Facts[i].Sources)
+	}
+	sm.Forgotten = slices.Clone(l.forgotten)
+	sm.SentenceSources = slices.Clone(l.sentences)
+	for i := range sm.SentenceSources {
+		sm.SentenceSources[i].Seqs = slices.Clone(sm.SentenceSources[i].Seqs)
+	}
+	sm.ForgetKey = slices.Clone(l.forgetKey)
+}
+
+// decodeLedger is decodeFacts that also returns what encodeLedger stored
+// beside the facts.
+func decodeLedger(raw []byte) (ledger, error) {
 	facts, err := decodeFacts(raw)
-	var elems []struct {
-		Forgotten *summary.Forgotten `json:"forgotten"`
-	}
+	l := ledger{facts: facts}
+	var elems []factJSON
 	if json.Unmarshal(raw, &elems) != nil {
-		return facts, nil, err
+		return l, err
 	}
-	var forgotten []summary.Forgotten
 	for _, e := range elems {
-		if e.Forgotten != nil {
-			forgotten = append(forgotten, *e.Forgotten)
+		switch {
+		case e.Key != "":
+		case e.Forgotten != nil:
+			l.forgotten = append(l.forgotten, *e.Forgotten)
+		case e.Sentences != nil:
+			l.sentences = e.Sentences
+		case e.ForgetKey != "":
+			if k, herr := hex.DecodeString(e.ForgetKey); herr == nil {
+				l.forgetKey = k
+			}
 		}
 	}
-	return facts, forgotten, err
+	return l, err
 }
 
 // ForgetsSummariesOf implements store.Forgetter: true when sums is a
@@ -88,13 +130,15 @@ UPDATE strata_summaries SET narrative = $3, facts_json = $4::jsonb, version = ve
  WHERE session_id = $1 AND epoch = $2`
 
 // forgetDeleteSQL erases the messages and updates the session's counters
-// and listing preview (the first user message left).
+// (erasures too: catalogue writes built before it are refused, see
+// CatalogIndex.Upsert) and listing preview (the first user message left).
 const forgetDeleteSQL = `
 WITH del AS (
     DELETE FROM strata_messages WHERE session_id = $1 AND seq = ANY($2::bigint[]) RETURNING seq
 )
 UPDATE strata_sessions
    SET message_count = message_count - (SELECT count(*) FROM del),
+       erasures = erasures + 1,
        first_user_message = (SELECT left(m.content, 500) FROM strata_messages m
                               WHERE m.session_id = $1 AND m.role = 'user'
                                 AND NOT m.seq = ANY($2::bigint[])
@@ -169,12 +213,13 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 		case err != nil:
 			return fail("read summary", err)
 		default:
-			facts, forgotten, _ := decodeLedger(r.FactsJSON)
-			cur = &summary.Summary{SessionID: sessionID, Narrative: r.Narrative, Facts: facts, Forgotten: forgotten,
+			l, _ := decodeLedger(r.FactsJSON)
+			cur = &summary.Summary{SessionID: sessionID, Narrative: r.Narrative,
 				UpToSeq: r.UpToSeq, Epoch: r.Epoch, Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+			l.fill(cur)
 		}
 		if next := clean(cur, epoch, erased); next != nil && cur != nil {
-			facts, err := encodeLedger(next.Facts, next.Forgotten)
+			facts, err := encodeLedger(*next)
 			if err != nil {
 				return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
 			}

@@ -127,7 +127,7 @@ func (s *MessageStore) Import(ctx context.Context, sessionID, userID string, msg
 	}
 	if sum != nil {
 		if sm := sum(epoch, seqs); sm != nil {
-			facts, err := encodeLedger(sm.Facts, sm.Forgotten)
+			facts, err := encodeLedger(*sm)
 			if err != nil {
 				return fail("summary", err)
 			}

@@ -200,7 +200,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 	if sm.SessionID != l.session {
 		return fmt.Errorf("db: save summary of session %q under the fold lease of session %q", sm.SessionID, l.session)
 	}
-	facts, err := encodeLedger(sm.Facts, sm.Forgotten)
+	facts, err := encodeLedger(sm)
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}

@@ -415,26 +415,26 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	if sr.Same.Bool && known != nil {
 		cs = known // unchanged since this store read it: not sent, not decoded
 	} else {
-		facts, forgotten, ferr := decodeLedger(sr.Facts)
+		l, ferr := decodeLedger(sr.Facts)
 		if ferr != nil {
 			s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
-				"session_id", sessionID, "kept", len(facts), "error", ferr)
+				"session_id", sessionID, "kept", len(l.facts), "error", ferr)
 		}
 		cs = &cachedSummary{epoch: sr.Epoch.Int64, version: sr.Version.Int64, updatedAt: sr.UpdatedAt.Time,
-			narrative: sr.Narrative.String, facts: facts, forgotten: forgotten}
+			narrative: sr.Narrative.String, ledger: l}
 		s.cache.put(sessionID, cs)
 	}
-	return out, &summary.Summary{
+	sm := &summary.Summary{
 		SessionID: sessionID,
 		Narrative: cs.narrative,
-		Facts:     cs.factsCopy(),
-		Forgotten: slices.Clone(cs.forgotten),
 		UpToSeq:   sr.UpToSeq.Int64,
 		Epoch:     sr.Epoch.Int64,
 		Version:   sr.Version.Int64,
 		CreatedAt: keptTime(sr.CreatedAt.Time),
 		UpdatedAt: keptTime(sr.UpdatedAt.Time),
-	}, nil
+	}
+	cs.ledger.fill(sm)
+	return out, sm, nil
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its

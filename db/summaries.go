@@ -76,22 +76,22 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 	if err != nil {
 		return nil, fmt.Errorf("db: get summary of session %q: %w", sessionID, classify(ctx, err))
 	}
-	facts, forgotten, ferr := decodeLedger(r.FactsJSON)
+	l, ferr := decodeLedger(r.FactsJSON)
 	if ferr != nil {
 		s.opt.logger.WarnContext(ctx, "db: facts of a stored summary could not be decoded; dropping them",
-			"session_id", sessionID, "kept", len(facts), "error", ferr)
+			"session_id", sessionID, "kept", len(l.facts), "error", ferr)
 	}
-	return &summary.Summary{
+	sm := &summary.Summary{
 		SessionID: r.SessionID,
 		Narrative: r.Narrative,
-		Facts:     facts,
-		Forgotten: forgotten,
 		UpToSeq:   r.UpToSeq,
 		Epoch:     r.Epoch,
 		Version:   r.Version,
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
-	}, nil
+	}
+	l.fill(sm)
+	return sm, nil
 }
 
 // saveSummarySQL is the guarded upsert of a summary ($1 session, $2 epoch,
@@ -174,7 +174,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err := checkSummary(sm); err != nil {
 		return err
 	}
-	facts, err := encodeLedger(sm.Facts, sm.Forgotten)
+	facts, err := encodeLedger(sm)
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
@@ -261,13 +261,19 @@ type factJSON struct {
 	// ForgetFact (see encodeLedger); it has no key, so decoders that
 	// predate it drop it.
 	Forgotten *summary.Forgotten `json:"forgotten,omitempty"`
+	// Sources is the fact's exact provenance (summary.Fact.Sources).
+	Sources []int64 `json:"sources,omitempty"`
+	// Sentences and ForgetKey mark the elements holding the narrative's
+	// provenance and the key of the forgotten digests (see encodeLedger).
+	Sentences []summary.SentenceSource `json:"sentences,omitempty"`
+	ForgetKey string                   `json:"forgetKey,omitempty"`
 }
 
 func encodeFacts(facts []summary.Fact) (string, error) {
 	out := make([]factJSON, len(facts))
 	for i, f := range facts {
 		out[i] = factJSON{Key: text.Clean(f.Key), Value: text.Clean(f.Value), Category: string(f.Category),
-			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: text.Clean(f.Previous), Stated: f.Stated}
+			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: text.Clean(f.Previous), Stated: f.Stated, Sources: f.Sources}
 		if f.Category == "" || !f.Category.Valid() {
 			out[i].Category = string(summary.ParseCategory(string(f.Category)))
 		}
@@ -304,7 +310,7 @@ func decodeFacts(raw []byte) ([]summary.Fact, error) {
 			errs = append(errs, fmt.Errorf("fact %d: %w", i, err))
 			continue
 		}
-		if fj.Forgotten != nil {
+		if fj.Forgotten != nil || fj.Sentences != nil || fj.ForgetKey != "" {
 			continue // see decodeLedger
 		}
 		if fj.Key == "" {
@@ -312,7 +318,7 @@ func decodeFacts(raw []byte) ([]summary.Fact, error) {
 			continue
 		}
 		f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category),
-			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous, Stated: fj.Stated}
+			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous, Stated: fj.Stated, Sources: fj.Sources}
 		if fj.ExtractedAt != "" {
 			if t, err := time.Parse(time.RFC3339Nano, fj.ExtractedAt); err == nil {
 				f.ExtractedAt = t

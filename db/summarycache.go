@@ -1,11 +1,8 @@
 package db
 
 import (
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/strata-go/strata/summary"
 )
 
 // DefaultSummaryCacheSessions is how many sessions' decoded summaries a
@@ -34,8 +31,7 @@ type cachedSummary struct {
 	epoch, version int64
 	updatedAt      time.Time
 	narrative      string
-	facts          []summary.Fact
-	forgotten      []summary.Forgotten
+	ledger         ledger
 }
 
 func newSummaryCache(max int) *summaryCache {
@@ -74,6 +70,3 @@ func (c *summaryCache) drop(session string) {
 	defer c.mu.Unlock()
 	delete(c.m, session)
 }
-
-// factsCopy returns a copy of the cached facts that the caller may modify.
-func (cs *cachedSummary) factsCopy() []summary.Fact { return slices.Clone(cs.facts) }

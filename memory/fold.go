@@ -109,6 +109,18 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	}
 	j := &foldJob{sessionID: sessionID, userID: userID, st: st, gen: gen, epoch: p.v.epoch, saveLast: saveRelease,
 		incremental: e.bp != nil && e.bp.incremental() && existing != nil}
+	base := existing
+	if base == nil {
+		// A summary an erasure emptied (untraced, see summary.Erase) is
+		// rebuilt from the surviving messages through its cursor at least:
+		// its cursor and its Forgotten list carry over, nothing else.
+		if base, err = e.emptied(ctx, sessionID, j.epoch); err != nil {
+			return nil, err
+		}
+		if base != nil && base.UpToSeq > p.cut {
+			p.cut = base.UpToSeq
+		}
+	}
 	msgs, err := e.foldInput(ctx, j, existing, p)
 	if err != nil {
 		return nil, err
@@ -120,7 +132,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	}
 	j.began = e.clk.Now()
 	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
-	cur, stale, err := e.foldChunks(ctx, j, existing, msgs)
+	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
 	case stale: // another replica stored a newer summary
 		return e.usableSummary(ctx, sessionID, j.epoch)
@@ -192,7 +204,7 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 	cur = existing
 	parts := chunks(msgs, e.cfg.MaxFoldInputTokens, e.cost)
 	for i, chunk := range parts {
-		req := summary.Request{SessionID: j.sessionID, Messages: chatMessages(chunk), SentAt: sentAt(chunk), Existing: cur,
+		req := summary.Request{SessionID: j.sessionID, Messages: chatMessages(chunk), Seqs: seqsOf(chunk), SentAt: sentAt(chunk), Existing: cur,
 			Incremental: j.incremental || i > 0, MaxNarrativeTokens: e.cfg.MaxNarrativeTokens}
 		e.stats.summarizerCalls.Add(1)
 		j.rec.calls++
@@ -356,4 +368,29 @@ func sentAt(msgs []store.Message) []time.Time {
 		out[i] = m.CreatedAt
 	}
 	return out
+}
+
+// seqsOf lists the messages' sequence numbers (summary.Request.Seqs).
+func seqsOf(msgs []store.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+// emptied returns what a fold keeps of a stored summary of the session
+// incarnation epoch that cannot be shown (an erasure emptied it): its
+// cursor, Forgotten list and key, creation time and version, without facts
+// or narrative; nil when there is none.
+func (e *engine) emptied(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
+	s, err := e.sums.Get(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("summary store: %w", err)
+	}
+	if s == nil || s.Epoch != epoch {
+		return nil, nil
+	}
+	return &summary.Summary{SessionID: s.SessionID, Epoch: s.Epoch, UpToSeq: s.UpToSeq, Forgotten: s.Forgotten,
+		ForgetKey: s.ForgetKey, Version: s.Version, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}, nil
 }

@@ -11,26 +11,38 @@ import (
 )
 
 // Forget erases the session's messages with sequence numbers seqs and
-// everything derived from them: the messages themselves; the facts whose
-// value appears in them, came only from them (provenance) or carries one
-// of their identifying tokens (a word with a digit, an e-mail address, a
-// URL); every narrative sentence carrying such a token, a removed value or
-// a run of four of their words; and, through the fold observers (the
-// catalogue), the documents, titles and search entries built from them.
-// Nothing else changes: the summary's cursor stays, so later folds never
-// bring the content back — parity re-summarizes from the originals, which
-// are gone, chunked continues from the cleaned summary.
+// everything derived from them, by provenance (summary.Erase): the
+// messages themselves; the facts and narrative sentences only they state
+// (a fact or sentence a surviving message still states stays, its
+// provenance narrowed); and, through the fold observers (the catalogue),
+// the documents, titles and search entries built from them. A summary
+// whose content cites no message (an LLM's) and that covers an erased
+// message is emptied — its cursor and Forgotten list kept — so it is never
+// shown again as it was, whatever the summarizer wrote: the view degrades
+// as when no summary exists until the next fold rebuilds it from the
+// surviving messages (one summarizer call per MaxFoldInputTokens of them).
+// The cursor stays, so later folds never bring the content back — parity
+// re-summarizes from the originals, which are gone, chunked continues from
+// the cleaned summary.
+//
+// The stored summary is cleaned whether or not this manager has summaries
+// on, when the message store keeps the summaries (PostgreSQL; the
+// in-memory store's Summaries): a process running only erasures
+// (strata forget) leaves nothing behind for a replica with summaries on.
 //
 // Ownership is checked as everywhere (ErrNotFound, ErrNotOwner). A seq
 // that is not one of the session's messages returns an error wrapping
 // store.ErrUnknownMessage and changes nothing. The erasure is atomic per
-// store: on PostgreSQL the messages and the summary change in one
-// transaction; with a summary store apart from the message store (the
-// in-memory stores) the summary is cleaned first and the messages erased
-// second, so that a failure in between leaves nothing derived behind and a
-// retry completes it. The message store must be a store.Forgetter (both
-// stores of this module are); otherwise Forget returns errors.ErrUnsupported.
-// No fold of the session runs meanwhile (see Import).
+// store: on PostgreSQL the messages, the summary, the session's erasure
+// count and the catalogue document change in one transaction (a catalogue
+// write built before it is refused afterwards, on any replica); with the
+// in-memory store and its Summaries in one critical section; with a
+// summary store apart from the message store the summary is cleaned first
+// and the messages erased second, so that a failure in between leaves
+// nothing derived behind and a retry completes it. The message store must
+// be a store.Forgetter (both stores of this module are); otherwise Forget
+// returns errors.ErrUnsupported. No fold of the session runs meanwhile
+// (see Import).
 func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...int64) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("memory: forget %q: %w: no sequence numbers", sessionID, store.ErrUnknownMessage)
@@ -53,10 +65,9 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 			cleaned = &c
 			return &c
 		}
-		if m.sums == nil {
-			return fg.Forget(ctx, sessionID, owner, seqs, nil)
-		}
-		if fg.ForgetsSummariesOf(m.sums) {
+		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
+			// Without summaries on in this process the store still cleans
+			// the summary it keeps (a replica with summaries on shows it).
 			return fg.Forget(ctx, sessionID, owner, seqs, clean)
 		}
 		// The summary lives apart: check the messages and clean the
@@ -106,27 +117,15 @@ func (m *Manager) messagesAt(ctx context.Context, sessionID, owner string, seqs 
 	return out, t.Epoch, nil
 }
 
-// eraseFrom is sum without what was derived from the erased messages.
+// eraseFrom is sum without what was derived from the erased messages
+// (summary.Erase: by provenance; an untraced summary is emptied until the
+// next fold rebuilds it).
 func eraseFrom(sum summary.Summary, erased []store.Message) summary.Summary {
-	texts := make([]string, 0, len(erased))
 	seqs := make([]int64, 0, len(erased))
 	for _, msg := range erased {
-		texts = append(texts, messageText(msg))
 		seqs = append(seqs, msg.Seq)
 	}
-	return summary.Erase(sum, texts, seqs)
-}
-
-// messageText is everything a message says: its content, its tool calls'
-// arguments and its name.
-func messageText(msg store.Message) string {
-	t := msg.Content
-	for _, tc := range msg.ToolCalls {
-		if tc.FunctionCall != nil {
-			t += "\n" + tc.FunctionCall.Arguments
-		}
-	}
-	return t
+	return summary.Erase(sum, seqs)
 }
 
 // erased tells the fold observers (the catalogue) that the session's
@@ -155,10 +154,17 @@ func (m *Manager) observeErased(ctx context.Context, fn func(context.Context, Fo
 // ForgetFact removes the fact with key (compared as summary.NormalizeKey
 // does) from the session's summary: its value — and the value it
 // superseded — leave the facts and every narrative sentence carrying them,
-// and the summary records them (as digests, see summary.Forgotten) so that
-// no later fold of messages already stored brings them back, whatever the
-// policy. A message stored after the erasure that states the value again
-// sets it again. A session without such a fact gives store.ErrNoSuchFact;
+// and the summary records them (as keyed digests, see summary.Forgotten)
+// so that no later fold of messages already stored brings them back,
+// whatever the policy, with their white space, case or digit separators
+// rewritten (a value the ledger cut is matched by its words before the
+// cut). This is matching, not provenance: a paraphrase escapes it, and
+// only Forget of the messages guarantees the value is gone. The digests' key is a random per-session secret kept
+// with the summary in the summary store and never exported, so an
+// import leaves keyed entries out (they could never match there). A message stored after the
+// erasure that states the value again sets it again. A session without
+// such a fact gives store.ErrNoSuchFact; one whose summary already lists
+// summary.DefaultMaxForgotten values gives summary.ErrTooManyForgotten;
 // ownership is checked as everywhere. No fold of the session runs
 // meanwhile.
 func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string) error {
@@ -166,7 +172,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, store.ErrNoSuchFact)
 	}
 	owner := m.owner(sessionID, userID)
-	var out summary.Summary
+	var saved summary.Summary
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		t, err := m.store.Tail(ctx, sessionID, owner, 1)
 		if err != nil {
@@ -183,19 +189,23 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		if len(t.Messages) > 0 {
 			newest = t.Messages[len(t.Messages)-1].Seq
 		}
-		var ok bool
-		if out, ok = summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq)); !ok {
+		out, ok, err := summary.ForgetFact(*sum, key, max(newest, sum.UpToSeq))
+		switch {
+		case err != nil:
+			return err
+		case !ok:
 			return store.ErrNoSuchFact
 		}
 		if err := m.sums.Save(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
+		saved = out
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, err)
 	}
-	m.erased(ctx, sessionID, owner, &out)
+	m.erased(ctx, sessionID, owner, &saved)
 	return nil
 }
 
@@ -213,6 +223,6 @@ func suppressForgotten(next summary.Summary, msgs []store.Message) summary.Summa
 			texts, seqs = append(texts, msg.Content), append(seqs, msg.Seq)
 		}
 	}
-	next.Forgotten = summary.Restated(next.Forgotten, texts, seqs)
+	next.Forgotten = summary.Restated(next, texts, seqs)
 	return summary.SuppressForgotten(next)
 }

@@ -19,7 +19,15 @@
 // folds reported it (Mentions). A mention refreshes a fact. Provenance also
 // orders updates: a value read from older messages than the current one —
 // as when a re-summarization from the originals reads the first messages
-// again — never replaces it.
+// again — never replaces it. Exact provenance is separate: Fact.Sources and
+// Summary.SentenceSources name the messages (by sequence number, from
+// Request.Seqs) that state each value and narrative sentence; the
+// extractive summarizer records them, an LLM does not. Erase removes what
+// only erased messages state and keeps what a surviving message states; a
+// summary without exact provenance touched by an erasure is emptied, to be
+// rebuilt by the next fold, since nothing in it can be trusted not to
+// carry the erased content, whatever the summarizer wrote. Forgotten keeps
+// ForgetFact's values out of later folds as keyed digests.
 //
 // Slots. Keys belong to families (FamilyOf; the vocabulary table in
 // families.go lists them with their aliases: name, phone, email,

@@ -3,9 +3,12 @@ package summary
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/chatmsg"
 	"github.com/strata-go/strata/summary/internal/extractive"
 )
 
@@ -86,7 +89,133 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 	if res.IsEmpty() {
 		return Result{}, fmt.Errorf("summary: extractive summarizer found nothing: %w", ErrEmptyReply)
 	}
+	if len(req.Seqs) == len(req.Messages) {
+		e.trace(&res, req, in)
+	}
 	return res, nil
+}
+
+// trace sets the provenance of res (Fact.Sources, Result.SentenceSources)
+// from req.Seqs. A fact's sources are the messages in which the same
+// extractor, run on that message alone with the same ledger, finds the
+// same value (of the same key stem when one does): each message's scan is
+// memoised, so this costs one keying pass per message, not a rescan. A
+// narrative sentence's sources are the messages of its speaker that
+// contain it word for word (white space and case folded; a cut sentence
+// up to its cut; a piece without a speaker, any user or assistant
+// message), an "Assistant called …" sentence the replies calling
+// those tools, and, for a sentence carried from req.Existing, the
+// sources recorded there. What cannot be traced is left without
+// provenance (nil): Erase treats it as unknown, never as supported.
+func (e *extractiveService) trace(res *Result, req Request, in extractive.Input) {
+	type found struct{ stem, value string }
+	byStem := map[found][]int64{}
+	byValue := map[string][]int64{}
+	add := func(m map[string][]int64, k string, q int64) {
+		if n := len(m[k]); n == 0 || m[k][n-1] != q {
+			m[k] = append(m[k], q)
+		}
+	}
+	for i, m := range req.Messages {
+		if m == nil {
+			continue
+		}
+		one := extractive.Input{Messages: req.Messages[i : i+1], Known: in.Known}
+		if i < len(req.SentAt) {
+			one.SentAt = req.SentAt[i : i+1]
+		}
+		for _, f := range e.x.Summarize(one).Facts {
+			k := found{keyStem(f.Key), valueKey(f.Value)}
+			if n := len(byStem[k]); n == 0 || byStem[k][n-1] != req.Seqs[i] {
+				byStem[k] = append(byStem[k], req.Seqs[i])
+			}
+			add(byValue, valueKey(f.Value), req.Seqs[i])
+		}
+	}
+	for i, f := range res.Facts {
+		src := byStem[found{keyStem(f.Key), valueKey(f.Value)}]
+		if src == nil {
+			src = byValue[valueKey(f.Value)]
+		}
+		res.Facts[i].Sources = sortedSources(src)
+	}
+	carried := map[string][]int64{}
+	if req.Incremental && req.Existing != nil {
+		for _, ss := range sentenceSources(req.Existing.Narrative, req.Existing.SentenceSources) {
+			carried[ss.Digest] = ss.Seqs
+		}
+	}
+	texts := make([]string, len(req.Messages))
+	for i, m := range req.Messages {
+		if m != nil {
+			texts[i] = " " + strings.Join(words(strings.ToLower(m.GetContent())), " ") + " "
+		}
+	}
+	for _, sent := range sentences(res.Narrative) {
+		d := SentenceDigest(sent)
+		var src []int64
+		who, body := "", strings.TrimSpace(sent)
+		for _, p := range []string{"User", "Assistant"} {
+			if rest, ok := strings.CutPrefix(body, p+": "); ok {
+				who, body = p, rest
+			}
+		}
+		cut := strings.HasSuffix(body, "…")
+		ws := words(strings.ToLower(strings.TrimSuffix(body, "…")))
+		if cut && len(ws) > 0 {
+			ws = ws[:len(ws)-1] // the cut word may be partial
+		}
+		called, isCall := strings.CutPrefix(body, "Assistant called ")
+		for i, m := range req.Messages {
+			if m == nil {
+				continue
+			}
+			switch {
+			case who == "" && isCall && m.GetType() == llms.ChatMessageTypeAI:
+				var names []string
+				for _, c := range chatmsg.ToolCalls(m) {
+					names = append(names, c.Name)
+				}
+				if len(names) > 0 && strings.Join(names, ", ")+"." == called {
+					src = append(src, req.Seqs[i])
+				}
+			case len(ws) == 0:
+			case who == "User" && m.GetType() == llms.ChatMessageTypeHuman,
+				who == "Assistant" && m.GetType() == llms.ChatMessageTypeAI,
+				// A piece of a sentence the split left without its speaker.
+				who == "" && !isCall && (m.GetType() == llms.ChatMessageTypeHuman || m.GetType() == llms.ChatMessageTypeAI):
+				if strings.Contains(texts[i], " "+strings.Join(ws, " ")+" ") {
+					src = append(src, req.Seqs[i])
+				}
+			}
+		}
+		if c, ok := carried[d]; ok {
+			src = append(src, c...)
+		}
+		if src = sortedSources(src); src != nil {
+			res.SentenceSources = append(res.SentenceSources, SentenceSource{Digest: d, Seqs: src})
+		}
+	}
+}
+
+// keyStem is a fact key without its number (order_id_2 → order_id),
+// normalised.
+func keyStem(key string) string {
+	k := NormalizeKey(key)
+	if i := strings.LastIndexByte(k, '_'); i > 0 && strings.Trim(k[i+1:], "0123456789") == "" && i+1 < len(k) {
+		return k[:i]
+	}
+	return k
+}
+
+// sortedSources is src sorted without repeats, nil when empty.
+func sortedSources(src []int64) []int64 {
+	if len(src) == 0 {
+		return nil
+	}
+	out := slices.Clone(src)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ExtractFacts finds facts in the text of user, assistant and tool messages

@@ -1,42 +1,243 @@
 package summary
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
+// DefaultMaxForgotten bounds a summary's Forgotten list: a ForgetFact
+// past it fails (the fact stays until a Forget of its messages), and a
+// snapshot listing more is refused at import. Matching costs one keyed
+// hash per word of a text per distinct entry length (at most 32 lengths
+// of words and 27 of digits), whatever the list's size.
+const DefaultMaxForgotten = 1000
+
+// maxForgottenWords is the most words a Forgotten digest covers: a longer
+// value is recorded by its first maxForgottenWords words (Prefix).
+const maxForgottenWords = 32
+
+// minForgottenDigits and maxForgottenDigits bound the digits for which a
+// Forgotten entry also records the value's digits alone (a card, account
+// or phone number written with other separators, or none).
+const (
+	minForgottenDigits = 6
+	maxForgottenDigits = 32
+)
+
 // Forgotten records a fact value that was erased from a summary on request
 // (memory.Manager.ForgetFact), so that no later fold brings it back from
 // the messages that stated it before the erasure. It keeps no trace of the
-// value itself: only a SHA-256 digest of its normalised form (trimmed,
-// lower-cased) and its length in runes, enough to recognise the value in a
-// fact or a sentence, not to recover it.
+// value itself: keyed digests (HMAC-SHA-256 under the session's
+// Summary.ForgetKey, a random per-session secret that stores keep beside
+// the summary and that no export carries) of its normalised words
+// (case-folded, white space and punctuation between words folded) and,
+// for a value with six digits or more, of its digits alone. Without the
+// key a digest cannot be tested against a guess, so an exported list
+// cannot be reversed, however short the value. Entries made before keyed
+// digests (Runes, Roll: an unkeyed SHA-256 and a rolling hash) are still
+// honoured.
 type Forgotten struct {
 	// Key is the key of the erased fact, as it was stored.
 	Key string `json:"key"`
-	// Digest is the hex SHA-256 of the normalised value.
+	// Digest is the hex digest of the normalised value (keyed: 32 hex
+	// digits; legacy: the unkeyed SHA-256).
 	Digest string `json:"digest"`
-	// Runes is the length of the normalised value in runes.
-	Runes int `json:"runes"`
-	// Roll is a rolling hash of the normalised value (see rollHash, kept
-	// to 53 bits so that every JSON reader holds it exactly), which lets In
-	// scan a text in linear time, checking the digest only where it
-	// matches.
-	Roll uint64 `json:"roll"`
+	// Words is the number of normalised words Digest covers (keyed
+	// entries).
+	Words int `json:"words,omitempty"`
+	// Prefix says the value was longer than Digest covers (cut by the
+	// ledger, ending with "…", or over 32 words): a text matches when it
+	// holds those first words.
+	Prefix bool `json:"prefix,omitempty"`
+	// Digits is the keyed hex digest of the value's digits alone, "" when
+	// it has fewer than six; DigitCount is how many.
+	Digits     string `json:"digits,omitempty"`
+	DigitCount int    `json:"digit_count,omitempty"`
+	// Runes and Roll belong to legacy entries: the value's length in runes
+	// and a rolling hash of it.
+	Runes int    `json:"runes,omitempty"`
+	Roll  uint64 `json:"roll,omitempty"`
 	// Seq is the sequence number of the session's newest message at the
 	// erasure: a statement of the value in a later message sets it again.
 	Seq int64 `json:"seq"`
 }
 
-// NewForgotten returns the record of value, erased under key when the
-// session's newest message had sequence number seq.
-func NewForgotten(key, value string, seq int64) Forgotten {
-	v := normForget(value)
-	return Forgotten{Key: key, Digest: digest(v), Runes: utf8.RuneCountInString(v), Roll: rollHash([]rune(v)) & rollMask, Seq: seq}
+// keyed reports whether f is a keyed entry.
+func (f Forgotten) keyed() bool { return f.Words > 0 }
+
+// Valid reports whether f is well formed: a keyed entry (hex digests,
+// 1 to 32 words, 6 to 32 digits) or a legacy one (a hex SHA-256 digest, a positive
+// length, a 53-bit roll), with a non-negative Seq.
+func (f Forgotten) Valid() bool {
+	if f.Seq < 0 {
+		return false
+	}
+	if f.keyed() {
+		return isHex(f.Digest, 32) && f.Words <= maxForgottenWords && f.Runes == 0 && f.Roll == 0 &&
+			((f.Digits == "" && f.DigitCount == 0) || (isHex(f.Digits, 32) && f.DigitCount >= minForgottenDigits && f.DigitCount <= maxForgottenDigits))
+	}
+	return isHex(f.Digest, 64) && f.Runes > 0 && f.Roll <= rollMask && f.Digits == "" && !f.Prefix
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// newForgotten returns the record of value, erased under key when the
+// session's newest message had sequence number seq, keyed with secret.
+// ok is false when the value has no words.
+func newForgotten(secret []byte, key, value string, seq int64) (Forgotten, bool) {
+	v := strings.TrimSpace(value)
+	cut := strings.HasSuffix(v, "…")
+	ws := words(strings.ToLower(strings.TrimSuffix(v, "…")))
+	if cut && len(ws) > 1 {
+		ws = ws[:len(ws)-1] // the cut word may be partial
+	}
+	if len(ws) > maxForgottenWords {
+		ws, cut = ws[:maxForgottenWords], true
+	}
+	if len(ws) == 0 {
+		return Forgotten{}, false
+	}
+	m := newMACer(secret)
+	f := Forgotten{Key: key, Digest: m.words(ws), Words: len(ws), Prefix: cut, Seq: seq}
+	if d := digitsOf(strings.TrimSuffix(v, "…")); len(d) >= minForgottenDigits && len(d) <= maxForgottenDigits && !cut {
+		f.Digits, f.DigitCount = m.digits(d), len(d)
+	}
+	return f, true
+}
+
+// macer computes keyed digests.
+type macer struct{ h hash.Hash }
+
+func newMACer(secret []byte) *macer { return &macer{h: hmac.New(sha256.New, secret)} }
+
+func (m *macer) sum(kind byte, s string) string {
+	m.h.Reset()
+	m.h.Write([]byte{kind})
+	m.h.Write([]byte(s))
+	return hex.EncodeToString(m.h.Sum(nil)[:16])
+}
+
+func (m *macer) words(ws []string) string { return m.sum('w', strings.Join(ws, " ")) }
+func (m *macer) digits(d string) string   { return m.sum('d', d) }
+
+// digitsOf is the decimal digits of s, in order.
+func digitsOf(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// digitRuns returns the digits of each run of s made of digits and the
+// separators numbers are written with (white space, - . / ( ) +).
+func digitRuns(s string) []string {
+	var out []string
+	var b strings.Builder
+	flush := func() {
+		if b.Len() > 0 {
+			out = append(out, b.String())
+			b.Reset()
+		}
+	}
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case unicode.IsSpace(r) || strings.ContainsRune("-./()+", r):
+		default:
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// forgetMatcher tests texts against a Forgotten list: keyed entries by
+// windows of words and digits, legacy ones as before.
+type forgetMatcher struct {
+	m       *macer
+	words   map[int]map[string]Forgotten // word count → digest → entry
+	digits  map[int]map[string]Forgotten // digit count → digest → entry
+	legacy  []Forgotten
+	entries int
+}
+
+func newForgetMatcher(secret []byte, list []Forgotten) *forgetMatcher {
+	fm := &forgetMatcher{m: newMACer(secret), words: map[int]map[string]Forgotten{}, digits: map[int]map[string]Forgotten{}}
+	for _, f := range list {
+		fm.entries++
+		if !f.keyed() {
+			fm.legacy = append(fm.legacy, f)
+			continue
+		}
+		if fm.words[f.Words] == nil {
+			fm.words[f.Words] = map[string]Forgotten{}
+		}
+		fm.words[f.Words][f.Digest] = f
+		if f.Digits != "" {
+			if fm.digits[f.DigitCount] == nil {
+				fm.digits[f.DigitCount] = map[string]Forgotten{}
+			}
+			fm.digits[f.DigitCount][f.Digits] = f
+		}
+	}
+	return fm
+}
+
+// match calls hit for each entry text holds (possibly more than once) and
+// stops when hit returns true; it reports whether it stopped.
+func (fm *forgetMatcher) match(text string, hit func(Forgotten) bool) bool {
+	if fm.entries == 0 {
+		return false
+	}
+	ws := words(strings.ToLower(text))
+	for n, set := range fm.words {
+		for j := 0; j+n <= len(ws); j++ {
+			if f, ok := set[fm.m.words(ws[j:j+n])]; ok && hit(f) {
+				return true
+			}
+		}
+	}
+	if len(fm.digits) > 0 {
+		for _, run := range digitRuns(text) {
+			for n, set := range fm.digits {
+				for j := 0; j+n <= len(run); j++ {
+					if f, ok := set[fm.m.digits(run[j:j+n])]; ok && hit(f) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	for _, f := range fm.legacy {
+		if (f.legacyIs(text) || f.legacyIn(text)) && hit(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// in reports whether text holds any listed value.
+func (fm *forgetMatcher) in(text string) bool {
+	return fm.match(text, func(Forgotten) bool { return true })
 }
 
 // rollMask keeps the 53 bits of a rolling hash that Forgotten.Roll stores.
@@ -56,7 +257,7 @@ func rollHash(r []rune) uint64 {
 	return h
 }
 
-// normForget is the form under which forgotten values are compared.
+// normForget is the form under which legacy entries compare values.
 func normForget(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 func digest(s string) string {
@@ -64,16 +265,15 @@ func digest(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Is reports whether value is the forgotten value.
-func (f Forgotten) Is(value string) bool {
+// legacyIs reports whether value is the legacy entry's value.
+func (f Forgotten) legacyIs(value string) bool {
 	v := normForget(value)
 	return utf8.RuneCountInString(v) == f.Runes && digest(v) == f.Digest
 }
 
-// In reports whether text contains the forgotten value (case-insensitively):
-// it slides a rolling hash over text, in time linear in its length, and
-// compares the digest only where the hash is Roll.
-func (f Forgotten) In(text string) bool {
+// legacyIn reports whether text contains the legacy entry's value
+// (case-insensitively), by a rolling hash over text.
+func (f Forgotten) legacyIn(text string) bool {
 	if f.Runes <= 0 {
 		return false
 	}
@@ -83,7 +283,6 @@ func (f Forgotten) In(text string) bool {
 		return false
 	}
 	match := func(i int) bool {
-		// Values start and end on a non-space rune (they are trimmed).
 		return !unicode.IsSpace(t[i]) && !unicode.IsSpace(t[i+n-1]) && digest(string(t[i:i+n])) == f.Digest
 	}
 	var top uint64 = 1 // rollBase^(n−1)
@@ -130,190 +329,174 @@ func dropSentences(narrative string, drop func(string) bool) string {
 	return strings.TrimSpace(b.String())
 }
 
+// ErrTooManyForgotten: ForgetFact would list more than
+// DefaultMaxForgotten forgotten values in one summary.
+var ErrTooManyForgotten = errors.New("summary: too many forgotten values in one session")
+
 // ForgetFact returns s without the fact whose key is key (compared as
 // NormalizeKey does), pinned or not: its value, and the value it
-// superseded, leave the facts and every narrative sentence carrying them,
-// and are recorded in Forgotten with seq (the session's newest message)
-// so that SuppressForgotten keeps later folds from bringing them back. ok
-// is false, and s is returned unchanged, when no fact has that key.
-func ForgetFact(s Summary, key string, seq int64) (out Summary, ok bool) {
+// superseded, leave the facts and every narrative sentence carrying them
+// (or, for a value the ledger cut, its words before the cut; with exact
+// provenance, every sentence of the messages that stated it), and are
+// recorded in Forgotten with seq (the session's newest message) so that
+// SuppressForgotten keeps later folds from bringing them back. The first
+// ForgetFact of a session draws its ForgetKey. ok is false, and s is
+// returned unchanged, when no fact has that key; err is
+// ErrTooManyForgotten when the list is full.
+func ForgetFact(s Summary, key string, seq int64) (out Summary, ok bool, err error) {
 	norm := NormalizeKey(key)
 	i := slices.IndexFunc(s.Facts, func(f Fact) bool { return NormalizeKey(f.Key) == norm })
 	if norm == "" || i < 0 {
-		return s, false
+		return s, false, nil
 	}
 	f := s.Facts[i]
 	out = s
-	out.Facts = slices.Delete(slices.Clone(s.Facts), i, i+1)
-	out.Forgotten = slices.Clone(s.Forgotten)
-	for _, v := range []string{f.Value, f.Previous} {
-		if normForget(v) == "" {
-			continue
-		}
-		fg := NewForgotten(f.Key, v, seq)
-		if !slices.ContainsFunc(out.Forgotten, func(o Forgotten) bool { return o.Digest == fg.Digest }) {
-			out.Forgotten = append(out.Forgotten, fg)
+	if len(out.ForgetKey) == 0 {
+		out.ForgetKey = make([]byte, 32)
+		if _, err := rand.Read(out.ForgetKey); err != nil {
+			return s, false, fmt.Errorf("summary: forget key: %w", err)
 		}
 	}
+	out.Facts = slices.Delete(cloneFacts(s.Facts), i, i+1)
+	out.Forgotten = slices.Clone(s.Forgotten)
+	for _, v := range []string{f.Value, f.Previous} {
+		fg, ok := newForgotten(out.ForgetKey, f.Key, v, seq)
+		if !ok || slices.ContainsFunc(out.Forgotten, func(o Forgotten) bool { return o.Digest == fg.Digest }) {
+			continue
+		}
+		if len(out.Forgotten) >= DefaultMaxForgotten {
+			return s, false, ErrTooManyForgotten
+		}
+		out.Forgotten = append(out.Forgotten, fg)
+	}
 	out = SuppressForgotten(out)
-	return out, true
+	if f.Sources != nil {
+		// The sentences of the messages that stated the value go too,
+		// whatever form of it they carry.
+		drop := map[string]bool{}
+		for _, ss := range out.SentenceSources {
+			if slices.ContainsFunc(ss.Seqs, func(q int64) bool { return slices.Contains(f.Sources, q) }) {
+				drop[ss.Digest] = true
+			}
+		}
+		out.Narrative = dropSentences(out.Narrative, func(sent string) bool { return drop[SentenceDigest(sent)] })
+		out.SentenceSources = sentenceSources(out.Narrative, out.SentenceSources)
+	}
+	return out, true, nil
 }
 
 // SuppressForgotten returns s with every fact value and narrative
 // sentence that Forgotten lists removed: a fact holding a forgotten value
-// goes, a forgotten superseded value is cleared, a sentence containing one
-// is dropped. A fold calls it on each new summary, after Restated has let
-// go of the values the user stated again.
+// (or its words, or its digits) goes, a forgotten superseded value is
+// cleared, a sentence containing one is dropped. A fold calls it on each
+// new summary, after Restated has let go of the values the user stated
+// again.
 func SuppressForgotten(s Summary) Summary {
 	if len(s.Forgotten) == 0 {
 		return s
 	}
-	hit := func(v string) bool {
-		return slices.ContainsFunc(s.Forgotten, func(f Forgotten) bool { return f.Is(v) })
-	}
+	fm := newForgetMatcher(s.ForgetKey, s.Forgotten)
 	var facts []Fact
 	for _, f := range s.Facts {
-		if hit(f.Value) {
+		if fm.in(f.Value) {
 			continue
 		}
-		if f.Previous != "" && hit(f.Previous) {
+		if f.Previous != "" && fm.in(f.Previous) {
 			f.Previous = ""
 		}
 		facts = append(facts, f)
 	}
 	s.Facts = facts
-	s.Narrative = dropSentences(s.Narrative, func(sent string) bool {
-		return slices.ContainsFunc(s.Forgotten, func(f Forgotten) bool { return f.In(sent) })
-	})
+	s.Narrative = dropSentences(s.Narrative, fm.in)
+	s.SentenceSources = sentenceSources(s.Narrative, s.SentenceSources)
 	return s
 }
 
-// Restated returns forgotten without the values stated again after their
-// erasure: those that one of texts (messages with sequence numbers seqs,
-// texts[i] at seqs[i]) newer than the erasure contains. Such a value may
-// be remembered again.
-func Restated(forgotten []Forgotten, texts []string, seqs []int64) []Forgotten {
-	var out []Forgotten
-	for _, f := range forgotten {
-		again := false
-		for i, t := range texts {
-			if i < len(seqs) && seqs[i] > f.Seq && f.In(t) {
-				again = true
-				break
-			}
+// Restated returns s.Forgotten without the values stated again after
+// their erasure: those that one of texts (messages with sequence numbers
+// seqs, texts[i] at seqs[i]) newer than the erasure contains. Such a value
+// may be remembered again.
+func Restated(s Summary, texts []string, seqs []int64) []Forgotten {
+	again := map[Forgotten]bool{}
+	fm := newForgetMatcher(s.ForgetKey, s.Forgotten)
+	for i, t := range texts {
+		if i >= len(seqs) {
+			break
 		}
-		if !again {
+		q := seqs[i]
+		fm.match(t, func(f Forgotten) bool {
+			if q > f.Seq {
+				again[f] = true
+			}
+			return false
+		})
+	}
+	var out []Forgotten
+	for _, f := range s.Forgotten {
+		if !again[f] {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// gramWords is the length of the word runs Erase looks for in narrative
-// sentences: a sentence sharing this many consecutive words with an erased
-// message (or the whole message, when it is shorter but has at least
-// minGramWords words) copies it.
-const (
-	gramWords    = 6
-	minGramWords = 3
-)
-
-// Erase returns s without what was derived from erased messages (their
-// contents texts, their sequence numbers seqs): a fact goes when its value
-// (or superseded value, which is cleared) appears in one of the texts, when
-// its provenance lies wholly within the erased messages (FirstSeq and
-// LastSeq both among seqs), or when its value carries a distinctive token
-// (a word with a digit, an e-mail address, a URL) of the texts; a
-// narrative sentence goes when it carries such a token, the value of a
-// removed fact (as whole words), or a run of six consecutive words of one
-// of the texts (the whole text, for texts of three to five words). The
-// cursor and the Forgotten list are kept.
-func Erase(s Summary, texts []string, seqs []int64) Summary {
-	lower := make([]string, len(texts))
-	tokens := map[string]bool{}
-	grams := map[int]map[string]bool{} // run length → runs
-	for i, t := range texts {
-		lower[i] = strings.ToLower(t)
-		ws := words(lower[i])
-		for _, w := range ws {
-			if identifying(w) {
-				tokens[w] = true
-			}
-		}
-		n := min(gramWords, len(ws))
-		if n < minGramWords {
-			continue
-		}
-		if grams[n] == nil {
-			grams[n] = map[string]bool{}
-		}
-		for j := 0; j+n <= len(ws); j++ {
-			grams[n][strings.Join(ws[j:j+n], " ")] = true
-		}
+// Erase returns s without what was derived only from the erased messages
+// (sequence numbers seqs), by provenance, not by matching text:
+//
+//   - when no erased message is folded into s (all lie past its cursor),
+//     s is returned unchanged;
+//   - when every fact and narrative sentence of s has exact provenance
+//     (Traced: Fact.Sources, SentenceSources — the extractive summarizer
+//     records it), a fact or sentence goes when every message stating it
+//     is erased, and stays, its provenance narrowed, when a surviving
+//     message still states it; superseded values (Fact.Previous), whose
+//     origin is not recorded, are cleared;
+//   - otherwise (an LLM's summary, whose facts and narrative cite no
+//     message) nothing in s can be trusted not to carry an erased
+//     message's content, however the summarizer rewrote it: s is emptied
+//     — no facts, no narrative — so it is never shown, and the next fold
+//     rebuilds it from the surviving messages.
+//
+// The cursor, the epoch and the Forgotten list (with its key) are kept,
+// so later folds never bring the content back. The guarantee holds
+// whatever the summarizer wrote; its cost is that an untraced summary
+// touched by an erasure is rebuilt by one fold (a summarizer call per
+// MaxFoldInputTokens of surviving messages), and that the view shows no
+// summary until then.
+func Erase(s Summary, seqs []int64) Summary {
+	erased := slices.Clone(seqs)
+	slices.Sort(erased)
+	if len(erased) == 0 || erased[0] > s.UpToSeq {
+		return s
 	}
-	inTexts := func(v string) bool {
-		v = normForget(v)
-		if v == "" {
-			return false
-		}
-		for _, t := range lower {
-			if strings.Contains(t, v) {
-				return true
-			}
-		}
-		for _, w := range words(v) {
-			if tokens[w] {
-				return true
-			}
-		}
-		return false
-	}
-	var removed []string // as " w1 w2 … "
-	remove := func(v string) {
-		if ws := words(normForget(v)); len(ws) > 0 {
-			removed = append(removed, " "+strings.Join(ws, " ")+" ")
-		}
+	s.Forgotten = slices.Clone(s.Forgotten)
+	s.ForgetKey = slices.Clone(s.ForgetKey)
+	if !s.Traced() {
+		s.Facts, s.Narrative, s.SentenceSources = nil, "", nil
+		return s
 	}
 	var facts []Fact
 	for _, f := range s.Facts {
-		fromErased := f.FirstSeq != 0 && slices.Contains(seqs, f.FirstSeq) && slices.Contains(seqs, f.LastSeq)
-		if fromErased || inTexts(f.Value) {
-			remove(f.Value)
-			if f.Previous != "" {
-				remove(f.Previous)
-			}
+		left := withoutSeqs(f.Sources, erased)
+		if len(left) == 0 {
 			continue
 		}
-		if f.Previous != "" && inTexts(f.Previous) {
-			remove(f.Previous)
-			f.Previous = ""
-		}
+		f.Sources, f.Previous = left, ""
 		facts = append(facts, f)
 	}
 	s.Facts = facts
-	s.Forgotten = slices.Clone(s.Forgotten)
-	s.Narrative = dropSentences(s.Narrative, func(sent string) bool {
-		ws := words(strings.ToLower(sent))
-		joined := " " + strings.Join(ws, " ") + " "
-		for _, v := range removed {
-			if strings.Contains(joined, v) {
-				return true
-			}
+	left := map[string][]int64{}
+	for _, ss := range s.SentenceSources {
+		if l := withoutSeqs(ss.Seqs, erased); len(l) > 0 {
+			left[ss.Digest] = l
 		}
-		for _, w := range ws {
-			if tokens[w] {
-				return true
-			}
-		}
-		for n, runs := range grams {
-			for j := 0; j+n <= len(ws); j++ {
-				if runs[strings.Join(ws[j:j+n], " ")] {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	}
+	s.Narrative = dropSentences(s.Narrative, func(sent string) bool { return left[SentenceDigest(sent)] == nil })
+	var src []SentenceSource
+	for _, ss := range sentenceSources(s.Narrative, s.SentenceSources) {
+		src = append(src, SentenceSource{Digest: ss.Digest, Seqs: left[ss.Digest]})
+	}
+	s.SentenceSources = src
 	return s
 }
 
@@ -330,14 +513,4 @@ func words(text string) []string {
 		}
 	}
 	return out
-}
-
-// identifying reports whether a word identifies something on its own: it
-// holds a digit (an order number, a phone number, an amount) or an @ (an
-// e-mail address), or is a URL.
-func identifying(w string) bool {
-	if utf8.RuneCountInString(w) < 3 {
-		return false
-	}
-	return strings.ContainsFunc(w, unicode.IsDigit) || strings.Contains(w, "@") || strings.HasPrefix(w, "http")
 }

@@ -123,6 +123,7 @@ func (l *ledger) clean(f Fact) (Fact, string) {
 	f.Key = text.Truncate(strings.TrimSpace(f.Key), MaxKeyLen, "")
 	f.Value = text.Truncate(strings.TrimSpace(f.Value), l.opt.MaxValueLen, "…")
 	f.Category = ParseCategory(string(f.Category))
+	f.Sources = slices.Clone(f.Sources)
 	return f, NormalizeKey(f.Key)
 }
 
@@ -163,6 +164,7 @@ func (l *ledger) load(f Fact) bool {
 		e.f.LastSeq = max(e.f.LastSeq, f.LastSeq)
 		e.f.Mentions += f.Mentions
 		e.f.Stated = e.f.Stated || f.Stated
+		e.f.Sources = unionSources(e.f.Sources, f.Sources)
 		return true
 	}
 	if l.guarded(e, f) {
@@ -257,6 +259,7 @@ func (l *ledger) apply(f Fact) {
 		l.set(e, f, first, seq)
 	case sameValue(e.f.Value, f.Value):
 		e.f.Stated = e.f.Stated || f.Stated
+		e.f.Sources = unionSources(e.f.Sources, f.Sources)
 		if seq > e.f.LastSeq || seq == 0 {
 			if seq > e.f.LastSeq {
 				e.f.LastSeq = seq
@@ -290,6 +293,7 @@ func (l *ledger) set(e *entry, f Fact, first, seq int64) {
 	e.f.ExtractedAt = l.opt.Now
 	e.f.FirstSeq, e.f.LastSeq, e.f.Mentions = first, seq, 1
 	e.f.Stated = f.Stated
+	e.f.Sources = f.Sources
 	e.hist = l.capHistory(e.hist, f.Value)
 	l.track(e)
 }

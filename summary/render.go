@@ -90,13 +90,16 @@ func (s *Summary) BlocksWith(opt RenderOptions) []llms.ChatMessage {
 // goes back: when existing (of the same epoch) already covers more than
 // upTo — a re-summarization from the originals folded in chunks, whose
 // first chunk ends before the stored cursor — the result keeps existing's
-// cursor, since its facts are merged in. sessionID and epoch name the
+// cursor, since its facts are merged in. The narrative's provenance is
+// res.SentenceSources for the sentences the cap kept (a sentence the cap
+// cut has none). sessionID and epoch name the
 // session incarnation the summary is for; the creation time and version
 // carry over.
 func Apply(existing *Summary, sessionID string, epoch int64, res Result, upTo int64, opt MergeOptions) Summary {
 	opt = opt.withDefaults()
 	next := Summary{SessionID: sessionID, Epoch: epoch, UpToSeq: upTo}
 	next.Narrative = CapNarrative(strings.TrimSpace(res.Narrative), opt.MaxNarrativeTokens, opt.Tokens)
+	next.SentenceSources = sentenceSources(next.Narrative, res.SentenceSources)
 	var old []Fact
 	if existing != nil {
 		old = existing.Facts
@@ -114,9 +117,11 @@ func Apply(existing *Summary, sessionID string, epoch int64, res Result, upTo in
 		next.CreatedAt, next.Version = existing.CreatedAt, existing.Version
 		if existing.Epoch == epoch {
 			next.Forgotten = slices.Clone(existing.Forgotten)
+			next.ForgetKey = slices.Clone(existing.ForgetKey)
 		}
 		if isBlank(next.Narrative) {
 			next.Narrative = existing.Narrative
+			next.SentenceSources = sentenceSources(existing.Narrative, existing.SentenceSources)
 		}
 		if existing.Epoch == epoch && existing.UpToSeq > next.UpToSeq {
 			next.UpToSeq = existing.UpToSeq

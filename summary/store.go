@@ -101,9 +101,17 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID string) error {
 	return nil
 }
 
+// Clone returns a deep copy of s: it shares no memory with s.
+func (s Summary) Clone() Summary { return cloneSummary(s) }
+
 // cloneSummary copies s so that it shares no memory with the original.
 func cloneSummary(s Summary) Summary {
-	s.Facts = slices.Clone(s.Facts)
+	s.Facts = cloneFacts(s.Facts)
 	s.Forgotten = slices.Clone(s.Forgotten)
+	s.SentenceSources = slices.Clone(s.SentenceSources)
+	for i := range s.SentenceSources {
+		s.SentenceSources[i].Seqs = slices.Clone(s.SentenceSources[i].Seqs)
+	}
+	s.ForgetKey = slices.Clone(s.ForgetKey)
 	return s
 }

@@ -91,6 +91,15 @@ type Fact struct {
 	// the update lands on the fact that holds that value, whatever its key.
 	Remove   bool   `json:"remove,omitempty"`
 	Replaces string `json:"replaces,omitempty"`
+
+	// Sources is the exact provenance of the current value: the sequence
+	// numbers of the stored messages that state it, ascending. A
+	// summarizer that knows them sets them (the extractive summarizer
+	// does, from Request.Seqs); the merge keeps them, adds a mention's,
+	// and forgets them (nil) when a value of unknown origin joins. nil
+	// means unknown (an LLM's fact): Erase then cannot tell what a message
+	// supports and empties the summary it touches instead (see Erase).
+	Sources []int64 `json:"sources,omitempty"`
 }
 
 // Summary is the folded part of a conversation: a fact ledger plus a
@@ -112,6 +121,15 @@ type Summary struct {
 	// later fold brings them back from messages stated before the erasure
 	// (see Forgotten). Folds carry it forward.
 	Forgotten []Forgotten
+	// SentenceSources is the exact provenance of the narrative: for each
+	// sentence (by SentenceDigest), the messages that state it. A sentence
+	// without an entry is of unknown origin (see Erase).
+	SentenceSources []SentenceSource
+	// ForgetKey is the per-session secret that keys the Forgotten digests
+	// (see Forgotten). Stores keep it with the summary; it is never
+	// exported, so an export's digests cannot be reversed. Set on the
+	// first ForgetFact. It is never encoded as JSON.
+	ForgetKey []byte `json:"-"`
 	// Version counts the saves of this session's summary; stores set it.
 	Version   int64
 	CreatedAt time.Time
@@ -129,6 +147,10 @@ type Request struct {
 	SessionID string
 	// Messages are the messages to fold, oldest first.
 	Messages []llms.ChatMessage
+	// Seqs, when set, are the messages' sequence numbers: Seqs[i] is the
+	// stored message Messages[i]. A summarizer that reports provenance
+	// (Fact.Sources, Result.SentenceSources) reports these.
+	Seqs []int64
 	// Existing is the summary stored so far (nil when there is none). Its
 	// facts are offered to the summarizer for merging.
 	Existing *Summary
@@ -162,6 +184,9 @@ type Usage struct {
 type Result struct {
 	Narrative string
 	Facts     []Fact
+	// SentenceSources is the provenance of the narrative's sentences, when
+	// the summarizer knows it (see Summary.SentenceSources).
+	SentenceSources []SentenceSource
 	// Usage is filled when the provider reports token counts.
 	Usage Usage
 }
@@ -189,7 +214,10 @@ func (f ServiceFunc) Summarize(ctx context.Context, req Request) (Result, error)
 // replaces the stored summary (it belonged to a deleted predecessor). A
 // store that knows the session was deleted or re-created since the summary
 // was made refuses it with ErrSessionGone. Stores keep CreatedAt from the
-// first save of an epoch, refresh UpdatedAt and increment Version.
+// first save of an epoch, refresh UpdatedAt and increment Version. They
+// keep every other field as given, provenance (Fact.Sources,
+// SentenceSources), Forgotten and ForgetKey included: erasure depends on
+// them.
 type Store interface {
 	Get(ctx context.Context, sessionID string) (*Summary, error) // nil, nil when absent
 	Save(ctx context.Context, s Summary) error

@@ -12,7 +12,9 @@
 // optional capabilities store.Importer, store.Forgetter and
 // store.ParticipantLister, and
 // RunErasure runs the erasure scenarios of a Manager with its catalogue over a
-// message store, a summary store and a catalogue index.
+// message store, a summary store and a catalogue index; RunErasureRandom
+// is the randomized erasure test over two replicas of such stores, and
+// RunToolErasure checks that provenance is each message's own.
 package memorytest
 
 import (

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 // DefaultMaxSessions is how many sessions a Store holds when
@@ -93,6 +94,9 @@ type Store struct {
 // memSession is one incarnation of a session. Its fields are guarded by
 // Store.mu.
 type memSession struct {
+	// sum is the session's summary (Store.Summaries), nil when none.
+	sum *summary.Summary
+
 	id, owner    string
 	epoch        int64
 	created      time.Time

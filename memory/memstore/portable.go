@@ -15,14 +15,15 @@ var (
 	_ store.Forgetter = (*Store)(nil)
 )
 
-// ImportsSummariesOf implements store.Importer: the in-memory store keeps
-// no summaries, so it is always false.
-func (s *Store) ImportsSummariesOf(summary.Store) bool { return false }
+// ImportsSummariesOf implements store.Importer: true when sums is this
+// store's Summaries, whose summary Import then stores with the session.
+func (s *Store) ImportsSummariesOf(sums summary.Store) bool { return s.own(sums) }
 
 // Import implements store.Importer in one critical section: the session
 // is created with every message (each keeping its CreatedAt, now when
 // zero) or not at all. sum is called with the new epoch and sequence
-// numbers; as the store keeps no summaries its result is not stored.
+// numbers; its result, when not nil, is stored as the session's summary
+// (Summaries).
 func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
 	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
 	stored, err := prepared(ctx, msgs)
@@ -62,7 +63,12 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 		sess.msgs = stored
 		sess.lastActivity = last
 		if sum != nil {
-			sum(sess.epoch, seqs)
+			if sm := sum(sess.epoch, seqs); sm != nil {
+				if err := sess.store(*sm, now); err != nil {
+					s.remove(sess)
+					return store.AppendResult{}, err
+				}
+			}
 		}
 		return store.AppendResult{Total: len(stored), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
 	}()
@@ -71,13 +77,14 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 	return res, err
 }
 
-// ForgetsSummariesOf implements store.Forgetter: the in-memory store
-// keeps no summaries, so it is always false.
-func (s *Store) ForgetsSummariesOf(summary.Store) bool { return false }
+// ForgetsSummariesOf implements store.Forgetter: true when sums is this
+// store's Summaries, whose summary Forget then rewrites.
+func (s *Store) ForgetsSummariesOf(sums summary.Store) bool { return s.own(sums) }
 
 // Forget implements store.Forgetter in one critical section: every
 // message named by seqs is removed, or, when one of them is not the
-// session's, none is (store.ErrUnknownMessage).
+// session's, none is (store.ErrUnknownMessage); the session's summary
+// (Summaries) is replaced by what clean returns for it.
 func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
 	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
 	if err := ctx.Err(); err != nil {
@@ -100,7 +107,16 @@ func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int
 		}
 	}
 	if clean != nil {
-		clean(nil, sess.epoch, erased)
+		var cur *summary.Summary
+		if sess.sum != nil {
+			c := sess.sum.Clone()
+			cur = &c
+		}
+		if next := clean(cur, sess.epoch, erased); next != nil && cur != nil {
+			if err := sess.store(*next, time.Now()); err != nil {
+				return err
+			}
+		}
 	}
 	sess.msgs = slices.DeleteFunc(sess.msgs, func(m store.Message) bool { return slices.Contains(seqs, m.Seq) })
 	sess.firstUser, sess.hasUser = "", false

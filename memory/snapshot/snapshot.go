@@ -177,9 +177,13 @@ func (s *Snapshot) Validate(maxBytes int) error {
 			}
 			texts = append(texts, f.Key, f.Value, f.PreviousValue)
 		}
-		for i, f := range sm.Forgotten {
-			if len(f.Digest) != 64 || f.Runes <= 0 || f.Seq < 0 || f.Roll > 1<<53-1 {
-				bad("summary.forgotten[%d]: want a hex SHA-256 digest, a positive length, a 53-bit roll and a non-negative seq", i)
+		if len(sm.Forgotten) > summary.DefaultMaxForgotten {
+			bad("summary.forgotten: %d entries, at most %d", len(sm.Forgotten), summary.DefaultMaxForgotten)
+		} else {
+			for i, f := range sm.Forgotten {
+				if !f.Valid() {
+					bad("summary.forgotten[%d]: want keyed hex digests with 1 to 32 words (or a legacy SHA-256 digest, length and 53-bit roll) and a non-negative seq", i)
+				}
 			}
 		}
 		for _, t := range texts {
@@ -235,13 +239,21 @@ func FromStored(m store.Message) Message {
 	return out
 }
 
-// FromSummary is s in a snapshot's form; nil for nil.
+// FromSummary is s in a snapshot's form; nil for nil. Forgotten entries
+// made before keyed digests (an unkeyed SHA-256 and a rolling hash, which
+// a guess can be tested against) are left out: an export never lets
+// anyone recover a forgotten value.
 func FromSummary(s *summary.Summary) *Summary {
 	if s == nil {
 		return nil
 	}
 	out := &Summary{Narrative: s.Narrative, Facts: []Fact{}, UpToSeq: s.UpToSeq,
-		Forgotten: append([]summary.Forgotten(nil), s.Forgotten...), CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
+		CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
+	for _, f := range s.Forgotten {
+		if f.Words > 0 { // keyed
+			out.Forgotten = append(out.Forgotten, f)
+		}
+	}
 	for _, f := range s.Facts {
 		sf := Fact{Key: f.Key, Value: f.Value, Category: string(f.Category), FirstSeq: f.FirstSeq,
 			LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, PreviousValue: f.Previous, Stated: f.Stated}
@@ -273,8 +285,11 @@ func (m seqMap) at(seq int64) int64 {
 // SummaryFor is the snapshot's summary for the session's new incarnation
 // epoch in a store that gave the snapshot's messages (sequence numbers
 // old, ascending) the sequence numbers new: the cursor and provenance are
-// mapped so that they cover exactly the messages they covered. It is nil
-// when the snapshot has no summary or an empty one.
+// mapped so that they cover exactly the messages they covered. Forgotten
+// entries keyed with the exporting session's secret, which no snapshot
+// carries, could never be matched here: they are left out (legacy,
+// unkeyed entries are kept). It is nil when the snapshot has no summary
+// or an empty one.
 func (s *Snapshot) SummaryFor(epoch int64, old, new []int64) *summary.Summary {
 	sm := seqMap{old: old, new: new}
 	if s.Summary == nil {
@@ -289,6 +304,9 @@ func (s *Snapshot) SummaryFor(epoch int64, old, new []int64) *summary.Summary {
 			Pinned: f.Pinned, Previous: f.PreviousValue, Stated: f.Stated})
 	}
 	for _, f := range src.Forgotten {
+		if f.Words > 0 { // keyed
+			continue
+		}
 		f.Seq = sm.at(f.Seq)
 		out.Forgotten = append(out.Forgotten, f)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +100,7 @@ func TestSummarizeRequestAndReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Narrative != "Customer reported order #A-7731 broken; refund offered." || len(res.Facts) != 2 ||
-		res.Facts[0] != (summary.Fact{Key: "order_id", Value: "#A-7731", Category: summary.Entity}) ||
+		!reflect.DeepEqual(res.Facts[0], summary.Fact{Key: "order_id", Value: "#A-7731", Category: summary.Entity}) ||
 		res.Facts[1].Category != summary.Numeric {
 		t.Fatalf("result = %+v", res)
 	}

@@ -1,0 +1,2 @@
+-- Undo 000008_erasures.up.sql.
+ALTER TABLE strata_sessions DROP COLUMN IF EXISTS erasures;

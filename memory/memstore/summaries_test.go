@@ -1,0 +1,79 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/strata-go/strata/memory/memstore"
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// Summaries keeps each summary in its session: it follows the
+// summary.Store contract, refuses a summary for a session that is not
+// live (or of another incarnation), and a summary goes with its session —
+// and only with it: one user's new sessions past the bounds evict that
+// user's own sessions, never another user's summaries.
+func TestSummariesLiveInTheirSessions(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.WithMaxSessions(20), memstore.WithMaxSessionsPerUser(5))
+	sums := s.Summaries()
+	if err := sums.Save(ctx, summary.Summary{SessionID: "nobody", Narrative: "n", UpToSeq: 1}); !errors.Is(err, summary.ErrSessionGone) {
+		t.Fatalf("save for no session: %v, want ErrSessionGone", err)
+	}
+	create := func(id, user string) int64 {
+		t.Helper()
+		res, err := s.Append(ctx, id, user, store.Message{Role: store.RoleUser, Content: "hi"})
+		if errors.Is(err, store.ErrNotFound) {
+			if err = s.Create(ctx, id, user); err == nil {
+				res, err = s.Append(ctx, id, user, store.Message{Role: store.RoleUser, Content: "hi"})
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Epoch
+	}
+	epoch := create("a1", "alice")
+	sm := summary.Summary{SessionID: "a1", Epoch: epoch, Narrative: "n1", UpToSeq: 5,
+		Facts: []summary.Fact{{Key: "k", Value: "v", Sources: []int64{1}}}, Forgotten: []summary.Forgotten{{Digest: "x"}}}
+	if err := sums.Save(ctx, summary.Summary{SessionID: "a1", Epoch: epoch + 100, Narrative: "n", UpToSeq: 1}); !errors.Is(err, summary.ErrSessionGone) {
+		t.Fatalf("save for another incarnation: %v, want ErrSessionGone", err)
+	}
+	if err := sums.Save(ctx, sm); err != nil {
+		t.Fatal(err)
+	}
+	sm.Facts[0].Sources[0] = 99 // the store keeps its own copy
+	if err := sums.Save(ctx, summary.Summary{SessionID: "a1", Epoch: epoch, Narrative: "old", UpToSeq: 4}); !errors.Is(err, summary.ErrStale) {
+		t.Fatalf("a lower cursor: %v, want ErrStale", err)
+	}
+	got, err := sums.Get(ctx, "a1")
+	if err != nil || got == nil || got.Version != 1 || got.Narrative != "n1" || got.Facts[0].Sources[0] != 1 || len(got.Forgotten) != 1 {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	// bob fills his bound many times over: alice's summary stays.
+	for i := range 50 {
+		id := fmt.Sprintf("b%d", i)
+		ep := create(id, "bob")
+		if err := sums.Save(ctx, summary.Summary{SessionID: id, Epoch: ep, Narrative: "bob's", UpToSeq: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := sums.Get(ctx, "a1"); err != nil || got == nil || got.Narrative != "n1" {
+		t.Fatalf("bob's sessions evicted alice's summary: %+v, %v", got, err)
+	}
+	// A deleted session's summary goes with it, and a re-created session
+	// starts without one.
+	if err := s.Delete(ctx, "a1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	create("a1", "alice")
+	if got, err := sums.Get(ctx, "a1"); err != nil || got != nil {
+		t.Fatalf("a re-created session has the old summary: %+v, %v", got, err)
+	}
+	if !s.ForgetsSummariesOf(sums) || !s.ImportsSummariesOf(sums) || s.ForgetsSummariesOf(summary.NewInMemoryStore(0)) {
+		t.Fatal("the store does not recognise its own summary store")
+	}
+}

@@ -1,0 +1,4 @@
+package summary
+
+// NarrativeSentences exposes sentences to the tests.
+var NarrativeSentences = sentences
