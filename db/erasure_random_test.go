@@ -35,6 +35,16 @@ func TestToolErasure(t *testing.T) {
 	})
 }
 
+// TestToolCallErasure: the results answering an erased call go with it,
+// on PostgreSQL.
+func TestToolCallErasure(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	memorytest.RunToolCallErasure(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	})
+}
+
 // A Forget run by a process with summaries off (strata forget, or serve
 // configured so) cleans the stored summary all the same: a replica with
 // summaries on never shows what it held.

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -119,6 +120,11 @@ SELECT user_id, epoch FROM strata_sessions WHERE session_id = $1 AND deleted_at 
 const forgetReadSQL = `
 SELECT ` + messageColumns + ` FROM strata_messages WHERE session_id = $1 AND seq = ANY($2::bigint[]) ORDER BY seq`
 
+// forgetNextSQL reads the $3 messages after seq $2: where the results
+// answering an erased tool call are.
+const forgetNextSQL = `
+SELECT ` + messageColumns + ` FROM strata_messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+
 // forgetSummarySQL reads the session's summary, locked for its rewrite.
 const forgetSummarySQL = `
 SELECT session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at
@@ -158,7 +164,8 @@ UPDATE strata_session_index
 
 // Forget implements store.Forgetter in one transaction, under the
 // session's row lock: the ownership check, the check that every seq is
-// one of the session's messages, the rewrite of the summary clean returns
+// one of the session's messages, the tool results answering an erased call
+// added to the erasure (store.ToolResultsOf), the rewrite of the summary clean returns
 // (when clean is not nil; it is given the stored summary of any epoch, or
 // nil), the deletion of the messages with the session's counters and
 // listing preview, and the reset of its catalogue document
@@ -204,6 +211,34 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 			return fmt.Errorf("db: forget in session %q: seq %d: %w", sessionID, q, store.ErrUnknownMessage)
 		}
 	}
+	// The results answering an erased call go with it, read under the
+	// same row lock (appends take it too).
+	seqs = slices.Clone(seqs)
+	for _, call := range slices.Clone(erased) {
+		if len(call.ToolCalls) == 0 {
+			continue
+		}
+		var next []messageRow
+		if err := tx.SelectContext(ctx, &next, forgetNextSQL, sessionID, call.Seq, len(call.ToolCalls)); err != nil {
+			return fail("read tool results", err)
+		}
+		after := make([]store.Message, 0, len(next))
+		for _, r := range next {
+			m, err := r.message()
+			if err != nil {
+				return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
+			}
+			after = append(after, m)
+		}
+		for _, r := range store.ToolResultsOf(call, after) {
+			if !slices.Contains(seqs, r.Seq) {
+				seqs = append(seqs, r.Seq)
+				erased = append(erased, r)
+			}
+		}
+	}
+	slices.Sort(seqs)
+	slices.SortFunc(erased, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	if clean != nil {
 		var r summaryRow
 		var cur *summary.Summary

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/strata-go/strata/memory/store"
@@ -29,6 +30,12 @@ import (
 // on, when the message store keeps the summaries (PostgreSQL; the
 // in-memory store's Summaries): a process running only erasures
 // (strata forget) leaves nothing behind for a replica with summaries on.
+//
+// Erasing an assistant message with tool calls erases the tool results
+// answering them too (store.ToolResultsOf): no provider accepts a result
+// without its call, and the session's export would not import. Erasing a
+// result alone keeps its call (the view then leaves the incomplete tool
+// round out, as the trimmer does for any).
 //
 // Ownership is checked as everywhere (ErrNotFound, ErrNotOwner). A seq
 // that is not one of the session's messages returns an error wrapping
@@ -113,6 +120,22 @@ func (m *Manager) messagesAt(ctx context.Context, sessionID, owner string, seqs 
 			return nil, 0, fmt.Errorf("seq %d: %w", q, store.ErrUnknownMessage)
 		}
 		out = append(out, msgs[i])
+	}
+	// The results answering an erased call go with it (the store's Forget
+	// erases them too): what was derived from them is cleaned as well.
+	for _, call := range slices.Clone(out) {
+		if len(call.ToolCalls) == 0 {
+			continue
+		}
+		after, err := m.store.Range(ctx, sessionID, owner, call.Seq, math.MaxInt64, len(call.ToolCalls))
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range store.ToolResultsOf(call, after) {
+			if !slices.ContainsFunc(out, func(msg store.Message) bool { return msg.Seq == r.Seq }) {
+				out = append(out, r)
+			}
+		}
 	}
 	return out, t.Epoch, nil
 }

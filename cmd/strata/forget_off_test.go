@@ -43,7 +43,7 @@ func TestForgetCLIWithSummariesOff(t *testing.T) {
 	}
 	code, out, errOut := cli(t, "forget", "--set", "arc.reactor.memory.datasource.url="+schema.URL,
 		"--set", "arc.reactor.memory.summary.enabled=false", "--user", "alice", "s1", fmt.Sprint(msgs[2].Seq))
-	if code != 0 || !strings.Contains(out, "erased 1 messages") {
+	if code != 0 || !strings.Contains(out, "erased 1 message of session s1") {
 		t.Fatalf("forget: exit %d %q %q", code, out, errOut)
 	}
 	s, err := sums.Get(ctx, "s1")

@@ -622,6 +622,85 @@ func RunToolErasure(t *testing.T, newStores func(t *testing.T) Stores) {
 	}
 }
 
+// RunToolCallErasure checks that erasing an assistant message with tool
+// calls erases the results answering them (store.ToolResultsOf) and
+// nothing else, that erasing one result alone keeps its call, and that the
+// session's export imports again afterwards (no result is left without
+// its call).
+func RunToolCallErasure(t *testing.T, newStores func(t *testing.T) Stores) {
+	ctx := t.Context()
+	c := erasureCase{pol: memory.PolicyChunked, kind: "extractive", offB: "on"}
+	r := c.replica(t, newStores(t), true)
+	tok := token(t)
+	session, user := "call-"+tok, "user-"+tok
+	call := func(ids ...string) llms.AIChatMessage {
+		var tcs []llms.ToolCall
+		for _, id := range ids {
+			tcs = append(tcs, llms.ToolCall{ID: id, Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "charge", Arguments: `{"card":"4111 1111 1111 1111"}`}})
+		}
+		return llms.AIChatMessage{ToolCalls: tcs}
+	}
+	if err := r.mgr.SaveMessages(ctx, session, user,
+		llms.HumanChatMessage{Content: "Charge my card, please."},
+		call("c1", "c2"),
+		llms.ToolChatMessage{ID: "c2", Content: `{"ok":true,"card":"4111 1111 1111 1111"}`},
+		llms.ToolChatMessage{ID: "c1", Content: `{"ok":true}`},
+		llms.AIChatMessage{Content: "Both charges went through."},
+		call("c3"),
+		llms.ToolChatMessage{ID: "c3", Content: `{"receipt":"R-1"}`},
+		llms.AIChatMessage{Content: "Here is the receipt."}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := r.mgr.Messages(ctx, session, user, 0, 0)
+	if err != nil || len(msgs) != 8 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+	seq := func(i int) int64 { return msgs[i].Seq }
+	left := func() []int64 {
+		t.Helper()
+		got, err := r.mgr.Messages(ctx, session, user, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, m := range got {
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	// A result alone: its call stays.
+	if err := r.mgr.Forget(ctx, session, user, seq(6)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), []int64{seq(0), seq(1), seq(2), seq(3), seq(4), seq(5), seq(7)}; !slices.Equal(got, want) {
+		t.Fatalf("after erasing a result: %v, want %v", got, want)
+	}
+	// A call: both its results go with it, the answer after them stays.
+	if err := r.mgr.Forget(ctx, session, user, seq(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), []int64{seq(0), seq(4), seq(5), seq(7)}; !slices.Equal(got, want) {
+		t.Fatalf("after erasing a call: %v, want %v", got, want)
+	}
+	snap, err := r.mgr.Export(ctx, session, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Messages {
+		if strings.Contains(m.Content, "4111") {
+			t.Fatalf("the export still holds an erased result: %+v", m)
+		}
+	}
+	snap.SessionID = session + "-again"
+	if err := r.mgr.Import(ctx, snap); err != nil {
+		t.Fatalf("the export of a session whose call was erased does not import: %v", err)
+	}
+	if got, err := r.mgr.Messages(ctx, snap.SessionID, user, 0, 0); err != nil || len(got) != 4 {
+		t.Fatalf("imported %d messages, %v; want 4", len(got), err)
+	}
+}
+
 // forgetFacts erases with ForgetFact every fact of the session's summary
 // that holds a form of a secret, and checks that those secrets stay out of
 // the summary (as shown and as stored) and of the model's facts and

@@ -43,6 +43,18 @@ func TestToolErasure(t *testing.T) {
 	})
 }
 
+// TestToolCallErasure: the results answering an erased call go with it
+// (see memorytest.RunToolCallErasure), with either summary store.
+func TestToolCallErasure(t *testing.T) {
+	memorytest.RunToolCallErasure(t, func(*testing.T) memorytest.Stores {
+		ms := memstore.New()
+		return memorytest.Stores{Messages: ms, Summaries: ms.Summaries(), Index: catalog.NewMemoryIndex()}
+	})
+	memorytest.RunToolCallErasure(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: memstore.New(), Summaries: summary.NewInMemoryStore(0), Index: catalog.NewMemoryIndex()}
+	})
+}
+
 // TestErasureSummariesInSessions runs the erasure scenarios with the
 // summaries kept in their sessions (Store.Summaries): messages and
 // summary change in one critical section.

@@ -82,7 +82,8 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 func (s *Store) ForgetsSummariesOf(sums summary.Store) bool { return s.own(sums) }
 
 // Forget implements store.Forgetter in one critical section: every
-// message named by seqs is removed, or, when one of them is not the
+// message named by seqs is removed, with the tool results answering an
+// erased call (store.ToolResultsOf), or, when one of them is not the
 // session's, none is (store.ErrUnknownMessage); the session's summary
 // (Summaries) is replaced by what clean returns for it.
 func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
@@ -105,6 +106,11 @@ func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int
 		if !slices.ContainsFunc(erased, func(m store.Message) bool { return m.Seq == q }) {
 			erased = append(erased, sess.msgs[i].Clone())
 		}
+		for _, r := range store.ToolResultsOf(sess.msgs[i], sess.msgs[i+1:]) {
+			if !slices.ContainsFunc(erased, func(m store.Message) bool { return m.Seq == r.Seq }) {
+				erased = append(erased, r.Clone())
+			}
+		}
 	}
 	if clean != nil {
 		var cur *summary.Summary
@@ -118,7 +124,9 @@ func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int
 			}
 		}
 	}
-	sess.msgs = slices.DeleteFunc(sess.msgs, func(m store.Message) bool { return slices.Contains(seqs, m.Seq) })
+	sess.msgs = slices.DeleteFunc(sess.msgs, func(m store.Message) bool {
+		return slices.ContainsFunc(erased, func(e store.Message) bool { return e.Seq == m.Seq })
+	})
 	sess.firstUser, sess.hasUser = "", false
 	for _, m := range sess.msgs {
 		if m.Role == store.RoleUser {

@@ -8,5 +8,5 @@ import (
 
 // The store contract stays small and documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 34) // + ParticipantLister, NormalTime
+	testutil.CheckExports(t, ".", 35) // + ParticipantLister, NormalTime, ToolResultsOf
 }

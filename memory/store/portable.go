@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/summary"
 )
@@ -59,7 +62,33 @@ type Forgetter interface {
 	// clean with the session's stored summary (nil when none or when
 	// ForgetsSummariesOf is false), its epoch, and the messages to erase;
 	// when it returns a non-nil summary that summary replaces the stored
-	// one (cursor kept). Either all of it happens or none of it.
+	// one (cursor kept). The erasure of an assistant message with tool
+	// calls erases the tool results answering them too (ToolResultsOf), in
+	// the same step and among the messages given to clean: without their
+	// call no provider accepts them, and an export of the session would
+	// not import. Either all of it happens or none of it.
 	Forget(ctx context.Context, sessionID, userID string, seqs []int64,
 		clean func(sum *summary.Summary, epoch int64, erased []Message) *summary.Summary) error
+}
+
+// ToolResultsOf returns the tool results among after that answer call's
+// tool calls: after are the messages that follow call in its session,
+// oldest first, and the results are the run of tool messages right after
+// call whose ToolCallID names one of its calls (the run stops at the first
+// other message). A message without tool calls answers to nothing. A
+// Forgetter erases them with their call.
+func ToolResultsOf(call Message, after []Message) []Message {
+	if len(call.ToolCalls) == 0 {
+		return nil
+	}
+	var out []Message
+	for _, m := range after {
+		if m.Role != RoleTool {
+			break
+		}
+		if slices.ContainsFunc(call.ToolCalls, func(tc llms.ToolCall) bool { return tc.ID == m.ToolCallID }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
