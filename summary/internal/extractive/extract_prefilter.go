@@ -80,8 +80,8 @@ var (
 			"tracking", "ref", "return", "rma", "claim", "account", "membership", "policy", "warranty")
 	}
 	needAmount = func(f folded) bool {
-		return f.digits > 0 && f.has("$", "€", "£", "¥", "₩", "usd", "eur", "gbp", "krw", "jpy", "cny", "cad", "aud",
-			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "buck")
+		return f.digits > 0 && f.has("$", "€", "£", "¥", "₩", "￥", "usd", "eur", "gbp", "krw", "jpy", "cny", "rmb", "cad", "aud",
+			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "yuan", "buck", "원", "円", "元", "圆", "块")
 	}
 	// A date is ISO ("-"), with slashes, or has a month's name.
 	needDate = func(f folded) bool {
@@ -97,5 +97,37 @@ var (
 				"room", "unit", "piece", "box", "people", "person", "guest", "pair")
 	}
 	needRoleName  = func(f folded) bool { return f.has("name") }
-	needSelfIntro = func(f folded) bool { return f.has("name", "i'm", "i’m", "i am", "this is", "call me") }
+	needSelfIntro = func(f folded) bool {
+		return f.has("name", "i'm", "i’m", "i am", "this is", "call me", "appelle", "mon nom", "ich hei", "llamo", "nombre", "chiamo")
+	}
+)
+
+// The prefilters of the extractors for Korean, Japanese, Chinese and
+// continental European text (extract_intl.go).
+var (
+	needKoAddress = func(f folded) bool { return f.digits > 0 && f.has("로", "길") }
+	needZhAddress = func(f folded) bool { return f.digits > 0 && f.has("号") }
+	needJaAddress = func(f folded) bool {
+		return f.digits > 0 && f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
+	}
+	needEUStreetAddress = func(f folded) bool {
+		return f.digits > 0 && f.has("straße", "strasse", "str.", "weg", "gasse", "allee", "platz", "damm", "ufer")
+	}
+	needRomanceAddress = func(f folded) bool {
+		return f.digits > 0 && f.has("rue", "avenue", "boulevard", "bd", "place", "chemin", "all", "impasse", "quai", "route",
+			"cours", "calle", "avenida", "paseo", "plaza", "via", "viale", "piazza", "corso", "rua")
+	}
+	needIntlID = func(f folded) bool {
+		return f.digits > 0 && f.has("주문", "예약", "운송장", "송장", "배송", "티켓", "문의", "접수", "회원", "계좌", "환불", "반품",
+			"注文", "予約", "問", "追跡", "配送", "伝票", "会員", "チケット", "返品",
+			"订单", "訂單", "预订", "預訂", "预约", "快递", "运单", "物流", "工单", "会员", "退货", "退款",
+			"bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reservierung",
+			"commande", "servation", "suivi", "facture", "pedido", "reserva", "seguimiento", "factura", "ordine", "prenotazione")
+	}
+	needKoName  = func(f folded) bool { return f.has("님", "씨") }
+	needJaName  = func(f folded) bool { return f.has("様", "さま", "さん", "先生", "殿") }
+	needZhName  = func(f folded) bool { return f.has("先生", "女士", "小姐", "老师", "老師") }
+	needKoIntro = func(f folded) bool { return f.has("입니다", "이에요", "예요", "이고", "라고") }
+	needJaIntro = func(f folded) bool { return f.has("申します", "といいます", "と言います", "名前は") }
+	needZhIntro = func(f folded) bool { return f.has("我叫", "我的名字", "我是", "本人") }
 )

@@ -3,6 +3,7 @@ package extractive
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -13,6 +14,10 @@ import (
 // around it: whose phone or address it is, what a date is for, which
 // clause states a preference, who introduced themselves.
 
+// clauseStops end a clause for clauseBefore: sentence ends, including the
+// full-width ones of Chinese and Japanese, and line breaks.
+const clauseStops = ".!?\n。！？"
+
 // clauseBefore returns the lower-cased text of the clause that ends at s
 // (back to the previous sentence end or line break), at most max bytes.
 func clauseBefore(text string, s, max int) string {
@@ -20,15 +25,16 @@ func clauseBefore(text string, s, max int) string {
 	if len(before) > 2*max { // bound the work: only the nearby text matters
 		before = before[len(before)-2*max:]
 	}
-	if i := strings.LastIndexAny(before, ".!?\n"); i >= 0 {
+	if i := strings.LastIndexAny(before, clauseStops); i >= 0 {
 		// A period inside a number or a domain ("4.50", "example.com") is
 		// not a sentence end: only cut at one followed by a space.
 		for i >= 0 && i+1 < len(before) && before[i] == '.' && before[i+1] != ' ' {
-			j := strings.LastIndexAny(before[:i], ".!?\n")
+			j := strings.LastIndexAny(before[:i], clauseStops)
 			i = j
 		}
 		if i >= 0 {
-			before = before[i+1:]
+			_, n := utf8.DecodeRuneInString(before[i:])
+			before = before[i+n:]
 		}
 	}
 	if len(before) > max {
@@ -41,7 +47,7 @@ func clauseBefore(text string, s, max int) string {
 // clause, at most max bytes.
 func clauseAfter(text string, e, max int) string {
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;\n"); i >= 0 {
+	if i := strings.IndexAny(after, ".!?;\n。！？；"); i >= 0 {
 		after = after[:i]
 	}
 	if len(after) > max {
@@ -66,10 +72,10 @@ var (
 // whose latest value wins) or other (numbered under the family key).
 func ownership(text string, s, e int, role llms.ChatMessageType) (stale, self bool) {
 	before := clauseBefore(text, s, 80)
-	if staleCue.MatchString(before) {
+	if staleCue.MatchString(before) || staleCueIntl.MatchString(before) {
 		return true, false
 	}
-	if otherPartyCue.MatchString(before) {
+	if otherPartyCue.MatchString(before) || otherPartyCueIntl.MatchString(before) {
 		return false, false
 	}
 	switch role {
@@ -153,7 +159,14 @@ func buildAddress(text string, m []int, role llms.ChatMessageType) (finding, boo
 	if strings.HasSuffix(v, ".") && !suffixAbbrevRE.MatchString(v) {
 		v = strings.TrimSuffix(v, ".")
 	}
-	e = s + len(v)
+	return addressFinding(text, s, s+len(v), v, role)
+}
+
+// addressFinding builds the finding for the address v at text[s:e] said
+// by role: the user's own goes to its slot (delivery_address, or
+// billing_address, work_address when so called), anyone else's to
+// location; a superseded one is none.
+func addressFinding(text string, s, e int, v string, role llms.ChatMessageType) (finding, bool) {
 	stale, self := ownership(text, s, e, role)
 	if stale {
 		return finding{}, false
@@ -161,9 +174,9 @@ func buildAddress(text string, m []int, role llms.ChatMessageType) (finding, boo
 	before := clauseBefore(text, s, 80)
 	f := finding{start: s, end: e, kind: "address", value: v, cat: Entity}
 	switch {
-	case strings.Contains(before, "billing") || strings.Contains(before, "bill "):
+	case strings.Contains(before, "billing") || strings.Contains(before, "bill ") || billingCueIntl.MatchString(before):
 		f.base = "billing_address"
-	case strings.Contains(before, "work") || strings.Contains(before, "office address"):
+	case strings.Contains(before, "work") || strings.Contains(before, "office address") || workCueIntl.MatchString(before):
 		f.base = "work_address"
 	default:
 		f.base = "delivery_address"

@@ -498,17 +498,16 @@ func group(text string, m []int, i int) (string, int, int) {
 }
 
 // standalone reports whether text[s:e] is not glued to a neighbouring
-// letter or digit.
+// digit or letter (a Han, kana or Hangul letter does not glue: those
+// scripts write values against their words, "ORD-58213이고", "100号").
 func standalone(text string, s, e int) bool {
 	if s > 0 {
-		r, _ := utf8.DecodeLastRuneInString(text[:s])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if r, _ := utf8.DecodeLastRuneInString(text[:s]); glues(r) {
 			return false
 		}
 	}
 	if e < len(text) {
-		r, _ := utf8.DecodeRuneInString(text[e:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if r, _ := utf8.DecodeRuneInString(text[e:]); glues(r) {
 			return false
 		}
 	}
@@ -516,9 +515,17 @@ func standalone(text string, s, e int) bool {
 }
 
 const (
-	numberPattern   = `\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`
-	currencyCodes   = `USD|EUR|GBP|KRW|JPY|CNY|CAD|AUD|CHF|INR|SGD|HKD`
-	currencyWords   = `dollars?|euros?|pounds?|won|yen|bucks`
+	// numberPattern is a number as written in English (1,240.50) or on
+	// the continent (1.240,50; 49,90).
+	numberPattern = `\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d{1,2})?|\d+,\d{1,2}|\d+(?:\.\d+)?`
+	currencyCodes = `USD|EUR|GBP|KRW|JPY|CNY|RMB|CAD|AUD|CHF|INR|SGD|HKD`
+	currencyWords = `dollars?|euros?|pounds?|won|yen|yuan|bucks`
+	// cjkMultiplier is a Korean, Japanese or Chinese multiplier between a
+	// number and its currency (3만 원, 12万円, 5千円, 2억 원).
+	cjkMultiplier = `(?:[천千]?[만万億亿억]|[천千])`
+	// unitCurrencies are currencies written after the number without a
+	// word boundary: 원, 円, 元 (圆, 块), €.
+	unitCurrencies  = `원|円|元|圆|块|€`
 	monthPattern    = `(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)`
 	namePattern     = `\p{Lu}\p{Ll}[\p{L}'’-]*(?:\s+\p{Lu}\p{Ll}[\p{L}'’-]*){0,2}`
 	quantityNumbers = `\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten`
@@ -550,6 +557,11 @@ var extractors = []extractor{
 		},
 	},
 	{re: addressRE, need: needDigit, build: buildAddress},
+	{re: koAddressRE, need: needKoAddress, build: buildKoAddress},
+	{re: zhAddressRE, need: needZhAddress, build: buildCJKAddress},
+	{re: jaAddressRE, need: needJaAddress, build: buildCJKAddress},
+	{re: euStreetAddressRE, need: needEUStreetAddress, build: buildEUAddress},
+	{re: romanceAddressRE, need: needRomanceAddress, build: buildEUAddress},
 	{re: preferenceRE, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman}, need: needPreference, build: buildPreference},
 	{re: productRE, need: needProduct, build: buildProduct},
 	{ // identifiers next to a context word
@@ -567,9 +579,13 @@ var extractors = []extractor{
 			return finding{start: s, end: e, kind: "id", base: idKey(word), value: v, cat: Entity}, true
 		},
 	},
+	{re: intlIDRE, need: needIntlID, build: buildIntlID},
 	{ // amounts with a currency
 		need: needAmount,
-		re:   regexp.MustCompile(`(?:US\$|[$€£¥₩])\s?(?:` + numberPattern + `)|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
+		re: regexp.MustCompile(`(?:US\$|[$€£¥₩￥])\s?(?:` + numberPattern + `)(?:\s?` + cjkMultiplier + `)?(?:\s?(?:` + unitCurrencies + `))?` +
+			`|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)` +
+			`|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b` +
+			`|\b(?:` + numberPattern + `)\s?(?:` + cjkMultiplier + `\s?)?(?:` + unitCurrencies + `)`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			if !standalone(text, m[0], m[1]) {
 				return finding{}, false
@@ -635,10 +651,18 @@ var extractors = []extractor{
 	},
 	{ // self-introductions
 		need:  needSelfIntro,
-		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
+		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me` + intlSelfIntro + `))\s+(` + namePattern + `)`),
 		roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI},
 		build: buildSelfIntro,
 	},
+	// Names in Korean, Japanese and Chinese: with an honorific, then in a
+	// self-introduction.
+	{re: koNameRE, need: needKoName, build: buildKoName},
+	{re: jaNameRE, need: needJaName, build: buildJaName},
+	{re: zhNameRE, need: needZhName, build: buildZhName},
+	{re: koIntroRE, need: needKoIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildKoIntro},
+	{re: jaIntroRE, need: needJaIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildJaIntro},
+	{re: zhIntroRE, need: needZhIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildZhIntro},
 }
 
 // validID accepts an identifier: it contains a digit, its letters are
@@ -718,7 +742,7 @@ func amountKey(text string, s, e int) string {
 		before = before[i+1:]
 	}
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;,\n"); i >= 0 {
+	if i := strings.IndexAny(after, ".!?;,\n。！？、，"); i >= 0 {
 		after = after[:i]
 	}
 	key, dist := "amount", -1
@@ -734,6 +758,11 @@ func amountKey(text string, s, e int) string {
 			break
 		}
 		if k := amountWordKey(w); k != "" {
+			return k
+		}
+	}
+	if dist < 0 {
+		if k := intlAmountKey(text, s); k != "" {
 			return k
 		}
 	}

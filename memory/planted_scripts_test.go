@@ -1,0 +1,380 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+// This file is the planted-fact probe in Korean, Japanese and Chinese:
+// six values said once by the user (an order id, an amount with its unit,
+// an e-mail, a phone number, a street address and a person's name), then
+// 50 and 200 turns of unrelated talk in the same language, through the
+// Manager with the in-memory stores and the offline extractive
+// summarizer, under both policies. What counts is what the model is shown
+// (LoadHistory): at least five of the six values must be in it, as
+// written. Values, their phrasing and the filler are drawn from a seeded
+// generator (the seed is logged; replay with -strata.seed or
+// STRATA_PROPERTY_SEED).
+
+// plantedValues are the six values of one probe run, as said.
+type plantedValues struct {
+	order, amount, email, phone, address, name string
+}
+
+func (p plantedValues) list() [][2]string {
+	return [][2]string{{"order id", p.order}, {"amount", p.amount}, {"email", p.email}, {"phone", p.phone}, {"address", p.address}, {"name", p.name}}
+}
+
+// scriptProbe is one language's probe: how its values are drawn and
+// said, what the assistant answers (never repeating a value), and its
+// filler.
+type scriptProbe struct {
+	lang string
+	// plant draws the values and the opening turns (user, assistant) that
+	// say each of them once.
+	plant func(rng *rand.Rand) (plantedValues, [][2]string)
+	// filler draws one turn of unrelated talk.
+	filler func(rng *rand.Rand) [2]string
+}
+
+func pick[T any](rng *rand.Rand, xs ...T) T { return xs[rng.IntN(len(xs))] }
+
+// grouped writes n with thousands separators ("129,990").
+func grouped(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func randomEmail(rng *rand.Rand) string {
+	return fmt.Sprintf("%s.%s%d@%s", pick(rng, "minji", "haru", "wei", "yuki", "jisoo", "lin", "sora", "hana"),
+		pick(rng, "kim", "tanaka", "wang", "park", "sato", "chen", "lee", "ito"), rng.IntN(100),
+		pick(rng, "example.com", "mail.example.co.kr", "example.jp", "example.cn", "corp.example.net"))
+}
+
+func randomOrder(rng *rand.Rand, prefixes ...string) string {
+	return pick(rng,
+		fmt.Sprintf("%s-%05d", pick(rng, prefixes...), 10000+rng.IntN(90000)),
+		fmt.Sprintf("%s%08d", pick(rng, prefixes...), rng.IntN(100000000)),
+		fmt.Sprintf("%d-%04d-%04d", 2020+rng.IntN(7), rng.IntN(10000), rng.IntN(10000)))
+}
+
+// hasFinalConsonant reports whether a Hangul syllable ends in a consonant
+// (it takes 이에요 rather than 예요).
+func hasFinalConsonant(s string) bool {
+	r := []rune(s)
+	last := r[len(r)-1]
+	return last >= 0xAC00 && last <= 0xD7A3 && (last-0xAC00)%28 != 0
+}
+
+var koreanProbe = scriptProbe{
+	lang: "Korean",
+	plant: func(rng *rand.Rand) (plantedValues, [][2]string) {
+		name := pick(rng, "김", "이", "박", "최", "정", "강", "윤", "한") + pick(rng, "민지", "서준", "지우", "하은", "도윤", "수아", "예준", "지민")
+		p := plantedValues{
+			order: randomOrder(rng, "ORD", "KR", "A"),
+			amount: pick(rng,
+				grouped(1000*(1+rng.IntN(999))-10*rng.IntN(2))+"원",
+				"₩"+grouped(1000*(1+rng.IntN(999))),
+				fmt.Sprintf("%d만 원", 1+rng.IntN(99)),
+				fmt.Sprintf("%d만원", 1+rng.IntN(99))),
+			email: randomEmail(rng),
+			phone: pick(rng,
+				fmt.Sprintf("010-%04d-%04d", rng.IntN(10000), rng.IntN(10000)),
+				fmt.Sprintf("+82 10-%04d-%04d", rng.IntN(10000), rng.IntN(10000))),
+			address: pick(rng,
+				fmt.Sprintf("서울시 강남구 테헤란로 %d", 1+rng.IntN(500)),
+				fmt.Sprintf("부산시 해운대구 해운대로 %d", 1+rng.IntN(900)),
+				fmt.Sprintf("서울특별시 마포구 월드컵북로 %d", 1+rng.IntN(400)),
+				fmt.Sprintf("테헤란로 %d", 1+rng.IntN(500)),
+				fmt.Sprintf("세종대로 %d", 1+rng.IntN(200))),
+			name: name,
+		}
+		is := "예요"
+		if hasFinalConsonant(name) {
+			is = "이에요"
+		}
+		intro := pick(rng, "안녕하세요, 저는 "+name+"입니다.", "제 이름은 "+name+is+".", "안녕하세요. "+name+"입니다.")
+		if rng.IntN(3) == 0 {
+			p.name = name + " 님"
+			intro = "받는 사람은 " + p.name + "이에요."
+		}
+		return p, [][2]string{
+			{intro + " 주문번호 " + p.order + " 건으로 문의드려요. 결제 금액은 " + p.amount + "이었어요.", "네, 확인해 보겠습니다. 어떤 문제가 있으신가요?"},
+			{"상자가 찌그러져서 왔어요. 연락은 " + p.email + " 로 주시고, 전화번호는 " + p.phone + " 입니다.", "불편을 드려 죄송합니다. 연락처를 기록했습니다."},
+			{"교환품은 " + p.address + " 로 보내 주세요.", "알겠습니다. 교환 절차를 진행하겠습니다."},
+		}
+	},
+	filler: func(rng *rand.Rand) [2]string {
+		users := []string{
+			"요즘 날씨가 정말 좋네요. 주말에 한강에 가 볼까 해요.",
+			"어제 친구랑 새로 생긴 카페에 갔는데 라떼가 맛있었어요.",
+			"%d시쯤 퇴근하고 헬스장에 가는 게 요즘 루틴이에요.",
+			"드라마를 %d편이나 몰아서 봤더니 눈이 피곤해요.",
+			"강아지가 산책을 너무 좋아해서 하루에 두 번 나가요.",
+			"다음 달에 제주도 여행을 계획하고 있어요. 바다가 보고 싶어요!",
+			"요리를 배우고 있는데 김치찌개는 아직 어렵네요.",
+			"책을 읽으려고 하는데 자꾸 휴대폰을 보게 돼요.",
+			"동생이 대학에 합격해서 가족끼리 저녁을 먹었어요.",
+			"비가 와서 우산을 챙겼는데 결국 안 썼어요.",
+			"기타를 배운 지 %d개월 됐는데 손가락이 아파요.",
+			"점심으로 비빔밥을 먹었는데 양이 많았어요.",
+		}
+		agents := []string{
+			"좋은 계획이네요! 즐거운 시간 보내세요.",
+			"정말 재미있으셨겠어요. 다음에도 이야기해 주세요.",
+			"꾸준히 하시는 게 대단해요.",
+			"그럴 때는 잠깐 쉬어 가는 것도 좋아요.",
+			"맛있는 음식은 언제나 기분을 좋게 하죠.",
+			"축하드려요! 기쁜 일이네요.",
+		}
+		u := pick(rng, users...)
+		if strings.Contains(u, "%d") {
+			u = fmt.Sprintf(u, 2+rng.IntN(9))
+		}
+		return [2]string{u, pick(rng, agents...)}
+	},
+}
+
+var japaneseProbe = scriptProbe{
+	lang: "Japanese",
+	plant: func(rng *rand.Rand) (plantedValues, [][2]string) {
+		family, given := pick(rng, "田中", "佐藤", "鈴木", "高橋", "伊藤", "渡辺", "山本", "中村"), pick(rng, "花子", "太郎", "美咲", "翔太", "陽菜", "大輔", "さくら")
+		p := plantedValues{
+			order: randomOrder(rng, "JP", "ORD", "T"),
+			amount: pick(rng,
+				grouped(100*(1+rng.IntN(9999)))+"円",
+				"¥"+grouped(100*(1+rng.IntN(9999))),
+				fmt.Sprintf("%d万円", 1+rng.IntN(99))),
+			email: randomEmail(rng),
+			phone: pick(rng,
+				fmt.Sprintf("090-%04d-%04d", rng.IntN(10000), rng.IntN(10000)),
+				fmt.Sprintf("080-%04d-%04d", rng.IntN(10000), rng.IntN(10000)),
+				fmt.Sprintf("+81 90-%04d-%04d", rng.IntN(10000), rng.IntN(10000))),
+			address: pick(rng,
+				fmt.Sprintf("東京都渋谷区神南%d丁目%d-%d", 1+rng.IntN(3), 1+rng.IntN(20), 1+rng.IntN(30)),
+				fmt.Sprintf("大阪府大阪市北区梅田%d-%d-%d", 1+rng.IntN(3), 1+rng.IntN(20), 1+rng.IntN(30)),
+				fmt.Sprintf("神奈川県横浜市中区山下町%d番地", 1+rng.IntN(300))),
+		}
+		var intro string
+		switch rng.IntN(3) {
+		case 0:
+			p.name = family + given
+			intro = p.name + "と申します。"
+		case 1:
+			p.name = family
+			intro = "名前は" + family + "です。"
+		default:
+			p.name = family + pick(rng, "様", "さん")
+			intro = "受取人は" + p.name + "です。"
+		}
+		return p, [][2]string{
+			{"こんにちは。" + intro + "注文番号は" + p.order + "です。金額は" + p.amount + "でした。", "お問い合わせありがとうございます。どのようなご用件でしょうか。"},
+			{"商品が壊れていました。連絡先のメールは" + p.email + "、電話番号は" + p.phone + "です。", "大変申し訳ございません。連絡先を控えました。"},
+			{"交換品は" + p.address + "に送ってください。", "承知いたしました。交換の手続きを進めます。"},
+		}
+	},
+	filler: func(rng *rand.Rand) [2]string {
+		users := []string{
+			"今日はいい天気ですね。週末は公園に行こうと思っています。",
+			"昨日友達と新しいカフェに行きました。ケーキがおいしかったです！",
+			"最近は%d時ごろに起きて散歩しています。",
+			"ドラマを%d話まとめて見てしまいました。",
+			"犬が散歩が大好きで、毎日二回出かけます。",
+			"来月は京都に旅行する予定です。紅葉が楽しみです。",
+			"料理を習っていますが、天ぷらはまだ難しいです。",
+			"本を読もうとしても、ついスマホを見てしまいます。",
+			"妹が大学に合格したので、家族で夕食を食べました。",
+			"雨が降ったので傘を持っていきましたが、使いませんでした。",
+			"ギターを始めて%dか月になりますが、指が痛いです。",
+			"お昼はラーメンを食べました。とても寒かったので温まりました。",
+		}
+		agents := []string{
+			"いいですね！楽しんでください。",
+			"それは楽しそうですね。またお話を聞かせてください。",
+			"続けているのは素晴らしいです。",
+			"たまには休むのも大切ですよ。",
+			"おいしいものは気分を明るくしますね。",
+			"おめでとうございます！",
+		}
+		u := pick(rng, users...)
+		if strings.Contains(u, "%d") {
+			u = fmt.Sprintf(u, 2+rng.IntN(9))
+		}
+		return [2]string{u, pick(rng, agents...)}
+	},
+}
+
+var chineseProbe = scriptProbe{
+	lang: "Chinese",
+	plant: func(rng *rand.Rand) (plantedValues, [][2]string) {
+		surname, given := pick(rng, "王", "李", "张", "刘", "陈", "杨", "赵", "周"), pick(rng, "小明", "丽", "伟", "芳", "建国", "静")
+		p := plantedValues{
+			order: randomOrder(rng, "CN", "DD", "JD"),
+			amount: pick(rng,
+				grouped(1+rng.IntN(99999))+"元",
+				"¥"+grouped(1+rng.IntN(99999)),
+				fmt.Sprintf("%d万元", 1+rng.IntN(99))),
+			email: randomEmail(rng),
+			phone: pick(rng,
+				fmt.Sprintf("+86 1%d%d %04d %04d", 3+rng.IntN(7), rng.IntN(10), rng.IntN(10000), rng.IntN(10000)),
+				fmt.Sprintf("1%d%d-%04d-%04d", 3+rng.IntN(7), rng.IntN(10), rng.IntN(10000), rng.IntN(10000))),
+			address: pick(rng,
+				fmt.Sprintf("上海市浦东新区世纪大道%d号", 1+rng.IntN(2000)),
+				fmt.Sprintf("北京市朝阳区建国路%d号", 1+rng.IntN(200)),
+				fmt.Sprintf("广东省深圳市南山区科技园路%d号", 1+rng.IntN(300))),
+		}
+		var intro string
+		switch rng.IntN(3) {
+		case 0:
+			p.name = surname + given
+			intro = "我叫" + p.name + "。"
+		case 1:
+			p.name = surname + given
+			intro = "我的名字是" + p.name + "。"
+		default:
+			p.name = surname + pick(rng, "先生", "女士")
+			intro = "收件人是" + p.name + "。"
+		}
+		return p, [][2]string{
+			{"你好，" + intro + "订单号是" + p.order + "，金额是" + p.amount + "。", "您好，请问有什么可以帮您？"},
+			{"收到的商品坏了。我的邮箱是" + p.email + "，电话是" + p.phone + "。", "非常抱歉，已记录您的联系方式。"},
+			{"换货请寄到" + p.address + "。", "好的，我们会尽快为您办理换货。"},
+		}
+	},
+	filler: func(rng *rand.Rand) [2]string {
+		users := []string{
+			"今天天气真好，周末想去公园走走。",
+			"昨天和朋友去了一家新开的咖啡店，蛋糕很好吃！",
+			"最近我每天%d点起床去跑步。",
+			"我一口气看了%d集电视剧，眼睛好累。",
+			"我家的狗特别喜欢散步，每天要出去两次。",
+			"下个月打算去杭州旅行，想看看西湖。",
+			"我在学做饭，但是红烧肉还是很难。",
+			"想看书，可是总忍不住看手机。",
+			"妹妹考上大学了，我们全家一起吃了晚饭。",
+			"下雨了，我带了伞，结果没用上。",
+			"学吉他已经%d个月了，手指很疼。",
+			"中午吃了饺子，分量很大。",
+		}
+		agents := []string{
+			"听起来不错！祝你玩得开心。",
+			"真有意思，下次再跟我聊聊。",
+			"能坚持下来真厉害。",
+			"累的时候休息一下也很重要。",
+			"好吃的东西总让人心情变好。",
+			"恭喜恭喜！",
+		}
+		u := pick(rng, users...)
+		if strings.Contains(u, "%d") {
+			u = fmt.Sprintf(u, 2+rng.IntN(9))
+		}
+		return [2]string{u, pick(rng, agents...)}
+	},
+}
+
+// probeView is the text of everything the model is shown for the
+// session: every message LoadHistory returns (facts block, narrative,
+// verbatim messages).
+func probeView(t *testing.T, mgr *memory.Manager) string {
+	t.Helper()
+	msgs, err := mgr.LoadHistory(context.Background(), "s", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.GetContent())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestPlantedFactsInEveryScript: in Korean, Japanese and Chinese, at
+// least five of six values said once are shown to the model after 50 and
+// after 200 further turns of unrelated talk, under the parity and the
+// chunked policy, with the extractive summarizer; several seeded runs per
+// language.
+func TestPlantedFactsInEveryScript(t *testing.T) {
+	seed := propertySeed(t)
+	runs, checkpoints := 3, []int{50, 200}
+	if testing.Short() {
+		runs = 1
+	}
+	chunked := hierConfig()
+	chunked.Policy = memory.PolicyChunked
+	for _, probe := range []scriptProbe{koreanProbe, japaneseProbe, chineseProbe} {
+		for _, policy := range []struct {
+			name string
+			cfg  memory.Config
+		}{{"parity", hierConfig()}, {"chunked", chunked}} {
+			for run := range runs {
+				name := fmt.Sprintf("%s/%s/run%d", probe.lang, policy.name, run)
+				t.Run(name, func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(seed, uint64(run)))
+					values, opening := probe.plant(rng)
+					mgr, err := memory.NewManager(memory.NewInMemoryStore(), policy.cfg,
+						memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()), memory.WithLogger(quiet))
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = mgr.Close() })
+					ctx := context.Background()
+					save := func(turn [2]string) {
+						if err := mgr.SaveTurn(ctx, "s", "alice", turn[0], turn[1]); err != nil {
+							t.Fatal(err)
+						}
+						if err := mgr.Flush(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, turn := range opening {
+						save(turn)
+					}
+					said := 0
+					for _, at := range checkpoints {
+						for ; said < at; said++ {
+							save(probe.filler(rng))
+						}
+						// The opening is folded: what the model is shown of it
+						// comes from the summary, not from verbatim messages.
+						h, err := mgr.Load(ctx, "s", "alice")
+						if err != nil {
+							t.Fatal(err)
+						}
+						if h.Mode != "hierarchical" || h.Summary == nil {
+							t.Fatalf("+%d turns: view mode %q, want hierarchical with a summary", at, h.Mode)
+						}
+						for _, m := range h.Recent {
+							for _, turn := range opening {
+								if m.Content == turn[0] {
+									t.Fatalf("+%d turns: the opening is still shown verbatim: %q", at, m.Content)
+								}
+							}
+						}
+						view := probeView(t, mgr)
+						var missing []string
+						for _, v := range values.list() {
+							if !strings.Contains(view, v[1]) {
+								missing = append(missing, v[0]+" "+v[1])
+							}
+						}
+						kept := 6 - len(missing)
+						t.Logf("seed %d, +%d turns: %d/6 kept, missing %v", seed, at, kept, missing)
+						if kept < 5 {
+							t.Errorf("+%d turns: only %d of 6 planted values shown (missing %v); the view:\n%s", at, kept, missing, view)
+						}
+					}
+				})
+			}
+		}
+	}
+}
