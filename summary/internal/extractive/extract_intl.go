@@ -409,14 +409,18 @@ var intlAmountKeys = []struct{ stem, key string }{
 	{"예산", "budget"}, {"予算", "budget"}, {"预算", "budget"},
 }
 
-// intlAmountKey names an amount after the nearest word of intlAmountKeys
-// in the clause before it, or "".
-func intlAmountKey(text string, s int) string {
-	before := clauseBefore(text, s, 60)
-	key, at := "", -1
+// intlAmountKey names the amount at text[s:e] after the nearest word of
+// intlAmountKeys in its clause, before it or after it (Korean and
+// Japanese put the verb last: "3만 원 결제했어요"), or "".
+func intlAmountKey(text string, s, e int) string {
+	before, after := clauseBefore(text, s, 60), clauseAfter(text, e, 40)
+	key, dist := "", -1
 	for _, k := range intlAmountKeys {
-		if i := strings.LastIndex(before, k.stem); i > at {
-			key, at = k.key, i
+		if i := strings.LastIndex(before, k.stem); i >= 0 && (dist < 0 || len(before)-i < dist) {
+			key, dist = k.key, len(before)-i
+		}
+		if i := strings.Index(after, k.stem); i >= 0 && (dist < 0 || i < dist) {
+			key, dist = k.key, i
 		}
 	}
 	return key

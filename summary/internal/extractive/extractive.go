@@ -550,7 +550,7 @@ var extractors = []extractor{
 					digits++
 				}
 			}
-			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) {
+			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) || namedID(text, m[0], m[1]) {
 				return finding{}, false
 			}
 			return contactFinding(text, m[0], m[1], role, "phone", "phone")
@@ -566,7 +566,7 @@ var extractors = []extractor{
 	{re: productRE, need: needProduct, build: buildProduct},
 	{ // identifiers next to a context word
 		need: needID,
-		re:   regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no|num|id|code|ref(?:erence)?|locator)\b\.?)?(\s+(?:is|was)\b)?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
+		re: idRE,
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			word, _, _ := group(text, m, 1)
 			qual, _, _ := group(text, m, 2)
@@ -663,6 +663,29 @@ var extractors = []extractor{
 	{re: koIntroRE, need: needKoIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildKoIntro},
 	{re: jaIntroRE, need: needJaIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildJaIntro},
 	{re: zhIntroRE, need: needZhIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildZhIntro},
+}
+
+// idRE matches an identifier next to a context word ("order number
+// A-1234"); group 5 is the identifier.
+var idRE = regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no|num|id|code|ref(?:erence)?|locator)\b\.?)?(\s+(?:is|was)\b)?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`)
+
+// namedID reports whether text[s:e], shaped like a phone number, is an
+// identifier its context word names ("order 2025-7745-2600", "주문번호
+// 2025-7745-2600"): the identifier extractors then keep it.
+func namedID(text string, s, e int) bool {
+	lo := max(0, s-48)
+	for lo > 0 && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	window := text[lo:e]
+	for _, re := range []*regexp.Regexp{idRE, intlIDRE} {
+		for _, m := range re.FindAllStringSubmatchIndex(window, -1) {
+			if id := m[len(m)-2]; id >= 0 && lo+id == s && lo+m[len(m)-1] == e {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // validID accepts an identifier: it contains a digit, its letters are
@@ -762,7 +785,7 @@ func amountKey(text string, s, e int) string {
 		}
 	}
 	if dist < 0 {
-		if k := intlAmountKey(text, s); k != "" {
+		if k := intlAmountKey(text, s, e); k != "" {
 			return k
 		}
 	}
