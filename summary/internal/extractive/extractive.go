@@ -566,7 +566,7 @@ var extractors = []extractor{
 	{re: productRE, need: needProduct, build: buildProduct},
 	{ // identifiers next to a context word
 		need: needID,
-		re: idRE,
+		re:   idRE,
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			word, _, _ := group(text, m, 1)
 			qual, _, _ := group(text, m, 2)
