@@ -107,8 +107,10 @@ var (
 var (
 	needKoAddress = func(f folded) bool { return f.digits > 0 && f.has("로", "길") }
 	needZhAddress = func(f folded) bool { return f.digits > 0 && f.has("号") }
+	// A Japanese address may have full-width digits, which digits does
+	// not count.
 	needJaAddress = func(f folded) bool {
-		return f.digits > 0 && f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
+		return f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
 	}
 	needEUStreetAddress = func(f folded) bool {
 		return f.digits > 0 && f.has("straße", "strasse", "str.", "weg", "gasse", "allee", "platz", "damm", "ufer")
