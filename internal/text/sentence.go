@@ -13,6 +13,20 @@ import (
 // after them.
 var sentenceEnd = regexp.MustCompile(`[。！？][.!?…。！？]*\s*|[.!?…]+(?:\s+|$)`)
 
+// latinSentenceEnd is sentenceEnd without the full-width ends, for text
+// that has none (the common case, and a cheaper expression).
+var latinSentenceEnd = regexp.MustCompile(`[.!?…]+(?:\s+|$)`)
+
+// sentenceEndIn returns the expression that finds the sentence ends of s:
+// sentenceEnd when s may hold a full-width end (its UTF-8 encoding starts
+// with byte 0xE3 for "。" or 0xEF for "！" and "？"), else latinSentenceEnd.
+func sentenceEndIn(s string) *regexp.Regexp {
+	if strings.IndexByte(s, 0xE3) < 0 && strings.IndexByte(s, 0xEF) < 0 {
+		return latinSentenceEnd
+	}
+	return sentenceEnd
+}
+
 var greeting = regexp.MustCompile(`^(?i:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|dear\s+\S+)(?:\s+there)?)(?:[\s,!.:;-]+|$)`)
 
 var selfIntro = regexp.MustCompile(`^(?i:this\s+is|my\s+name\s+is|i['’]m|i\s+am)\s+\p{Lu}[\p{L}'’-]*(?:\s+\p{Lu}[\p{L}'’-]*){0,2}[.!]*$`)
@@ -21,15 +35,16 @@ var selfIntro = regexp.MustCompile(`^(?i:this\s+is|my\s+name\s+is|i['’]m|i\s+a
 // ".", "!", "?" or "…" followed by white space or the end of s, or a run
 // starting with a full-width "。", "！" or "？" (no space needed), the
 // white space after it included — or nil when there is none.
-func SentenceEnd(s string) []int { return sentenceEnd.FindStringIndex(s) }
+func SentenceEnd(s string) []int { return sentenceEndIn(s).FindStringIndex(s) }
 
 // Sentences splits prose after ".", "!", "?" or "…" followed by space,
 // and after "。", "！" or "？", white space collapsed.
 func Sentences(s string) []string {
 	s = Collapse(s)
+	re := sentenceEndIn(s)
 	var out []string
 	for s != "" {
-		loc := sentenceEnd.FindStringIndex(s)
+		loc := re.FindStringIndex(s)
 		if loc == nil {
 			out = append(out, s)
 			break

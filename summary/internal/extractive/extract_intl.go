@@ -191,7 +191,7 @@ var euStreetAddressRE = regexp.MustCompile(`(?:\p{Lu}[\p{L}-]*\s+)?(?:\p{Lu}[\p{
 // romanceAddressRE matches a French, Spanish, Italian or Portuguese
 // address: "12 rue de la Paix, 75002 Paris", "Calle Mayor 5", "Via Roma
 // 10".
-var romanceAddressRE = regexp.MustCompile(`[0-9]{1,4}(?:\s?(?:bis|ter))?,?\s+(?:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai|route|cours)\s+` +
+var romanceAddressRE = regexp.MustCompile(`[0-9]{1,4}(?:\s?(?:bis|ter))?,?\s+(?:(?i:rue|avenue|boulevard|bd|place|chemin|impasse|quai|route|cours)|allée|Allée)\s+` +
 	`(?:(?:de\s+la|de\s+l['’]|du|des|de|d['’]|la|le|l['’])\s*)?\p{Lu}[\p{L}'’-]*(?:\s+(?:(?:de|du|des|la|le|d['’])\s+)?\p{Lu}[\p{L}'’-]*){0,3}` +
 	`(?:,\s*[0-9]{4,5}\s+\p{Lu}[\p{L}-]+(?:\s+\p{Lu}[\p{L}-]+)?)?` +
 	`|(?:Calle|Avenida|Paseo|Plaza|Via|Viale|Piazza|Corso|Rua)\s+(?:(?:de\s+la|del|de|della|di)\s+)?\p{Lu}[\p{L}'’-]*(?:\s+\p{Lu}[\p{L}'’-]*){0,2},?\s+(?:n\.?\s?º?\s?)?[0-9]{1,4}\b`)

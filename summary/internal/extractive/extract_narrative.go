@@ -97,7 +97,7 @@ func scoreSentence(text, who string, found []finding) int {
 func wordScore(text, who string) int {
 	ft := fold(text)
 	score := 0
-	if (ft.has(caseStems...) && caseWords.MatchString(text)) || ft.has(caseWordsIntl...) {
+	if (ft.has(caseStems...) && caseWords.MatchString(text)) || (ft.cjk && ft.has(caseWordsCJK...)) {
 		score += 2
 	}
 	if ft.has(decisionStems...) && decisionWords.MatchString(text) {
@@ -126,16 +126,12 @@ func wordScore(text, who string) int {
 	return score
 }
 
-// caseWordsIntl are words about the support case in Korean, Japanese,
-// Chinese, German, French and Spanish (as fold returns them): a sentence
-// holding one counts as caseWords does.
-var caseWordsIntl = []string{
+// caseWordsCJK are words about the support case in Korean, Japanese and
+// Chinese: a sentence holding one counts as caseWords does.
+var caseWordsCJK = []string{
 	"환불", "교환", "반품", "취소", "주문", "배송", "파손", "고장", "불량", "결제", "예약", "청구", "분실", "지연",
 	"返金", "交換", "返品", "キャンセル", "注文", "配送", "壊れ", "故障", "不良", "支払", "予約", "請求", "紛失", "遅れ",
-	"退款", "换货", "退货", "取消", "订单", "配送", "快递", "坏了", "损坏", "故障", "付款", "预订", "丢失", "延迟",
-	"rückerstattung", "bestellung", "lieferung", "beschädigt", "storn", "rechnung",
-	"remboursement", "commande", "livraison", "endommag", "annul", "facture",
-	"reembolso", "pedido", "entrega", "dañad", "cancel", "factura",
+	"退款", "换货", "退货", "取消", "订单", "快递", "坏了", "损坏", "付款", "预订", "丢失", "延迟",
 }
 
 // wordCount is how many words a sentence has: its white-space separated

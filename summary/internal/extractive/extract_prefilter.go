@@ -18,6 +18,10 @@ import "strings"
 type folded struct {
 	text   string
 	digits int
+	// cjk marks a text with a rune from U+3000 on (CJK punctuation, kana,
+	// Han, Hangul, full-width forms): the extractors for Korean, Japanese
+	// and Chinese need one.
+	cjk bool
 }
 
 func fold(text string) folded {
@@ -41,6 +45,9 @@ func fold(text string) folded {
 			r = 's'
 		case r == '\u212a': // Kelvin sign
 			r = 'k'
+		}
+		if r >= 0x3000 {
+			f.cjk = true
 		}
 		space = false
 		b.WriteRune(r)
@@ -105,31 +112,35 @@ var (
 // The prefilters of the extractors for Korean, Japanese, Chinese and
 // continental European text (extract_intl.go).
 var (
-	needKoAddress = func(f folded) bool { return f.digits > 0 && f.has("로", "길") }
-	needZhAddress = func(f folded) bool { return f.digits > 0 && f.has("号") }
+	needKoAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("로", "길") }
+	needZhAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("号") }
 	// A Japanese address may have full-width digits, which digits does
 	// not count.
 	needJaAddress = func(f folded) bool {
-		return f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
+		return f.cjk && f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
 	}
 	needEUStreetAddress = func(f folded) bool {
 		return f.digits > 0 && f.has("straße", "strasse", "str.", "weg", "gasse", "allee", "platz", "damm", "ufer")
 	}
+	// The street word is followed by white space, which fold makes one
+	// space.
 	needRomanceAddress = func(f folded) bool {
-		return f.digits > 0 && f.has("rue", "avenue", "boulevard", "bd", "place", "chemin", "all", "impasse", "quai", "route",
-			"cours", "calle", "avenida", "paseo", "plaza", "via", "viale", "piazza", "corso", "rua")
+		return f.digits > 0 && f.has("rue ", "avenue ", "boulevard ", "bd ", "place ", "chemin ", "allée ", "impasse ", "quai ", "route ",
+			"cours ", "calle ", "avenida ", "paseo ", "plaza ", "via ", "viale ", "piazza ", "corso ", "rua ")
 	}
 	needIntlID = func(f folded) bool {
-		return f.digits > 0 && f.has("주문", "예약", "운송장", "송장", "배송", "티켓", "문의", "접수", "회원", "계좌", "환불", "반품",
+		return f.digits > 0 && ((f.cjk && f.has("주문", "예약", "운송장", "송장", "배송", "티켓", "문의", "접수", "회원", "계좌", "환불", "반품",
 			"注文", "予約", "問", "追跡", "配送", "伝票", "会員", "チケット", "返品",
-			"订单", "訂單", "预订", "預訂", "预约", "快递", "运单", "物流", "工单", "会员", "退货", "退款",
-			"bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reservierung",
-			"commande", "servation", "suivi", "facture", "pedido", "reserva", "seguimiento", "factura", "ordine", "prenotazione")
+			"订单", "訂單", "预订", "預訂", "预约", "快递", "运单", "物流", "工单", "会员", "退货", "退款")) ||
+			f.has("bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reservierung",
+				"commande", "servation", "suivi", "facture", "pedido", "reserva", "seguimiento", "factura", "ordine", "prenotazione"))
 	}
-	needKoName  = func(f folded) bool { return f.has("님", "씨") }
-	needJaName  = func(f folded) bool { return f.has("様", "さま", "さん", "先生", "殿") }
-	needZhName  = func(f folded) bool { return f.has("先生", "女士", "小姐", "老师", "老師") }
-	needKoIntro = func(f folded) bool { return f.has("입니다", "이에요", "예요", "이고", "라고") }
-	needJaIntro = func(f folded) bool { return f.has("申します", "といいます", "と言います", "名前は") }
-	needZhIntro = func(f folded) bool { return f.has("我叫", "我的名字", "我是", "本人") }
+	needKoName  = func(f folded) bool { return f.cjk && f.has("님", "씨") }
+	needJaName  = func(f folded) bool { return f.cjk && f.has("様", "さま", "さん", "先生", "殿") }
+	needZhName  = func(f folded) bool { return f.cjk && f.has("先生", "女士", "小姐", "老师", "老師") }
+	needKoIntro = func(f folded) bool { return f.cjk && f.has("입니다", "이에요", "예요", "이고", "라고") }
+	needJaIntro = func(f folded) bool {
+		return f.cjk && f.has("申します", "といいます", "と言います", "名前は")
+	}
+	needZhIntro = func(f folded) bool { return f.cjk && f.has("我叫", "我的名字", "我是", "本人") }
 )
