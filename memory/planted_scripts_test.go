@@ -18,7 +18,7 @@ import (
 // Manager with the in-memory stores and the offline extractive
 // summarizer, under both policies. What counts is what the model is shown
 // (LoadHistory): at least five of the six values must be in it, as
-// written. Values, their phrasing and the filler are drawn from a seeded
+// written. Values, their phrasing, the spacing around them and the filler are drawn from a seeded
 // generator (the seed is logged; replay with -strata.seed or
 // STRATA_PROPERTY_SEED).
 
@@ -281,6 +281,23 @@ var chineseProbe = scriptProbe{
 	},
 }
 
+// oddSpacing returns s with, at random, its sentences on separate lines
+// or separated by two spaces, and a trailing space or line break: as
+// users paste and type. Values themselves are left as said.
+func oddSpacing(rng *rand.Rand, s string) string {
+	switch rng.IntN(4) {
+	case 0:
+		s = strings.ReplaceAll(s, ". ", ".\n")
+		s = strings.ReplaceAll(s, "。", "。\n")
+	case 1:
+		s = strings.ReplaceAll(s, ". ", ".  ")
+		s = strings.ReplaceAll(s, "。", "。 ")
+	case 2:
+		s = "  " + s + "\n"
+	}
+	return s
+}
+
 // probeView is the text of everything the model is shown for the
 // session: every message LoadHistory returns (facts block, narrative,
 // verbatim messages).
@@ -337,7 +354,7 @@ func TestPlantedFactsInEveryScript(t *testing.T) {
 						}
 					}
 					for _, turn := range opening {
-						save(turn)
+						save([2]string{oddSpacing(rng, turn[0]), turn[1]})
 					}
 					said := 0
 					for _, at := range checkpoints {

@@ -243,12 +243,12 @@ var koNameRE = regexp.MustCompile(`([가-힣]{2,4})\s?(님|씨)`)
 var koIntroRE = regexp.MustCompile(`(제\s?이름은|내\s?이름은|저는|전|^|[,.!?]\s*)\s*([가-힣]{2,4}?)(?:입니다|이에요|예요|이고요|이고|(?:이)?라고\s?(?:합니다|해요|하고|불러))`)
 
 // jaNameRE matches a Japanese name with an honorific ("田中様", "田中 花子
-// さん", "スミスさん").
-var jaNameRE = regexp.MustCompile(`([一-龥々]{1,4}(?:\s[一-龥々]{1,4})?|[ァ-ヶー]{2,8})\s?(様|さま|さん|先生|殿)`)
+// さん", "田中さくらさん", "スミスさん").
+var jaNameRE = regexp.MustCompile(`([一-龥々]{1,4}(?:\s?[ぁ-ゖ]{2,4}|\s[一-龥々]{1,4})?|[ァ-ヶー]{2,8})\s?(様|さま|さん|先生|殿)`)
 
 // jaIntroRE matches a Japanese self-introduction: "田中花子と申します",
-// "名前は田中です", "スミスといいます".
-var jaIntroRE = regexp.MustCompile(`(名前は|私は|わたしは)?\s*([一-龥々]{1,4}(?:\s?[一-龥々]{1,4})?|[ァ-ヶー]{2,8})\s*(と申します|といいます|と言います|です)`)
+// "田中さくらと申します", "名前は田中です", "スミスといいます".
+var jaIntroRE = regexp.MustCompile(`(名前は|私は|わたしは)?\s*([一-龥々]{1,4}(?:\s?[一-龥々]{1,4}|\s?[ぁ-ゖ]{2,4})?|[ァ-ヶー]{2,8})\s*(と申します|といいます|と言います|です)`)
 
 // zhNameRE matches a Chinese surname or name with an honorific ("王先生",
 // "王小明先生", "李女士").
