@@ -226,10 +226,14 @@ var notJaNames = map[string]bool{}
 func init() {
 	for _, w := range strings.Fields(`고객 선생 사장 부장 과장 차장 대리 팀장 실장 원장 교수 기사 회원 손님 여러분 담당자 담당 상담사 상담원
 		매니저 선배 후배 형 언니 누나 오빠 아저 아주머 어머 아버 할머 할아버 고모 이모 삼촌 의사 간호사 작가 감독 대표 이사 주인 사모
-		신부 목사 수녀 판사 검사 변호사 소장 국장 회장 반장 점장 주임 기장 선장 조장 아드 따님 아드님 영감 도련 아가 당신 님 그분 이분 저분`) {
+		신부 목사 수녀 판사 검사 변호사 소장 국장 회장 반장 점장 주임 기장 선장 조장 아드 따님 아드님 영감 도련 아가 당신 님 그분 이분 저분
+		부모 조부모 시부모 장인 장모 박사 석사 교장 총장 학장 구청장 시장 도지사 의원 세무사 회계사 기자 선수 코치 관장 전무 상무 집사
+		권사 장로 하나 예수 부처 마음 주부 한국인 한국사람 여자 남자 노인 공무원 전업주부 고등학생 사장 인턴 조리사 방문객 문의 주문
+		정말 진짜 사실 오늘 내일 이번 배송 감사 신입 정규직 임산부`) {
 		notKoNames[w] = true
 	}
-	for _, w := range strings.Fields(`お客 客 皆 皆さま 奥 子 お子 神 王 殿 患者 会員 担当 担当者 店員 先方 御中 各位 お母 お父 お姉 お兄 大家 職員 運転手 社長 部長 課長 店長 先輩`) {
+	for _, w := range strings.Fields(`お客 客 皆 皆さま 奥 子 お子 神 王 殿 患者 会員 担当 担当者 店員 先方 御中 各位 お母 お父 お姉 お兄 大家 職員 運転手 社長 部長 課長 店長 先輩
+		母 父 姉 兄 妹 弟 娘 息子 旦那 隣 医者 同 多 模 仕 異 一 左 今 各 貴 仏 苦労 馳走 世話 愁傷 陰 遠 学生 会社員 主婦 日本人`) {
 		notJaNames[w] = true
 	}
 }
@@ -252,11 +256,12 @@ var jaIntroRE = regexp.MustCompile(`(名前は|私は|わたしは)?\s*([一-龥
 
 // zhNameRE matches a Chinese surname or name with an honorific ("王先生",
 // "王小明先生", "李女士").
-var zhNameRE = regexp.MustCompile(`([一-龥]{1,3})(先生|女士|小姐|老师|老師)`)
+var zhNameRE = regexp.MustCompile(`([一-龥]{1,3})(先生|女士|小姐)`)
 
-// zhIntroRE matches a Chinese self-introduction: "我叫王小明", "我的名字是王小明",
-// "我是王小明".
-var zhIntroRE = regexp.MustCompile(`(我叫|我的名字是|我的名字叫|我是|本人)([一-龥]{2,3})`)
+// zhIntroRE matches a Chinese self-introduction: "我叫王小明", "我的名字是王小明"
+// ("我是" introduces a name only with an honorific, "我是王先生": "我是上班族"
+// is no name).
+var zhIntroRE = regexp.MustCompile(`(我叫|我的名字是|我的名字叫)([一-龥]{2,3})`)
 
 // honorificName builds the finding for a name said with an honorific:
 // the user's own when the assistant addresses them by it (a vocative
@@ -338,9 +343,19 @@ func selfIntroFinding(text string, s, e int, name string, role llms.ChatMessageT
 	return finding{start: s, end: e, kind: "name", base: base, value: name, cat: Entity, mode: firstWins, weak: weak}
 }
 
+// hasKana reports whether text holds hiragana or katakana: it is
+// Japanese, not Chinese, which shares 先生 and the Han letters.
+func hasKana(text string) bool {
+	return strings.IndexFunc(text, func(r rune) bool { return r >= 0x3041 && r <= 0x30FF }) >= 0
+}
+
 func buildJaName(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 	name, s, _ := group(text, m, 1)
+	honorific, _, _ := group(text, m, 2)
 	e := m[1]
+	if honorific == "先生" && !hasKana(text) {
+		return finding{}, false // Chinese: zhNameRE's
+	}
 	if notJaNames[name] || notJaNames[strings.TrimPrefix(name, "お")] || strings.HasPrefix(text[e:], "々") {
 		return finding{}, false
 	}
@@ -365,6 +380,9 @@ func buildJaIntro(text string, m []int, role llms.ChatMessageType) (finding, boo
 
 func buildZhName(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 	name, s, _ := group(text, m, 1)
+	if hasKana(text) {
+		return finding{}, false // Japanese: jaNameRE's
+	}
 	// Only the family name and given name before the honorific: the
 	// longest tail of the run that starts with a family name.
 	for name != "" {
@@ -381,12 +399,11 @@ func buildZhName(text string, m []int, role llms.ChatMessageType) (finding, bool
 }
 
 func buildZhIntro(text string, m []int, role llms.ChatMessageType) (finding, bool) {
-	lead, _, _ := group(text, m, 1)
 	name, s, e := group(text, m, 2)
 	if r, _ := utf8.DecodeRuneInString(name); !strings.ContainsRune(zhSurnames, r) {
 		return finding{}, false
 	}
-	return selfIntroFinding(text, s, e, name, role, lead != "我是" && lead != "本人"), true
+	return selfIntroFinding(text, s, e, name, role, true), true
 }
 
 // intlSelfIntro is the part of the self-introduction expression for

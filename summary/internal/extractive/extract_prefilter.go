@@ -137,10 +137,10 @@ var (
 	}
 	needKoName  = func(f folded) bool { return f.cjk && f.has("님", "씨") }
 	needJaName  = func(f folded) bool { return f.cjk && f.has("様", "さま", "さん", "先生", "殿") }
-	needZhName  = func(f folded) bool { return f.cjk && f.has("先生", "女士", "小姐", "老师", "老師") }
+	needZhName  = func(f folded) bool { return f.cjk && f.has("先生", "女士", "小姐") }
 	needKoIntro = func(f folded) bool { return f.cjk && f.has("입니다", "이에요", "예요", "이고", "라고") }
 	needJaIntro = func(f folded) bool {
 		return f.cjk && f.has("申します", "といいます", "と言います", "名前は")
 	}
-	needZhIntro = func(f folded) bool { return f.cjk && f.has("我叫", "我的名字", "我是", "本人") }
+	needZhIntro = func(f folded) bool { return f.cjk && f.has("我叫", "我的名字") }
 )
