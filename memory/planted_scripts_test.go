@@ -298,6 +298,90 @@ func oddSpacing(rng *rand.Rand, s string) string {
 	return s
 }
 
+var germanProbe = scriptProbe{
+	lang: "German",
+	plant: func(rng *rand.Rand) (plantedValues, [][2]string) {
+		p := plantedValues{
+			order:  randomOrder(rng, "DE", "BE"),
+			amount: pick(rng, fmt.Sprintf("%d,%02d €", 10+rng.IntN(990), rng.IntN(100)), fmt.Sprintf("%d.%03d,%02d €", 1+rng.IntN(9), rng.IntN(1000), rng.IntN(100))),
+			email:  randomEmail(rng),
+			phone:  pick(rng, fmt.Sprintf("+49 30 %04d %04d", rng.IntN(10000), rng.IntN(10000)), fmt.Sprintf("0151 %04d %04d", rng.IntN(10000), rng.IntN(10000))),
+			address: pick(rng,
+				fmt.Sprintf("Müllerstraße %d, 10115 Berlin", 1+rng.IntN(200)),
+				fmt.Sprintf("Königsallee %d", 1+rng.IntN(100)),
+				fmt.Sprintf("Berliner Straße %d", 1+rng.IntN(300))),
+			name: pick(rng, "Jürgen", "Jörg", "Anneliese", "Björn") + " " + pick(rng, "Groß", "Müller", "Schäfer", "Weiß"),
+		}
+		return p, [][2]string{
+			{pick(rng, "Hallo, ich heiße ", "Guten Tag, mein Name ist ") + p.name + ". Meine Bestellnummer ist " + p.order + ", der Betrag war " + p.amount + ".", "Danke, wie kann ich helfen?"},
+			{"Die Lieferung war beschädigt. Schreiben Sie mir an " + p.email + " oder rufen Sie " + p.phone + " an.", "Das tut mir leid, ich habe Ihre Kontaktdaten notiert."},
+			{"Bitte schicken Sie den Ersatz an " + p.address + ".", "In Ordnung, der Umtausch ist eingeleitet."},
+		}
+	},
+	filler: func(rng *rand.Rand) [2]string {
+		users := []string{
+			"Das Wetter ist herrlich, am Wochenende fahren wir an den See.",
+			"Gestern war ich mit Freunden im Café, der Kuchen war köstlich!",
+			"Ich stehe jetzt jeden Tag um %d Uhr auf und gehe joggen.",
+			"Wir haben %d Folgen einer Serie am Stück geschaut.",
+			"Mein Hund liebt Spaziergänge, wir gehen zweimal täglich raus.",
+			"Nächsten Monat reisen wir nach Österreich, ich freue mich auf die Berge.",
+			"Ich lerne kochen, aber Knödel sind noch schwierig.",
+			"Meine Schwester hat ihr Studium abgeschlossen, wir haben gefeiert.",
+			"Es hat geregnet, und ich hatte natürlich keinen Schirm dabei.",
+		}
+		agents := []string{"Das klingt schön! Viel Spaß.", "Wie schön, erzählen Sie gern mehr.", "Toll, dass Sie dranbleiben.", "Herzlichen Glückwunsch!"}
+		u := pick(rng, users...)
+		if strings.Contains(u, "%d") {
+			u = fmt.Sprintf(u, 2+rng.IntN(9))
+		}
+		return [2]string{u, pick(rng, agents...)}
+	},
+}
+
+var frenchProbe = scriptProbe{
+	lang: "French",
+	plant: func(rng *rand.Rand) (plantedValues, [][2]string) {
+		p := plantedValues{
+			order:  randomOrder(rng, "FR", "CMD"),
+			amount: fmt.Sprintf("%d,%02d €", 10+rng.IntN(990), rng.IntN(100)),
+			email:  randomEmail(rng),
+			phone: pick(rng,
+				fmt.Sprintf("06 %02d %02d %02d %02d", rng.IntN(100), rng.IntN(100), rng.IntN(100), rng.IntN(100)),
+				fmt.Sprintf("+33 6 %02d %02d %02d %02d", rng.IntN(100), rng.IntN(100), rng.IntN(100), rng.IntN(100))),
+			address: pick(rng,
+				fmt.Sprintf("%d rue de la Paix, 75002 Paris", 1+rng.IntN(100)),
+				fmt.Sprintf("%d avenue Gambetta", 1+rng.IntN(300)),
+				fmt.Sprintf("%d boulevard Saint-Michel", 1+rng.IntN(150))),
+			name: pick(rng, "Hélène", "Zoé", "Françoise", "Jérôme") + " " + pick(rng, "Dubois", "Lefèvre", "Chevalier", "Bérard"),
+		}
+		return p, [][2]string{
+			{"Bonjour, je m'appelle " + p.name + ". Ma commande n° " + p.order + " m'a coûté " + p.amount + ".", "Merci, que puis-je faire pour vous ?"},
+			{"Le colis est arrivé abîmé. Écrivez-moi à " + p.email + " ou appelez le " + p.phone + ".", "Désolé, j'ai noté vos coordonnées."},
+			{"Envoyez le remplacement au " + p.address + ", s'il vous plaît.", "C'est noté, l'échange est lancé."},
+		}
+	},
+	filler: func(rng *rand.Rand) [2]string {
+		users := []string{
+			"Il fait beau aujourd'hui, ce week-end on ira au parc.",
+			"Hier je suis allée dans un nouveau café, le gâteau était délicieux !",
+			"Je me lève maintenant à %d heures pour courir.",
+			"J'ai regardé %d épisodes d'une série d'affilée.",
+			"Mon chien adore les promenades, on sort deux fois par jour.",
+			"Le mois prochain, nous partons en Bretagne, j'ai hâte de voir la mer.",
+			"J'apprends à cuisiner, mais les crêpes sont encore difficiles.",
+			"Ma sœur a réussi ses examens, nous avons fêté ça en famille.",
+			"Il a plu et, bien sûr, je n'avais pas de parapluie.",
+		}
+		agents := []string{"Ça a l'air super ! Amusez-vous bien.", "Quelle bonne idée, racontez-moi la suite.", "Bravo de persévérer.", "Félicitations !"}
+		u := pick(rng, users...)
+		if strings.Contains(u, "%d") {
+			u = fmt.Sprintf(u, 2+rng.IntN(9))
+		}
+		return [2]string{u, pick(rng, agents...)}
+	},
+}
+
 // probeView is the text of everything the model is shown for the
 // session: every message LoadHistory returns (facts block, narrative,
 // verbatim messages).
@@ -315,11 +399,11 @@ func probeView(t *testing.T, mgr *memory.Manager) string {
 	return b.String()
 }
 
-// TestPlantedFactsInEveryScript: in Korean, Japanese and Chinese, at
-// least five of six values said once are shown to the model after 50 and
-// after 200 further turns of unrelated talk, under the parity and the
-// chunked policy, with the extractive summarizer; several seeded runs per
-// language.
+// TestPlantedFactsInEveryScript: in Korean, Japanese and Chinese (and in
+// German and French, with their diacritics), at least five of six values
+// said once are shown to the model after 50 and after 200 further turns
+// of unrelated talk, under the parity and the chunked policy, with the
+// extractive summarizer; several seeded runs per language.
 func TestPlantedFactsInEveryScript(t *testing.T) {
 	seed := propertySeed(t)
 	runs, checkpoints := 3, []int{50, 200}
@@ -328,7 +412,7 @@ func TestPlantedFactsInEveryScript(t *testing.T) {
 	}
 	chunked := hierConfig()
 	chunked.Policy = memory.PolicyChunked
-	for _, probe := range []scriptProbe{koreanProbe, japaneseProbe, chineseProbe} {
+	for _, probe := range []scriptProbe{koreanProbe, japaneseProbe, chineseProbe, germanProbe, frenchProbe} {
 		for _, policy := range []struct {
 			name string
 			cfg  memory.Config

@@ -101,7 +101,10 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 //     an earlier one, so an update supersedes; a second value in the same
 //     message is alternate_phone, …; values said to be old ("my old
 //     number", "change it from …") are not facts; the business's or
-//     someone else's are other_phone, support_email, location;
+//     someone else's are other_phone, support_email, location; phone
+//     numbers are those of North America, Korea (010-1234-5678, +82
+//     10-…), Japan (090-…, +81 90-…), China (+86 138 0013 8000) and
+//     France (06 12 34 56 78);
 //   - street addresses are English ones ("4410 Larkspur Lane, Apt 3B"),
 //     Korean road addresses ("서울시 강남구 테헤란로 152"; a bare road and
 //     number only in a clause about an address or a delivery, never before

@@ -541,7 +541,11 @@ var extractors = []extractor{
 	},
 	{ // phone
 		need: needPhone,
-		re:   regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
+		// North American, Korean (010-1234-5678, +82 10-…), Japanese
+		// (090-…, +81 90-…) and Chinese (+86 138 0013 8000) numbers, and
+		// numbers in pairs as in France (06 12 34 56 78, +33 6 12 34 56 78).
+		re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}` +
+			`|(?:\+\d{2}\s?|\b0)[1-9](?:[\s.]\d{2}){4}`),
 		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 			v := text[m[0]:m[1]]
 			digits := 0
