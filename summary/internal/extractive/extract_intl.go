@@ -118,10 +118,11 @@ var koDistrict = regexp.MustCompile(`(?:시|군|구|동|읍|면)\s`)
 // (otherPartyCueIntl), a billing address or a work one. They are matched
 // on the lower-cased clause before the value.
 var (
-	staleCueIntl      = regexp.MustCompile(`예전|이전|옛\s?주소|원래\s?주소|전\s주소|以前|前の|旧|原来|之前|früher|alte[rn]?\s|ancien|anterior|antigu`)
-	otherPartyCueIntl = regexp.MustCompile(`저희|매장|가게|지점|본사|센터|친구|부모님|어머니|아버지|남편|아내|当店|弊社|店舗|友達|友人|両親|我们|门店|朋友|父母|公司地址|unser|geschäft|filiale|freund|notre|magasin|ami|nuestr|tienda|amig`)
-	billingCueIntl    = regexp.MustCompile(`청구|請求|账单|帐单|rechnungsadresse|facturation|facturación`)
-	workCueIntl       = regexp.MustCompile(`회사|직장|勤務先|会社|公司|单位|arbeit|büro|travail|bureau|trabajo|oficina`)
+	staleCueIntl      = regexp.MustCompile(`예전|이전|옛\s?주소|원래\s?주소|전\s주소|以前|前の|旧|原来|之前|\b(?:früher|alte[rn]?|ancien(?:ne)?|anterior|antigu[oa])\b`)
+	otherPartyCueIntl = regexp.MustCompile(`저희|매장|가게|지점|본사|센터|친구|부모님|어머니|아버지|남편|아내|当店|弊社|店舗|友達|友人|両親|我们|门店|朋友|父母|公司地址|` +
+		`\b(?:unser\w*|geschäft|filiale|freund\w*|notre|nos|magasin|ami[es]?|nuestr[oa]s?|tienda|amig[oa]s?)\b`)
+	billingCueIntl = regexp.MustCompile(`청구|請求|账单|帐单|rechnungsadresse|facturation|facturación`)
+	workCueIntl    = regexp.MustCompile(`회사|직장|勤務先|会社|公司|单位|\b(?:arbeit\w*|büro|travail|bureau|trabajo|oficina)\b`)
 )
 
 func buildKoAddress(text string, m []int, role llms.ChatMessageType) (finding, bool) {
@@ -186,7 +187,7 @@ func buildCJKAddress(text string, m []int, role llms.ChatMessageType) (finding, 
 // in straße, weg, gasse, … (or such a word after an adjective: "Berliner
 // Straße") and a house number, then an optional postcode and town.
 var euStreetAddressRE = regexp.MustCompile(`(?:\p{Lu}[\p{L}-]*\s+)?(?:\p{Lu}[\p{L}-]*(?:straße|strasse|str\.|weg|gasse|allee|platz|damm|ufer)|Straße|Strasse|Weg|Gasse|Allee|Platz)` +
-	`\s+[0-9]{1,4}\s?[a-z]?\b(?:,\s*[0-9]{4,5}\s+\p{Lu}[\p{L}-]+(?:\s+\p{Lu}[\p{L}-]+)?)?`)
+	`\s+[0-9]{1,4}(?:\s?[a-z]\b)?(?:,\s*[0-9]{4,5}\s+\p{Lu}[\p{L}-]+(?:\s+\p{Lu}[\p{L}-]+)?)?`)
 
 // romanceAddressRE matches a French, Spanish, Italian or Portuguese
 // address: "12 rue de la Paix, 75002 Paris", "Calle Mayor 5", "Via Roma
