@@ -18,13 +18,21 @@ var sentenceEnd = regexp.MustCompile(`[。！？][.!?…。！？]*\s*|[.!?…]+
 var latinSentenceEnd = regexp.MustCompile(`[.!?…]+(?:\s+|$)`)
 
 // sentenceEndIn returns the expression that finds the sentence ends of s:
-// sentenceEnd when s may hold a full-width end (its UTF-8 encoding starts
-// with byte 0xE3 for "。" or 0xEF for "！" and "？"), else latinSentenceEnd.
+// sentenceEnd when s may hold a full-width end, else latinSentenceEnd.
 func sentenceEndIn(s string) *regexp.Regexp {
-	if strings.IndexByte(s, 0xE3) < 0 && strings.IndexByte(s, 0xEF) < 0 {
-		return latinSentenceEnd
+	if MayHoldFullWidthPunct(s) {
+		return sentenceEnd
 	}
-	return sentenceEnd
+	return latinSentenceEnd
+}
+
+// MayHoldFullWidthPunct reports whether s may hold a punctuation mark of
+// Chinese or Japanese ("。", "、", "！", "？", "，", "；"): their UTF-8
+// encodings start with byte 0xE3 or 0xEF. When it reports false, searching
+// s for those marks (a rune-by-rune scan) finds nothing, so the common
+// case of text without them costs one byte search.
+func MayHoldFullWidthPunct(s string) bool {
+	return strings.IndexByte(s, 0xE3) >= 0 || strings.IndexByte(s, 0xEF) >= 0
 }
 
 var greeting = regexp.MustCompile(`^(?i:(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|dear\s+\S+)(?:\s+there)?)(?:[\s,!.:;-]+|$)`)

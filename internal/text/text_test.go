@@ -142,3 +142,19 @@ func TestInformativeEndsInTheScriptsPunctuation(t *testing.T) {
 		}
 	}
 }
+
+// TestMayHoldFullWidthPunct: text holding a Chinese or Japanese mark is
+// always reported; text without any is reported only when it has other
+// runes whose encoding starts alike.
+func TestMayHoldFullWidthPunct(t *testing.T) {
+	for _, r := range "。、！？，；：「」" {
+		if s := "abc" + string(r) + "한국어"; !MayHoldFullWidthPunct(s) {
+			t.Errorf("%q: not reported", s)
+		}
+	}
+	for _, s := range []string{"", "plain ASCII. Yes!", "한국어 문장입니다.", "Müllerstraße 12 — “quoted”"} {
+		if MayHoldFullWidthPunct(s) {
+			t.Errorf("%q: reported", s)
+		}
+	}
+}

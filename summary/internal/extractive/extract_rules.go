@@ -3,7 +3,6 @@ package extractive
 import (
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -14,9 +13,46 @@ import (
 // around it: whose phone or address it is, what a date is for, which
 // clause states a preference, who introduced themselves.
 
-// clauseStops end a clause for clauseBefore: sentence ends, including the
-// full-width ones of Chinese and Japanese, and line breaks.
-const clauseStops = ".!?\n。！？"
+// clauseStops end a clause for clauseBefore: sentence ends and line
+// breaks; cjkClauseStops are the full-width sentence ends of Chinese and
+// Japanese, looked for only in text that may hold them
+// (itext.MayHoldFullWidthPunct: a search for them costs a rune-by-rune
+// scan).
+const (
+	clauseStops    = ".!?\n"
+	cjkClauseStops = "。！？"
+)
+
+// lastClauseStop returns the byte index of the last clause stop in s and
+// its width, or -1.
+func lastClauseStop(s string) (int, int) {
+	i := strings.LastIndexAny(s, clauseStops)
+	if itext.MayHoldFullWidthPunct(s) {
+		if j := strings.LastIndexAny(s, cjkClauseStops); j > i {
+			return j, len("。")
+		}
+	}
+	if i < 0 {
+		return -1, 0
+	}
+	return i, 1
+}
+
+// indexStop returns the byte index of the first of the ASCII stops or of
+// the full-width stops in s, or -1.
+func indexStop(s, ascii, wide string) int {
+	i := strings.IndexAny(s, ascii)
+	if itext.MayHoldFullWidthPunct(s) {
+		lim := s
+		if i >= 0 {
+			lim = s[:i]
+		}
+		if j := strings.IndexAny(lim, wide); j >= 0 {
+			return j
+		}
+	}
+	return i
+}
 
 // clauseBefore returns the lower-cased text of the clause that ends at s
 // (back to the previous sentence end or line break), at most max bytes.
@@ -25,15 +61,13 @@ func clauseBefore(text string, s, max int) string {
 	if len(before) > 2*max { // bound the work: only the nearby text matters
 		before = before[len(before)-2*max:]
 	}
-	if i := strings.LastIndexAny(before, clauseStops); i >= 0 {
+	if i, n := lastClauseStop(before); i >= 0 {
 		// A period inside a number or a domain ("4.50", "example.com") is
 		// not a sentence end: only cut at one followed by a space.
 		for i >= 0 && i+1 < len(before) && before[i] == '.' && before[i+1] != ' ' {
-			j := strings.LastIndexAny(before[:i], clauseStops)
-			i = j
+			i, n = lastClauseStop(before[:i])
 		}
 		if i >= 0 {
-			_, n := utf8.DecodeRuneInString(before[i:])
 			before = before[i+n:]
 		}
 	}
@@ -47,7 +81,7 @@ func clauseBefore(text string, s, max int) string {
 // clause, at most max bytes.
 func clauseAfter(text string, e, max int) string {
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;\n。！？；"); i >= 0 {
+	if i := indexStop(after, ".!?;\n", "。！？；"); i >= 0 {
 		after = after[:i]
 	}
 	if len(after) > max {

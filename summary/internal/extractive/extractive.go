@@ -769,7 +769,7 @@ func amountKey(text string, s, e int) string {
 		before = before[i+1:]
 	}
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;,\n。！？、，"); i >= 0 {
+	if i := indexStop(after, ".!?;,\n", "。！？、，"); i >= 0 {
 		after = after[:i]
 	}
 	key, dist := "amount", -1
