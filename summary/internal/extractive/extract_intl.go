@@ -49,7 +49,7 @@ var intlIDRE = regexp.MustCompile(`(` +
 	`(?:주문|예약|운송장|송장|배송|티켓|문의|접수|회원|계좌|환불|반품)\s?(?:번호|ID|아이디|코드)` +
 	`|(?:注文|予約|問い合わせ|問合せ|お問い合わせ|追跡|配送|伝票|会員|チケット|返品)(?:番号|ID|コード)` +
 	`|(?:订单|訂單|预订|預訂|预约|快递|运单|物流|工单|会员|退货|退款)(?:号码|編號|编号|号|ID)` +
-	`|(?i:bestellnummer|bestellung|auftragsnummer|buchungsnummer|sendungsnummer|rechnungsnummer|kundennummer|reservierungsnummer` +
+	`|\b(?i:bestellnummer|bestellung|auftragsnummer|buchungsnummer|sendungsnummer|rechnungsnummer|kundennummer|reservierungsnummer` +
 	`|num[ée]ro\s+de\s+(?:commande|r[ée]servation|suivi|facture)|commande|r[ée]servation` +
 	`|n[úu]mero\s+de\s+(?:pedido|reserva|seguimiento|factura)|pedido|reserva|numero\s+d['’]ordine|ordine|prenotazione)` +
 	`)(?:\s*(?:n[°º]|(?i:nr|no)\.?))?\s*(?:은|는|이|가|:|：|は|が|是|为|為|(?i:ist|lautet|est|es|è))?\s*[:：]?\s*` +
