@@ -106,7 +106,8 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 //     10-…), Japan (090-…, +81 90-…), China (+86 138 0013 8000) and
 //     France (06 12 34 56 78);
 //   - street addresses are English ones ("4410 Larkspur Lane, Apt 3B"),
-//     Korean road addresses ("서울시 강남구 테헤란로 152"; a bare road and
+//     Korean road and lot-number addresses ("서울시 강남구 테헤란로 152",
+//     "강남구 역삼동 123-45"; a bare road and
 //     number only in a clause about an address or a delivery, never before
 //     a counter as in "택배로 2개"), Japanese ones ("東京都渋谷区神南1丁目2-3")
 //     and Chinese ones ("上海市浦东新区世纪大道100号"), and German, French,
@@ -125,10 +126,11 @@ func (e *extractiveService) Summarize(ctx context.Context, req Request) (Result,
 //     "129,990원", "₩129,990", "3만 원", "12万円", "¥1,280元", "49,90 €")
 //     → NUMERIC, keyed by a nearby word in any of those languages
 //     (refund_amount, price, payment, fee, total, …) or else amount;
-//   - dates ("2024-05-20", "May 1", "05/01/2024") → CONDITION, keyed by
-//     what they are for (delivery_date, order_date, birth_date,
-//     appointment_date, travel_date, return_date, deadline, event_date)
-//     or else date; relative dates ("next Friday", "in 3 days", and
+//   - dates ("2024-05-20", "May 1", "05/01/2024", "2026년 12월 5일",
+//     "12月5日") → CONDITION, keyed by what they are for, said in English,
+//     Korean, Japanese or Chinese words (delivery_date, order_date,
+//     birth_date, appointment_date, travel_date, return_date, deadline,
+//     event_date) or else date; relative dates ("next Friday", "in 3 days", and
 //     "tomorrow", "today", "yesterday" when the clause says what the date
 //     is for) likewise; times → callback_time, delivery_time,
 //     appointment_time, departure_time or time;

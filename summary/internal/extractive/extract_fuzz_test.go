@@ -37,6 +37,7 @@ func FuzzExtractFacts(f *testing.F) {
 		"Meine Bestellnummer ist 4711-AB, Müllerstraße 12, 10115 Berlin, Berliner Straße 5. 49,90 € und 1.249,50 EUR. Ich heiße Jürgen Groß. ICH HEIẞE X, STRAẞE 7",
 		"Je m'appelle Hélène Dubois. Commande n° FR-2291, 12 rue de la Paix, 75002 Paris. Me llamo Íñigo Peña, pedido ES-7781, Calle Mayor 5. RÉSERVATION 12AB",
 		"로\xff 1 丁目\xfe号 様\x80 ₩\xff1,000원 。！？。。",
+		"서울시 강남구 역삼동 123-45번지, 배송은 2026년 12월 5일. 誕生日は1990年4月1日、12月24日に届けて。我在2026年11月3日下单。",
 	} {
 		f.Add(seed)
 	}

@@ -95,10 +95,13 @@ func buildIntlID(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 
 // koAddressRE matches a Korean road-name address: an optional city or
 // province, district and neighbourhood, then a road (…로, …길, …대로) and
-// its building number, and an optional unit ("101동 1203호", "5층").
+// its building number, and an optional unit ("101동 1203호", "5층"); or a
+// lot-number address after its district ("강남구 역삼동 123-45").
 var koAddressRE = regexp.MustCompile(`(?:[가-힣]{1,10}(?:특별시|광역시|특별자치시|특별자치도|도|시)\s+)?(?:[가-힣]{1,10}(?:시|군|구)\s+){0,2}(?:[가-힣]{1,10}(?:읍|면|동)\s+)?` +
 	`[가-힣0-9]{1,12}(?:로|길)(?:\s?[0-9]{1,4}번?길)?\s?[0-9]{1,4}(?:-[0-9]{1,4})?` +
-	`(?:,?\s*[0-9]{1,4}동\s?[0-9]{1,4}호|,?\s*[0-9]{1,5}(?:호|층))?`)
+	`(?:,?\s*[0-9]{1,4}동\s?[0-9]{1,4}호|,?\s*[0-9]{1,5}(?:호|층))?` +
+	// A lot-number address after its district: 강남구 역삼동 123-45.
+	`|(?:[가-힣]{1,10}(?:특별시|광역시|도|시)\s+)?[가-힣]{1,10}(?:구|군)\s+[가-힣]{1,10}(?:동|리|읍|면)\s?[0-9]{1,4}(?:-[0-9]{1,4})?(?:번지)?`)
 
 // koCounters are the Hangul counters and units that, right after the
 // number, make "택배로 2개" or "카드로 3만 원" a quantity rather than an

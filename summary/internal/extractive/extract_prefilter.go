@@ -92,7 +92,8 @@ var (
 	}
 	// A date is ISO ("-"), with slashes, or has a month's name.
 	needDate = func(f folded) bool {
-		return f.digits > 0 && f.has("-", "/", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+		return f.digits > 0 && (f.has("-", "/", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec") ||
+			(f.cjk && f.has("月", "월")))
 	}
 	needRelativeDate = func(f folded) bool { return f.has("day", "week", "tomorrow", "tonight") }
 	// A time has a colon or an am/pm mark.
@@ -112,7 +113,7 @@ var (
 // The prefilters of the extractors for Korean, Japanese, Chinese and
 // continental European text (extract_intl.go).
 var (
-	needKoAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("로", "길") }
+	needKoAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("로", "길", "동", "리", "읍", "면") }
 	needZhAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("号") }
 	// A Japanese address may have full-width digits, which digits does
 	// not count.

@@ -333,14 +333,14 @@ var dateCues = []struct {
 	stems []string
 	key   string
 }{
-	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), []string{"born", "birth", "dob"}, "birth_date"},
+	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b|생일|誕生日|生日|出生`), []string{"born", "birth", "dob", "생일", "誕生日", "生日", "出生"}, "birth_date"},
 	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, "check_in_date"},
 	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, "check_out_date"},
-	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b`), []string{"deliver", "arriv", "ship", "promised", "expected"}, "delivery_date"},
-	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), []string{"appointment", "install", "technician", "visit", "pick", "collect"}, "appointment_date"},
+	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b|배송|배달|도착|配達|配送|到着|届|送达|送到|到货|发货`), []string{"deliver", "arriv", "ship", "promised", "expected", "배송", "배달", "도착", "配達", "配送", "到着", "届", "送达", "送到", "到货", "发货"}, "delivery_date"},
+	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b|방문|설치|訪問|設置|上门|安装`), []string{"appointment", "install", "technician", "visit", "pick", "collect", "방문", "설치", "訪問", "設置", "上门", "安装"}, "appointment_date"},
 	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, "return_date"},
-	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), []string{"depart", "fly", "flight", "leav", "travel", "trip"}, "travel_date"},
-	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), []string{"order", "placed", "purchas", "bought", "paid"}, "order_date"},
+	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b|출발|출국|出発|出发|出国`), []string{"depart", "fly", "flight", "leav", "travel", "trip", "출발", "출국", "出発", "出发", "出国"}, "travel_date"},
+	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b|주문|구매|注文|購入|下单|购买`), []string{"order", "placed", "purchas", "bought", "paid", "주문", "구매", "注文", "購入", "下单", "购买"}, "order_date"},
 	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, "deadline"},
 	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"}, "event_date"},
 }

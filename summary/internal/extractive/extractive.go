@@ -599,7 +599,9 @@ var extractors = []extractor{
 	},
 	{ // dates
 		need: needDate,
-		re:   regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
+		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b` +
+			// Korean, Japanese and Chinese dates: 2026년 12월 5일, 12月5日.
+			`|(?:\b\d{4}\s?[年년]\s?)?\b\d{1,2}\s?[月월]\s?\d{1,2}\s?[日일号]`),
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
 		},
