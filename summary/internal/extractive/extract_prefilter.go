@@ -18,9 +18,8 @@ import "strings"
 type folded struct {
 	text   string
 	digits int
-	// cjk marks a text with a rune from U+3000 on (CJK punctuation, kana,
-	// Han, Hangul, full-width forms): the extractors for Korean, Japanese
-	// and Chinese need one.
+	// cjk marks a text with a rune from cjkFrom on: the extractors for
+	// Korean, Japanese and Chinese need one.
 	cjk bool
 }
 
@@ -46,7 +45,7 @@ func fold(text string) folded {
 		case r == '\u212a': // Kelvin sign
 			r = 'k'
 		}
-		if r >= 0x3000 {
+		if r >= cjkFrom {
 			f.cjk = true
 		}
 		space = false
@@ -88,13 +87,16 @@ var (
 	}
 	needAmount = func(f folded) bool {
 		return f.digits > 0 && f.has("$", "€", "£", "¥", "₩", "￥", "usd", "eur", "gbp", "krw", "jpy", "cny", "rmb", "cad", "aud",
-			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "yuan", "buck", "원", "円", "元", "圆", "块")
+			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "yuan", "buck")
+	}
+	needUnitAmount = func(f folded) bool {
+		return f.digits > 0 && (f.has("€") || (f.cjk && f.has("원", "円", "元", "圆", "块")))
 	}
 	// A date is ISO ("-"), with slashes, or has a month's name.
 	needDate = func(f folded) bool {
-		return f.digits > 0 && (f.has("-", "/", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec") ||
-			(f.cjk && f.has("月", "월")))
+		return f.digits > 0 && f.has("-", "/", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 	}
+	needCJKDate      = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("月", "월") }
 	needRelativeDate = func(f folded) bool { return f.has("day", "week", "tomorrow", "tonight") }
 	// A time has a colon or an am/pm mark.
 	needTime     = func(f folded) bool { return f.digits > 0 && f.has(":", "am", "pm", "a.m.", "p.m.") }
@@ -133,8 +135,8 @@ var (
 		return f.digits > 0 && ((f.cjk && f.has("주문", "예약", "운송장", "송장", "배송", "티켓", "문의", "접수", "회원", "계좌", "환불", "반품",
 			"注文", "予約", "問", "追跡", "配送", "伝票", "会員", "チケット", "返品",
 			"订单", "訂單", "预订", "預訂", "预约", "快递", "运单", "物流", "工单", "会员", "退货", "退款")) ||
-			f.has("bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reservierung",
-				"commande", "servation", "suivi", "facture", "pedido", "reserva", "seguimiento", "factura", "ordine", "prenotazione"))
+			f.has("bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reserv", "servation",
+				"commande", "suivi", "factur", "pedido", "seguimiento", "ordine", "prenotazione"))
 	}
 	needKoName  = func(f folded) bool { return f.cjk && f.has("님", "씨") }
 	needJaName  = func(f folded) bool { return f.cjk && f.has("様", "さま", "さん", "先生", "殿") }

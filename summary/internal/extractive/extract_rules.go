@@ -327,22 +327,30 @@ func buildPreference(text string, m []int, role llms.ChatMessageType) (finding, 
 
 // dateCues map words near a date to what the date is for, most specific
 // first. stems holds a word start of every match of re, checked first: a
-// clause without any is passed over cheaply.
+// clause without any is passed over cheaply. cjk are the same cues in
+// Korean, Japanese and Chinese, plain words looked for only in a clause
+// with CJK letters.
 var dateCues = []struct {
 	re    *regexp.Regexp
 	stems []string
+	cjk   []string
 	key   string
 }{
-	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b|생일|誕生日|生日|出生`), []string{"born", "birth", "dob", "생일", "誕生日", "生日", "出生"}, "birth_date"},
-	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, "check_in_date"},
-	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, "check_out_date"},
-	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b|배송|배달|도착|配達|配送|到着|届|送达|送到|到货|发货`), []string{"deliver", "arriv", "ship", "promised", "expected", "배송", "배달", "도착", "配達", "配送", "到着", "届", "送达", "送到", "到货", "发货"}, "delivery_date"},
-	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b|방문|설치|訪問|設置|上门|安装`), []string{"appointment", "install", "technician", "visit", "pick", "collect", "방문", "설치", "訪問", "設置", "上门", "安装"}, "appointment_date"},
-	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, "return_date"},
-	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b|출발|출국|出発|出发|出国`), []string{"depart", "fly", "flight", "leav", "travel", "trip", "출발", "출국", "出発", "出发", "出国"}, "travel_date"},
-	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b|주문|구매|注文|購入|下单|购买`), []string{"order", "placed", "purchas", "bought", "paid", "주문", "구매", "注文", "購入", "下单", "购买"}, "order_date"},
-	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, "deadline"},
-	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"}, "event_date"},
+	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), []string{"born", "birth", "dob"}, []string{"생일", "誕生日", "生日", "出生"}, "birth_date"},
+	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, []string{"체크인", "チェックイン", "入住"}, "check_in_date"},
+	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, []string{"체크아웃", "チェックアウト", "退房"}, "check_out_date"},
+	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b`), []string{"deliver", "arriv", "ship", "promised", "expected"},
+		[]string{"배송", "배달", "도착", "配達", "配送", "到着", "届", "送达", "送到", "到货", "发货"}, "delivery_date"},
+	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), []string{"appointment", "install", "technician", "visit", "pick", "collect"},
+		[]string{"방문", "설치", "訪問", "設置", "上门", "安装"}, "appointment_date"},
+	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, []string{"반품", "返品", "退货"}, "return_date"},
+	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), []string{"depart", "fly", "flight", "leav", "travel", "trip"},
+		[]string{"출발", "출국", "出発", "出发", "出国"}, "travel_date"},
+	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), []string{"order", "placed", "purchas", "bought", "paid"},
+		[]string{"주문", "구매", "注文", "購入", "下单", "购买"}, "order_date"},
+	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, []string{"마감", "기한", "締め切り", "期限", "截止"}, "deadline"},
+	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"},
+		[]string{"결혼식", "파티", "회의", "結婚式", "パーティー", "会議", "婚礼", "聚会", "会议"}, "event_date"},
 }
 
 // mayHold reports whether the lower-case text holds one of stems.
@@ -355,26 +363,43 @@ func mayHold(text string, stems []string) bool {
 	return false
 }
 
+// cjkFrom is where the CJK blocks start (CJK punctuation, kana, Han,
+// Hangul syllables and full-width forms all come after it): a text
+// without a rune from here on is no Korean, Japanese or Chinese.
+const cjkFrom = 0x3000
+
+// hasCJK reports whether s holds a rune from cjkFrom on.
+func hasCJK(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r >= cjkFrom }) >= 0
+}
+
 // dateKey names a date after the nearest cue in its clause (the words
 // before it, then the few after it), or "date".
 func dateKey(text string, s, e int) string {
 	before := clauseBefore(text, s, 60)
 	after := clauseAfter(text, e, 30)
+	cjkBefore, cjkAfter := hasCJK(before), hasCJK(after)
 	key, at := "", -1
 	for _, c := range dateCues {
-		if !mayHold(before, c.stems) {
-			continue
+		if mayHold(before, c.stems) {
+			locs := c.re.FindAllStringIndex(before, -1)
+			if len(locs) > 0 && locs[len(locs)-1][0] > at {
+				key, at = c.key, locs[len(locs)-1][0]
+			}
 		}
-		locs := c.re.FindAllStringIndex(before, -1)
-		if len(locs) > 0 && locs[len(locs)-1][0] > at {
-			key, at = c.key, locs[len(locs)-1][0]
+		if cjkBefore {
+			for _, w := range c.cjk {
+				if i := strings.LastIndex(before, w); i > at {
+					key, at = c.key, i
+				}
+			}
 		}
 	}
 	if key != "" {
 		return key
 	}
 	for _, c := range dateCues {
-		if mayHold(after, c.stems) && c.re.MatchString(after) {
+		if (mayHold(after, c.stems) && c.re.MatchString(after)) || (cjkAfter && mayHold(after, c.cjk)) {
 			return c.key
 		}
 	}

@@ -588,23 +588,23 @@ var extractors = []extractor{
 		need: needAmount,
 		re: regexp.MustCompile(`(?:US\$|[$€£¥₩￥])\s?(?:` + numberPattern + `)(?:\s?` + cjkMultiplier + `)?(?:\s?(?:` + unitCurrencies + `))?` +
 			`|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)` +
-			`|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b` +
-			`|\b(?:` + numberPattern + `)\s?(?:` + cjkMultiplier + `\s?)?(?:` + unitCurrencies + `)`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			if !standalone(text, m[0], m[1]) {
-				return finding{}, false
-			}
-			return finding{start: m[0], end: m[1], kind: "amount", base: amountKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Numeric}, true
-		},
+			`|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
+		build: buildAmount,
+	},
+	{ // amounts with their currency after them: 129,990원, 3만 원, 12万円, 49,90 €
+		need:  needUnitAmount,
+		re:    regexp.MustCompile(`\b(?:` + numberPattern + `)\s?(?:` + cjkMultiplier + `\s?)?(?:` + unitCurrencies + `)`),
+		build: buildAmount,
 	},
 	{ // dates
-		need: needDate,
-		re: regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b` +
-			// Korean, Japanese and Chinese dates: 2026년 12월 5일, 12月5日.
-			`|(?:\b\d{4}\s?[年년]\s?)?\b\d{1,2}\s?[月월]\s?\d{1,2}\s?[日일号]`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
-		},
+		need:  needDate,
+		re:    regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
+		build: buildDate,
+	},
+	{ // Korean, Japanese and Chinese dates: 2026년 12월 5일, 12月5日
+		need:  needCJKDate,
+		re:    regexp.MustCompile(`(?:\b\d{4}\s?[年년]\s?)?\b\d{1,2}\s?[月월]\s?\d{1,2}\s?[日일号]`),
+		build: buildDate,
 	},
 	{re: relativeDateRE, need: needRelativeDate, build: buildRelativeDate},
 	{ // times
@@ -692,6 +692,17 @@ func namedID(text string, s, e int) bool {
 		}
 	}
 	return false
+}
+
+func buildAmount(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+	if !standalone(text, m[0], m[1]) {
+		return finding{}, false
+	}
+	return finding{start: m[0], end: m[1], kind: "amount", base: amountKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Numeric}, true
+}
+
+func buildDate(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+	return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
 }
 
 // validID accepts an identifier: it contains a digit, its letters are
