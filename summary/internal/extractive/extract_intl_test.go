@@ -3,10 +3,12 @@ package extractive_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 
 	. "github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/summary/internal/extractive"
 )
 
 func TestExtractKorean(t *testing.T) {
@@ -147,5 +149,15 @@ func TestIntlSentencesInTheNarrative(t *testing.T) {
 	}
 	if strings.Contains(res.Narrative, "です。商品") {
 		t.Errorf("narrative did not split at 。: %q", res.Narrative)
+	}
+}
+
+// TestHasCJKIsRuneTest: hasCJK's byte test agrees with decoding the runes.
+func TestHasCJKIsRuneTest(t *testing.T) {
+	for _, s := range []string{"", "plain", "Müllerstraße ẞ “x” — …", "\u2fff", "\u3000", "。", "한", "\uff01", "\U0001F600", "\xff\xe3"} {
+		want := strings.IndexFunc(s, func(r rune) bool { return r >= 0x3000 && r != utf8.RuneError }) >= 0
+		if got := extractive.HasCJK(s); got != want && utf8.ValidString(s) {
+			t.Errorf("HasCJK(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

@@ -368,9 +368,15 @@ func mayHold(text string, stems []string) bool {
 // without a rune from here on is no Korean, Japanese or Chinese.
 const cjkFrom = 0x3000
 
-// hasCJK reports whether s holds a rune from cjkFrom on.
+// hasCJK reports whether s holds a rune from cjkFrom on: in UTF-8, a
+// byte from 0xE3 on only starts such a rune.
 func hasCJK(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return r >= cjkFrom }) >= 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xE3 {
+			return true
+		}
+	}
+	return false
 }
 
 // dateKey names a date after the nearest cue in its clause (the words
