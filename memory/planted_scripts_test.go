@@ -403,7 +403,8 @@ func probeView(t *testing.T, mgr *memory.Manager) string {
 // German and French, with their diacritics), at least five of six values
 // said once are shown to the model after 50 and after 200 further turns
 // of unrelated talk, under the parity and the chunked policy, with the
-// extractive summarizer; several seeded runs per language.
+// extractive summarizer; several seeded runs per language, and a re-run
+// of the first shows the model the same.
 func TestPlantedFactsInEveryScript(t *testing.T) {
 	seed := propertySeed(t)
 	runs, checkpoints := 3, []int{50, 200}
@@ -420,48 +421,8 @@ func TestPlantedFactsInEveryScript(t *testing.T) {
 			for run := range runs {
 				name := fmt.Sprintf("%s/%s/run%d", probe.lang, policy.name, run)
 				t.Run(name, func(t *testing.T) {
-					rng := rand.New(rand.NewPCG(seed, uint64(run)))
-					values, opening := probe.plant(rng)
-					mgr, err := memory.NewManager(memory.NewInMemoryStore(), policy.cfg,
-						memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()), memory.WithLogger(quiet))
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = mgr.Close() })
-					ctx := context.Background()
-					save := func(turn [2]string) {
-						if err := mgr.SaveTurn(ctx, "s", "alice", turn[0], turn[1]); err != nil {
-							t.Fatal(err)
-						}
-						if err := mgr.Flush(ctx); err != nil {
-							t.Fatal(err)
-						}
-					}
-					for _, turn := range opening {
-						save([2]string{oddSpacing(rng, turn[0]), turn[1]})
-					}
-					said := 0
-					for _, at := range checkpoints {
-						for ; said < at; said++ {
-							save(probe.filler(rng))
-						}
-						// The opening is folded: what the model is shown of it
-						// comes from the summary, not from verbatim messages.
-						h, err := mgr.Load(ctx, "s", "alice")
-						if err != nil {
-							t.Fatal(err)
-						}
-						if h.Mode != "hierarchical" || h.Summary == nil {
-							t.Fatalf("+%d turns: view mode %q, want hierarchical with a summary", at, h.Mode)
-						}
-						for _, m := range h.Recent {
-							for _, turn := range opening {
-								if m.Content == turn[0] {
-									t.Fatalf("+%d turns: the opening is still shown verbatim: %q", at, m.Content)
-								}
-							}
-						}
-						view := probeView(t, mgr)
+					values, views := replayProbe(t, probe, policy.cfg, rand.New(rand.NewPCG(seed, uint64(run))), checkpoints)
+					for i, view := range views {
 						var missing []string
 						for _, v := range values.list() {
 							if !strings.Contains(view, v[1]) {
@@ -469,13 +430,76 @@ func TestPlantedFactsInEveryScript(t *testing.T) {
 							}
 						}
 						kept := 6 - len(missing)
-						t.Logf("seed %d, +%d turns: %d/6 kept, missing %v", seed, at, kept, missing)
+						t.Logf("seed %d, +%d turns: %d/6 kept, missing %v", seed, checkpoints[i], kept, missing)
 						if kept < 5 {
-							t.Errorf("+%d turns: only %d of 6 planted values shown (missing %v); the view:\n%s", at, kept, missing, view)
+							t.Errorf("+%d turns: only %d of 6 planted values shown (missing %v); the view:\n%s", checkpoints[i], kept, missing, view)
+						}
+					}
+					if run == 0 {
+						_, again := replayProbe(t, probe, policy.cfg, rand.New(rand.NewPCG(seed, uint64(run))), checkpoints)
+						for i := range views {
+							if again[i] != views[i] {
+								t.Errorf("+%d turns: a re-run shows the model another view:\n%s\nthen:\n%s", checkpoints[i], views[i], again[i])
+							}
 						}
 					}
 				})
 			}
 		}
 	}
+}
+
+// replayProbe saves the probe's opening and its filler turn by turn
+// (values and filler drawn from rng) through a new Manager with cfg, the
+// in-memory stores and the extractive summarizer, and returns the values
+// planted and what the model is shown at each checkpoint (turns of filler
+// after the opening). At every checkpoint the opening must be folded: the
+// view is hierarchical and shows none of its messages verbatim.
+func replayProbe(t *testing.T, probe scriptProbe, cfg memory.Config, rng *rand.Rand, checkpoints []int) (plantedValues, []string) {
+	t.Helper()
+	values, opening := probe.plant(rng)
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
+		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mgr.Close() }()
+	ctx := context.Background()
+	save := func(turn [2]string) {
+		if err := mgr.SaveTurn(ctx, "s", "alice", turn[0], turn[1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var said []string // the opening's user messages as saved
+	for _, turn := range opening {
+		u := oddSpacing(rng, turn[0])
+		said = append(said, u)
+		save([2]string{u, turn[1]})
+	}
+	var views []string
+	filler := 0
+	for _, at := range checkpoints {
+		for ; filler < at; filler++ {
+			save(probe.filler(rng))
+		}
+		h, err := mgr.Load(ctx, "s", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Mode != "hierarchical" || h.Summary == nil {
+			t.Fatalf("+%d turns: view mode %q, want hierarchical with a summary", at, h.Mode)
+		}
+		for _, m := range h.Recent {
+			for _, u := range said {
+				if m.Content == u {
+					t.Fatalf("+%d turns: the opening is still shown verbatim: %q", at, m.Content)
+				}
+			}
+		}
+		views = append(views, probeView(t, mgr))
+	}
+	return values, views
 }
