@@ -211,6 +211,10 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 			// users' bounds: no tenant's sessions evict another's
 			// summaries (store.max-summaries does not apply).
 			sums = mem.Summaries()
+			if n := cfg.Store.MaxSummaries; cfg.IsSet(keyMaxSummaries) && n != 0 && n != summary.DefaultMaxSummaries {
+				o.logger.Warn("strata: "+keyMaxSummaries+" bounds nothing: a session's summary lives in the session, within "+
+					keyMaxSessions+" and "+keyMaxSessionsPerUser, "value", cfg.Store.MaxSummaries)
+			}
 		}
 		mopts = append(mopts, memory.WithSummaries(sums, svc))
 	}

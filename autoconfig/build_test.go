@@ -483,3 +483,32 @@ func TestBuildTokenEncoding(t *testing.T) {
 		t.Fatalf("code estimator: %d", got)
 	}
 }
+
+// store.max-summaries bounds nothing any more (a session's summary lives in
+// the session): set to anything but its old default it is not silently
+// ignored, a warning says so once at start-up.
+func TestBuildWarnsMaxSummariesBoundsNothing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		yaml string
+		warn bool
+	}{
+		{"arc.reactor.memory.summary:\n  enabled: true\narc.reactor.memory.store:\n  max-summaries: 50\n", true},
+		{"arc.reactor.memory.summary:\n  enabled: true\narc.reactor.memory.store:\n  max-summaries: 10000\n", false},
+		{"arc.reactor.memory.summary:\n  enabled: true\n", false},
+	} {
+		cfg, err := LoadWithEnv([]string{}, writeFile(t, "s.yaml", c.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &testutil.Buffer{}
+		rt, err := BuildRuntime(context.Background(), cfg, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rt.Close()
+		if n := strings.Count(logs.String(), "max-summaries bounds nothing"); n != map[bool]int{true: 1, false: 0}[c.warn] {
+			t.Errorf("%q: the warning appears %d times:\n%s", c.yaml, n, logs.String())
+		}
+	}
+}

@@ -220,7 +220,7 @@ var keyTable = []keySpec{
 		"Reject messages larger than this many bytes. Must be >= 0 (0 = no limit).",
 		func(c *Config) *int { return &c.Memory.MaxMessageBytes }),
 	key(keyMaxSummaries,
-		"Most summaries the in-memory summary store keeps (least recently used evicted). Must be >= 0 (0 = 10000).",
+		"Accepted for compatibility; bounds nothing any more (a warning says so at start-up): with the in-memory store a session's summary lives in the session, within max-sessions and max-sessions-per-user. Must be >= 0.",
 		func(c *Config) *int { return &c.Store.MaxSummaries }),
 	key(keyMaxSessions,
 		"Most sessions the in-memory message store keeps (used without a datasource); past it a new session evicts the least recently used session of the same user, with a log line, and never another user's: a user who holds none is refused (HTTP 507). The in-memory store is a development store: its sessions go when the process ends. arc-reactor keeps 1000. Must be >= 0 (0 = 10000).",

@@ -537,31 +537,27 @@ func (x *CatalogIndex) searchPortable(ctx context.Context, q catalog.Query) ([]c
 	return q.Rank(docs), nil
 }
 
-// listSQL lists a user's sessions with their documents (without text and
-// embedding), newest activity first: the user's sessions, found by
-// strata_sessions_user_idx, sorted by last_activity; total counts all of
-// them.
-const listSQL = `
+// listSelect is what a listing reads of each session: its row and its
+// document (without text and embedding), total counting them all.
+const listSelect = `
 SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
        s.created_at, s.last_activity, count(*) OVER () AS total,
        i.session_id IS NOT NULL AS indexed, COALESCE(i.title, '') AS title, COALESCE(i.pinned, false) AS pinned,
        COALESCE(i.fingerprint, '') AS fingerprint, COALESCE(i.source, '') AS source,
        COALESCE(i.source_seq, 0) AS source_seq, COALESCE(i.message_count, 0) AS doc_messages,
        COALESCE(i.model, '') AS model, COALESCE(i.updated_at, s.created_at) AS updated_at
-  FROM strata_sessions s LEFT JOIN strata_session_index i USING (session_id)
+  FROM strata_sessions s LEFT JOIN strata_session_index i USING (session_id)`
+
+// listSQL lists a user's sessions with their documents, newest activity
+// first: the user's sessions, found by strata_sessions_user_idx, sorted by
+// last_activity.
+const listSQL = listSelect + `
  WHERE s.user_id = $1 AND s.deleted_at IS NULL
  ORDER BY s.last_activity DESC, s.session_id
  LIMIT $2 OFFSET $3`
 
 // listParticipantSQL is listSQL for the sessions of $1 that $4 wrote in.
-const listParticipantSQL = `
-SELECT s.session_id, s.user_id, s.epoch, s.message_count, s.first_user_message,
-       s.created_at, s.last_activity, count(*) OVER () AS total,
-       i.session_id IS NOT NULL AS indexed, COALESCE(i.title, '') AS title, COALESCE(i.pinned, false) AS pinned,
-       COALESCE(i.fingerprint, '') AS fingerprint, COALESCE(i.source, '') AS source,
-       COALESCE(i.source_seq, 0) AS source_seq, COALESCE(i.message_count, 0) AS doc_messages,
-       COALESCE(i.model, '') AS model, COALESCE(i.updated_at, s.created_at) AS updated_at
-  FROM strata_sessions s LEFT JOIN strata_session_index i USING (session_id)
+const listParticipantSQL = listSelect + `
  WHERE s.user_id = $1 AND s.participants @> ARRAY[$4::text] AND s.deleted_at IS NULL
  ORDER BY s.last_activity DESC, s.session_id
  LIMIT $2 OFFSET $3`

@@ -47,10 +47,11 @@ type extractiveService struct{ x *extractive.Summarizer }
 // places, titles, numbers, the speaker's own doings: "Last Friday I went
 // to a counseling workshop in Boston") — newer first on ties. Small talk,
 // reactions, questions, filler and sentences that repeat another's shape
-// with other values are left out even when there is room. Each message is
-// scanned once, for its facts and its sentences' scores alike, and an
-// incremental fold reads only its new messages and the existing summary.
-// Chosen sentences appear in
+// with other values are left out even when there is room. Sentences end at
+// ".", "!", "?" or "…" followed by a space and at "。", "！" or "？". Each
+// message is scanned once, for its facts and its sentences' scores alike,
+// and an incremental fold reads only its new messages and the existing
+// summary. Chosen sentences appear in
 // conversation order as "User: …" and "Assistant: …" ("Assistant called
 // <tool>." for a tool-call-only reply); system and tool messages are left
 // out. When req.Incremental is set, req.Existing's narrative sentences
@@ -229,19 +230,36 @@ func sortedSources(src []int64) []int64 {
 //     an earlier one, so an update supersedes; a second value in the same
 //     message is alternate_phone, …; values said to be old ("my old
 //     number", "change it from …") are not facts; the business's or
-//     someone else's are other_phone, support_email, location;
+//     someone else's are other_phone, support_email, location; phone
+//     numbers are those of North America, Korea (010-1234-5678, +82
+//     10-…), Japan (090-…, +81 90-…), China (+86 138 0013 8000) and
+//     France (06 12 34 56 78);
+//   - street addresses are English ones ("4410 Larkspur Lane, Apt 3B"),
+//     Korean road and lot-number addresses ("서울시 강남구 테헤란로 152",
+//     "강남구 역삼동 123-45"; a bare road and
+//     number only in a clause about an address or a delivery, never before
+//     a counter as in "택배로 2개"), Japanese ones ("東京都渋谷区神南1丁目2-3")
+//     and Chinese ones ("上海市浦东新区世纪大道100号"), and German, French,
+//     Spanish and Italian ones ("Müllerstraße 12, 10115 Berlin", "12 rue de
+//     la Paix", "Calle Mayor 5");
 //   - identifiers next to order, booking, reservation, ticket,
 //     confirmation, case, invoice, tracking, reference, return, RMA, claim,
-//     account, membership, policy or warranty → order_id, case_id,
-//     return_id, …; product codes after SKU, product code, item number,
-//     model or part number → sku, product_code, model_number, part_number;
-//   - amounts with a currency ("$1,240.50", "50,000 KRW", "30 dollars")
-//     → NUMERIC, keyed by a nearby word (refund_amount, price, fee, total,
-//     …) or else amount;
-//   - dates ("2024-05-20", "May 1", "05/01/2024") → CONDITION, keyed by
-//     what they are for (delivery_date, order_date, birth_date,
-//     appointment_date, travel_date, return_date, deadline, event_date)
-//     or else date; relative dates ("next Friday", "in 3 days", and
+//     account, membership, policy or warranty, or their Korean, Japanese,
+//     Chinese, German, French, Spanish and Italian words (주문번호,
+//     注文番号, 订单号, Bestellnummer, commande, pedido, …) → order_id,
+//     case_id, return_id, tracking_number, …; an identifier shaped like a
+//     phone number stays an identifier there; product codes after SKU,
+//     product code, item number, model or part number → sku,
+//     product_code, model_number, part_number;
+//   - amounts with a currency ("$1,240.50", "50,000 KRW", "30 dollars",
+//     "129,990원", "₩129,990", "3만 원", "12万円", "¥1,280元", "49,90 €")
+//     → NUMERIC, keyed by a nearby word in any of those languages
+//     (refund_amount, price, payment, fee, total, …) or else amount;
+//   - dates ("2024-05-20", "May 1", "05/01/2024", "2026년 12월 5일",
+//     "12月5日") → CONDITION, keyed by what they are for, said in English,
+//     Korean, Japanese or Chinese words (delivery_date, order_date,
+//     birth_date, appointment_date, travel_date, return_date, deadline,
+//     event_date) or else date; relative dates ("next Friday", "in 3 days", and
 //     "tomorrow", "today", "yesterday" when the clause says what the date
 //     is for) likewise; times → callback_time, delivery_time,
 //     appointment_time, departure_time or time;
@@ -258,7 +276,19 @@ func sortedSources(src []int64) []int64 {
 //     messages; the first one wins, a name followed by "my dog", "my
 //     sister", … is not the speaker's, and once the ledger knows the
 //     user's name only an explicit correction ("actually, my name is …")
-//     replaces it; "passenger name is X" → passenger_name.
+//     replaces it; "passenger name is X" → passenger_name; the same in
+//     Korean, Japanese and Chinese ("제 이름은 김민지예요", "田中花子と申します",
+//     "我叫王小明"; a bare "김민지입니다" only opening a message) and in
+//     French, German, Spanish and Italian ("je m'appelle", "ich heiße",
+//     "me llamo", "mi chiamo");
+//   - names with an honorific (김민지 님, 박서준 씨, 田中様, 佐藤さん, 王先生,
+//     李女士), kept with it: user_name when the assistant addresses the user
+//     by it (opening a message or clause) or the speaker gives it as their
+//     own ("我是王先生"), contact_name otherwise; titles such as 고객님,
+//     선생님, お客様 are no names.
+//
+// A value next to a Han, kana or Hangul letter stands alone ("ORD-58213이고",
+// "090-1234-5678、"): those scripts write values against their words.
 //
 // Facts found in a user message are Stated (Fact.Stated), as are the
 // user's own contact details the agent sets on their word ("the phone

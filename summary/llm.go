@@ -203,7 +203,10 @@ func (s *llmService) generate(ctx context.Context, msgs []llms.MessageContent, o
 // that other summarizers (for example a schema-constrained Gemini or OpenAI
 // one) can reuse them. maxNarrativeTokens <= 0 means 500.
 //
-// The system prompt states the merge protocol: reuse an existing fact's
+// The system prompt asks for the narrative in the language the
+// conversation is written in and for values verbatim in their own script
+// (never transliterated or translated), with an English and a Korean
+// example. It states the merge protocol: reuse an existing fact's
 // key for its update (a "replaces" field may name the value updated), use
 // the key vocabulary (name, phone, email, delivery_address, order_id, …),
 // mark what the user states about themselves ("stated": true, see
@@ -239,7 +242,7 @@ func systemPrompt(maxNarrativeTokens int) string {
 	}
 	return fmt.Sprintf(`You are a conversation summarizer. Read the conversation and respond with a JSON object with two fields:
 
-"narrative": a concise summary of the conversation flow, tone and key points. Maximum ~%d tokens. Focus on the user's goal, what was discussed, the decisions made, the emotional tone and any unresolved items.
+"narrative": a concise summary of the conversation flow, tone and key points. Maximum ~%d tokens. Focus on the user's goal, what was discussed, the decisions made, the emotional tone and any unresolved items. Write it in the language the conversation is written in (the user's language): a conversation in Korean gets a Korean narrative, one in Japanese a Japanese narrative; never translate it into English.
 "facts": an array of objects, each with:
   "key": a short identifier (e.g. order_number, customer_name, agreed_price)
   "value": the exact value
@@ -251,6 +254,7 @@ func systemPrompt(maxNarrativeTokens int) string {
 Rules:
 - Extract all numbers, dates, names and specific conditions as facts.
 - Preserve exact values: amounts, codes, identifiers, dates and spellings exactly as written.
+- Keep every value verbatim in its own script: names, addresses, amounts with their units and honorifics stay as written (김민지 님, 129,990원, 東京都渋谷区神南1丁目2-3, 12万円, 王先生); never transliterate, romanize or translate them. Keys stay in English.
 - Prefer these keys when they fit: %s. Number further values of a kind: order_id_2, price_2.
 - State preferences and constraints as whole clauses (e.g. "no calls after 6pm").
 - Mark with "stated": true what the user says about themselves (their name, contact details, order and case numbers, amounts and dates they give): it outranks what others say.
@@ -260,8 +264,10 @@ Rules:
 - To remove a fact that no longer holds, return {"key": "<its key>", "remove": true}. An empty or missing value never removes anything.
 - Respond ONLY with valid JSON, no markdown code fences.
 
-Example:
-{"narrative": "The customer asked for a refund of order #1234. The agent confirmed a refund of 50,000 KRW and said it is being processed.", "facts": [{"key": "order_id", "value": "#1234", "category": "ENTITY"}, {"key": "refund_amount", "value": "50,000 KRW", "category": "NUMERIC"}, {"key": "refund_status", "value": "processing", "category": "STATE"}]}`,
+Example (a conversation in English):
+{"narrative": "The customer asked for a refund of order #1234. The agent confirmed a refund of 50,000 KRW and said it is being processed.", "facts": [{"key": "order_id", "value": "#1234", "category": "ENTITY"}, {"key": "refund_amount", "value": "50,000 KRW", "category": "NUMERIC"}, {"key": "refund_status", "value": "processing", "category": "STATE"}]}
+Example (a conversation in Korean: the narrative in Korean, the values as written):
+{"narrative": "김민지 님이 주문 ORD-58213의 환불을 요청했고, 상담원이 129,990원 환불을 접수했다고 안내했다.", "facts": [{"key": "order_id", "value": "ORD-58213", "category": "ENTITY"}, {"key": "refund_amount", "value": "129,990원", "category": "NUMERIC"}, {"key": "refund_status", "value": "접수됨", "category": "STATE"}]}`,
 		maxNarrativeTokens, strings.Join(cats, ", "), promptVocabulary)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -492,4 +493,77 @@ func TestLLMServiceOpenAIWire(t *testing.T) {
 	if usr["role"] != "user" || !strings.Contains(usr["content"].(string), "[USER]: Where is my order A1?\n[ASSISTANT]: (calls lookup_order {\"id\":\"A1\"})") {
 		t.Errorf("user message = %v", usr)
 	}
+}
+
+// TestLLMServiceAsksForTheConversationsLanguage: whatever the language of
+// the conversation, the request the model receives asks for the narrative
+// in that language and for values verbatim in their own script, carries
+// the transcript unchanged, and its last example is not English; the
+// model's narrative in that language comes back as written.
+func TestLLMServiceAsksForTheConversationsLanguage(t *testing.T) {
+	cases := []struct {
+		lang, user, agent, narrative, value string
+	}{
+		{"Korean", "주문번호 ORD-58213 환불해 주세요. 결제 금액은 129,990원이었어요.", "김민지 님, 환불을 접수했습니다.",
+			"고객이 주문 ORD-58213의 129,990원 환불을 요청했다.", "129,990원"},
+		{"Japanese", "注文番号はJP-44817です。住所は東京都渋谷区神南1丁目2-3です。", "田中様、承知いたしました。",
+			"田中様が注文JP-44817の配送先を伝えた。", "東京都渋谷区神南1丁目2-3"},
+		{"Chinese", "我叫王小明，订单号是CN-66120，金额是1,280元。", "王先生，您好，已为您处理。",
+			"王先生询问订单CN-66120，金额1,280元。", "1,280元"},
+		{"German", "Meine Bestellnummer ist DE-4711, die Lieferadresse ist Müllerstraße 12.", "Danke, Frau Müller.",
+			"Die Kundin nannte die Bestellung DE-4711 und die Adresse Müllerstraße 12.", "Müllerstraße 12"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.lang, func(t *testing.T) {
+			reply := fmt.Sprintf(`{"narrative":%q,"facts":[{"key":"value","value":%q,"category":"ENTITY"}]}`, tc.narrative, tc.value)
+			model := &fakeModel{replies: []fakeReply{{content: reply}}}
+			msgs := []llms.ChatMessage{llms.HumanChatMessage{Content: tc.user}, llms.AIChatMessage{Content: tc.agent}}
+			res, err := NewLLMService(model).Summarize(context.Background(), Request{SessionID: "s", Messages: msgs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Narrative != tc.narrative || len(res.Facts) != 1 || res.Facts[0].Value != tc.value {
+				t.Errorf("reply not kept as written: %+v", res)
+			}
+			calls := model.recorded()
+			if len(calls) != 1 || len(calls[0].msgs) != 2 {
+				t.Fatalf("calls: %+v", calls)
+			}
+			system, user := textOf(t, calls[0].msgs[0]), textOf(t, calls[0].msgs[1])
+			for _, want := range []string{
+				"Write it in the language the conversation is written in",
+				"never translate it into English",
+				"verbatim in its own script",
+				"never transliterate, romanize or translate them",
+			} {
+				if !strings.Contains(system, want) {
+					t.Errorf("system prompt lacks %q", want)
+				}
+			}
+			for _, line := range []string{"[USER]: " + tc.user, "[ASSISTANT]: " + tc.agent} {
+				if !strings.Contains(user, line) {
+					t.Errorf("transcript lacks %q:\n%s", line, user)
+				}
+			}
+			// The last example, the one a model imitates most, is a
+			// conversation in Korean: its narrative and values are Hangul.
+			example, err := ParseReply(system[strings.LastIndex(system, "\n")+1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasHangul(example.Narrative) || !hasHangul(example.Facts[1].Value) {
+				t.Errorf("last example is not in Korean: %+v", example)
+			}
+		})
+	}
+}
+
+// hasHangul reports whether s holds a Hangul syllable.
+func hasHangul(s string) bool {
+	for _, r := range s {
+		if r >= 0xAC00 && r <= 0xD7A3 {
+			return true
+		}
+	}
+	return false
 }

@@ -59,8 +59,21 @@ arc.reactor.memory.server.api-keys, each bound to one user id, e.g.
 (the key is read from $STRATA_KEY_WEB; "web=sha256:HEX" takes the key's
 SHA-256 instead, printf %s KEY | sha256sum). The user ids "anonymous" and
 "shared" are reserved (the owners of sessions saved without a user id and
-of shared sessions): a key bound to either is refused at start-up. The
-access log goes to stderr.
+of shared sessions): a key bound to either is refused at start-up. A
+service key (service: true on an api-keys entry, or a line ending in
+"service" in server.api-keys-file, which is re-read when it changes) acts
+for the user each request names in the X-Strata-User header; a user key
+sending that header gets 403. The access log goes to stderr.
+
+Erasure: DELETE .../messages removes the messages and, in the same step,
+everything derived from them: the facts and narrative sentences only they
+state (what a surviving message still states stays), the catalogue's
+title and search entry; erasing a tool call erases its results. A
+summary written by an LLM, whose sentences cite no message, is withheld
+once an erasure touches it and rebuilt from the surviving messages by the
+next fold (one summarizer call). DELETE .../facts/{key} removes a fact's
+value from the facts and the narrative, but its messages stay: only
+erasing them is a guarantee.
 
 Flags:
 `

@@ -72,6 +72,9 @@ func TestServeUsageErrors(t *testing.T) {
 	if !strings.Contains(out, "An export is streamed") || !strings.Contains(out, "8 MiB of messages") {
 		t.Errorf("serve --help does not state the export's bound")
 	}
+	if !strings.Contains(out, "everything derived from them") || !strings.Contains(out, "one summarizer call") || !strings.Contains(out, "X-Strata-User") {
+		t.Errorf("serve --help does not state what erasure guarantees and costs, or how service keys act")
+	}
 	if code, out, _ := cli(t, "--help"); code != 0 || !strings.Contains(out, "serve ") {
 		t.Fatalf("strata --help does not list serve: %q", out)
 	}

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -105,4 +106,55 @@ func FuzzCutTruncate(f *testing.F) {
 			t.Fatalf("Clean(%q) is not storable", s)
 		}
 	})
+}
+
+func TestSentencesInEveryScript(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"Hi there. How are you? Fine!", []string{"Hi there.", "How are you?", "Fine!"}},
+		{"Pay $4.50 at example.com. Done", []string{"Pay $4.50 at example.com.", "Done"}},
+		{"注文番号はJP-44817です。金額は12万円でした！届きますか？はい", []string{"注文番号はJP-44817です。", "金額は12万円でした！", "届きますか？", "はい"}},
+		{"您好。订单号是CN-66120。。 谢谢！！", []string{"您好。", "订单号是CN-66120。。", "谢谢！！"}},
+		{"안녕하세요. 주문번호는 ORD-1 입니다! 감사합니다", []string{"안녕하세요.", "주문번호는 ORD-1 입니다!", "감사합니다"}},
+		{"Grüße aus Köln. Die Straße heißt Müllerstraße 12! Ça va?", []string{"Grüße aus Köln.", "Die Straße heißt Müllerstraße 12!", "Ça va?"}},
+		{"好的?我明白", []string{"好的?我明白"}}, // an ASCII "?" needs a space after it
+	}
+	for _, tc := range cases {
+		if got := Sentences(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Sentences(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestInformativeEndsInTheScriptsPunctuation(t *testing.T) {
+	for in, want := range map[string]string{
+		"hello there, the order is late": "The order is late.",
+		"金額は12万円でした":                     "金額は12万円でした。",
+		"订单号是CN-66120":                   "订单号是CN-66120.",
+		"주문번호는 ORD-1 입니다":                "주문번호는 ORD-1 입니다.",
+		"届きますか？":                         "届きますか？",
+		"über die Straße":                "Über die Straße.",
+	} {
+		if got, ok := Informative(in); !ok || got != want {
+			t.Errorf("Informative(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+// TestMayHoldFullWidthPunct: text holding a Chinese or Japanese mark is
+// always reported; text without any is reported only when it has other
+// runes whose encoding starts alike.
+func TestMayHoldFullWidthPunct(t *testing.T) {
+	for _, r := range "。、！？，；：「」" {
+		if s := "abc" + string(r) + "한국어"; !MayHoldFullWidthPunct(s) {
+			t.Errorf("%q: not reported", s)
+		}
+	}
+	for _, s := range []string{"", "plain ASCII. Yes!", "한국어 문장입니다.", "Müllerstraße 12 — “quoted”"} {
+		if MayHoldFullWidthPunct(s) {
+			t.Errorf("%q: reported", s)
+		}
+	}
 }

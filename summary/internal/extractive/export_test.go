@@ -15,6 +15,9 @@ import (
 // ResolveRelative exposes resolveRelative.
 var ResolveRelative = resolveRelative
 
+// HasCJK exposes hasCJK.
+var HasCJK = hasCJK
+
 // WordScore exposes wordScore.
 var WordScore = wordScore
 

@@ -28,6 +28,16 @@ func FuzzExtractFacts(f *testing.F) {
 		"I'd prefer a window seat, thanks. Don't call me before 9am, I work nights. 1 Main St. 2 Oak Ave.",
 		"DON'T\tRING me, I CAN\nNOT climb stairs; I need\na WHEELCHAIR. ORDER 12345, ſku KX-4471, 3 BAGS, 10:30 P.M.",
 		"Never leave it at the door. I am unable to lift 2 boxes. Let’s go with the refund, it has\nbeen approved.",
+		// Korean, Japanese, Chinese and European values (extract_intl.go).
+		"안녕하세요, 저는 김민지입니다. 주문번호 ORD-58213 건이에요. 결제 금액은 129,990원, 쿠폰 3만 원. 전화 010-1234-5678, +82 10-1234-5678.",
+		"주소는 서울시 강남구 테헤란로 152입니다. 택배로 2개, 카드로 3만원. 김민지 님, 고객님, 박서준씨. 예전 주소는 세종대로 1이에요. 주문번호는 2025-7745-2600",
+		"こんにちは、田中様。注文番号はJP-44817です。金額は12万円、¥3,980でした！電話番号は090-1234-5678、住所は東京都渋谷区神南1丁目2-3です。",
+		"田中花子と申します。名前は佐藤です。私は学生です。お客様、様々な方法。神奈川県横浜市中区山下町１２３番地。スミスさん",
+		"您好，王先生。我叫王小明，订单号是CN-66120。金额是¥1,280元，3万元。电话+86 138 0013 8000，地址是上海市浦东新区世纪大道100号。收件人是李女士。",
+		"Meine Bestellnummer ist 4711-AB, Müllerstraße 12, 10115 Berlin, Berliner Straße 5. 49,90 € und 1.249,50 EUR. Ich heiße Jürgen Groß. ICH HEIẞE X, STRAẞE 7",
+		"Je m'appelle Hélène Dubois. Commande n° FR-2291, 12 rue de la Paix, 75002 Paris. Me llamo Íñigo Peña, pedido ES-7781, Calle Mayor 5. RÉSERVATION 12AB",
+		"로\xff 1 丁目\xfe号 様\x80 ₩\xff1,000원 。！？。。",
+		"서울시 강남구 역삼동 123-45번지, 배송은 2026년 12월 5일. 誕生日は1990年4月1日、12月24日に届けて。我在2026年11月3日下单。",
 	} {
 		f.Add(seed)
 	}

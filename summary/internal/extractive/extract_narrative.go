@@ -97,13 +97,13 @@ func scoreSentence(text, who string, found []finding) int {
 func wordScore(text, who string) int {
 	ft := fold(text)
 	score := 0
-	if ft.has(caseStems...) && caseWords.MatchString(text) {
+	if (ft.has(caseStems...) && caseWords.MatchString(text)) || (ft.cjk && ft.has(caseWordsCJK...)) {
 		score += 2
 	}
 	if ft.has(decisionStems...) && decisionWords.MatchString(text) {
 		score += 2
 	}
-	n := len(strings.Fields(text))
+	n := wordCount(text)
 	if smallTalk.MatchString(text) || (n < 6 && chatter.MatchString(text)) {
 		score -= 3
 	}
@@ -113,7 +113,7 @@ func wordScore(text, who string) int {
 	case n < 5:
 		score--
 	}
-	question := strings.HasSuffix(text, "?")
+	question := strings.HasSuffix(text, "?") || strings.HasSuffix(text, "？")
 	if question {
 		score--
 		if who == "Assistant" {
@@ -124,6 +124,35 @@ func wordScore(text, who string) int {
 		score += storyScore(text, ft)
 	}
 	return score
+}
+
+// caseWordsCJK are words about the support case in Korean, Japanese and
+// Chinese: a sentence holding one counts as caseWords does.
+var caseWordsCJK = []string{
+	"환불", "교환", "반품", "취소", "주문", "배송", "파손", "고장", "불량", "결제", "예약", "청구", "분실", "지연",
+	"返金", "交換", "返品", "キャンセル", "注文", "配送", "壊れ", "故障", "不良", "支払", "予約", "請求", "紛失", "遅れ",
+	"退款", "换货", "退货", "取消", "订单", "快递", "坏了", "损坏", "付款", "预订", "丢失", "延迟",
+}
+
+// wordCount is how many words a sentence has: its white-space separated
+// fields, a run of Han or kana (written without spaces) counting one word
+// for every two letters.
+func wordCount(text string) int {
+	n := 0
+	for _, w := range strings.Fields(text) {
+		n++
+		if len(w) == utf8.RuneCountInString(w) {
+			continue // ASCII: one word
+		}
+		cjk := 0
+		for _, r := range w {
+			if r >= 0x3040 && (unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana)) {
+				cjk++
+			}
+		}
+		n += cjk / 2
+	}
+	return n
 }
 
 // storyScore counts the marks of a sentence that tells something a later

@@ -18,6 +18,9 @@ import "strings"
 type folded struct {
 	text   string
 	digits int
+	// cjk marks a text with a rune from cjkFrom on: the extractors for
+	// Korean, Japanese and Chinese need one.
+	cjk bool
 }
 
 func fold(text string) folded {
@@ -41,6 +44,9 @@ func fold(text string) folded {
 			r = 's'
 		case r == '\u212a': // Kelvin sign
 			r = 'k'
+		}
+		if r >= cjkFrom {
+			f.cjk = true
 		}
 		space = false
 		b.WriteRune(r)
@@ -80,13 +86,17 @@ var (
 			"tracking", "ref", "return", "rma", "claim", "account", "membership", "policy", "warranty")
 	}
 	needAmount = func(f folded) bool {
-		return f.digits > 0 && f.has("$", "€", "£", "¥", "₩", "usd", "eur", "gbp", "krw", "jpy", "cny", "cad", "aud",
-			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "buck")
+		return f.digits > 0 && f.has("$", "€", "£", "¥", "₩", "￥", "usd", "eur", "gbp", "krw", "jpy", "cny", "rmb", "cad", "aud",
+			"chf", "inr", "sgd", "hkd", "dollar", "euro", "pound", "won", "yen", "yuan", "buck")
+	}
+	needUnitAmount = func(f folded) bool {
+		return f.digits > 0 && (f.has("€") || (f.cjk && f.has("원", "円", "元", "圆", "块")))
 	}
 	// A date is ISO ("-"), with slashes, or has a month's name.
 	needDate = func(f folded) bool {
 		return f.digits > 0 && f.has("-", "/", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 	}
+	needCJKDate      = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("月", "월") }
 	needRelativeDate = func(f folded) bool { return f.has("day", "week", "tomorrow", "tonight") }
 	// A time has a colon or an am/pm mark.
 	needTime     = func(f folded) bool { return f.digits > 0 && f.has(":", "am", "pm", "a.m.", "p.m.") }
@@ -97,5 +107,43 @@ var (
 				"room", "unit", "piece", "box", "people", "person", "guest", "pair")
 	}
 	needRoleName  = func(f folded) bool { return f.has("name") }
-	needSelfIntro = func(f folded) bool { return f.has("name", "i'm", "i’m", "i am", "this is", "call me") }
+	needSelfIntro = func(f folded) bool {
+		return f.has("name", "i'm", "i’m", "i am", "this is", "call me", "appelle", "mon nom", "ich hei", "llamo", "nombre", "chiamo")
+	}
+)
+
+// The prefilters of the extractors for Korean, Japanese, Chinese and
+// continental European text (extract_intl.go).
+var (
+	needKoAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("로", "길", "동", "리", "읍", "면") }
+	needZhAddress = func(f folded) bool { return f.cjk && f.digits > 0 && f.has("号") }
+	// A Japanese address may have full-width digits, which digits does
+	// not count.
+	needJaAddress = func(f folded) bool {
+		return f.cjk && f.has("丁目", "番地", "-", "−", "－") && f.has("市", "区", "町", "村", "郡")
+	}
+	needEUStreetAddress = func(f folded) bool {
+		return f.digits > 0 && f.has("straße", "strasse", "str.", "weg", "gasse", "allee", "platz", "damm", "ufer")
+	}
+	// The street word is followed by white space, which fold makes one
+	// space.
+	needRomanceAddress = func(f folded) bool {
+		return f.digits > 0 && f.has("rue ", "avenue ", "boulevard ", "bd ", "place ", "chemin ", "allée ", "impasse ", "quai ", "route ",
+			"cours ", "calle ", "avenida ", "paseo ", "plaza ", "via ", "viale ", "piazza ", "corso ", "rua ")
+	}
+	needIntlID = func(f folded) bool {
+		return f.digits > 0 && ((f.cjk && f.has("주문", "예약", "운송장", "송장", "배송", "티켓", "문의", "접수", "회원", "계좌", "환불", "반품",
+			"注文", "予約", "問", "追跡", "配送", "伝票", "会員", "チケット", "返品",
+			"订单", "訂單", "预订", "預訂", "预约", "快递", "运单", "物流", "工单", "会员", "退货", "退款")) ||
+			f.has("bestell", "auftrag", "buchung", "sendung", "rechnung", "kunden", "reserv", "servation",
+				"commande", "suivi", "factur", "pedido", "seguimiento", "ordine", "prenotazione"))
+	}
+	needKoName  = func(f folded) bool { return f.cjk && f.has("님", "씨") }
+	needJaName  = func(f folded) bool { return f.cjk && f.has("様", "さま", "さん", "先生", "殿") }
+	needZhName  = func(f folded) bool { return f.cjk && f.has("先生", "女士", "小姐") }
+	needKoIntro = func(f folded) bool { return f.cjk && f.has("입니다", "이에요", "예요", "이고", "라고") }
+	needJaIntro = func(f folded) bool {
+		return f.cjk && f.has("申します", "といいます", "と言います", "名前は")
+	}
+	needZhIntro = func(f folded) bool { return f.cjk && f.has("我叫", "我的名字") }
 )

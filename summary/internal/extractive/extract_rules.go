@@ -13,6 +13,47 @@ import (
 // around it: whose phone or address it is, what a date is for, which
 // clause states a preference, who introduced themselves.
 
+// clauseStops end a clause for clauseBefore: sentence ends and line
+// breaks; cjkClauseStops are the full-width sentence ends of Chinese and
+// Japanese, looked for only in text that may hold them
+// (itext.MayHoldFullWidthPunct: a search for them costs a rune-by-rune
+// scan).
+const (
+	clauseStops    = ".!?\n"
+	cjkClauseStops = "。！？"
+)
+
+// lastClauseStop returns the byte index of the last clause stop in s and
+// its width, or -1.
+func lastClauseStop(s string) (int, int) {
+	i := strings.LastIndexAny(s, clauseStops)
+	if itext.MayHoldFullWidthPunct(s) {
+		if j := strings.LastIndexAny(s, cjkClauseStops); j > i {
+			return j, len("。")
+		}
+	}
+	if i < 0 {
+		return -1, 0
+	}
+	return i, 1
+}
+
+// indexStop returns the byte index of the first of the ASCII stops or of
+// the full-width stops in s, or -1.
+func indexStop(s, ascii, wide string) int {
+	i := strings.IndexAny(s, ascii)
+	if itext.MayHoldFullWidthPunct(s) {
+		lim := s
+		if i >= 0 {
+			lim = s[:i]
+		}
+		if j := strings.IndexAny(lim, wide); j >= 0 {
+			return j
+		}
+	}
+	return i
+}
+
 // clauseBefore returns the lower-cased text of the clause that ends at s
 // (back to the previous sentence end or line break), at most max bytes.
 func clauseBefore(text string, s, max int) string {
@@ -20,15 +61,14 @@ func clauseBefore(text string, s, max int) string {
 	if len(before) > 2*max { // bound the work: only the nearby text matters
 		before = before[len(before)-2*max:]
 	}
-	if i := strings.LastIndexAny(before, ".!?\n"); i >= 0 {
+	if i, n := lastClauseStop(before); i >= 0 {
 		// A period inside a number or a domain ("4.50", "example.com") is
 		// not a sentence end: only cut at one followed by a space.
 		for i >= 0 && i+1 < len(before) && before[i] == '.' && before[i+1] != ' ' {
-			j := strings.LastIndexAny(before[:i], ".!?\n")
-			i = j
+			i, n = lastClauseStop(before[:i])
 		}
 		if i >= 0 {
-			before = before[i+1:]
+			before = before[i+n:]
 		}
 	}
 	if len(before) > max {
@@ -41,7 +81,7 @@ func clauseBefore(text string, s, max int) string {
 // clause, at most max bytes.
 func clauseAfter(text string, e, max int) string {
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;\n"); i >= 0 {
+	if i := indexStop(after, ".!?;\n", "。！？；"); i >= 0 {
 		after = after[:i]
 	}
 	if len(after) > max {
@@ -66,10 +106,10 @@ var (
 // whose latest value wins) or other (numbered under the family key).
 func ownership(text string, s, e int, role llms.ChatMessageType) (stale, self bool) {
 	before := clauseBefore(text, s, 80)
-	if staleCue.MatchString(before) {
+	if staleCue.MatchString(before) || staleCueIntl.MatchString(before) {
 		return true, false
 	}
-	if otherPartyCue.MatchString(before) {
+	if otherPartyCue.MatchString(before) || otherPartyCueIntl.MatchString(before) {
 		return false, false
 	}
 	switch role {
@@ -153,7 +193,14 @@ func buildAddress(text string, m []int, role llms.ChatMessageType) (finding, boo
 	if strings.HasSuffix(v, ".") && !suffixAbbrevRE.MatchString(v) {
 		v = strings.TrimSuffix(v, ".")
 	}
-	e = s + len(v)
+	return addressFinding(text, s, s+len(v), v, role)
+}
+
+// addressFinding builds the finding for the address v at text[s:e] said
+// by role: the user's own goes to its slot (delivery_address, or
+// billing_address, work_address when so called), anyone else's to
+// location; a superseded one is none.
+func addressFinding(text string, s, e int, v string, role llms.ChatMessageType) (finding, bool) {
 	stale, self := ownership(text, s, e, role)
 	if stale {
 		return finding{}, false
@@ -161,9 +208,9 @@ func buildAddress(text string, m []int, role llms.ChatMessageType) (finding, boo
 	before := clauseBefore(text, s, 80)
 	f := finding{start: s, end: e, kind: "address", value: v, cat: Entity}
 	switch {
-	case strings.Contains(before, "billing") || strings.Contains(before, "bill "):
+	case strings.Contains(before, "billing") || strings.Contains(before, "bill ") || billingCueIntl.MatchString(before):
 		f.base = "billing_address"
-	case strings.Contains(before, "work") || strings.Contains(before, "office address"):
+	case strings.Contains(before, "work") || strings.Contains(before, "office address") || workCueIntl.MatchString(before):
 		f.base = "work_address"
 	default:
 		f.base = "delivery_address"
@@ -280,22 +327,30 @@ func buildPreference(text string, m []int, role llms.ChatMessageType) (finding, 
 
 // dateCues map words near a date to what the date is for, most specific
 // first. stems holds a word start of every match of re, checked first: a
-// clause without any is passed over cheaply.
+// clause without any is passed over cheaply. cjk are the same cues in
+// Korean, Japanese and Chinese, plain words looked for only in a clause
+// with CJK letters.
 var dateCues = []struct {
 	re    *regexp.Regexp
 	stems []string
+	cjk   []string
 	key   string
 }{
-	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), []string{"born", "birth", "dob"}, "birth_date"},
-	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, "check_in_date"},
-	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, "check_out_date"},
-	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b`), []string{"deliver", "arriv", "ship", "promised", "expected"}, "delivery_date"},
-	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), []string{"appointment", "install", "technician", "visit", "pick", "collect"}, "appointment_date"},
-	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, "return_date"},
-	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), []string{"depart", "fly", "flight", "leav", "travel", "trip"}, "travel_date"},
-	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), []string{"order", "placed", "purchas", "bought", "paid"}, "order_date"},
-	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, "deadline"},
-	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"}, "event_date"},
+	{regexp.MustCompile(`\b(?:born|birthday|birth|dob)\b`), []string{"born", "birth", "dob"}, []string{"생일", "誕生日", "生日", "出生"}, "birth_date"},
+	{regexp.MustCompile(`\bcheck[- ]?in\b`), []string{"check"}, []string{"체크인", "チェックイン", "入住"}, "check_in_date"},
+	{regexp.MustCompile(`\bcheck[- ]?out\b`), []string{"check"}, []string{"체크아웃", "チェックアウト", "退房"}, "check_out_date"},
+	{regexp.MustCompile(`\b(?:deliver\w*|arriv\w*|ship\w*|promised|expected)\b`), []string{"deliver", "arriv", "ship", "promised", "expected"},
+		[]string{"배송", "배달", "도착", "配達", "配送", "到着", "届", "送达", "送到", "到货", "发货"}, "delivery_date"},
+	{regexp.MustCompile(`\b(?:appointment|install\w*|technician|visit|pick[- ]?up|collect\w*)\b`), []string{"appointment", "install", "technician", "visit", "pick", "collect"},
+		[]string{"방문", "설치", "訪問", "設置", "上门", "安装"}, "appointment_date"},
+	{regexp.MustCompile(`\b(?:return\w*|back\s+on)\b`), []string{"return", "back"}, []string{"반품", "返品", "退货"}, "return_date"},
+	{regexp.MustCompile(`\b(?:depart\w*|fly\w*|flight|leav\w*|travel\w*|trip)\b`), []string{"depart", "fly", "flight", "leav", "travel", "trip"},
+		[]string{"출발", "출국", "出発", "出发", "出国"}, "travel_date"},
+	{regexp.MustCompile(`\b(?:order\w*|placed|purchas\w*|bought|paid)\b`), []string{"order", "placed", "purchas", "bought", "paid"},
+		[]string{"주문", "구매", "注文", "購入", "下单", "购买"}, "order_date"},
+	{regexp.MustCompile(`\b(?:due|deadline|expir\w*)\b`), []string{"due", "deadline", "expir"}, []string{"마감", "기한", "締め切り", "期限", "截止"}, "deadline"},
+	{regexp.MustCompile(`\b(?:event|party|wedding|hosting|meeting|birthday|anniversary|conference)\b`), []string{"event", "party", "wedding", "hosting", "meeting", "birthday", "anniversary", "conference"},
+		[]string{"결혼식", "파티", "회의", "結婚式", "パーティー", "会議", "婚礼", "聚会", "会议"}, "event_date"},
 }
 
 // mayHold reports whether the lower-case text holds one of stems.
@@ -308,26 +363,49 @@ func mayHold(text string, stems []string) bool {
 	return false
 }
 
+// cjkFrom is where the CJK blocks start (CJK punctuation, kana, Han,
+// Hangul syllables and full-width forms all come after it): a text
+// without a rune from here on is no Korean, Japanese or Chinese.
+const cjkFrom = 0x3000
+
+// hasCJK reports whether s holds a rune from cjkFrom on: in UTF-8, a
+// byte from 0xE3 on only starts such a rune.
+func hasCJK(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xE3 {
+			return true
+		}
+	}
+	return false
+}
+
 // dateKey names a date after the nearest cue in its clause (the words
 // before it, then the few after it), or "date".
 func dateKey(text string, s, e int) string {
 	before := clauseBefore(text, s, 60)
 	after := clauseAfter(text, e, 30)
+	cjkBefore, cjkAfter := hasCJK(before), hasCJK(after)
 	key, at := "", -1
 	for _, c := range dateCues {
-		if !mayHold(before, c.stems) {
-			continue
+		if mayHold(before, c.stems) {
+			locs := c.re.FindAllStringIndex(before, -1)
+			if len(locs) > 0 && locs[len(locs)-1][0] > at {
+				key, at = c.key, locs[len(locs)-1][0]
+			}
 		}
-		locs := c.re.FindAllStringIndex(before, -1)
-		if len(locs) > 0 && locs[len(locs)-1][0] > at {
-			key, at = c.key, locs[len(locs)-1][0]
+		if cjkBefore {
+			for _, w := range c.cjk {
+				if i := strings.LastIndex(before, w); i > at {
+					key, at = c.key, i
+				}
+			}
 		}
 	}
 	if key != "" {
 		return key
 	}
 	for _, c := range dateCues {
-		if mayHold(after, c.stems) && c.re.MatchString(after) {
+		if (mayHold(after, c.stems) && c.re.MatchString(after)) || (cjkAfter && mayHold(after, c.cjk)) {
 			return c.key
 		}
 	}

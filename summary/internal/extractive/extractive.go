@@ -498,17 +498,16 @@ func group(text string, m []int, i int) (string, int, int) {
 }
 
 // standalone reports whether text[s:e] is not glued to a neighbouring
-// letter or digit.
+// digit or letter (a Han, kana or Hangul letter does not glue: those
+// scripts write values against their words, "ORD-58213이고", "100号").
 func standalone(text string, s, e int) bool {
 	if s > 0 {
-		r, _ := utf8.DecodeLastRuneInString(text[:s])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if r, _ := utf8.DecodeLastRuneInString(text[:s]); glues(r) {
 			return false
 		}
 	}
 	if e < len(text) {
-		r, _ := utf8.DecodeRuneInString(text[e:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if r, _ := utf8.DecodeRuneInString(text[e:]); glues(r) {
 			return false
 		}
 	}
@@ -516,9 +515,17 @@ func standalone(text string, s, e int) bool {
 }
 
 const (
-	numberPattern   = `\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?`
-	currencyCodes   = `USD|EUR|GBP|KRW|JPY|CNY|CAD|AUD|CHF|INR|SGD|HKD`
-	currencyWords   = `dollars?|euros?|pounds?|won|yen|bucks`
+	// numberPattern is a number as written in English (1,240.50) or on
+	// the continent (1.240,50; 49,90).
+	numberPattern = `\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d{1,2})?|\d+,\d{1,2}|\d+(?:\.\d+)?`
+	currencyCodes = `USD|EUR|GBP|KRW|JPY|CNY|RMB|CAD|AUD|CHF|INR|SGD|HKD`
+	currencyWords = `dollars?|euros?|pounds?|won|yen|yuan|bucks`
+	// cjkMultiplier is a Korean, Japanese or Chinese multiplier between a
+	// number and its currency (3만 원, 12万円, 5千円, 2억 원).
+	cjkMultiplier = `(?:[천千]?[만万億亿억]|[천千])`
+	// unitCurrencies are currencies written after the number without a
+	// word boundary: 원, 円, 元 (圆, 块), €.
+	unitCurrencies  = `원|円|元|圆|块|€`
 	monthPattern    = `(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)`
 	namePattern     = `\p{Lu}\p{Ll}[\p{L}'’-]*(?:\s+\p{Lu}\p{Ll}[\p{L}'’-]*){0,2}`
 	quantityNumbers = `\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten`
@@ -534,7 +541,11 @@ var extractors = []extractor{
 	},
 	{ // phone
 		need: needPhone,
-		re:   regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}`),
+		// North American, Korean (010-1234-5678, +82 10-…), Japanese
+		// (090-…, +81 90-…) and Chinese (+86 138 0013 8000) numbers, and
+		// numbers in pairs as in France (06 12 34 56 78, +33 6 12 34 56 78).
+		re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]\d{4}` +
+			`|(?:\+\d{2}\s?|\b0)[1-9](?:[\s.]\d{2}){4}`),
 		build: func(text string, m []int, role llms.ChatMessageType) (finding, bool) {
 			v := text[m[0]:m[1]]
 			digits := 0
@@ -543,18 +554,23 @@ var extractors = []extractor{
 					digits++
 				}
 			}
-			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) {
+			if digits < 9 || digits > 15 || !standalone(text, m[0], m[1]) || namedID(text, m[0], m[1]) {
 				return finding{}, false
 			}
 			return contactFinding(text, m[0], m[1], role, "phone", "phone")
 		},
 	},
 	{re: addressRE, need: needDigit, build: buildAddress},
+	{re: koAddressRE, need: needKoAddress, build: buildKoAddress},
+	{re: zhAddressRE, need: needZhAddress, build: buildCJKAddress},
+	{re: jaAddressRE, need: needJaAddress, build: buildCJKAddress},
+	{re: euStreetAddressRE, need: needEUStreetAddress, build: buildEUAddress},
+	{re: romanceAddressRE, need: needRomanceAddress, build: buildEUAddress},
 	{re: preferenceRE, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman}, need: needPreference, build: buildPreference},
 	{re: productRE, need: needProduct, build: buildProduct},
 	{ // identifiers next to a context word
 		need: needID,
-		re:   regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no|num|id|code|ref(?:erence)?|locator)\b\.?)?(\s+(?:is|was)\b)?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`),
+		re:   idRE,
 		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
 			word, _, _ := group(text, m, 1)
 			qual, _, _ := group(text, m, 2)
@@ -567,22 +583,28 @@ var extractors = []extractor{
 			return finding{start: s, end: e, kind: "id", base: idKey(word), value: v, cat: Entity}, true
 		},
 	},
+	{re: intlIDRE, need: needIntlID, build: buildIntlID},
 	{ // amounts with a currency
 		need: needAmount,
-		re:   regexp.MustCompile(`(?:US\$|[$€£¥₩])\s?(?:` + numberPattern + `)|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			if !standalone(text, m[0], m[1]) {
-				return finding{}, false
-			}
-			return finding{start: m[0], end: m[1], kind: "amount", base: amountKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Numeric}, true
-		},
+		re: regexp.MustCompile(`(?:US\$|[$€£¥₩￥])\s?(?:` + numberPattern + `)(?:\s?` + cjkMultiplier + `)?(?:\s?(?:` + unitCurrencies + `))?` +
+			`|\b(?:` + currencyCodes + `)\s?(?:` + numberPattern + `)` +
+			`|\b(?:` + numberPattern + `)\s?(?:` + currencyCodes + `|(?i:` + currencyWords + `))\b`),
+		build: buildAmount,
+	},
+	{ // amounts with their currency after them: 129,990원, 3만 원, 12万円, 49,90 €
+		need:  needUnitAmount,
+		re:    regexp.MustCompile(`\b(?:` + numberPattern + `)\s?(?:` + cjkMultiplier + `\s?)?(?:` + unitCurrencies + `)`),
+		build: buildAmount,
 	},
 	{ // dates
-		need: needDate,
-		re:   regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
-		build: func(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
-			return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
-		},
+		need:  needDate,
+		re:    regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b|\b` + monthPattern + `\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?` + monthPattern + `(?:,?\s+\d{4})?\b`),
+		build: buildDate,
+	},
+	{ // Korean, Japanese and Chinese dates: 2026년 12월 5일, 12月5日
+		need:  needCJKDate,
+		re:    regexp.MustCompile(`(?:\b\d{4}\s?[年년]\s?)?\b\d{1,2}\s?[月월]\s?\d{1,2}\s?[日일号]`),
+		build: buildDate,
 	},
 	{re: relativeDateRE, need: needRelativeDate, build: buildRelativeDate},
 	{ // times
@@ -635,10 +657,52 @@ var extractors = []extractor{
 	},
 	{ // self-introductions
 		need:  needSelfIntro,
-		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me))\s+(` + namePattern + `)`),
+		re:    regexp.MustCompile(`(?i:\b(my\s+name\s+is|my\s+name's|i['’]m|i\s+am|this\s+is|call\s+me` + intlSelfIntro + `))\s+(` + namePattern + `)`),
 		roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI},
 		build: buildSelfIntro,
 	},
+	// Names in Korean, Japanese and Chinese: with an honorific, then in a
+	// self-introduction.
+	{re: koNameRE, need: needKoName, build: buildKoName},
+	{re: jaNameRE, need: needJaName, build: buildJaName},
+	{re: zhNameRE, need: needZhName, build: buildZhName},
+	{re: koIntroRE, need: needKoIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildKoIntro},
+	{re: jaIntroRE, need: needJaIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildJaIntro},
+	{re: zhIntroRE, need: needZhIntro, roles: []llms.ChatMessageType{llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI}, build: buildZhIntro},
+}
+
+// idRE matches an identifier next to a context word ("order number
+// A-1234"); group 5 is the identifier.
+var idRE = regexp.MustCompile(`(?i:\b(order|booking|reservation|ticket|confirmation|case|invoice|tracking|reference|ref|return|rma|claim|account|membership|policy|warranty)\b(\s+(?:number|no|num|id|code|ref(?:erence)?|locator)\b\.?)?(\s+(?:is|was)\b)?)\s*([:=])?\s*(#?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)`)
+
+// namedID reports whether text[s:e], shaped like a phone number, is an
+// identifier its context word names ("order 2025-7745-2600", "주문번호
+// 2025-7745-2600"): the identifier extractors then keep it.
+func namedID(text string, s, e int) bool {
+	lo := max(0, s-48)
+	for lo > 0 && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	window := text[lo:e]
+	for _, re := range []*regexp.Regexp{idRE, intlIDRE} {
+		for _, m := range re.FindAllStringSubmatchIndex(window, -1) {
+			if id := m[len(m)-2]; id >= 0 && lo+id == s && lo+m[len(m)-1] == e {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func buildAmount(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+	if !standalone(text, m[0], m[1]) {
+		return finding{}, false
+	}
+	return finding{start: m[0], end: m[1], kind: "amount", base: amountKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Numeric}, true
+}
+
+func buildDate(text string, m []int, _ llms.ChatMessageType) (finding, bool) {
+	return finding{start: m[0], end: m[1], kind: "date", base: dateKey(text, m[0], m[1]), value: text[m[0]:m[1]], cat: Condition}, true
 }
 
 // validID accepts an identifier: it contains a digit, its letters are
@@ -718,7 +782,7 @@ func amountKey(text string, s, e int) string {
 		before = before[i+1:]
 	}
 	after := text[e:]
-	if i := strings.IndexAny(after, ".!?;,\n"); i >= 0 {
+	if i := indexStop(after, ".!?;,\n", "。！？、，"); i >= 0 {
 		after = after[:i]
 	}
 	key, dist := "amount", -1
@@ -734,6 +798,11 @@ func amountKey(text string, s, e int) string {
 			break
 		}
 		if k := amountWordKey(w); k != "" {
+			return k
+		}
+	}
+	if dist < 0 {
+		if k := intlAmountKey(text, s, e); k != "" {
 			return k
 		}
 	}

@@ -38,16 +38,52 @@ var (
 	chatDates  = []string{"May 7, 2023", "June 12", "3 July 2023", "August 20, 2023", "September 2", "2023-10-14"}
 )
 
+// chatScript is the vocabulary of a generated conversation: line
+// templates (as chatLines) and what fills them.
+type chatScript struct {
+	lines, names, places, dates []string
+	tail                        string // "%s" is a distinct word
+}
+
+var englishChat = chatScript{chatLines, chatNames, chatPlaces, chatDates, " That was the %s episode."}
+
+// cjkChat is a conversation of the same kind in Korean, Japanese and
+// Chinese, with the values those users write: amounts in 원, 円 and 元,
+// road and block addresses, names with honorifics.
+var cjkChat = chatScript{
+	lines: []string{
+		"지난 주말에 %[1]s 님이랑 %[2]s에 다녀왔어요. 정말 좋았어요!",
+		"%[3]s에 도자기 수업을 신청했어요. 수강료는 %[4]d,000원이에요.",
+		"우와, 재미있었겠네요. 어땠어요?",
+		"%[1]s 씨가 테헤란로 %[4]d 근처로 이사했대요.",
+		"先週、%[1]sさんと%[2]sに行きました。とても楽しかったです！",
+		"陶芸教室に申し込みました。料金は%[4]d万円です。",
+		"それはいいですね。どうでしたか？",
+		"%[1]s様は東京都渋谷区神南1丁目%[4]d-3に引っ越しました。",
+		"上周末我和%[1]s先生去了%[2]s，玩得很开心！",
+		"我报名了陶艺课，学费是%[4]d元。",
+		"听起来不错，感觉怎么样？",
+		"我朋友搬到了上海市浦东新区世纪大道%[4]d号。",
+	},
+	names:  []string{"김민지", "박서준", "田中", "佐藤", "王", "李"},
+	places: []string{"부산", "제주도", "京都", "大阪", "杭州", "西湖"},
+	dates:  []string{"3월 7일", "5月12日", "七月三日"},
+	tail:   " (%s)",
+}
+
 // chatMessages generates n messages of such a conversation; seed
 // makes every batch's text distinct, so no memo serves a later batch.
-func chatMessages(seed uint64, n int) []llms.ChatMessage {
+func chatMessages(seed uint64, n int) []llms.ChatMessage { return scriptMessages(englishChat, seed, n) }
+
+// scriptMessages generates n messages of a conversation in script sc.
+func scriptMessages(sc chatScript, seed uint64, n int) []llms.ChatMessage {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	out := make([]llms.ChatMessage, 0, n)
 	for i := range n {
-		line := fmt.Sprintf(chatLines[rng.IntN(len(chatLines))], chatNames[rng.IntN(len(chatNames))],
-			chatPlaces[rng.IntN(len(chatPlaces))], chatDates[rng.IntN(len(chatDates))], 5+rng.IntN(200))
+		line := fmt.Sprintf(sc.lines[rng.IntN(len(sc.lines))], sc.names[rng.IntN(len(sc.names))],
+			sc.places[rng.IntN(len(sc.places))], sc.dates[rng.IntN(len(sc.dates))], 5+rng.IntN(200))
 		// A distinct tail, as real messages differ.
-		line += " That was the " + letterCode(seed*1000+uint64(i)) + " episode."
+		line += fmt.Sprintf(sc.tail, letterCode(seed*1000+uint64(i)))
 		if i%2 == 0 {
 			out = append(out, llms.HumanChatMessage{Content: line})
 		} else {
@@ -72,10 +108,15 @@ func letterCode(n uint64) string {
 // foldedConversation folds a conversation of chunks × size messages
 // incrementally, as the chunked policy does, and returns the summary.
 func foldedConversation(tb testing.TB, svc Service, chunks, size int) *Summary {
+	return foldedScript(tb, svc, englishChat, chunks, size)
+}
+
+// foldedScript is foldedConversation in script sc.
+func foldedScript(tb testing.TB, svc Service, sc chatScript, chunks, size int) *Summary {
 	tb.Helper()
 	var cur *Summary
 	for c := range chunks {
-		msgs := chatMessages(uint64(c+1), size)
+		msgs := scriptMessages(sc, uint64(c+1), size)
 		res, err := svc.Summarize(context.Background(), Request{SessionID: "bench", Messages: msgs, Existing: cur, Incremental: cur != nil})
 		if err != nil {
 			tb.Fatal(err)
@@ -93,14 +134,20 @@ func foldedConversation(tb testing.TB, svc Service, chunks, size int) *Summary {
 // existing summary. Besides wall time it reports the process's CPU time per
 // fold (cpu-ns/op, where the platform gives it), which is what limits
 // background folding and what a busy machine does not inflate.
-func BenchmarkExtractiveIncrementalFold(b *testing.B) {
+func BenchmarkExtractiveIncrementalFold(b *testing.B) { benchmarkIncrementalFold(b, englishChat) }
+
+// BenchmarkExtractiveIncrementalFoldCJK is BenchmarkExtractiveIncrementalFold
+// on a conversation in Korean, Japanese and Chinese.
+func BenchmarkExtractiveIncrementalFoldCJK(b *testing.B) { benchmarkIncrementalFold(b, cjkChat) }
+
+func benchmarkIncrementalFold(b *testing.B, sc chatScript) {
 	for _, history := range []int{40, 400} {
 		b.Run(fmt.Sprintf("history=%dchunks", history), func(b *testing.B) {
 			svc := NewExtractiveService()
-			existing := foldedConversation(b, svc, history, 16)
+			existing := foldedScript(b, svc, sc, history, 16)
 			batches := make([][]llms.ChatMessage, b.N)
 			for i := range batches {
-				batches[i] = chatMessages(uint64(1_000_000+i), 16)
+				batches[i] = scriptMessages(sc, uint64(1_000_000+i), 16)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
