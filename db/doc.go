@@ -31,6 +31,24 @@
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
+// # Schema (version 11)
+//
+// Migration 000011 counts sequence numbers per session:
+//
+//	strata_sessions.seq_counter  BIGINT NOT NULL DEFAULT 0  the greatest seq
+//	                             drawn for the session id: kept by a
+//	                             tombstone, a re-creation and a replace
+//
+// Every statement that stores messages (strata_append, Import, the
+// arc-reactor import) raises it on the locked session row and numbers the
+// messages after it; strata_messages.seq's column default (the global
+// sequence) is no longer used. Existing seqs are not renumbered: each
+// counter starts at the greatest seq its session holds or its summary
+// covers, or, where messages after those may have been removed (a
+// tombstone, an empty session, one with erasures), at the greatest value
+// the global sequence gave. The down migration moves the global sequence
+// past every counter.
+//
 // # Schema (version 9)
 //
 // Migration 000009 records the participants of sessions (see
@@ -122,12 +140,16 @@
 //	deleted_at          TIMESTAMPTZ NULL       set while the row is a tombstone
 //	erasures            BIGINT NOT NULL        (version 8) Forgets of this session:
 //	                                           a catalogue write checks it
+//	seq_counter         BIGINT NOT NULL        (version 11) the greatest seq drawn
+//	                                           for the id, kept by a tombstone
 //	index (user_id)   "sessions of a user" (last_activity is deliberately
 //	                  not indexed: appends then update the row as HOT updates)
 //
 // strata_messages — the append-only message log:
 //
-//	seq           BIGSERIAL              from one global sequence (see below)
+//	seq           BIGINT NOT NULL        from the session's seq_counter
+//	                                     (version 11; a BIGSERIAL before,
+//	                                     whose default Strata no longer uses)
 //	session_id    TEXT NOT NULL          → strata_sessions ON DELETE CASCADE
 //	role          TEXT NOT NULL          user | assistant | system | tool
 //	content       TEXT NOT NULL
@@ -200,12 +222,14 @@
 // same transaction. Missing sessions and tombstones answer
 // store.ErrNotFound everywhere, and Sessions never lists a tombstone.
 //
-// Sequence numbers. Message.Seq is drawn from the global sequence of
-// strata_messages.seq. Appends to one session are serialized by a lock on
-// its strata_sessions row and draw their numbers after taking it, so seq is
-// strictly increasing within a session (not dense), and a number is never
-// reused: a session deleted and re-created under the same id gets higher
-// numbers.
+// Sequence numbers. Message.Seq is drawn from the session's own counter
+// (strata_sessions.seq_counter), raised in the statement that locks the
+// session row, so seq is strictly increasing within a session and dense
+// but for erased messages: another session's writes never show in it (no
+// user can count another's). The counter lives on the session row, which
+// a delete keeps as a tombstone, so a number is never reused: a session
+// deleted and re-created under the same id, or replaced, goes on from its
+// predecessor's numbers.
 //
 // Epochs. Each incarnation of a session — created by Create, or revived
 // from a tombstone by it — takes a new

@@ -87,8 +87,13 @@ func TestExportImportAcrossStores(t *testing.T) {
 	}
 
 	pg := newMgr(f.messages, f.sums, failingSummarizer(t))
-	// Another session first: PostgreSQL's seqs differ from the snapshot's.
-	mustAppend(t, ctx, f.messages, "other", "bob", user("x"), user("y"), user("z"))
+	// The id held messages in PostgreSQL before (deleted since): seqs are
+	// per session and never reused for an id, so PostgreSQL's seqs differ
+	// from the snapshot's and the import must move the cursor onto them.
+	mustAppend(t, ctx, f.messages, "trip", "bob", user("x"), user("y"), user("z"))
+	if err := f.messages.Delete(ctx, "trip", "bob"); err != nil {
+		t.Fatal(err)
+	}
 	if err := pg.Import(ctx, snap); err != nil {
 		t.Fatal(err)
 	}

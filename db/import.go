@@ -28,13 +28,20 @@ func (s *MessageStore) ImportsSummariesOf(sums summary.Store) bool { return same
 
 // importMessagesSQL inserts an imported session's messages ($1 session, $2
 // owner, $3.. column arrays, $9 creation times as text, ” for now) in
-// order, returning the sequence numbers drawn for them.
+// order, returning the sequence numbers drawn for them from the session's
+// counter (strata_sessions.seq_counter), which the same statement raises
+// on the row createSQL locked.
 const importMessagesSQL = `
+WITH s AS (
+    UPDATE strata_sessions SET seq_counter = seq_counter + cardinality($3::text[])
+     WHERE session_id = $1
+    RETURNING seq_counter - cardinality($3::text[]) AS base
+)
 INSERT INTO strata_messages
-       (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
-SELECT $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
+       (seq, session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+SELECT s.base + b.ord, $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
        b.name, NULLIF(b.metadata, '')::jsonb, COALESCE(NULLIF(b.author, ''), $2), COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
-  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+  FROM s, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
        WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
  ORDER BY b.ord
 RETURNING seq`

@@ -112,11 +112,13 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //     the row as the lock holder left it (PostgreSQL's EvalPlanQual), so
 //     an append that waited for a delete finds the tombstone and stores
 //     nothing.
-//   - ins inserts the batch only for the row s returned (it joins s), so
-//     every seq, drawn in batch order from the global sequence by the
-//     column default, is drawn after the lock was taken: seqs of a session
-//     increase in commit order. created_at is the time each row is formed,
-//     after the lock, so it never goes back within a session either.
+//   - s also raises the session's seq counter (seq_counter, migration 11)
+//     by the batch size, and ins inserts the batch only for the row s
+//     returned (it joins s), numbered in batch order after the counter's
+//     previous value: a session's seqs are dense, increase in commit order
+//     and are never reused for its id (the counter survives a delete).
+//     created_at is the time each row is formed, after the lock, so it
+//     never goes back within a session either.
 //   - The result row has the count after the append and the epoch, both
 //     from s, the last seq, and, only when s updated nothing, the live
 //     session's owner as the statement's snapshot saw it (NULL: missing or

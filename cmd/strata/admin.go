@@ -321,8 +321,9 @@ the model sees of it: the messages Manager.Load assembles, in the order the
 model gets them — the facts and narrative blocks, then the verbatim
 messages, each with its seq, the store's sequence number of the message:
 the number strata export, GET /v1/sessions/{id} and strata forget use
-(on PostgreSQL seqs are shared by all sessions, so a session's need not
-start at 1 nor be consecutive). Nothing is summarized or changed: when a
+(seqs are counted per session and never reused for a session id, so a
+session's need not start at 1 nor be consecutive: a re-created id goes on
+from its predecessor's, and erased messages leave gaps). Nothing is summarized or changed: when a
 fold is due, inspect shows what the model sees until the fold has run. A
 session of another user is reported as such and not shown.
 

@@ -67,14 +67,25 @@ func wantErased(t *testing.T, m *memory.Manager, gone string) {
 }
 
 // inspect → forget erases exactly the message inspect showed, on
-// PostgreSQL (where a second session's seqs are not 1…N): the number on
-// the line is the one strata forget takes. A seq of another session is a
-// clear error that erases nothing.
+// PostgreSQL: the number on the line is the one strata forget takes.
+// Seqs are per session and never reused for an id, so the session
+// "second", whose id held ten messages before (deleted since), numbers
+// its messages from 11 on, not 1…N. A seq of another session, or of the
+// id's deleted predecessor, is a clear error that erases nothing.
 func TestInspectThenForgetPostgres(t *testing.T) {
 	t.Parallel()
 	schema := dbtest.NewSchema(t)
 	set := "arc.reactor.memory.datasource.url=" + schema.URL
 	m := pgManager(t, schema.URL)
+	ctx := context.Background()
+	for i := range 5 {
+		if err := m.SaveTurn(ctx, "second", "alice", fmt.Sprintf("earlier %d", i), "earlier answer"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.DeleteSession(ctx, "second", "alice"); err != nil {
+		t.Fatal(err)
+	}
 	talk(t, m)
 	code, out, errOut := cli(t, "inspect", "--set", set, "--user", "alice", "second")
 	if code != 0 {
@@ -87,6 +98,8 @@ func TestInspectThenForgetPostgres(t *testing.T) {
 	other := shownSeq(t, mustInspect(t, set, "first"), "first answer 4")
 	code, _, errOut = cli(t, "forget", "--set", set, "--user", "alice", "second", fmt.Sprint(other))
 	wantError(t, code, errOut, 1, fmt.Sprintf("seq %d is not a message of session second", other))
+	code, _, errOut = cli(t, "forget", "--set", set, "--user", "alice", "second", "3")
+	wantError(t, code, errOut, 1, "seq 3 is not a message of session second")
 	code, out, errOut = cli(t, "forget", "--set", set, "--user", "alice", "second", fmt.Sprint(seq))
 	if code != 0 || out != "erased 1 message of session second\n" {
 		t.Fatalf("forget: exit %d %q %q", code, out, errOut)

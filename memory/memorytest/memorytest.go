@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		{"TailSizes", testTail},
 		{"RangeBoundsAndLimit", testRange},
 		{"SeqIncreasingAndNeverReused", testSeq},
+		{"SeqPerSession", testSeqPerSession},
 		{"EpochPerIncarnation", testEpoch},
 		{"AtomicAppend", testAtomicAppend},
 		{"SessionsListing", testSessions},

@@ -86,7 +86,13 @@ type Store struct {
 	mu       sync.Mutex
 	sessions map[string]*memSession
 	byUser   map[string]*userSessions
-	lastSeq  int64 // store-wide, so no Seq is ever reused
+	// retired holds the last seq of removed (deleted, replaced or
+	// evicted) session ids, so that an id created again goes on from its
+	// predecessor's numbers: no Seq is ever reused for an id. At most
+	// maxSessions entries; an entry dropped to keep that bound raises
+	// seqFloor, from which every later new session starts.
+	retired  map[string]int64
+	seqFloor int64
 	epoch    int64 // store-wide, so no Epoch is ever reused
 	activity int64 // store-wide tick ordering listings exactly
 }
@@ -99,6 +105,7 @@ type memSession struct {
 
 	id, owner    string
 	epoch        int64
+	lastSeq      int64 // the last seq drawn for the id: seqs are per session
 	created      time.Time
 	lastActivity time.Time
 	activity     int64           // tick of the creation or of the latest append
@@ -120,8 +127,8 @@ const maxParticipants = 64
 // when not zero, its creation time, and records the author as a
 // participant. s.mu must be held.
 func (s *Store) write(sess *memSession, m *store.Message, now time.Time) {
-	s.lastSeq++
-	m.Seq = s.lastSeq
+	sess.lastSeq++
+	m.Seq = sess.lastSeq
 	if m.UserID == "" {
 		m.UserID = sess.owner
 	}
@@ -177,6 +184,7 @@ func New(opts ...Option) *Store {
 		log:         slog.New(slog.DiscardHandler),
 		sessions:    map[string]*memSession{},
 		byUser:      map[string]*userSessions{},
+		retired:     map[string]int64{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -243,7 +251,7 @@ func (s *Store) Append(ctx context.Context, sessionID, userID string, msgs ...st
 	sess.msgs = append(sess.msgs, stored...)
 	s.activity++
 	sess.lastActivity, sess.activity = now, s.activity
-	return store.AppendResult{Total: len(sess.msgs), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+	return store.AppendResult{Total: len(sess.msgs), LastSeq: sess.lastSeq, Epoch: sess.epoch}, nil
 }
 
 // Replace implements store.Replacer: every message is validated first,
@@ -276,7 +284,7 @@ func (s *Store) Replace(ctx context.Context, sessionID, userID string, msgs ...s
 		var last int64
 		for i := range stored {
 			s.write(sess, &stored[i], now)
-			last = s.lastSeq
+			last = sess.lastSeq
 		}
 		sess.msgs = stored
 		return store.AppendResult{Total: len(stored), LastSeq: last, Epoch: sess.epoch}, nil
@@ -463,7 +471,8 @@ func (s *Store) create(sessionID, userID string, now time.Time) (*memSession, []
 	s.epoch++
 	s.activity++
 	sess := &memSession{id: sessionID, owner: userID, epoch: s.epoch, created: now,
-		lastActivity: now, activity: s.activity}
+		lastActivity: now, activity: s.activity, lastSeq: max(s.seqFloor, s.retired[sessionID])}
+	delete(s.retired, sessionID)
 	sess.elem = mine.lru.PushFront(sess)
 	s.byUser[userID] = mine // remove drops an emptied set
 	s.sessions[sessionID] = sess
@@ -474,6 +483,16 @@ func (s *Store) create(sessionID, userID string, now time.Time) (*memSession, []
 // remove forgets a session and its messages. s.mu must be held.
 func (s *Store) remove(sess *memSession) {
 	delete(s.sessions, sess.id)
+	if sess.lastSeq > s.seqFloor {
+		if len(s.retired) >= s.maxSessions {
+			for id, q := range s.retired {
+				s.seqFloor = max(s.seqFloor, q)
+				delete(s.retired, id)
+				break
+			}
+		}
+		s.retired[sess.id] = sess.lastSeq
+	}
 	if mine := s.byUser[sess.owner]; mine != nil {
 		mine.lru.Remove(sess.elem)
 		delete(mine.byID, sess.id)

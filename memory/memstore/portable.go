@@ -58,7 +58,7 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 			}
 			s.write(sess, &stored[i], at)
 			last = stored[i].CreatedAt
-			seqs[i] = s.lastSeq
+			seqs[i] = sess.lastSeq
 		}
 		sess.msgs = stored
 		sess.lastActivity = last
@@ -70,7 +70,7 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 				}
 			}
 		}
-		return store.AppendResult{Total: len(stored), LastSeq: s.lastSeq, Epoch: sess.epoch}, nil
+		return store.AppendResult{Total: len(stored), LastSeq: sess.lastSeq, Epoch: sess.epoch}, nil
 	}()
 	s.mu.Unlock()
 	s.evicted(evicted)

@@ -1,0 +1,50 @@
+-- Undo 000011_session_seqs.up.sql: strata_append as in version 9, which
+-- draws seqs from the global sequence again. The sequence is first moved
+-- past every number a session's counter gave, so that no seq is reused and
+-- none goes backwards within a session.
+SELECT setval('strata_messages_seq_seq', GREATEST(
+           (SELECT last_value FROM strata_messages_seq_seq),
+           (SELECT COALESCE(max(seq_counter), 0) FROM strata_sessions), 1));
+
+CREATE OR REPLACE FUNCTION strata_append(
+    p_session TEXT, p_user TEXT, p_roles TEXT[], p_contents TEXT[], p_tool_calls TEXT[],
+    p_tool_call_ids TEXT[], p_names TEXT[], p_metadata TEXT[], p_authors TEXT[], p_first_user TEXT, p_count BIGINT,
+    p_new TEXT[], p_max INT)
+RETURNS TABLE (total BIGINT, epoch BIGINT, last_seq BIGINT, owner TEXT)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH s AS (
+        UPDATE strata_sessions
+           SET message_count      = message_count + p_count,
+               first_user_message = COALESCE(first_user_message, p_first_user),
+               last_activity      = clock_timestamp(),
+               participants       = CASE
+                   WHEN p_new <@ participants OR cardinality(participants) >= p_max THEN participants
+                   ELSE (participants || ARRAY(SELECT n.a FROM unnest(p_new) WITH ORDINALITY AS n(a, o)
+                                                WHERE n.a <> ALL (participants) ORDER BY n.o))[1:p_max]
+               END
+         WHERE session_id = p_session AND user_id = p_user AND deleted_at IS NULL
+        RETURNING message_count, epoch
+    ), ins AS (
+        INSERT INTO strata_messages
+               (session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+        SELECT p_session, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
+               b.name, NULLIF(b.metadata, '')::jsonb, COALESCE(NULLIF(b.author, ''), p_user), clock_timestamp()
+          FROM s, unnest(p_roles, p_contents, p_tool_calls, p_tool_call_ids, p_names, p_metadata, p_authors)
+               WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, author, ord)
+         ORDER BY b.ord
+        RETURNING seq
+    )
+    SELECT (SELECT message_count FROM s) AS total, (SELECT epoch FROM s) AS epoch,
+           (SELECT max(seq) FROM ins) AS last_seq,
+           CASE WHEN NOT EXISTS (SELECT 1 FROM s)
+                THEN (SELECT user_id FROM strata_sessions WHERE session_id = p_session AND deleted_at IS NULL)
+           END AS owner;
+END
+$fn$;
+
+ALTER TABLE strata_sessions DROP COLUMN IF EXISTS seq_counter;

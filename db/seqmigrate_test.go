@@ -1,0 +1,105 @@
+package db_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
+)
+
+// A database at version 10, whose seqs come from one global sequence,
+// migrates to per-session counters (version 11) without renumbering
+// anything: every seq and every summary cursor stays, and a session's
+// next append gets its greatest seq + 1. Where messages after the newest
+// one held may have been removed (an erasure, a deleted id), the next seq
+// is above every number the global sequence gave, so none is reused. The
+// way back to version 10 moves the global sequence past every counter.
+func TestMigration11KeepsSeqsAndCursors(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewEmptySchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if err := db.MigrateTo(ctx, d, 10); err != nil {
+		t.Fatal(err)
+	}
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	// Interleaved: a's seqs have gaps where b's messages went.
+	mustAppend(t, ctx, ms, "a", "alice", user("a1"), user("a2"), user("a3"))
+	mustAppend(t, ctx, ms, "b", "bob", user("b1"), user("b2"))
+	mustAppend(t, ctx, ms, "a", "alice", user("a4"), user("a5"))
+	before := map[string][]int64{"a": seqsOf(allMessages(t, ctx, ms, "a", "alice")), "b": seqsOf(allMessages(t, ctx, ms, "b", "bob"))}
+	ta, err := ms.Tail(ctx, "a", "alice", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := before["a"][3]
+	if err := sums.Save(ctx, summary.Summary{SessionID: "a", Epoch: ta.Epoch, Narrative: "folded", UpToSeq: cursor}); err != nil {
+		t.Fatal(err)
+	}
+	// c's newest message is erased; d is deleted.
+	cres := mustAppend(t, ctx, ms, "c", "carol", user("c1"), user("c2"))
+	if err := ms.Forget(ctx, "c", "carol", []int64{cres.LastSeq}, func(*summary.Summary, int64, []store.Message) *summary.Summary { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	dres := mustAppend(t, ctx, ms, "d", "dave", user("d1"))
+	if err := ms.Delete(ctx, "d", "dave"); err != nil {
+		t.Fatal(err)
+	}
+	greatest := dres.LastSeq
+
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for id, owner := range map[string]string{"a": "alice", "b": "bob"} {
+		if got := seqsOf(allMessages(t, ctx, ms, id, owner)); !slices.Equal(got, before[id]) {
+			t.Fatalf("session %s: seqs %v after the migration, want %v", id, got, before[id])
+		}
+	}
+	sm, err := sums.Get(ctx, "a")
+	if err != nil || sm == nil || sm.UpToSeq != cursor || sm.Epoch != ta.Epoch {
+		t.Fatalf("summary after the migration = %+v, %v; want the cursor %d", sm, err, cursor)
+	}
+	for id, owner := range map[string]string{"a": "alice", "b": "bob"} {
+		want := before[id][len(before[id])-1] + 1
+		if res := mustAppend(t, ctx, ms, id, owner, user("next")); res.LastSeq != want {
+			t.Errorf("session %s: next append got seq %d, want %d (its greatest + 1)", id, res.LastSeq, want)
+		}
+	}
+	// b's writes no longer show in a's seqs.
+	mustAppend(t, ctx, ms, "b", "bob", user("b again"))
+	if res := mustAppend(t, ctx, ms, "a", "alice", user("a again")); res.LastSeq != before["a"][len(before["a"])-1]+2 {
+		t.Errorf("a's seqs after b's append: %d, want dense", res.LastSeq)
+	}
+	if res := mustAppend(t, ctx, ms, "c", "carol", user("c3")); res.LastSeq <= cres.LastSeq {
+		t.Errorf("after an erasure: seq %d reuses up to %d", res.LastSeq, cres.LastSeq)
+	}
+	if err := ms.Create(ctx, "d", "erin"); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustAppend(t, ctx, ms, "d", "erin", user("d again")); res.LastSeq <= greatest {
+		t.Errorf("re-created id: seq %d, want above %d (the deleted session's)", res.LastSeq, greatest)
+	}
+
+	// Back to version 10: the global sequence goes on above every counter.
+	top := mustAppend(t, ctx, ms, "a", "alice", user("top")).LastSeq
+	if err := db.MigrateTo(ctx, d, 10); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustAppend(t, ctx, ms, "b", "bob", user("after down")); res.LastSeq <= top {
+		t.Errorf("after the down migration: seq %d, want above %d", res.LastSeq, top)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seqsOf(msgs []store.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
