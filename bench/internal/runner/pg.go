@@ -132,13 +132,15 @@ func (p *pgEnv) close() {
 
 // seedPG stores n alternating user/assistant messages in a new session with
 // one INSERT … SELECT generate_series (bypassing Append, for speed), with
-// the same texts as the in-memory seeding (seedText).
+// the same texts as the in-memory seeding (seedText), numbered 1…n as the
+// session's counter (seq_counter) records, so that later appends go on
+// from n.
 func seedPG(ctx context.Context, d *sqlx.DB, session string, n int) error {
 	const (
-		sessionSQL  = `INSERT INTO strata_sessions (session_id, user_id, message_count) VALUES ($1, $2, $3)`
+		sessionSQL  = `INSERT INTO strata_sessions (session_id, user_id, message_count, seq_counter) VALUES ($1, $2, $3, $3)`
 		messagesSQL = `
-			INSERT INTO strata_messages (session_id, role, content, user_id)
-			SELECT $1, CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END,
+			INSERT INTO strata_messages (seq, session_id, role, content, user_id)
+			SELECT g, $1, CASE WHEN g % 2 = 1 THEN 'user' ELSE 'assistant' END,
 			       'message ' || g || ': ' || $3, $2
 			  FROM generate_series(1, $4::int) AS g
 			 ORDER BY g`

@@ -204,27 +204,33 @@ func runWriteConfigs(ctx context.Context, r *runner, url, via string, pairs [][2
 	bare, counted := &rawWriter{d: d}, &rawWriter{d: d, counter: true}
 
 	workers, sessions := r.p.concWorkers, r.p.concSessions
-	const prefix = "s11-"
+	// The raw transactions write sessions of their own: their INSERT
+	// takes seq from the column's global sequence, which Strata's
+	// per-session counters do not follow.
+	const prefix, rawPrefix = "s11-", "s11-raw-"
 	for s := range sessions {
-		if err := ms.Create(ctx, fmt.Sprint(prefix, s), benchUser); err != nil {
-			return nil, err
+		for _, p := range []string{prefix, rawPrefix} {
+			if err := ms.Create(ctx, fmt.Sprint(p, s), benchUser); err != nil {
+				return nil, err
+			}
 		}
 	}
 	type config struct {
-		name string
-		fn   func(session, u, a string) error
+		name   string
+		fn     func(session, u, a string) error
+		prefix string
 	}
 	appendFn := func(s, u, a string) error {
 		_, err := ms.Append(ctx, s, benchUser, store.Message{Role: store.RoleUser, Content: u}, store.Message{Role: store.RoleAssistant, Content: a})
 		return err
 	}
-	configs := []config{{"bare two-row insert transaction (baseline)", func(s, u, a string) error { return bare.turn(ctx, s, u, a) }}}
+	configs := []config{{"bare two-row insert transaction (baseline)", func(s, u, a string) error { return bare.turn(ctx, s, u, a) }, rawPrefix}}
 	if all {
-		configs = append(configs, config{"raw transaction with the session counter", func(s, u, a string) error { return counted.turn(ctx, s, u, a) }})
+		configs = append(configs, config{"raw transaction with the session counter", func(s, u, a string) error { return counted.turn(ctx, s, u, a) }, rawPrefix})
 	}
-	configs = append(configs, config{"`MessageStore.Append` (one statement)", appendFn})
+	configs = append(configs, config{"`MessageStore.Append` (one statement)", appendFn, prefix})
 	if all {
-		configs = append(configs, config{"`Manager.SaveTurn`, summaries off", func(s, u, a string) error { return mgr.SaveTurn(ctx, s, benchUser, u, a) }})
+		configs = append(configs, config{"`Manager.SaveTurn`, summaries off", func(s, u, a string) error { return mgr.SaveTurn(ctx, s, benchUser, u, a) }, prefix})
 	}
 	turnsPerRound := writeTurnsPerRound(r)
 	res := make([]writeResult, len(configs))
@@ -233,7 +239,7 @@ func runWriteConfigs(ctx context.Context, r *runner, url, via string, pairs [][2
 			if round == 0 {
 				r.progress("  writes (%s): %s, %d workers over %d sessions", via, c.name, workers, sessions)
 			}
-			w, err := writeWorkers(workers, sessions, turnsPerRound, prefix, pairs, c.fn)
+			w, err := writeWorkers(workers, sessions, turnsPerRound, c.prefix, pairs, c.fn)
 			if err != nil {
 				return nil, fmt.Errorf("%s, %s: %w", via, c.name, err)
 			}
