@@ -173,6 +173,13 @@ var (
 // like a deleted one: its id is free, and a session re-created under it
 // gets a new Epoch. Use the PostgreSQL store of package db in production.
 //
+// Seqs are counted per session, so a user's seqs never show another's
+// writes, and are never reused for an id: the store remembers the last seq
+// of as many removed (deleted, replaced or evicted) ids as it holds
+// sessions at most, so that an id created again goes on from its
+// predecessor's numbers; an id forgotten past that bound raises the number
+// every later new session starts from.
+//
 // Within a session it keeps every message, stores tool calls and results
 // losslessly, and answers Tail and Range without copying the whole
 // history. It is safe for concurrent use; each operation checks ownership

@@ -36,8 +36,11 @@ const (
 // langchaingo chat message carries, losslessly, plus the store's bookkeeping.
 type Message struct {
 	// Seq is the message's sequence number, assigned by the store on append:
-	// strictly increasing within a session (not necessarily dense) and never
-	// reused for a later message of the same session id.
+	// strictly increasing within a session and never reused for a later
+	// message of the same session id. Both of Strata's stores count it per
+	// session, so another session's writes never show in it; it is not
+	// necessarily dense (erased messages leave gaps, and a session created
+	// again under a deleted id goes on from its predecessor's numbers).
 	Seq     int64
 	Role    Role
 	Content string
