@@ -28,11 +28,34 @@ type connector struct {
 
 // Connect implements driver.Connector.
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	cn, err := c.Connector.Connect(ctx)
+	slot := &dialSlot{}
+	cn, err := c.Connector.Connect(context.WithValue(ctx, dialSlotKey{}, slot))
 	if err != nil || c.timeout <= 0 {
 		return cn, err
 	}
-	return &timedConn{conn: cn.(pqConn), timeout: c.timeout}, nil
+	return &timedConn{conn: cn.(pqConn), timeout: c.timeout, sock: slot.get()}, nil
+}
+
+// dialSlotKey is the context key under which Connect receives, from
+// boundedDialer, the socket of the connection it opens (dialSlot).
+type dialSlotKey struct{}
+
+// dialSlot holds the socket boundedDialer dialed last for one Connect.
+type dialSlot struct {
+	mu   sync.Mutex
+	sock *boundedConn
+}
+
+func (s *dialSlot) set(c *boundedConn) {
+	s.mu.Lock()
+	s.sock = c
+	s.mu.Unlock()
+}
+
+func (s *dialSlot) get() *boundedConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sock
 }
 
 // Driver implements driver.Connector. Its result lets Migrate recognize a
@@ -87,6 +110,9 @@ type pqConn interface {
 type timedConn struct {
 	conn    pqConn
 	timeout time.Duration
+	// sock is the connection's socket when boundedDialer dialed it (nil
+	// otherwise): ResetSession checks that the server has not ended it.
+	sock *boundedConn
 }
 
 var _ pqConn = (*timedConn)(nil)
@@ -156,8 +182,21 @@ func (c *timedConn) Ping(ctx context.Context) error {
 	return c.timedOut(ctx, sctx, c.conn.Ping(sctx))
 }
 
-// ResetSession implements driver.SessionResetter.
-func (c *timedConn) ResetSession(ctx context.Context) error { return c.conn.ResetSession(ctx) }
+// ResetSession implements driver.SessionResetter. database/sql calls it
+// before it hands a pooled connection out again: a connection whose
+// server ended it while it sat idle (a restart, a failover,
+// pg_terminate_backend, an idle timeout) is reported broken
+// (driver.ErrBadConn), so that database/sql discards it and takes another
+// before any statement runs. This matters for the statements that are
+// never re-run on another connection (an append, see MessageStore.Append):
+// without the check the first of them after a restart would fail on each
+// dead pooled connection.
+func (c *timedConn) ResetSession(ctx context.Context) error {
+	if c.sock != nil && c.sock.endedByServer() {
+		return driver.ErrBadConn
+	}
+	return c.conn.ResetSession(ctx)
+}
 
 // IsValid implements driver.Validator.
 func (c *timedConn) IsValid() bool { return c.conn.IsValid() }
@@ -234,7 +273,11 @@ func (b boundedDialer) DialContext(ctx context.Context, network, address string)
 	if err != nil {
 		return nil, err
 	}
-	return &boundedConn{Conn: c, bound: b.bound}, nil
+	bc := &boundedConn{Conn: c, bound: b.bound}
+	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {
+		slot.set(bc)
+	}
+	return bc, nil
 }
 
 // boundedConn sets a deadline of now + bound before every read and write.
@@ -263,6 +306,13 @@ func (c *boundedConn) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+// endedByServer reports whether the server has ended this idle
+// connection: its socket holds the end of the stream or bytes no request
+// asked for (PostgreSQL's "terminating connection" message). It looks
+// without reading or waiting (peerEnded); it is called only between
+// statements, when the server owes nothing.
+func (c *boundedConn) endedByServer() bool { return peerEnded(c.Conn) }
 
 func (c *boundedConn) deadline(own *time.Time) time.Time {
 	d := time.Now().Add(c.bound)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -290,5 +291,51 @@ func TestServerRestartUnderLoad(t *testing.T) {
 	}
 	for _, s := range sessions {
 		assertConsistent(t, ctx, f, s)
+	}
+}
+
+// TestPooledConnectionsEndedByServerAreNotHandedOut: connections the
+// server ended while they sat idle in the pool (a restart, a failover,
+// pg_terminate_backend) are discarded before a statement runs on them, so
+// the first append afterwards — which is never re-run on another
+// connection — succeeds instead of failing on a dead connection. Several
+// rounds, with every pooled connection ended each time.
+func TestPooledConnectionsEndedByServerAreNotHandedOut(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	d := dbtest.Open(t, s.URL)
+	ms := db.NewMessageStore(d)
+	ctx := testCtx(t)
+	mustAppend(t, ctx, ms, "s", "alice", user("first"))
+	for round := range 5 {
+		// Fill the pool with idle connections.
+		var wg sync.WaitGroup
+		for range dbtest.MaxIdleConns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := d.ExecContext(ctx, "SELECT pg_sleep(0.02)"); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := terminateBackends(t, ctx, s.Name); n == 0 {
+			t.Fatalf("round %d: no pooled connection to end", round)
+		}
+		// The server's goodbye reaches the client sockets.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			var alive int
+			if err := dbtest.Admin(t).GetContext(ctx, &alive, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, s.Name); err != nil {
+				t.Fatal(err)
+			}
+			if alive == 0 || time.Now().After(deadline) {
+				break
+			}
+
+		}
+		if _, err := ms.Append(ctx, "s", "alice", user(fmt.Sprint("after round ", round))); err != nil {
+			t.Fatalf("round %d: the first append after the server ended the pooled connections: %v", round, err)
+		}
 	}
 }
