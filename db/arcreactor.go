@@ -321,24 +321,6 @@ func (a *arcImporter) arcAuthors(ctx context.Context, q sqlx.ExecerContext, id s
 	return err
 }
 
-// arcInsertSQL appends imported messages ($2.. column arrays, $8 creation
-// times as text, $9 authors) to session $1, in order, numbered from the
-// session's counter (strata_sessions.seq_counter), which the same
-// statement raises under the session's row lock.
-const arcInsertSQL = `
-WITH s AS (
-    UPDATE strata_sessions SET seq_counter = seq_counter + cardinality($2::text[])
-     WHERE session_id = $1
-    RETURNING seq_counter - cardinality($2::text[]) AS base
-)
-INSERT INTO strata_messages
-       (seq, session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
-SELECT s.base + b.ord, $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
-       b.name, NULLIF(b.metadata, '')::jsonb, b.author, COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
-  FROM s, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
- ORDER BY b.ord`
-
 // arcState is what Strata holds of an arc-reactor session: whether a live
 // session of that id exists and whose it is, and the newest arc-reactor
 // row id imported into it (0: none recorded).
@@ -606,7 +588,9 @@ func (a *arcImporter) appendNewer(ctx context.Context, id string, st arcState, w
 				authors[i] = u
 			}
 		}
-		if _, err := tx.ExecContext(ctx, arcInsertSQL, id,
+		// The messages are numbered as an import numbers them: from the
+		// session's counter, raised under its row lock (importMessagesSQL).
+		if _, err := tx.ExecContext(ctx, importMessagesSQL, id, want,
 			pq.Array(b.roles), pq.Array(b.contents), pq.Array(b.toolCalls),
 			pq.Array(b.toolCallIDs), pq.Array(b.names), pq.Array(b.metadata), pq.Array(created), pq.Array(authors)); err != nil {
 			return fail("messages", err)

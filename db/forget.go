@@ -198,13 +198,9 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 	if err := tx.SelectContext(ctx, &rows, forgetReadSQL, sessionID, pq.Array(seqs)); err != nil {
 		return fail("read", err)
 	}
-	erased := make([]store.Message, 0, len(rows))
-	for _, r := range rows {
-		m, err := r.message()
-		if err != nil {
-			return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
-		}
-		erased = append(erased, m)
+	erased, err := messagesOf(rows)
+	if err != nil {
+		return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
 	}
 	for _, q := range seqs {
 		if !slices.ContainsFunc(erased, func(m store.Message) bool { return m.Seq == q }) {
@@ -222,13 +218,9 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 		if err := tx.SelectContext(ctx, &next, forgetNextSQL, sessionID, call.Seq, len(call.ToolCalls)); err != nil {
 			return fail("read tool results", err)
 		}
-		after := make([]store.Message, 0, len(next))
-		for _, r := range next {
-			m, err := r.message()
-			if err != nil {
-				return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
-			}
-			after = append(after, m)
+		after, err := messagesOf(next)
+		if err != nil {
+			return fmt.Errorf("db: forget in session %q: %w", sessionID, err)
 		}
 		for _, r := range store.ToolResultsOf(call, after) {
 			if !slices.Contains(seqs, r.Seq) {
@@ -273,4 +265,17 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 		return fail("commit", err)
 	}
 	return nil
+}
+
+// messagesOf decodes rows into messages.
+func messagesOf(rows []messageRow) ([]store.Message, error) {
+	out := make([]store.Message, 0, len(rows))
+	for _, r := range rows {
+		m, err := r.message()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -30,7 +30,9 @@ func (s *MessageStore) ImportsSummariesOf(sums summary.Store) bool { return same
 // owner, $3.. column arrays, $9 creation times as text, ” for now) in
 // order, returning the sequence numbers drawn for them from the session's
 // counter (strata_sessions.seq_counter), which the same statement raises
-// on the row createSQL locked.
+// on the session row the caller's transaction locked (createSQL for an
+// import; the arc-reactor re-run appends with it too). An empty author is
+// the owner $2.
 const importMessagesSQL = `
 WITH s AS (
     UPDATE strata_sessions SET seq_counter = seq_counter + cardinality($3::text[])
