@@ -232,7 +232,7 @@ func TestSummaryProvenanceRoundTrip(t *testing.T) {
 		t.Fatalf("snapshot %+v, %v", snap, err)
 	}
 	for name, s := range map[string]*summary.Summary{"Get": got, "Snapshot": snap} {
-		if !s.Traced() || fmt.Sprint(s.Facts[0].Sources) != fmt.Sprint(in.Facts[0].Sources) ||
+		if !summary.Traced(s) || fmt.Sprint(s.Facts[0].Sources) != fmt.Sprint(in.Facts[0].Sources) ||
 			fmt.Sprint(s.SentenceSources) != fmt.Sprint(in.SentenceSources) || string(s.ForgetKey) != string(in.ForgetKey) ||
 			len(s.Forgotten) != 1 || s.Forgotten[0] != in.Forgotten[0] {
 			t.Errorf("%s read back %+v", name, s)

@@ -24,7 +24,9 @@ var (
 // ImportsSummariesOf implements store.Importer: true when sums is a
 // SummaryStore of the same pool, whose table Import then writes in its
 // transaction.
-func (s *MessageStore) ImportsSummariesOf(sums summary.Store) bool { return sameSummaries(s.d, sums) }
+func (s *MessageStore) ImportsSummariesOf(sums store.SummaryStore) bool {
+	return sameSummaries(s.d, sums)
+}
 
 // importMessagesSQL inserts an imported session's messages ($1 session, $2
 // owner, $3.. column arrays, $9 creation times as text, ” for now) in

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/internal/text"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -250,6 +251,6 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 // save is nil: save through sums and call release, as with TryLockFold.
 // It implements store.FoldSaveLocker: the memory package uses it for a
 // fold's last save.
-func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums store.SummaryStore) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
 	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }

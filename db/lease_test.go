@@ -234,7 +234,7 @@ func TestFoldLeaseSaveReleases(t *testing.T) {
 	first()
 
 	for _, locker := range []interface {
-		TryLockFoldSaving(context.Context, string, time.Duration, summary.Store) (func(), func(context.Context, summary.Summary) error, bool, error)
+		TryLockFoldSaving(context.Context, string, time.Duration, store.SummaryStore) (func(), func(context.Context, summary.Summary) error, bool, error)
 	}{f.messages, f.sums} {
 		release, save, ok, err := locker.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
 		if err != nil || !ok || save == nil {

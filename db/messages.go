@@ -305,7 +305,7 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 // the one sums stores when sums is a SummaryStore of this package on the
 // same pool (same database, same schema). For any other summary store the
 // manager reads the tail and the summary in two calls.
-func (s *MessageStore) ReadsSummariesOf(sums summary.Store) bool {
+func (s *MessageStore) ReadsSummariesOf(sums store.SummaryStore) bool {
 	return sameSummaries(s.d, sums)
 }
 

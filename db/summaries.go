@@ -231,13 +231,13 @@ func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 // TryLockFoldSaving is TryLockFold that can also save the fold's result
 // and release the lease in one statement; see
 // MessageStore.TryLockFoldSaving.
-func (s *SummaryStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+func (s *SummaryStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums store.SummaryStore) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
 	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
 }
 
 // sameSummaries reports whether sums is a SummaryStore of pool d: the
 // summaries that a statement on d writes are then the ones sums keeps.
-func sameSummaries(d *sqlx.DB, sums summary.Store) bool {
+func sameSummaries(d *sqlx.DB, sums store.SummaryStore) bool {
 	ss, ok := sums.(*SummaryStore)
 	return ok && ss.d == d
 }

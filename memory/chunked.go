@@ -221,5 +221,5 @@ func (c chunked) summaryTokens(s *summary.Summary) int {
 	if s == nil {
 		return 0
 	}
-	return c.cost.Cost(s.BlocksWith(render(c.cfg)))
+	return c.cost.Cost(summary.BlocksWith(s, render(c.cfg)))
 }

@@ -33,7 +33,7 @@ func (l *eventLog) all() []memory.FoldEvent {
 
 // summaryText is everything a summary would show.
 func summaryText(s summary.Summary) string {
-	return strings.Join(contents(s.Blocks()), "\n")
+	return strings.Join(contents(summary.Blocks(&s)), "\n")
 }
 
 // A session deleted while its fold runs: the fold's late result is not

@@ -131,7 +131,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.stats.backgroundFolds.Add(1)
 	}
 	j.began = e.clk.Now()
-	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
+	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(summary.BlocksWith(existing, render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
 	case stale: // another replica stored a newer summary
@@ -343,7 +343,7 @@ type foldRecord struct {
 
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
-		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
+		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(summary.BlocksWith(s, render(e.cfg))),
 		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
 	e.otel.observeFold(ctx, r, err)
 	level := slog.LevelDebug

@@ -35,7 +35,7 @@ type savingLocker struct {
 	offered atomic.Int64  // locks taken with a save
 }
 
-func (s *savingLocker) TryLockFoldSaving(ctx context.Context, id string, ttl time.Duration, sums summary.Store) (func(), func(context.Context, summary.Summary) error, bool, error) {
+func (s *savingLocker) TryLockFoldSaving(ctx context.Context, id string, ttl time.Duration, sums store.SummaryStore) (func(), func(context.Context, summary.Summary) error, bool, error) {
 	release, ok, err := s.TryLockFold(ctx, id, ttl)
 	if !ok || sums != s.writes {
 		return release, nil, ok, err

@@ -65,7 +65,7 @@ func TestStaleLoadDoesNotWaitForSlowFold(t *testing.T) {
 			t.Fatalf("verbatim message %d is seq %d, want %d", i, h.Recent[i].Seq, after[i].Seq)
 		}
 	}
-	wantContents(t, h.Messages, append(contents(h.Summary.Blocks()), storedContents(after)...)...)
+	wantContents(t, h.Messages, append(contents(summary.Blocks(h.Summary)), storedContents(after)...)...)
 
 	g.release()
 	if err := f.mgr.Flush(ctx); err != nil {

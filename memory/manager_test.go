@@ -121,7 +121,7 @@ func TestHierarchicalLayout(t *testing.T) {
 	if s == nil || s.UpToSeq != h.Recent[0].Seq-1 || h.Summary == nil || h.Summary.UpToSeq != s.UpToSeq {
 		t.Fatalf("stored summary %+v, shown %+v, want cursor just before the window (seq %d)", s, h.Summary, h.Recent[0].Seq)
 	}
-	if !reflect.DeepEqual(h.Summary.Blocks(), got[:2]) {
+	if !reflect.DeepEqual(summary.Blocks(h.Summary), got[:2]) {
 		t.Fatal("the blocks shown are not the rendering of History.Summary")
 	}
 	// Manager.Summary is the same summary.

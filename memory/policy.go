@@ -66,7 +66,7 @@ func render(cfg Config) summary.RenderOptions {
 }
 
 func shown(s *summary.Summary, msgs []store.Message, mode string, total int, opt summary.RenderOptions) History {
-	out := append(s.BlocksWith(opt), chatMessages(msgs)...)
+	out := append(summary.BlocksWith(s, opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
 

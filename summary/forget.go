@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/strata-go/strata/record"
 )
 
 // DefaultMaxForgotten bounds a summary's Forgotten list: a ForgetFact
@@ -23,78 +25,15 @@ const DefaultMaxForgotten = 1000
 
 // maxForgottenWords is the most words a Forgotten digest covers: a longer
 // value is recorded by its first maxForgottenWords words (Prefix).
-const maxForgottenWords = 32
+const maxForgottenWords = record.MaxForgottenWords
 
 // minForgottenDigits and maxForgottenDigits bound the digits for which a
 // Forgotten entry also records the value's digits alone (a card, account
 // or phone number written with other separators, or none).
 const (
-	minForgottenDigits = 6
-	maxForgottenDigits = 32
+	minForgottenDigits = record.MinForgottenDigits
+	maxForgottenDigits = record.MaxForgottenDigits
 )
-
-// Forgotten records a fact value that was erased from a summary on request
-// (memory.Manager.ForgetFact), so that no later fold brings it back from
-// the messages that stated it before the erasure. It keeps no trace of the
-// value itself: keyed digests (HMAC-SHA-256 under the session's
-// Summary.ForgetKey, a random per-session secret that stores keep beside
-// the summary and that no export carries) of its normalised words
-// (case-folded, white space and punctuation between words folded) and,
-// for a value with six digits or more, of its digits alone. Without the
-// key a digest cannot be tested against a guess, so an exported list
-// cannot be reversed, however short the value. Entries made before keyed
-// digests (Runes, Roll: an unkeyed SHA-256 and a rolling hash) are still
-// honoured.
-type Forgotten struct {
-	// Key is the key of the erased fact, as it was stored.
-	Key string `json:"key"`
-	// Digest is the hex digest of the normalised value (keyed: 32 hex
-	// digits; legacy: the unkeyed SHA-256).
-	Digest string `json:"digest"`
-	// Words is the number of normalised words Digest covers (keyed
-	// entries).
-	Words int `json:"words,omitempty"`
-	// Prefix says the value was longer than Digest covers (cut by the
-	// ledger, ending with "…", or over 32 words): a text matches when it
-	// holds those first words.
-	Prefix bool `json:"prefix,omitempty"`
-	// Digits is the keyed hex digest of the value's digits alone, "" when
-	// it has fewer than six; DigitCount is how many.
-	Digits     string `json:"digits,omitempty"`
-	DigitCount int    `json:"digit_count,omitempty"`
-	// Runes and Roll belong to legacy entries: the value's length in runes
-	// and a rolling hash of it.
-	Runes int    `json:"runes,omitempty"`
-	Roll  uint64 `json:"roll,omitempty"`
-	// Seq is the sequence number of the session's newest message at the
-	// erasure: a statement of the value in a later message sets it again.
-	Seq int64 `json:"seq"`
-}
-
-// keyed reports whether f is a keyed entry.
-func (f Forgotten) keyed() bool { return f.Words > 0 }
-
-// Valid reports whether f is well formed: a keyed entry (hex digests,
-// 1 to 32 words, 6 to 32 digits) or a legacy one (a hex SHA-256 digest, a positive
-// length, a 53-bit roll), with a non-negative Seq.
-func (f Forgotten) Valid() bool {
-	if f.Seq < 0 {
-		return false
-	}
-	if f.keyed() {
-		return isHex(f.Digest, 32) && f.Words <= maxForgottenWords && f.Runes == 0 && f.Roll == 0 &&
-			((f.Digits == "" && f.DigitCount == 0) || (isHex(f.Digits, 32) && f.DigitCount >= minForgottenDigits && f.DigitCount <= maxForgottenDigits))
-	}
-	return isHex(f.Digest, 64) && f.Runes > 0 && f.Roll <= rollMask && f.Digits == "" && !f.Prefix
-}
-
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
 
 // newForgotten returns the record of value, erased under key when the
 // session's newest message had sequence number seq, keyed with secret.
@@ -184,7 +123,7 @@ func newForgetMatcher(secret []byte, list []Forgotten) *forgetMatcher {
 	fm := &forgetMatcher{m: newMACer(secret), words: map[int]map[string]Forgotten{}, digits: map[int]map[string]Forgotten{}}
 	for _, f := range list {
 		fm.entries++
-		if !f.keyed() {
+		if f.Words == 0 { // a legacy entry
 			fm.legacy = append(fm.legacy, f)
 			continue
 		}
@@ -228,7 +167,7 @@ func (fm *forgetMatcher) match(text string, hit func(Forgotten) bool) bool {
 		}
 	}
 	for _, f := range fm.legacy {
-		if (f.legacyIs(text) || f.legacyIn(text)) && hit(f) {
+		if (legacyIs(f, text) || legacyIn(f, text)) && hit(f) {
 			return true
 		}
 	}
@@ -241,7 +180,7 @@ func (fm *forgetMatcher) in(text string) bool {
 }
 
 // rollMask keeps the 53 bits of a rolling hash that Forgotten.Roll stores.
-const rollMask = 1<<53 - 1
+const rollMask = record.LegacyRollMask
 
 // rollBase is the multiplier of rollHash (odd, so that it is invertible
 // modulo 2⁶⁴).
@@ -266,14 +205,14 @@ func digest(s string) string {
 }
 
 // legacyIs reports whether value is the legacy entry's value.
-func (f Forgotten) legacyIs(value string) bool {
+func legacyIs(f Forgotten, value string) bool {
 	v := normForget(value)
 	return utf8.RuneCountInString(v) == f.Runes && digest(v) == f.Digest
 }
 
 // legacyIn reports whether text contains the legacy entry's value
 // (case-insensitively), by a rolling hash over text.
-func (f Forgotten) legacyIn(text string) bool {
+func legacyIn(f Forgotten, text string) bool {
 	if f.Runes <= 0 {
 		return false
 	}
@@ -471,7 +410,7 @@ func Erase(s Summary, seqs []int64) Summary {
 	}
 	s.Forgotten = slices.Clone(s.Forgotten)
 	s.ForgetKey = slices.Clone(s.ForgetKey)
-	if !s.Traced() {
+	if !Traced(&s) {
 		s.Facts, s.Narrative, s.SentenceSources = nil, "", nil
 		return s
 	}

@@ -44,7 +44,7 @@ func TestEraseByProvenance(t *testing.T) {
 	if want := "User: I ordered a kettle. Assistant: Order ORD-5512 shipped."; out.Narrative != want {
 		t.Errorf("narrative %q, want %q", out.Narrative, want)
 	}
-	if !out.Traced() || out.UpToSeq != 20 {
+	if !summary.Traced(&out) || out.UpToSeq != 20 {
 		t.Errorf("erased summary untraced or cursor moved: %+v", out)
 	}
 	if again := summary.Erase(out, []int64{2, 3, 8}); !again.IsEmpty() {

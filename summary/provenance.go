@@ -7,15 +7,6 @@ import (
 	"strings"
 )
 
-// SentenceSource is the provenance of one narrative sentence: the
-// messages (by sequence number, ascending) that state it.
-type SentenceSource struct {
-	// Digest names the sentence: SentenceDigest of its text.
-	Digest string `json:"digest"`
-	// Seqs are the sequence numbers of the messages that state it.
-	Seqs []int64 `json:"seqs"`
-}
-
 // SentenceDigest names a narrative sentence in SentenceSources: a short
 // hex SHA-256 of the sentence with its white space folded.
 func SentenceDigest(sentence string) string {
@@ -74,7 +65,7 @@ func sentenceSources(narrative string, src []SentenceSource) []SentenceSource {
 // Traced reports whether every fact and narrative sentence of s has exact
 // provenance (Fact.Sources, SentenceSources): whether Erase can remove
 // what erased messages alone support and keep the rest.
-func (s *Summary) Traced() bool {
+func Traced(s *Summary) bool {
 	if s == nil {
 		return true
 	}
@@ -97,14 +88,6 @@ func (s *Summary) Traced() bool {
 	return true
 }
 
-// cloneFacts copies facts deeply (their Sources too).
-func cloneFacts(facts []Fact) []Fact {
-	if facts == nil {
-		return nil
-	}
-	out := slices.Clone(facts)
-	for i := range out {
-		out[i].Sources = slices.Clone(out[i].Sources)
-	}
-	return out
-}
+// cloneFacts copies facts deeply (their Sources too), as Summary.Clone
+// does.
+func cloneFacts(facts []Fact) []Fact { return Summary{Facts: facts}.Clone().Facts }

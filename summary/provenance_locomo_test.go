@@ -70,7 +70,7 @@ func TestExtractiveProvenanceLoCoMo(t *testing.T) {
 			}
 		}
 		sents += len(summary.NarrativeSentences(cur.Narrative))
-		if !cur.Traced() {
+		if !summary.Traced(cur) {
 			untracedSents++
 			t.Logf("conversation %d: untraced narrative (%d sources): %s", ci, len(cur.SentenceSources), untracedOf(cur))
 		}

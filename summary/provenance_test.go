@@ -29,7 +29,7 @@ func TestExtractiveProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	sm := summary.Apply(nil, "s", 1, res, 14, summary.MergeOptions{})
-	if !sm.Traced() {
+	if !summary.Traced(&sm) {
 		t.Fatalf("extractive summary not traced: %+v", sm)
 	}
 	want := map[string][]int64{"ORD-5512": {11, 12}, "ann@example.com": {13}, "$49.99": {12, 14}}
@@ -55,12 +55,12 @@ func TestExtractiveProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	sm2 := summary.Apply(&sm, "s", 1, res2, 15, summary.MergeOptions{})
-	if !sm2.Traced() {
+	if !summary.Traced(&sm2) {
 		t.Fatalf("incremental summary not traced: %+v", sm2)
 	}
 	// Without Seqs nothing is traced: such a summary is emptied by Erase.
 	res3, _ := svc.Summarize(context.Background(), summary.Request{SessionID: "s", Messages: msgs})
-	if sm3 := summary.Apply(nil, "s", 1, res3, 14, summary.MergeOptions{}); sm3.Traced() {
+	if sm3 := summary.Apply(nil, "s", 1, res3, 14, summary.MergeOptions{}); summary.Traced(&sm3) {
 		t.Fatalf("a summary without provenance is traced: %+v", sm3)
 	}
 }

@@ -61,10 +61,10 @@ func NarrativeBlock(narrative string) string {
 // Blocks is the one rendering of a summary for a model: a facts system
 // message (when there are facts), then a narrative system message (when the
 // narrative is not blank). A nil or empty summary renders as nothing.
-func (s *Summary) Blocks() []llms.ChatMessage { return s.BlocksWith(RenderOptions{}) }
+func Blocks(s *Summary) []llms.ChatMessage { return BlocksWith(s, RenderOptions{}) }
 
 // BlocksWith renders like Blocks, with options.
-func (s *Summary) BlocksWith(opt RenderOptions) []llms.ChatMessage {
+func BlocksWith(s *Summary, opt RenderOptions) []llms.ChatMessage {
 	if s == nil {
 		return nil
 	}

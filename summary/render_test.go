@@ -10,7 +10,7 @@ func TestBlocksRenderFactsThenNarrative(t *testing.T) {
 	s := &Summary{Narrative: "The user wants a refund.", Facts: []Fact{
 		{Key: "order_id", Value: "#1234"}, {Key: "name", Value: "Ana"},
 	}}
-	got := s.Blocks()
+	got := Blocks(s)
 	want := []string{
 		"Conversation Facts:\n- order_id: #1234\n- name: Ana",
 		"Conversation Summary:\nThe user wants a refund.",
@@ -24,11 +24,11 @@ func TestBlocksRenderFactsThenNarrative(t *testing.T) {
 			t.Errorf("block %d = %#v, want system message %q", i, m, want[i])
 		}
 	}
-	if b := (&Summary{Narrative: " \n"}).Blocks(); len(b) != 0 {
+	if b := Blocks(&Summary{Narrative: " \n"}); len(b) != 0 {
 		t.Errorf("blank summary rendered %d blocks", len(b))
 	}
 	var none *Summary
-	if b := none.Blocks(); b != nil {
+	if b := Blocks(none); b != nil {
 		t.Errorf("nil summary rendered %v", b)
 	}
 }

@@ -2,12 +2,12 @@ package summary
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/strata-go/strata/record"
 )
 
 // DefaultMaxSummaries bounds the in-memory store when NewInMemoryStore is
@@ -15,7 +15,7 @@ import (
 const DefaultMaxSummaries = 10_000
 
 // ErrNoSessionID reports a Save of a summary without a SessionID.
-var ErrNoSessionID = errors.New("summary: summary has no session id")
+var ErrNoSessionID = record.ErrNoSessionID
 
 type inMemoryStore struct {
 	mu    sync.Mutex
@@ -57,7 +57,7 @@ func (s *inMemoryStore) Get(ctx context.Context, sessionID string) (*Summary, er
 	if !ok {
 		return nil, nil
 	}
-	c := cloneSummary(sum)
+	c := sum.Clone()
 	return &c, nil
 }
 
@@ -69,7 +69,7 @@ func (s *inMemoryStore) Save(ctx context.Context, sum Summary) error {
 	if sum.SessionID == "" {
 		return ErrNoSessionID
 	}
-	sum = cloneSummary(sum)
+	sum = sum.Clone()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -99,19 +99,4 @@ func (s *inMemoryStore) Delete(ctx context.Context, sessionID string) error {
 	defer s.mu.Unlock()
 	s.cache.Remove(sessionID)
 	return nil
-}
-
-// Clone returns a deep copy of s: it shares no memory with s.
-func (s Summary) Clone() Summary { return cloneSummary(s) }
-
-// cloneSummary copies s so that it shares no memory with the original.
-func cloneSummary(s Summary) Summary {
-	s.Facts = cloneFacts(s.Facts)
-	s.Forgotten = slices.Clone(s.Forgotten)
-	s.SentenceSources = slices.Clone(s.SentenceSources)
-	for i := range s.SentenceSources {
-		s.SentenceSources[i].Seqs = slices.Clone(s.SentenceSources[i].Seqs)
-	}
-	s.ForgetKey = slices.Clone(s.ForgetKey)
-	return s
 }

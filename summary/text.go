@@ -6,5 +6,3 @@ import (
 )
 
 func isBlank(s string) bool { return strings.TrimFunc(s, unicode.IsSpace) == "" }
-
-func equalFoldTrim(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), b) }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/record"
 )
 
 // Value returns the value form of a langchaingo message: *T becomes T for
@@ -50,20 +52,10 @@ func Value(m llms.ChatMessage) llms.ChatMessage {
 }
 
 // CloneToolCalls returns a deep copy of calls (nil when empty), so a copy
-// handed on never shares a FunctionCall with the caller's.
+// handed on never shares a FunctionCall with the caller's: record.Message's
+// Clone, the one copy of tool calls.
 func CloneToolCalls(calls []llms.ToolCall) []llms.ToolCall {
-	if len(calls) == 0 {
-		return nil
-	}
-	out := make([]llms.ToolCall, len(calls))
-	for i, tc := range calls {
-		out[i] = tc
-		if tc.FunctionCall != nil {
-			fc := *tc.FunctionCall
-			out[i].FunctionCall = &fc
-		}
-	}
-	return out
+	return record.Message{ToolCalls: calls}.Clone().ToolCalls
 }
 
 // ToolCalls lists the function calls an assistant message makes (its

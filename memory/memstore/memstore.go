@@ -17,7 +17,7 @@ import (
 
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/record"
 )
 
 // DefaultMaxSessions is how many sessions a Store holds when
@@ -101,7 +101,7 @@ type Store struct {
 // Store.mu.
 type memSession struct {
 	// sum is the session's summary (Store.Summaries), nil when none.
-	sum *summary.Summary
+	sum *record.Summary
 
 	id, owner    string
 	epoch        int64

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory/store"
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/record"
 )
 
 var (
@@ -17,7 +17,7 @@ var (
 
 // ImportsSummariesOf implements store.Importer: true when sums is this
 // store's Summaries, whose summary Import then stores with the session.
-func (s *Store) ImportsSummariesOf(sums summary.Store) bool { return s.own(sums) }
+func (s *Store) ImportsSummariesOf(sums store.SummaryStore) bool { return s.own(sums) }
 
 // Import implements store.Importer in one critical section: the session
 // is created with every message (each keeping its CreatedAt, now when
@@ -25,7 +25,7 @@ func (s *Store) ImportsSummariesOf(sums summary.Store) bool { return s.own(sums)
 // numbers; its result, when not nil, is stored as the session's summary
 // (Summaries).
 func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []store.Message,
-	sum func(epoch int64, seqs []int64) *summary.Summary) (store.AppendResult, error) {
+	sum func(epoch int64, seqs []int64) *record.Summary) (store.AppendResult, error) {
 	stored, err := prepared(ctx, msgs)
 	if err != nil {
 		return store.AppendResult{}, err
@@ -79,7 +79,7 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 
 // ForgetsSummariesOf implements store.Forgetter: true when sums is this
 // store's Summaries, whose summary Forget then rewrites.
-func (s *Store) ForgetsSummariesOf(sums summary.Store) bool { return s.own(sums) }
+func (s *Store) ForgetsSummariesOf(sums store.SummaryStore) bool { return s.own(sums) }
 
 // Forget implements store.Forgetter in one critical section: every
 // message named by seqs is removed, with the tool results answering an
@@ -87,7 +87,7 @@ func (s *Store) ForgetsSummariesOf(sums summary.Store) bool { return s.own(sums)
 // session's, none is (store.ErrUnknownMessage); the session's summary
 // (Summaries) is replaced by what clean returns for it.
 func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
-	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
+	clean func(sum *record.Summary, epoch int64, erased []store.Message) *record.Summary) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int
 		}
 	}
 	if clean != nil {
-		var cur *summary.Summary
+		var cur *record.Summary
 		if sess.sum != nil {
 			c := sess.sum.Clone()
 			cur = &c

@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/record"
 )
 
 // Summaries returns the summary store that keeps each session's summary
@@ -14,27 +15,27 @@ import (
 // summaries — or with them the values ForgetFact keeps out
 // (summary.Forgotten). A summary goes with its session: deleted, evicted
 // or re-created. Save refuses a summary for a session that is not live
-// in this store, or of another incarnation, with summary.ErrSessionGone;
-// otherwise it follows the summary.Store contract (ErrStale for a lower
+// in this store, or of another incarnation, with store.ErrSessionGone;
+// otherwise it follows the store.SummaryStore contract (ErrStale for a lower
 // cursor; CreatedAt kept, UpdatedAt now, Version + 1). Forget and Import
 // change a session's messages and its summary in one critical section
 // when the manager uses this store (ForgetsSummariesOf,
 // ImportsSummariesOf). Get returns a deep copy. Like the store (no
 // FoldLocker), it serves one Manager: folds and erasures are coordinated
 // within a manager.
-func (s *Store) Summaries() summary.Store { return &summaryStore{s: s} }
+func (s *Store) Summaries() store.SummaryStore { return &summaryStore{s: s} }
 
 // summaryStore is Store.Summaries.
 type summaryStore struct{ s *Store }
 
 // own reports whether sums is this store's summary store.
-func (s *Store) own(sums summary.Store) bool {
+func (s *Store) own(sums store.SummaryStore) bool {
 	ss, ok := sums.(*summaryStore)
 	return ok && ss.s == s
 }
 
-// Get implements summary.Store.
-func (ss *summaryStore) Get(ctx context.Context, sessionID string) (*summary.Summary, error) {
+// Get implements store.SummaryStore.
+func (ss *summaryStore) Get(ctx context.Context, sessionID string) (*record.Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -48,29 +49,29 @@ func (ss *summaryStore) Get(ctx context.Context, sessionID string) (*summary.Sum
 	return &c, nil
 }
 
-// Save implements summary.Store.
-func (ss *summaryStore) Save(ctx context.Context, sum summary.Summary) error {
+// Save implements store.SummaryStore.
+func (ss *summaryStore) Save(ctx context.Context, sum record.Summary) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if sum.SessionID == "" {
-		return summary.ErrNoSessionID
+		return record.ErrNoSessionID
 	}
 	ss.s.mu.Lock()
 	defer ss.s.mu.Unlock()
 	sess := ss.s.sessions[sum.SessionID]
 	if sess == nil || sess.epoch != sum.Epoch {
-		return summary.ErrSessionGone
+		return store.ErrSessionGone
 	}
 	return sess.store(sum, time.Now())
 }
 
 // store keeps sum as sess's summary (see Summaries). s.mu must be held.
-func (sess *memSession) store(sum summary.Summary, now time.Time) error {
+func (sess *memSession) store(sum record.Summary, now time.Time) error {
 	sum = sum.Clone()
 	if old := sess.sum; old != nil {
 		if sum.UpToSeq < old.UpToSeq {
-			return summary.ErrStale
+			return store.ErrStale
 		}
 		sum.CreatedAt, sum.Version = old.CreatedAt, old.Version+1
 	} else {
@@ -84,7 +85,7 @@ func (sess *memSession) store(sum summary.Summary, now time.Time) error {
 	return nil
 }
 
-// Delete implements summary.Store.
+// Delete implements store.SummaryStore.
 func (ss *summaryStore) Delete(ctx context.Context, sessionID string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -2,21 +2,37 @@ package store
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/record"
 )
 
 // ErrUnknownMessage: a message named by its sequence number is not one of
-// the session's stored messages (Forgetter.Forget).
-var ErrUnknownMessage = errors.New("memory: no such message in the session")
+// the session's stored messages (Forgetter.Forget). It is record's.
+var ErrUnknownMessage = record.ErrUnknownMessage
 
 // ErrNoSuchFact is returned by Manager.ForgetFact when the session's
-// summary holds no fact with the key.
-var ErrNoSuchFact = errors.New("memory: no such fact")
+// summary holds no fact with the key. It is record's.
+var ErrNoSuchFact = record.ErrNoSuchFact
+
+// Errors of a summary save, record's: ErrStale, the store holds a summary
+// of the same epoch with a higher cursor; ErrSessionGone, the session was
+// deleted or re-created since the summary was made.
+var (
+	ErrStale       = record.ErrStale
+	ErrSessionGone = record.ErrSessionGone
+)
+
+// SummaryStore is a store of summaries, one per session, apart from the
+// messages: SummaryStore's methods (see there for their contract), named
+// here so that the store contract needs no summarizer.
+type SummaryStore interface {
+	Get(ctx context.Context, sessionID string) (*record.Summary, error)
+	Save(ctx context.Context, s record.Summary) error
+	Delete(ctx context.Context, sessionID string) error
+}
 
 // Importer is an optional capability of a Store: it creates a session with
 // its history in one atomic step, keeping each message's CreatedAt, and,
@@ -31,7 +47,7 @@ type Importer interface {
 	// ImportsSummariesOf reports whether Import stores a summary where
 	// sums keeps it. When false, Import is given no summary to store, and
 	// the caller saves it to sums afterwards.
-	ImportsSummariesOf(sums summary.Store) bool
+	ImportsSummariesOf(sums SummaryStore) bool
 	// Import creates sessionID owned by userID holding msgs, oldest
 	// first: each gets a new sequence number, in order, and keeps its
 	// CreatedAt (now when zero) and its author (UserID; the owner when
@@ -41,7 +57,7 @@ type Importer interface {
 	// (seqs[i] to msgs[i]), and the summary it returns (when not nil) is
 	// stored for the session. Either everything is stored or nothing is.
 	// An id in use, whoever owns it, returns ErrSessionExists.
-	Import(ctx context.Context, sessionID, userID string, msgs []Message, sum func(epoch int64, seqs []int64) *summary.Summary) (AppendResult, error)
+	Import(ctx context.Context, sessionID, userID string, msgs []Message, sum func(epoch int64, seqs []int64) *record.Summary) (AppendResult, error)
 }
 
 // Forgetter is an optional capability of a Store: it erases messages of a
@@ -54,7 +70,7 @@ type Forgetter interface {
 	// where sums keeps it. When false, Forget's clean is given a nil
 	// summary and its result is ignored; the caller rewrites the summary
 	// in sums itself, before the erasure.
-	ForgetsSummariesOf(sums summary.Store) bool
+	ForgetsSummariesOf(sums SummaryStore) bool
 	// Forget deletes the messages of userID's session whose sequence
 	// numbers are seqs. A seq that is not one of the session's messages
 	// returns ErrUnknownMessage and changes nothing; a missing session
@@ -68,7 +84,7 @@ type Forgetter interface {
 	// call no provider accepts them, and an export of the session would
 	// not import. Either all of it happens or none of it.
 	Forget(ctx context.Context, sessionID, userID string, seqs []int64,
-		clean func(sum *summary.Summary, epoch int64, erased []Message) *summary.Summary) error
+		clean func(sum *record.Summary, epoch int64, erased []Message) *record.Summary) error
 }
 
 // ToolResultsOf returns the tool results among after that answer call's

@@ -12,62 +12,32 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
-	"github.com/strata-go/strata/summary"
+	"github.com/strata-go/strata/record"
 )
 
-// Role is the stored role of a message.
-type Role string
+// The stored form of a message lives in package record, the vocabulary
+// every package shares; these are its names here.
+type (
+	// Role is the stored role of a message (record.Role).
+	Role = record.Role
+	// Message is one stored message of a session (record.Message).
+	Message = record.Message
+)
 
-// The stored roles. Unknown role strings read back from a store are treated
-// as RoleUser, as arc-reactor does.
+// The stored roles (record's). Unknown role strings read back from a store
+// are treated as RoleUser, as arc-reactor does.
 const (
-	RoleUser      Role = "user"
-	RoleAssistant Role = "assistant"
-	RoleSystem    Role = "system"
-	RoleTool      Role = "tool"
+	RoleUser      = record.RoleUser
+	RoleAssistant = record.RoleAssistant
+	RoleSystem    = record.RoleSystem
+	RoleTool      = record.RoleTool
 )
-
-// Message is one stored message of a session. It holds everything a
-// langchaingo chat message carries, losslessly, plus the store's bookkeeping.
-type Message struct {
-	// Seq is the message's sequence number, assigned by the store on append:
-	// strictly increasing within a session and never reused for a later
-	// message of the same session id. Both of Strata's stores count it per
-	// session, so another session's writes never show in it; it is not
-	// necessarily dense (erased messages leave gaps, and a session created
-	// again under a deleted id goes on from its predecessor's numbers).
-	Seq     int64
-	Role    Role
-	Content string
-	// ToolCalls are the tool calls requested by an assistant message.
-	ToolCalls []llms.ToolCall
-	// ToolCallID is the id of the call a tool message answers.
-	ToolCallID string
-	// Name is the tool's name on a tool message (Gemini needs it on function
-	// responses), when known.
-	Name string
-	// Metadata carries free-form per-message annotations, e.g.
-	// "model_variant". Stored and returned, ignored by the memory policy.
-	Metadata map[string]string
-	// UserID is the user that wrote the message: given to Append (and
-	// Replace, Import), the author the caller names — memory.Manager names
-	// the user acting, who for a shared session is not its owner — and
-	// when empty the session's owner; read back, the author the store
-	// recorded. Stores that record participants (ParticipantLister) take
-	// them from it.
-	UserID string
-	// CreatedAt is set by the store on append.
-	CreatedAt time.Time
-}
 
 // MetadataModelVariant is the metadata key for the model variant that
 // produced an assistant message.
-const MetadataModelVariant = "model_variant"
+const MetadataModelVariant = record.MetadataModelVariant
 
 // AppendResult reports the outcome of an append.
 type AppendResult struct {
@@ -156,30 +126,15 @@ type Store interface {
 const AnonymousUser = "anonymous"
 
 // Errors returned by the stores, and passed on by the manager; check them
-// with errors.Is.
+// with errors.Is. They are record's (see there for each).
 var (
-	// ErrNotOwner: the session belongs to another user. HTTP layers answer
-	// it exactly as they answer ErrNotFound, so that ids of other users'
-	// sessions cannot be probed.
-	ErrNotOwner = errors.New("memory: session is owned by another user")
-	// ErrNotFound: no session has this id.
-	ErrNotFound = errors.New("memory: session not found")
-	// ErrSessionExists: Create was given an id that is already in use.
-	ErrSessionExists = errors.New("memory: session already exists")
-	// ErrInvalidMessage: a message cannot be stored as given (unknown type,
-	// invalid UTF-8, NUL byte, tool result without call id, ...).
-	ErrInvalidMessage = errors.New("memory: invalid message")
-	// ErrMessageTooLarge: a message exceeds Config.MaxMessageBytes.
-	ErrMessageTooLarge = errors.New("memory: message too large")
-	// ErrStoreFull: a bounded store (the in-memory one) holds as many
-	// sessions as it may and would have to evict another user's to make
-	// room, so Create made nothing. HTTP layers answer it with 507.
-	ErrStoreFull = errors.New("memory: store full")
-	// ErrUnavailable: the store could not be reached or did not answer in
-	// time (database down, connection refused, statement timeout). Stores
-	// wrap such failures with it so that callers can tell an outage, worth
-	// retrying later, from a bad request.
-	ErrUnavailable = errors.New("memory: store unavailable")
+	ErrNotOwner        = record.ErrNotOwner
+	ErrNotFound        = record.ErrNotFound
+	ErrSessionExists   = record.ErrSessionExists
+	ErrInvalidMessage  = record.ErrInvalidMessage
+	ErrMessageTooLarge = record.ErrMessageTooLarge
+	ErrStoreFull       = record.ErrStoreFull
+	ErrUnavailable     = record.ErrUnavailable
 )
 
 // ParticipantLister is an optional capability of a Store (both stores of
@@ -199,7 +154,7 @@ type ParticipantLister interface {
 	ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) (page []SessionInfo, total int, err error)
 }
 
-// FoldLocker is an optional capability of a Store or summary.Store
+// FoldLocker is an optional capability of a Store or SummaryStore
 // that coordinates summarization across processes (the PostgreSQL stores
 // have it). When either store implements it, every fold of a session first
 // takes this lock, so two replicas never summarize one session at the same
@@ -220,7 +175,7 @@ type FoldLocker interface {
 // The manager uses it only when ReadsSummariesOf(its summary store) is
 // true, that is when Snapshot's summary is exactly what that summary store
 // would return. Otherwise, and for stores without the capability, a load
-// reads the tail (Store.Tail) and then the summary (summary.Store.Get):
+// reads the tail (Store.Tail) and then the summary (SummaryStore.Get):
 // two calls, with the same result.
 type SnapshotReader interface {
 	// ReadsSummariesOf reports whether Snapshot returns the summaries that
@@ -229,11 +184,11 @@ type SnapshotReader interface {
 	// summary in the same atomic step, and the manager does not delete it
 	// again by id, which could remove the summary of an incarnation
 	// re-created meanwhile.
-	ReadsSummariesOf(sums summary.Store) bool
+	ReadsSummariesOf(sums SummaryStore) bool
 	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
 	// the same errors, and the session's stored summary (nil when it has
 	// none) whatever its epoch, read atomically with the tail.
-	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
+	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
 }
 
 // AfterSummaryReader is an optional capability of a SnapshotReader (the
@@ -245,7 +200,7 @@ type SnapshotReader interface {
 // summary does not cover (chunked) then reads no message it would drop.
 // Stores without it are read with Snapshot.
 type AfterSummaryReader interface {
-	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (Tail, *summary.Summary, error)
+	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
 }
 
 // FoldSaveLocker is an optional capability of a FoldLocker (the
@@ -253,12 +208,12 @@ type AfterSummaryReader interface {
 // lock's release, TryLockFoldSaving may return save, which stores a summary
 // in sums (as sums.Save would, with its errors) and releases the lock in
 // the same step, provided the lock is still the caller's (else it refuses
-// with an error wrapping summary.ErrStale and stores nothing). save is nil
+// with an error wrapping ErrStale and stores nothing). save is nil
 // when the locker cannot write to sums. Then, and for lockers without the
 // capability, a fold saves through sums.Save and calls release: release
 // must be safe to call after save.
 type FoldSaveLocker interface {
-	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums summary.Store) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error)
+	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums SummaryStore) (release func(), save func(context.Context, record.Summary) error, ok bool, err error)
 }
 
 // Replacer is an optional capability of a Store: it replaces a session's
