@@ -4,12 +4,13 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 // TestMessageStoreConformance runs the memory.MessageStore conformance
@@ -19,19 +20,21 @@ func TestMessageStoreConformance(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
 	d.SetMaxIdleConns(dbtest.MaxOpenConns) // the suite's 8 contenders, without reconnecting
-	store := db.NewMessageStore(d)
-	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return store })
+	ms := db.NewMessageStore(d)
+	memorytest.Run(t, func(t *testing.T) store.Store { return ms })
 }
 
-// TestSummaryCapabilitiesConformance runs the conformance suite of the
-// capabilities that involve summaries (store.FoldLocker, FoldSaveLocker,
-// SnapshotReader, AfterSummaryReader) against the PostgreSQL stores, which
-// implement all four.
-func TestSummaryCapabilitiesConformance(t *testing.T) {
+// TestSummaryConformance runs the conformance suite of the summary part of
+// the store contract (summary, snapshot reads, fold lease) against the
+// PostgreSQL store, alone and across two replicas.
+func TestSummaryConformance(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
-	memorytest.RunSummaryCapabilities(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d)}
+	memorytest.RunSummaries(t, func(*testing.T) store.Store { return db.NewMessageStore(d) })
+	s := dbtest.NewSchema(t)
+	r := &replicas{stores: [2]store.Store{db.NewMessageStore(dbtest.Open(t, s.URL)), db.NewMessageStore(dbtest.Open(t, s.URL))}}
+	t.Run("AcrossReplicas", func(t *testing.T) {
+		memorytest.RunSummaries(t, func(*testing.T) store.Store { return r })
 	})
 }
 
@@ -42,21 +45,21 @@ func TestSummaryCapabilitiesConformance(t *testing.T) {
 func TestMessageStoreConformanceAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewSchema(t)
-	r := &replicas{stores: [2]memory.MessageStore{
+	r := &replicas{stores: [2]store.Store{
 		db.NewMessageStore(dbtest.Open(t, s.URL)),
 		db.NewMessageStore(dbtest.Open(t, s.URL)),
 	}}
-	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return r })
+	memorytest.Run(t, func(t *testing.T) store.Store { return r })
 }
 
-// replicas is a memory.MessageStore that sends each call to the next of
-// its stores in turn.
+// replicas is a store.Store that sends each call to the next of its
+// stores in turn.
 type replicas struct {
-	stores [2]memory.MessageStore
+	stores [2]store.Store
 	n      atomic.Uint64
 }
 
-func (r *replicas) next() memory.MessageStore { return r.stores[r.n.Add(1)%2] }
+func (r *replicas) next() store.Store { return r.stores[r.n.Add(1)%2] }
 
 func (r *replicas) Create(ctx context.Context, sessionID, userID string) error {
 	return r.next().Create(ctx, sessionID, userID)
@@ -75,7 +78,7 @@ func (r *replicas) Range(ctx context.Context, sessionID, userID string, afterSeq
 }
 
 func (r *replicas) Replace(ctx context.Context, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
-	return r.next().(store.Replacer).Replace(ctx, sessionID, userID, msgs...)
+	return r.next().Replace(ctx, sessionID, userID, msgs...)
 }
 
 func (r *replicas) Delete(ctx context.Context, sessionID, userID string) error {
@@ -84,4 +87,36 @@ func (r *replicas) Delete(ctx context.Context, sessionID, userID string) error {
 
 func (r *replicas) Sessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	return r.next().Sessions(ctx, userID, limit, offset)
+}
+
+func (r *replicas) Import(ctx context.Context, sessionID, userID string, msgs []store.Message, sum func(int64, []int64) *summary.Summary) (store.AppendResult, error) {
+	return r.next().Import(ctx, sessionID, userID, msgs, sum)
+}
+
+func (r *replicas) Forget(ctx context.Context, sessionID, userID string, seqs []int64, clean func(*summary.Summary, int64, []store.Message) *summary.Summary) error {
+	return r.next().Forget(ctx, sessionID, userID, seqs, clean)
+}
+
+func (r *replicas) ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) ([]store.SessionInfo, int, error) {
+	return r.next().ParticipantSessions(ctx, ownerID, participant, limit, offset)
+}
+
+func (r *replicas) Summary(ctx context.Context, sessionID string) (*summary.Summary, error) {
+	return r.next().Summary(ctx, sessionID)
+}
+
+func (r *replicas) SaveSummary(ctx context.Context, s summary.Summary) error {
+	return r.next().SaveSummary(ctx, s)
+}
+
+func (r *replicas) Snapshot(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+	return r.next().Snapshot(ctx, sessionID, userID, n)
+}
+
+func (r *replicas) SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
+	return r.next().SnapshotAfterSummary(ctx, sessionID, userID, n)
+}
+
+func (r *replicas) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (func(), func(context.Context, summary.Summary) error, bool, error) {
+	return r.next().TryLockFold(ctx, sessionID, ttl)
 }

@@ -249,9 +249,10 @@
 // Loads. Tail is one statement: the session's count plus a backward index
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
-// (store.SnapshotReader) is Tail plus the session's summary in one
-// statement (a call of strata_snapshot): a manager whose summary store is this database's
-// SummaryStore on the same pool loads in one round trip.
+// (store.Store) is Tail plus the session's summary in one statement (a
+// call of strata_snapshot): a manager over this store, with summaries
+// kept by it (its own, or a SummaryStore on the same pool), loads in one
+// round trip.
 // SnapshotAfterSummary is Snapshot whose index scan also stops at the
 // summary's cursor: a chunked manager, which shows every message its
 // summary does not cover and none before, reads only those.
@@ -274,7 +275,8 @@
 // Facts that fail to decode are dropped with a warning on the store's
 // logger; the rest of the summary loads.
 //
-// Single-flight. Both stores implement store.FoldLocker with lease rows
+// Single-flight. Both stores take fold leases (MessageStore.TryLockFold,
+// store.Store's; SummaryStore.TryLockFold) with lease rows
 // (INSERT … ON CONFLICT DO UPDATE … WHERE expires_at <= clock_timestamp()),
 // released by deleting only the caller's own token. Unlike an advisory
 // lock it pins no connection while the summarizer runs. A lease is granted
@@ -283,8 +285,8 @@
 // or one whose release was lost to a broken connection, frees itself
 // within a slice. If a holder cannot renew (the database is unreachable)
 // its lease may lapse and another replica may fold too; the monotonic save
-// keeps that harmless. TryLockFoldSaving's save ends a fold in one
-// statement and one commit: it saves the summary as Save does and deletes
+// keeps that harmless. The save MessageStore.TryLockFold returns ends a
+// fold in one statement and one commit: it saves the summary as Save does and deletes
 // the lease, only while the lease is still the caller's (a holder whose
 // lapsed lease was taken over saves nothing).
 //

@@ -106,13 +106,6 @@ func decodeLedger(raw []byte) (ledger, error) {
 	return l, err
 }
 
-// ForgetsSummariesOf implements store.Forgetter: true when sums is a
-// SummaryStore of the same pool, whose row Forget then rewrites in its
-// transaction.
-func (s *MessageStore) ForgetsSummariesOf(sums store.SummaryStore) bool {
-	return sameSummaries(s.d, sums)
-}
-
 // forgetLockSQL locks a live session's row for an erasure and reads its
 // owner and epoch.
 const forgetLockSQL = `

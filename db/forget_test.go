@@ -184,7 +184,7 @@ func TestImportAtomic(t *testing.T) {
 func TestCapabilitiesConformance(t *testing.T) {
 	t.Parallel()
 	s := db.NewMessageStore(dbtest.New(t))
-	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
+	memorytest.RunCapabilities(t, func(*testing.T) store.Store { return s })
 }
 
 // codeRE finds the distinctive token of each message of the replica test.

@@ -116,3 +116,15 @@ func ensureSession(t testing.TB, ctx context.Context, s memory.MessageStore, ses
 		t.Fatalf("Create(%q, %q): %v", session, userID, err)
 	}
 }
+
+// msgLease is a message store's fold lease without its save: the lease
+// as a summary store (store.FoldLocker) has it.
+type msgLease struct{ s *db.MessageStore }
+
+// leaseOf is s's fold lease as a store.FoldLocker.
+func leaseOf(s *db.MessageStore) store.FoldLocker { return msgLease{s} }
+
+func (l msgLease) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (func(), bool, error) {
+	release, _, ok, err := l.s.TryLockFold(ctx, sessionID, ttl)
+	return release, ok, err
+}

@@ -21,13 +21,6 @@ var (
 	_ store.Forgetter = (*MessageStore)(nil)
 )
 
-// ImportsSummariesOf implements store.Importer: true when sums is a
-// SummaryStore of the same pool, whose table Import then writes in its
-// transaction.
-func (s *MessageStore) ImportsSummariesOf(sums store.SummaryStore) bool {
-	return sameSummaries(s.d, sums)
-}
-
 // importMessagesSQL inserts an imported session's messages ($1 session, $2
 // owner, $3.. column arrays, $9 creation times as text, ” for now) in
 // order, returning the sequence numbers drawn for them from the session's

@@ -13,7 +13,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/strata-go/strata/internal/text"
-	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -77,20 +76,6 @@ func tryLockFold(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID
 		return nil, false, err
 	}
 	return l.release, true, nil
-}
-
-// tryLockFoldSaving is tryLockFold that also returns, when canSave (the
-// caller's summary store keeps its summaries on the lease's pool), the
-// lease's saveRelease.
-func tryLockFoldSaving(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID string, ttl time.Duration, canSave bool) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	l, ok, err := takeLease(ctx, d, slice, sessionID, ttl)
-	if !ok {
-		return nil, nil, false, err
-	}
-	if canSave {
-		save = l.saveRelease
-	}
-	return l.release, save, true, nil
 }
 
 // takeLease takes the session's fold lease (see tryLockFold).
@@ -225,32 +210,28 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// TryLockFold implements store.FoldLocker with a lease row in
+// TryLockFold implements store.Store with a lease row in
 // strata_fold_leases: ok is true when this call took the session's lease,
 // false while another holder (in this or another process) has a live one.
 // The lease lasts at most ttl (DefaultFoldLeaseTTL when ttl <= 0); beyond
 // one lease slice (WithFoldLeaseSlice) it is renewed in the background
 // while held, so a holder that dies frees it within one slice. release
 // deletes it if it is still this caller's, and is safe to call more than
-// once. The message store and the summary store share the lease table, so
-// either may be used. Deleting the session leaves the lease alone: only
-// its holder's release or its expiry ends it.
-func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
-	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
-}
-
-// TryLockFoldSaving is TryLockFold that can also end the fold in one
-// statement: when sums is a SummaryStore on this store's pool, save stores
-// a summary as sums.Save does and releases the lease in the same statement
-// and commit, one write instead of two, provided the lease is still the
-// caller's; it refuses (an error wrapping summary.ErrStale, nothing
-// written) when another holder took the lease over after it expired. After
-// a save that returned nil, summary.ErrSessionGone or summary.ErrStale for
-// a newer stored summary, the lease is released and release does nothing;
-// after any other error release must still be called. For any other sums,
-// save is nil: save through sums and call release, as with TryLockFold.
-// It implements store.FoldSaveLocker: the memory package uses it for a
-// fold's last save.
-func (s *MessageStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums store.SummaryStore) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
+// once. save stores a summary as SaveSummary does and releases the lease
+// in the same statement and commit, one write instead of two, provided
+// the lease is still the caller's; it refuses (an error wrapping
+// summary.ErrStale, nothing written) when another holder took the lease
+// over after it expired. After a save that returned nil,
+// summary.ErrSessionGone or summary.ErrStale for a newer stored summary,
+// the lease is released and release does nothing; after any other error
+// release must still be called. The message store and the summary store
+// share the lease table (SummaryStore.TryLockFold). Deleting the session
+// leaves the lease alone: only its holder's release or its expiry ends
+// it.
+func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
+	l, ok, err := takeLease(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
+	if !ok {
+		return nil, nil, false, err
+	}
+	return l.release, l.saveRelease, true, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +20,7 @@ func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 	s := dbtest.NewSchema(t)
 	ctx := testCtx(t)
 	// Two replicas: separate pools, separate stores.
-	a := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL)))
+	a := leaseOf(db.NewMessageStore(dbtest.Open(t, s.URL)))
 	b := store.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL)))
 
 	relA, ok, err := a.TryLockFold(ctx, "s", time.Minute)
@@ -52,7 +51,7 @@ func TestFoldLeaseExpires(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	relA, ok, err := f.messages.TryLockFold(ctx, "s", 150*time.Millisecond)
+	relA, ok, err := leaseOf(f.messages).TryLockFold(ctx, "s", 150*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
@@ -66,11 +65,11 @@ func TestFoldLeaseExpires(t *testing.T) {
 	}
 	// The first holder's late release must not free the new holder's lease.
 	relA()
-	if _, ok, _ := f.messages.TryLockFold(ctx, "s", time.Minute); ok {
+	if _, ok, _ := leaseOf(f.messages).TryLockFold(ctx, "s", time.Minute); ok {
 		t.Fatal("a stale release freed another holder's lease")
 	}
 	relB()
-	if rel, ok, _ := f.messages.TryLockFold(ctx, "s", 0); !ok {
+	if rel, ok, _ := leaseOf(f.messages).TryLockFold(ctx, "s", 0); !ok {
 		t.Fatal("lease not free after the holder's release")
 	} else {
 		rel()
@@ -83,7 +82,7 @@ func TestFoldLeaseSingleHolderUnderContention(t *testing.T) {
 	ctx := testCtx(t)
 	var lockers []store.FoldLocker
 	for range 4 {
-		lockers = append(lockers, store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL))))
+		lockers = append(lockers, leaseOf(db.NewMessageStore(dbtest.Open(t, s.URL))))
 	}
 	var holders, maxHolders, acquired atomic.Int32
 	var wg sync.WaitGroup
@@ -128,8 +127,8 @@ func TestFoldLeaseRenewedWhileHeld(t *testing.T) {
 	// A slice long enough that a renewal (every third of a slice, bounded
 	// by that third) gets through on a machine busy with other tests.
 	slice := db.WithFoldLeaseSlice(900 * time.Millisecond)
-	a := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
-	b := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
+	a := leaseOf(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
+	b := leaseOf(db.NewMessageStore(dbtest.Open(t, s.URL), slice))
 
 	rel, ok, err := a.TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
@@ -172,7 +171,7 @@ func TestFoldLeaseOfDeadHolderFreesWithinSlice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := store.FoldLocker(db.NewMessageStore(dying, slice))
+	a := leaseOf(db.NewMessageStore(dying, slice))
 	b := store.FoldLocker(db.NewSummaryStore(dbtest.Open(t, s.URL), slice))
 	if _, ok, err := a.TryLockFold(ctx, "s", 2*time.Second); err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
@@ -211,66 +210,55 @@ func leaseHolder(t *testing.T, ctx context.Context, f *fixture, session string) 
 	return holder, true
 }
 
-// TestFoldLeaseSaveReleases: TryLockFoldSaving's save stores the summary
-// exactly as SummaryStore.Save does and releases the lease in the same
-// statement; after it, release does nothing (it does not free a lease
-// taken since). With a summary store it cannot write to, save is nil.
+// TestFoldLeaseSaveReleases: TryLockFold's save stores the summary exactly
+// as SummaryStore.Save does and releases the lease in the same statement;
+// after it, release does nothing (it does not free a lease taken since).
 func TestFoldLeaseSaveReleases(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
-	first, save, ok, err := f.messages.TryLockFoldSaving(ctx, "s", time.Minute, summary.NewInMemoryStore(0))
-	if err != nil || !ok || save != nil {
-		t.Fatalf("with an in-memory summary store: save %v, ok %v, %v; want a lease and no save", save != nil, ok, err)
+	release, save, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
+	if err != nil || !ok || save == nil {
+		t.Fatalf("TryLockFold: save %v, ok %v, %v", save != nil, ok, err)
 	}
 	if _, held := leaseHolder(t, ctx, f, "s"); !held {
 		t.Fatal("no lease row")
 	}
-	// The lease is held: nobody else gets it.
-	if _, _, ok, _ := f.sums.TryLockFoldSaving(ctx, "s", time.Minute, f.sums); ok {
+	// The lease is held: nobody else gets it, through either store.
+	if _, ok, _ := f.sums.TryLockFold(ctx, "s", time.Minute); ok {
 		t.Fatal("a held lease was taken")
 	}
-	first()
-
-	for _, locker := range []interface {
-		TryLockFoldSaving(context.Context, string, time.Duration, store.SummaryStore) (func(), func(context.Context, summary.Summary) error, bool, error)
-	}{f.messages, f.sums} {
-		release, save, ok, err := locker.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
-		if err != nil || !ok || save == nil {
-			t.Fatalf("%T: save %v, ok %v, %v", locker, save != nil, ok, err)
-		}
-		old, _ := f.sums.Get(ctx, "s")
-		sm := summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: fmt.Sprintf("by %T", locker),
-			Facts: []summary.Fact{{Key: "k", Value: "v", Category: summary.Entity}}}
-		if err := save(ctx, sm); err != nil {
-			t.Fatalf("%T: save: %v", locker, err)
-		}
-		got, err := f.sums.Get(ctx, "s")
-		if err != nil || got == nil || got.Narrative != sm.Narrative || got.UpToSeq != sm.UpToSeq || len(got.Facts) != 1 {
-			t.Fatalf("%T: stored %+v, %v", locker, got, err)
-		}
-		if old != nil && got.Version != old.Version+1 {
-			t.Errorf("%T: version %d after %d", locker, got.Version, old.Version)
-		}
-		if _, held := leaseHolder(t, ctx, f, "s"); held {
-			t.Fatalf("%T: the lease survived the save", locker)
-		}
-		// A new holder's lease is not freed by the old holder's release.
-		rel2, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
-		if err != nil || !ok {
-			t.Fatalf("%T: lease not free after the save: %v %v", locker, ok, err)
-		}
-		before, _ := leaseHolder(t, ctx, f, "s")
-		release()
-		if after, held := leaseHolder(t, ctx, f, "s"); !held || after != before {
-			t.Fatalf("%T: the old holder's release touched the new lease", locker)
-		}
-		rel2()
+	old, _ := f.sums.Get(ctx, "s")
+	sm := summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "by the lease",
+		Facts: []summary.Fact{{Key: "k", Value: "v", Category: summary.Entity}}}
+	if err := save(ctx, sm); err != nil {
+		t.Fatalf("save: %v", err)
 	}
+	got, err := f.sums.Get(ctx, "s")
+	if err != nil || got == nil || got.Narrative != sm.Narrative || got.UpToSeq != sm.UpToSeq || len(got.Facts) != 1 {
+		t.Fatalf("stored %+v, %v", got, err)
+	}
+	if old != nil && got.Version != old.Version+1 {
+		t.Errorf("version %d after %d", got.Version, old.Version)
+	}
+	if _, held := leaseHolder(t, ctx, f, "s"); held {
+		t.Fatal("the lease survived the save")
+	}
+	// A new holder's lease is not freed by the old holder's release.
+	rel2, ok, err := f.sums.TryLockFold(ctx, "s", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("lease not free after the save: %v %v", ok, err)
+	}
+	before, _ := leaseHolder(t, ctx, f, "s")
+	release()
+	if after, held := leaseHolder(t, ctx, f, "s"); !held || after != before {
+		t.Fatal("the old holder's release touched the new lease")
+	}
+	rel2()
 
 	// Save's refusals release the lease too: the fold is over.
-	release, save, _, _ := f.messages.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
+	release, save, _, _ = f.messages.TryLockFold(ctx, "s", time.Minute)
 	older := summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq - 1, Narrative: "older"}
 	if err := save(ctx, older); !errors.Is(err, summary.ErrStale) {
 		t.Fatalf("save of an older cursor: %v, want ErrStale", err)
@@ -279,7 +267,7 @@ func TestFoldLeaseSaveReleases(t *testing.T) {
 		t.Fatal("the lease survived a refused save")
 	}
 	release()
-	release, save, _, _ = f.messages.TryLockFoldSaving(ctx, "s", time.Minute, f.sums)
+	release, save, _, _ = f.messages.TryLockFold(ctx, "s", time.Minute)
 	if err := f.messages.Delete(ctx, "s", "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +302,7 @@ func TestFoldLeaseSaveRefusedAfterTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 150 ms asked, in slices of 100 ms: renewed once, then left to expire.
-	release, save, ok, err := messages.TryLockFoldSaving(ctx, "s", 150*time.Millisecond, sums)
+	release, save, ok, err := messages.TryLockFold(ctx, "s", 150*time.Millisecond)
 	if err != nil || !ok || save == nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}

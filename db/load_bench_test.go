@@ -188,7 +188,7 @@ func BenchmarkLoadTwoCalls(b *testing.B) {
 }
 
 // otherSummaryStore hides a SummaryStore's identity from
-// MessageStore.ReadsSummariesOf, as any summary store of another kind
+// MessageStore.KeepsSummaries, as any summary store of another kind
 // would.
 type otherSummaryStore struct{ summary.Store }
 

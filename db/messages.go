@@ -19,10 +19,13 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// MessageStore is the PostgreSQL memory.MessageStore over strata_sessions
-// and strata_messages. It also implements store.FoldLocker (see
-// TryLockFold). It is safe for concurrent use, within one process and
-// across processes sharing the database.
+// MessageStore is the PostgreSQL store over strata_sessions,
+// strata_messages and strata_summaries: it implements the whole storage
+// contract, store.Store — messages, each session's summary beside them,
+// and the fold lease (TryLockFold). A manager given it and
+// NewSummaryStore on the same pool uses it alone (KeepsSummaries). It is
+// safe for concurrent use, within one process and across processes
+// sharing the database.
 //
 // Every method checks the caller's ownership in the same statement as the
 // work it guards, or, for Delete, in a transaction that holds the
@@ -38,11 +41,8 @@ type MessageStore struct {
 }
 
 var (
-	_ memory.MessageStore      = (*MessageStore)(nil)
-	_ store.FoldLocker         = (*MessageStore)(nil)
-	_ store.FoldSaveLocker     = (*MessageStore)(nil)
-	_ store.SnapshotReader     = (*MessageStore)(nil)
-	_ store.AfterSummaryReader = (*MessageStore)(nil)
+	_ memory.MessageStore = (*MessageStore)(nil)
+	_ store.Store         = (*MessageStore)(nil)
 )
 
 // NewMessageStore returns a message store over d, whose schema must have
@@ -301,15 +301,31 @@ func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int
 	return t, err
 }
 
-// ReadsSummariesOf implements store.SnapshotReader: Snapshot's summary is
-// the one sums stores when sums is a SummaryStore of this package on the
-// same pool (same database, same schema). For any other summary store the
-// manager reads the tail and the summary in two calls.
-func (s *MessageStore) ReadsSummariesOf(sums store.SummaryStore) bool {
-	return sameSummaries(s.d, sums)
+// KeepsSummaries reports whether sums is a SummaryStore of this package
+// on the same pool (same database, same schema): the summaries this store
+// keeps beside its sessions. store.Compose then uses the message store
+// alone.
+func (s *MessageStore) KeepsSummaries(sums store.SummaryStore) bool {
+	ss, ok := sums.(*SummaryStore)
+	return ok && ss.d == s.d
 }
 
-// Snapshot implements store.SnapshotReader: Tail's result and the
+// Summary implements store.Store: the session's stored summary, as
+// SummaryStore.Get reads it.
+func (s *MessageStore) Summary(ctx context.Context, sessionID string) (*summary.Summary, error) {
+	return s.summaries().Get(ctx, sessionID)
+}
+
+// SaveSummary implements store.Store with one guarded statement, as
+// SummaryStore.Save.
+func (s *MessageStore) SaveSummary(ctx context.Context, sm summary.Summary) error {
+	return s.summaries().Save(ctx, sm)
+}
+
+// summaries is the summary store on the message store's pool and options.
+func (s *MessageStore) summaries() *SummaryStore { return &SummaryStore{d: s.d, opt: s.opt} }
+
+// Snapshot implements store.Store: Tail's result and the
 // session's stored summary (nil when none), read by one
 // statement (loadSQL), so the ownership decision, the messages and the
 // summary come from one snapshot. The summary is returned whatever its
@@ -324,10 +340,8 @@ func (s *MessageStore) Snapshot(ctx context.Context, sessionID, userID string, n
 // with Seq above the returned summary's UpToSeq when that summary has the
 // session's epoch (Tail.Epoch), else the newest n of all, as Snapshot's.
 // Total counts all of them. Ownership, messages and summary come from one
-// statement, as for Snapshot. It implements store.AfterSummaryReader:
-// the memory package uses it for policies that show every message their summary
-// does not cover (memory.PolicyChunked): a load then reads those messages
-// and no older ones.
+// statement, as for Snapshot. It implements store.Store: a load then
+// reads the messages its summary does not cover and no older ones.
 func (s *MessageStore) SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (store.Tail, *summary.Summary, error) {
 	return s.load(ctx, "snapshot", true, true, sessionID, userID, n)
 }

@@ -447,7 +447,7 @@ func TestDeleteLeavesTombstone(t *testing.T) {
 	if _, err := f.d.ExecContext(ctx, `INSERT INTO strata_session_index (session_id, title, source) VALUES ('s', 'Trip', 'turns')`); err != nil {
 		t.Fatal(err)
 	}
-	release, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
+	release, ok, err := leaseOf(f.messages).TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("TryLockFold = %v, %v", ok, err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The tests of this file run through PgBouncer in transaction mode
@@ -27,8 +27,8 @@ func TestPooledMessageStoreConformance(t *testing.T) {
 	p := dbtest.NewPooled(t)
 	d := dbtest.Open(t, p.PooledURL)
 	d.SetMaxIdleConns(dbtest.MaxOpenConns)
-	store := db.NewMessageStore(d)
-	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return store })
+	ms := db.NewMessageStore(d)
+	memorytest.Run(t, func(t *testing.T) store.Store { return ms })
 }
 
 // TestPooledConformanceAcrossReplicas runs the suite through the pooler
@@ -36,11 +36,11 @@ func TestPooledMessageStoreConformance(t *testing.T) {
 func TestPooledConformanceAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	p := dbtest.NewPooled(t)
-	r := &replicas{stores: [2]memory.MessageStore{
+	r := &replicas{stores: [2]store.Store{
 		db.NewMessageStore(dbtest.Open(t, p.PooledURL)),
 		db.NewMessageStore(dbtest.Open(t, p.PooledURL)),
 	}}
-	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return r })
+	memorytest.Run(t, func(t *testing.T) store.Store { return r })
 }
 
 // TestPooledNoStatementRunsAnothersSQL: two statements with the same
@@ -159,21 +159,21 @@ func TestPooledFoldLeaseAcrossReplicas(t *testing.T) {
 	ctx := testCtx(t)
 	r1 := db.NewMessageStore(dbtest.Open(t, p.PooledURL))
 	r2 := db.NewMessageStore(dbtest.Open(t, p.PooledURL))
-	release, ok, err := r1.TryLockFold(ctx, "s", time.Minute)
+	release, ok, err := leaseOf(r1).TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("replica 1: ok=%v err=%v", ok, err)
 	}
-	if _, ok, err := r2.TryLockFold(ctx, "s", time.Minute); err != nil || ok {
+	if _, ok, err := leaseOf(r2).TryLockFold(ctx, "s", time.Minute); err != nil || ok {
 		t.Fatalf("replica 2 while 1 holds the lease: ok=%v err=%v, want refused", ok, err)
 	}
 	release()
-	rel2, ok, err := r2.TryLockFold(ctx, "s", 50*time.Millisecond)
+	rel2, ok, err := leaseOf(r2).TryLockFold(ctx, "s", 50*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatalf("replica 2 after release: ok=%v err=%v", ok, err)
 	}
 	defer rel2()
 	time.Sleep(100 * time.Millisecond) // the 50ms lease expires (server clock)
-	rel1, ok, err := r1.TryLockFold(ctx, "s", time.Minute)
+	rel1, ok, err := leaseOf(r1).TryLockFold(ctx, "s", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("replica 1 after the lease expired: ok=%v err=%v", ok, err)
 	}

@@ -21,11 +21,11 @@ func TestSnapshotMatchesTailAndGet(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	if !f.messages.ReadsSummariesOf(f.sums) {
-		t.Fatal("ReadsSummariesOf(its own pool's summary store) = false")
+	if !f.messages.KeepsSummaries(f.sums) {
+		t.Fatal("KeepsSummaries(its own pool's summary store) = false")
 	}
-	if f.messages.ReadsSummariesOf(summary.NewInMemoryStore(0)) {
-		t.Fatal("ReadsSummariesOf(an in-memory summary store) = true")
+	if f.messages.KeepsSummaries(summary.NewInMemoryStore(0)) {
+		t.Fatal("KeepsSummaries(an in-memory summary store) = true")
 	}
 	for i := range 40 {
 		mustAppend(t, ctx, f.messages, "s", "alice", user(fmt.Sprint("q", i)), assistant(fmt.Sprint("a", i)))

@@ -32,9 +32,8 @@ type SummaryStore struct {
 }
 
 var (
-	_ summary.Store        = (*SummaryStore)(nil)
-	_ store.FoldLocker     = (*SummaryStore)(nil)
-	_ store.FoldSaveLocker = (*SummaryStore)(nil)
+	_ summary.Store    = (*SummaryStore)(nil)
+	_ store.FoldLocker = (*SummaryStore)(nil)
 )
 
 // NewSummaryStore returns a summary store over d, whose schema must have
@@ -223,23 +222,10 @@ func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// TryLockFold implements store.FoldLocker; see MessageStore.TryLockFold.
+// TryLockFold implements store.FoldLocker (the lease of a store composed
+// with this summary store, see store.Compose); see MessageStore.TryLockFold.
 func (s *SummaryStore) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error) {
 	return tryLockFold(ctx, s.d, s.opt.leaseSlice, sessionID, ttl)
-}
-
-// TryLockFoldSaving is TryLockFold that can also save the fold's result
-// and release the lease in one statement; see
-// MessageStore.TryLockFoldSaving.
-func (s *SummaryStore) TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums store.SummaryStore) (release func(), save func(context.Context, summary.Summary) error, ok bool, err error) {
-	return tryLockFoldSaving(ctx, s.d, s.opt.leaseSlice, sessionID, ttl, sameSummaries(s.d, sums))
-}
-
-// sameSummaries reports whether sums is a SummaryStore of pool d: the
-// summaries that a statement on d writes are then the ones sums keeps.
-func sameSummaries(d *sqlx.DB, sums store.SummaryStore) bool {
-	ss, ok := sums.(*SummaryStore)
-	return ok && ss.d == d
 }
 
 // factJSON is one element of facts_json: arc-reactor's shape

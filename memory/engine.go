@@ -29,7 +29,6 @@ import (
 type engine struct {
 	engineDeps
 	runner *bg.Runner
-	locker store.FoldLocker
 	cool   *cooldowns
 
 	// saveMu orders summary saves against Close: saves hold it shared and
@@ -97,16 +96,18 @@ var (
 
 // engineDeps are what the engine works with, all given by its Manager.
 type engineDeps struct {
-	store MessageStore
-	sums  summary.Store   // nil with summaries off
-	svc   summary.Service // nil with summaries off
-	cfg   Config          // defaults filled in
-	pol   policy
-	cost  *trimmer.Trimmer
-	clk   clock.Clock
-	log   *slog.Logger
-	stats *counters
-	otel  *instruments
+	store store.Store // the one storage contract
+	// summaries: WithSummaries was given (a summary store and a
+	// summarizer).
+	summaries bool
+	svc       summary.Service // nil with summaries off
+	cfg       Config          // defaults filled in
+	pol       policy
+	cost      *trimmer.Trimmer
+	clk       clock.Clock
+	log       *slog.Logger
+	stats     *counters
+	otel      *instruments
 	// foldObservers are told of every stored summary (WithFoldObserver).
 	foldObservers []func(context.Context, FoldEvent)
 }
@@ -116,16 +117,11 @@ func newEngine(d engineDeps) *engine {
 		closing: make(chan struct{})}
 	e.bp, _ = d.pol.(backlogPolicy)
 	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, d.clk.Now)
-	if l, ok := d.store.(store.FoldLocker); ok {
-		e.locker = l
-	} else if l, ok := d.sums.(store.FoldLocker); ok {
-		e.locker = l
-	}
 	return e
 }
 
 // hierarchical reports whether summaries are on.
-func (e *engine) hierarchical() bool { return e.cfg.Enabled && e.sums != nil }
+func (e *engine) hierarchical() bool { return e.cfg.Enabled && e.summaries }
 
 func (e *engine) acquireLocked(sessionID string) *slot {
 	st := e.sessions[sessionID]

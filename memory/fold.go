@@ -80,7 +80,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	ctx, span := e.otel.startSpan(ctx, "strata.memory.fold", sessionID)
 	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
 	defer func() { endSpan(span, err) }()
-	if e.locker != nil && e.planFirst(sessionID, trigger) {
+	if e.planFirst(sessionID, trigger) {
 		// Plan first, without the lease: a save of a session whose backlog
 		// this process does not know may find nothing to fold, and taking
 		// and releasing the lease costs two writes. A fold that is due is
@@ -159,7 +159,7 @@ type foldJob struct {
 	// the summary.
 	incremental bool
 	// saveLast is the lease's save-and-release for the fold's last save
-	// (store.FoldSaveLocker), nil without one.
+	// (store.Store.TryLockFold), nil when the lease offers none.
 	saveLast func(context.Context, summary.Summary) error
 	began    time.Time
 	rec      foldRecord
@@ -222,7 +222,7 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 		}
 		j.rec.inputTokens += res.Usage.InputTokens
 		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
-		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
+		var saveFn func(context.Context, summary.Summary) error // nil: the store's SaveSummary
 		if i == len(parts)-1 {
 			saveFn = j.saveLast // the last save ends the fold: it may release the lease too
 		}
@@ -264,8 +264,8 @@ func (e *engine) planFirst(sessionID, trigger string) bool {
 // save writes s unless the manager is closed, the session was deleted
 // (gen changed) or the fold was cancelled since it started, so no late fold
 // resurrects a deleted session's summary or writes after Close.
-// With saveFn non-nil (a lease's save-and-release, see store.FoldSaveLocker) it
-// saves through saveFn instead of the summary store.
+// With saveFn non-nil (the lease's save-and-release, see
+// store.Store.TryLockFold) it saves through saveFn instead of SaveSummary.
 func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summary, saveFn func(context.Context, summary.Summary) error) error {
 	e.saveMu.RLock()
 	defer e.saveMu.RUnlock()
@@ -281,7 +281,7 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 		return errDeleted
 	}
 	if saveFn == nil {
-		saveFn = e.sums.Save
+		saveFn = e.store.SaveSummary
 	}
 	if err := saveFn(ctx, s); err != nil {
 		return fmt.Errorf("save summary: %w", err)
@@ -296,23 +296,15 @@ func (e *engine) notify(ev FoldEvent) {
 	}
 }
 
-// lock takes the cross-process fold lock when the stores have one, waiting
-// for another process's fold at most Config.FoldWait. save, when not nil,
-// saves a summary and releases the lock in one step (store.FoldSaveLocker).
+// lock takes the session's fold lease (store.Store.TryLockFold), waiting
+// for another holder's fold at most Config.FoldWait. save, when not nil,
+// saves a summary and releases the lease in one step.
 func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
-	if e.locker == nil {
-		return func() {}, nil, nil
-	}
 	deadline := e.clk.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
-	saver, _ := e.locker.(store.FoldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		var ok bool
-		if saver != nil {
-			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.cfg.FoldLockTTL, e.sums)
-		} else {
-			release, ok, err = e.locker.TryLockFold(ctx, sessionID, e.cfg.FoldLockTTL)
-		}
+		release, save, ok, err = e.store.TryLockFold(ctx, sessionID, e.cfg.FoldLockTTL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("fold lock: %w", err)
 		}
@@ -384,9 +376,9 @@ func seqsOf(msgs []store.Message) []int64 {
 // cursor, Forgotten list and key, creation time and version, without facts
 // or narrative; nil when there is none.
 func (e *engine) emptied(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
-	s, err := e.sums.Get(ctx, sessionID)
+	s, err := e.store.Summary(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("summary store: %w", err)
+		return nil, err
 	}
 	if s == nil || s.Epoch != epoch {
 		return nil, nil

@@ -3,12 +3,12 @@ package memory_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -24,102 +24,101 @@ func (c *countingSums) Save(ctx context.Context, s summary.Summary) error {
 	return c.Store.Save(ctx, s)
 }
 
-// savingLocker is a lockingStore that can also save a fold's result and
-// release the lock in one step (the capability the PostgreSQL stores
-// have), for the summary store writes, and records how it is used.
-type savingLocker struct {
-	*lockingStore
-	writes  summary.Store // the summary store its saves can write to
-	saves   atomic.Int64  // saves through the lock
-	refuse  atomic.Bool   // the lock was taken over: saves are refused
-	offered atomic.Int64  // locks taken with a save
+// savingStore is an in-memory store whose fold lease's save (the
+// save-and-release every store.Store's lease may offer) is counted, and
+// can be made to refuse as after a take-over.
+type savingStore struct {
+	*memstore.Store
+	saves      atomic.Int64 // saves through the lease
+	storeSaves atomic.Int64 // saves through SaveSummary
+	refuse     atomic.Bool  // the lease was taken over: its saves are refused
+	offered    atomic.Int64 // leases taken with a save
 }
 
-func (s *savingLocker) TryLockFoldSaving(ctx context.Context, id string, ttl time.Duration, sums store.SummaryStore) (func(), func(context.Context, summary.Summary) error, bool, error) {
-	release, ok, err := s.TryLockFold(ctx, id, ttl)
-	if !ok || sums != s.writes {
-		return release, nil, ok, err
+func (s *savingStore) SaveSummary(ctx context.Context, sm summary.Summary) error {
+	s.storeSaves.Add(1)
+	return s.Store.SaveSummary(ctx, sm)
+}
+
+func (s *savingStore) TryLockFold(ctx context.Context, id string, ttl time.Duration) (func(), func(context.Context, summary.Summary) error, bool, error) {
+	release, save, ok, err := s.Store.TryLockFold(ctx, id, ttl)
+	if !ok || save == nil {
+		return release, save, ok, err
 	}
 	s.offered.Add(1)
-	var once sync.Once
-	rel := func() { once.Do(release) }
-	save := func(ctx context.Context, sm summary.Summary) error {
+	return release, func(ctx context.Context, sm summary.Summary) error {
 		if s.refuse.Load() {
-			return fmt.Errorf("fold lock taken over: %w", summary.ErrStale)
+			return fmt.Errorf("fold lease taken over: %w", summary.ErrStale)
 		}
 		s.saves.Add(1)
-		w := s.writes
-		if c, ok := w.(*countingSums); ok {
-			w = c.Store // a save of its own, not the store's Save
-		}
-		err := w.Save(ctx, sm)
-		rel()
-		return err
+		return save(ctx, sm)
+	}, true, nil
+}
+
+// released reports whether the session's fold lease is free.
+func (s *savingStore) released(t *testing.T, id string) bool {
+	release, _, ok, err := s.Store.TryLockFold(context.Background(), id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return rel, save, true, nil
+	if ok {
+		release()
+	}
+	return ok
 }
 
-func newSavingLocker() *savingLocker {
-	return &savingLocker{lockingStore: &lockingStore{MessageStore: memory.NewInMemoryStore(), held: map[string]bool{}}}
-}
-
-// A fold whose lock can save ends with one save through it — its last
-// (each earlier chunk is saved by the summary store, so progress survives a
-// failure) — and the lock is released either way.
+// A fold ends with one save through its lease's save — its last (each
+// earlier chunk is saved with SaveSummary, so progress survives a
+// failure) — and the lease is released either way.
 func TestFoldEndsWithTheLocksSave(t *testing.T) {
 	cfg := hierConfig()
 	cfg.MaxFoldInputTokens = 50 // chunks of two messages
-	store := newSavingLocker()
-	sums := &countingSums{Store: summary.NewInMemoryStore(0)}
-	store.writes = sums
+	st := &savingStore{Store: memstore.New()}
 	svc := &fakeSummarizer{}
-	mgr := foldOnce(t, store, cfg, sums, svc)
+	mgr := foldOnce(t, st, cfg, st.Summaries(), svc)
 	ctx := context.Background()
 	calls := svc.calls.Load()
-	if calls < 2 || store.saves.Load() != 1 || sums.saves.Load() != calls-1 || store.offered.Load() != 1 {
-		t.Fatalf("%d chunks: %d saves through the lock, %d through the store, %d locks offered a save; want the last one through the lock",
-			calls, store.saves.Load(), sums.saves.Load(), store.offered.Load())
+	if calls < 2 || st.saves.Load() != 1 || st.storeSaves.Load() != calls-1 || st.offered.Load() != 1 {
+		t.Fatalf("%d chunks: %d saves through the lease, %d through SaveSummary, %d leases offered a save; want the last one through the lease",
+			calls, st.saves.Load(), st.storeSaves.Load(), st.offered.Load())
 	}
 	msgs := mustMessages(t, mgr, "s", "alice", 0)
-	if s, _ := sums.Get(ctx, "s"); s == nil || s.UpToSeq != msgs[len(msgs)-cfg.RecentMessageCount-1].Seq {
+	if s, _ := st.Summary(ctx, "s"); s == nil || s.UpToSeq != msgs[len(msgs)-cfg.RecentMessageCount-1].Seq {
 		t.Fatalf("summary %+v", s)
 	}
-	store.mu.Lock()
-	defer store.mu.Unlock()
-	if len(store.held) != 0 {
-		t.Fatal("fold lock not released")
+	if !st.released(t, "s") {
+		t.Fatal("fold lease not released")
 	}
 }
 
-// A save refused because the lock was taken over stores nothing, and the
-// fold still releases its lock; a lock that cannot write to the manager's
-// summary store (save nil) leaves the saves to the store.
+// A save refused because the lease was taken over stores nothing, and the
+// fold still releases its lease; over a summary store apart from the
+// message store (store.Compose) the lease offers no save and the summary
+// store saves.
 func TestFoldLockSaveRefusedOrUnavailable(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		refuse, others bool
 	}{{"taken over", true, false}, {"other summary store", false, true}} {
 		t.Run(c.name, func(t *testing.T) {
-			store := newSavingLocker()
-			sums := &countingSums{Store: summary.NewInMemoryStore(0)}
-			store.writes = sums
+			st := &savingStore{Store: memstore.New()}
+			var sums summary.Store = st.Summaries()
+			other := &countingSums{Store: summary.NewInMemoryStore(0)}
 			if c.others {
-				store.writes = summary.NewInMemoryStore(0)
+				sums = other
 			}
-			store.refuse.Store(c.refuse)
-			foldOnce(t, store, hierConfig(), sums, &fakeSummarizer{})
+			st.refuse.Store(c.refuse)
+			foldOnce(t, st, hierConfig(), sums, &fakeSummarizer{})
 			ctx := context.Background()
 			s, _ := sums.Get(ctx, "s")
 			switch {
-			case c.refuse && (s != nil || sums.saves.Load() != 0):
-				t.Fatalf("a refused save stored %+v (%d store saves)", s, sums.saves.Load())
-			case c.others && (s == nil || sums.saves.Load() != 1 || store.saves.Load() != 0):
-				t.Fatalf("summary %+v, %d store saves, %d lock saves; want the store's save", s, sums.saves.Load(), store.saves.Load())
+			case c.refuse && (s != nil || st.storeSaves.Load() != 0):
+				t.Fatalf("a refused save stored %+v (%d store saves)", s, st.storeSaves.Load())
+			case c.others && (s == nil || other.saves.Load() != 1 || st.saves.Load() != 0 || st.offered.Load() != 1):
+				t.Fatalf("summary %+v, %d summary store saves, %d lease saves; want the summary store's save", s, other.saves.Load(), st.saves.Load())
 			}
-			store.mu.Lock()
-			defer store.mu.Unlock()
-			if len(store.held) != 0 {
-				t.Fatal("fold lock not released")
+			if !st.released(t, "s") {
+				t.Fatal("fold lease not released")
 			}
 		})
 	}

@@ -2,9 +2,7 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/strata-go/strata/memory/store"
@@ -43,20 +41,15 @@ import (
 // store: on PostgreSQL the messages, the summary, the session's erasure
 // count and the catalogue document change in one transaction (a catalogue
 // write built before it is refused afterwards, on any replica); with the
-// in-memory store and its Summaries in one critical section; with a
-// summary store apart from the message store the summary is cleaned first
-// and the messages erased second, so that a failure in between leaves
-// nothing derived behind and a retry completes it. The message store must
-// be a store.Forgetter (both stores of this module are); otherwise Forget
-// returns errors.ErrUnsupported. No fold of the session runs meanwhile
-// (see Import).
+// in-memory store in one critical section; with a summary store apart
+// from the message store (store.Compose) the summary is cleaned first and
+// the messages erased second, so that a failure in between leaves nothing
+// derived behind and a retry completes it, and a message store that
+// cannot erase gives an error wrapping errors.ErrUnsupported. No fold of
+// the session runs meanwhile (see Import).
 func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...int64) error {
 	if len(seqs) == 0 {
 		return fmt.Errorf("memory: forget %q: %w: no sequence numbers", sessionID, store.ErrUnknownMessage)
-	}
-	fg, ok := m.store.(store.Forgetter)
-	if !ok {
-		return fmt.Errorf("memory: forget %q: %w: the message store cannot erase messages", sessionID, errors.ErrUnsupported)
 	}
 	seqs = slices.Clone(seqs)
 	slices.Sort(seqs)
@@ -72,72 +65,15 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 			cleaned = &c
 			return &c
 		}
-		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
-			// Without summaries on in this process the store still cleans
-			// the summary it keeps (a replica with summaries on shows it).
-			return fg.Forget(ctx, sessionID, owner, seqs, clean)
-		}
-		// The summary lives apart: check the messages and clean the
-		// summary first, then erase the messages.
-		erased, epoch, err := m.messagesAt(ctx, sessionID, owner, seqs)
-		if err != nil {
-			return err
-		}
-		sum, err := m.sums.Get(ctx, sessionID) // clean skips another epoch's
-		if err != nil {
-			return fmt.Errorf("summary store: %w", err)
-		}
-		if c := clean(sum, epoch, erased); c != nil {
-			if err := m.sums.Save(ctx, *c); err != nil {
-				return fmt.Errorf("save summary: %w", err)
-			}
-		}
-		return fg.Forget(ctx, sessionID, owner, seqs, nil)
+		// Whether or not summaries are on in this process the store
+		// cleans the summary it keeps (a replica with summaries on shows it).
+		return m.store.Forget(ctx, sessionID, owner, seqs, clean)
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget %q: %w", sessionID, err)
 	}
 	m.erased(ctx, sessionID, owner, cleaned)
 	return nil
-}
-
-// messagesAt reads the session's messages with sequence numbers seqs
-// (sorted) and its epoch; a seq that is not the session's gives
-// store.ErrUnknownMessage.
-func (m *Manager) messagesAt(ctx context.Context, sessionID, owner string, seqs []int64) ([]store.Message, int64, error) {
-	t, err := m.store.Tail(ctx, sessionID, owner, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	msgs, err := m.store.Range(ctx, sessionID, owner, seqs[0]-1, seqs[len(seqs)-1], 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	var out []store.Message
-	for _, q := range seqs {
-		i := slices.IndexFunc(msgs, func(msg store.Message) bool { return msg.Seq == q })
-		if i < 0 {
-			return nil, 0, fmt.Errorf("seq %d: %w", q, store.ErrUnknownMessage)
-		}
-		out = append(out, msgs[i])
-	}
-	// The results answering an erased call go with it (the store's Forget
-	// erases them too): what was derived from them is cleaned as well.
-	for _, call := range slices.Clone(out) {
-		if len(call.ToolCalls) == 0 {
-			continue
-		}
-		after, err := m.store.Range(ctx, sessionID, owner, call.Seq, math.MaxInt64, len(call.ToolCalls))
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, r := range store.ToolResultsOf(call, after) {
-			if !slices.ContainsFunc(out, func(msg store.Message) bool { return msg.Seq == r.Seq }) {
-				out = append(out, r)
-			}
-		}
-	}
-	return out, t.Epoch, nil
 }
 
 // eraseFrom is sum without what was derived from the erased messages
@@ -219,7 +155,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		case !ok:
 			return store.ErrNoSuchFact
 		}
-		if err := m.sums.Save(ctx, out); err != nil {
+		if err := m.store.SaveSummary(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
 		saved = out

@@ -2,7 +2,7 @@ package memory
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/strata-go/strata/memory/store"
@@ -84,11 +84,14 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 }
 
 // loadView reads what a load starts from: the session's tail and, with
-// hierarchical memory on, its usable summary (sumErr: the summary store
-// failed, the tail is good). When the message store reads the summary
-// store's summaries itself (SnapshotReader), both come from one call — one
-// statement for a database; otherwise the tail and then the summary, two
-// calls. A tail too short to align the window is read again by readTail.
+// hierarchical memory on, its usable summary, both from one store call
+// (store.Store.SnapshotAfterSummary: one statement for a database). The
+// read stops at the summary's cursor: chunked shows every message after
+// it and none before; parity's verbatim window is, once folded, exactly
+// those messages, everything before them covered by the summary
+// (view.recent). When more than the limit are unfolded, after() reads
+// them all. sumErr: the store read the tail but not the summary
+// (store.ErrSummaryUnavailable), the tail is good.
 func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
 	defer func() { v.prices = new(tailPrices) }()
 	want := e.pol.loadSize()
@@ -96,59 +99,40 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		v, err = e.readTail(ctx, sessionID, userID, want)
 		return v, nil, nil, err
 	}
-	sr, ok := e.store.(store.SnapshotReader)
-	if !ok || !sr.ReadsSummariesOf(e.sums) {
+	n := want + alignSlack
+	t, s, err := e.store.SnapshotAfterSummary(ctx, sessionID, userID, n)
+	if errors.Is(err, store.ErrSummaryUnavailable) {
+		sumErr, s = err, nil
 		if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 			return view{}, nil, nil, err
 		}
-		s, sumErr = e.usableSummary(ctx, sessionID, v.epoch)
-		return v, s, sumErr, nil
+		return v, nil, sumErr, nil
 	}
-	if ar, ok := sr.(store.AfterSummaryReader); ok {
-		// Read only the messages after the summary's cursor: chunked shows
-		// every one of them and none before it; parity's verbatim window
-		// is, once folded, exactly those messages, and everything before
-		// them is covered by the summary (view.recent). When more than the
-		// limit are unfolded, after() reads them all.
-		n := want + alignSlack
-		t, s, err := ar.SnapshotAfterSummary(ctx, sessionID, userID, n)
-		if err != nil {
-			return view{}, nil, nil, err
-		}
-		v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages, all: len(t.Messages) < n}
-		if s != nil && s.Epoch == t.Epoch {
-			v.from = s.UpToSeq // the read stopped at this cursor, usable summary or not
-		}
-		s = usable(s, v.epoch)
-		if v.from > 0 && e.bp == nil && (s == nil || v.total <= e.cfg.TriggerMessageCount) && len(v.msgs) < min(v.total, want) {
-			// Parity shows the newest messages, older ones than the cursor
-			// included, at or below its trigger (takeLast) and when the
-			// summary cannot be shown (an erasure emptied it).
-			if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
-				return view{}, nil, nil, err
-			}
-		}
-		return v, s, nil, nil
-	}
-	t, s, err := sr.Snapshot(ctx, sessionID, userID, want+alignSlack)
 	if err != nil {
 		return view{}, nil, nil, err
 	}
-	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
-	if len(v.msgs) < v.total && alignedStart(v.msgs, want) == 0 {
+	v = view{total: t.Total, epoch: t.Epoch, msgs: t.Messages, all: len(t.Messages) < n}
+	if s != nil && s.Epoch == t.Epoch {
+		v.from = s.UpToSeq // the read stopped at this cursor, usable summary or not
+	}
+	s = usable(s, v.epoch)
+	if v.from > 0 && e.bp == nil && (s == nil || v.total <= e.cfg.TriggerMessageCount) && len(v.msgs) < min(v.total, want) {
+		// Parity shows the newest messages, older ones than the cursor
+		// included, at or below its trigger (takeLast) and when the
+		// summary cannot be shown (an erasure emptied it).
 		if v, err = e.readTail(ctx, sessionID, userID, want); err != nil {
 			return view{}, nil, nil, err
 		}
 	}
-	return v, usable(s, v.epoch), nil, nil
+	return v, s, nil, nil
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil
 // when there is none, it is empty, or it belongs to a deleted predecessor.
 func (e *engine) usableSummary(ctx context.Context, sessionID string, epoch int64) (*summary.Summary, error) {
-	s, err := e.sums.Get(ctx, sessionID)
+	s, err := e.store.Summary(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("summary store: %w", err)
+		return nil, err
 	}
 	return usable(s, epoch), nil
 }

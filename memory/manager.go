@@ -25,9 +25,12 @@ import (
 //
 // A Manager is safe for concurrent use. Close it to stop background work.
 type Manager struct {
-	store MessageStore
+	// store is the one storage contract the manager talks to: the
+	// message store itself, or store.Compose's adapter over it and the
+	// summary store given to WithSummaries.
+	store store.Store
 	cfg   Config
-	sums  summary.Store
+	sums  summary.Store // as given to WithSummaries; nil without
 	svc   summary.Service
 	log   *slog.Logger
 	clk   clock.Clock
@@ -46,8 +49,8 @@ type Manager struct {
 // NewManager returns a manager over store. It refuses an invalid cfg (a
 // *FieldError) and a half-configured one: Enabled without WithSummaries
 // giving both a summary store and a summarizer.
-func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error) {
-	if nilcheck.IsNil(store) {
+func NewManager(ms MessageStore, cfg Config, opts ...Option) (*Manager, error) {
+	if nilcheck.IsNil(ms) {
 		return nil, errors.New("memory: NewManager: nil MessageStore")
 	}
 	if err := cfg.Validate(); err != nil {
@@ -56,7 +59,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	defaultEst := nilcheck.IsNil(cfg.Estimator)
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		store: store, cfg: cfg, price: newPricing(defaultEst),
+		cfg: cfg, price: newPricing(defaultEst),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clk: clock.Real{},
 	}
@@ -66,10 +69,15 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	if nilcheck.IsNil(m.sums) != nilcheck.IsNil(m.svc) || (cfg.Enabled && nilcheck.IsNil(m.sums)) {
 		return nil, errors.New("memory: NewManager: Config.Enabled needs WithSummaries with both a summary store and a summarizer")
 	}
+	var sums summary.Store
+	if !nilcheck.IsNil(m.sums) {
+		sums = m.sums
+	}
+	m.store = store.Compose(ms, sums)
 	m.cost = trimmer.New(cfg.ContextWindowTokens, cfg.OutputReserveTokens, cfg.Estimator)
 	m.pol = newPolicy(cfg, m.cost)
 	m.otel, m.stats = newInstruments(), &counters{}
-	m.eng = newEngine(engineDeps{store: store, sums: m.sums, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
+	m.eng = newEngine(engineDeps{store: m.store, summaries: sums != nil, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
 		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, foldObservers: m.foldObservers})
 	return m, nil
 }
@@ -233,18 +241,14 @@ func (m *Manager) Sessions(ctx context.Context, userID string, limit, offset int
 
 // SharedSessions lists the shared sessions (Config.SharedSessionPrefixes)
 // userID wrote in, newest activity first; total counts them all. It needs
-// a store that records participants (store.ParticipantLister; both stores
-// of this module do): with another store the error wraps
+// a store that records participants (store.ParticipantLister, part of
+// store.Store): with another store the error wraps
 // errors.ErrUnsupported. Without shared prefixes it lists nothing.
 func (m *Manager) SharedSessions(ctx context.Context, userID string, limit, offset int) ([]store.SessionInfo, int, error) {
 	if len(m.cfg.SharedSessionPrefixes) == 0 {
 		return nil, 0, nil
 	}
-	pl, ok := m.store.(store.ParticipantLister)
-	if !ok {
-		return nil, 0, fmt.Errorf("memory: shared sessions: the store records no participants: %w", errors.ErrUnsupported)
-	}
-	return pl.ParticipantSessions(ctx, owner.Shared, owner.User(userID), limit, offset)
+	return m.store.ParticipantSessions(ctx, owner.Shared, owner.User(userID), limit, offset)
 }
 
 // authored returns msgs, copied, with userID (store.AnonymousUser when
@@ -297,8 +301,9 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 
 // replace makes msgs the whole history of the session (see
 // ChatHistory.SetMessages): every message is validated before anything
-// changes, then the history is replaced in one atomic store operation when
-// the store is a store.Replacer, the owner kept. Delete observers are told,
+// changes, then the history is replaced in one store operation (atomic for
+// a store.Store; see store.Compose for a message store without
+// store.Replacer), the owner kept. Delete observers are told,
 // as the old history and its summary are gone.
 func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []store.Message) error {
 	if sessionID == "" {

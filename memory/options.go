@@ -14,7 +14,12 @@ type Option func(*Manager)
 
 // WithSummaries sets where folded summaries are kept and what makes them.
 // Both are required when Config.Enabled is true: NewManager refuses one
-// without the other rather than silently running takeLast forever.
+// without the other rather than silently running takeLast forever. When
+// store is the message store's own summaries (the in-memory store's
+// Summaries, db.NewSummaryStore on the message store's pool), the manager
+// uses the message store alone, one store call per step; any other summary
+// store is composed with the message store by store.Compose, whose
+// documentation lists what that cannot make atomic.
 func WithSummaries(store summary.Store, svc summary.Service) Option {
 	return func(m *Manager) { m.sums, m.svc = store, svc }
 }

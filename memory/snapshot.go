@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/strata-go/strata/memory/snapshot"
@@ -69,9 +68,9 @@ func (m *Manager) exportedSummary(ctx context.Context, sessionID string, epoch i
 	if m.sums == nil {
 		return nil, nil
 	}
-	s, err := m.sums.Get(ctx, sessionID)
+	s, err := m.store.Summary(ctx, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("summary store: %w", err)
+		return nil, err
 	}
 	if s == nil || s.Epoch != epoch || (s.IsEmpty() && len(s.Forgotten) == 0) {
 		return nil, nil
@@ -91,11 +90,11 @@ func (m *Manager) exportedSummary(ctx context.Context, sessionID string, epoch i
 //
 // No fold of the new session runs before its summary is stored: Import
 // holds the session's fold lock (across processes when the stores have
-// one) until it is done. With a store that is a store.Importer keeping
-// the summaries too (PostgreSQL), the session, its messages and its
-// summary are written in one transaction; otherwise the session and
-// messages are written in one step and the summary after it, and the
-// session is deleted again if that fails.
+// one) until it is done. The session, its messages and its summary are
+// written in one store call (store.Importer): on PostgreSQL one
+// transaction, in memory one critical section; over a summary store apart
+// from the message store, the summary after the messages, the session
+// deleted again if that fails (see store.Compose).
 func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	if err := s.Validate(m.cfg.MaxMessageBytes); err != nil {
 		return err
@@ -112,75 +111,13 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	if s.Summary != nil && m.sums == nil && !s.Summary.IsBlank() {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)
 	}
-	var sum *summary.Summary
-	build := func(epoch int64, seqs []int64) *summary.Summary {
-		sum = s.SummaryFor(epoch, old, seqs)
-		return sum
-	}
+	build := func(epoch int64, seqs []int64) *summary.Summary { return s.SummaryFor(epoch, old, seqs) }
 	err := m.eng.exclusive(ctx, sessionID, func() error {
-		imp, ok := m.store.(store.Importer)
-		if !ok {
-			return m.importSteps(ctx, sessionID, owner, msgs, build)
-		}
-		inStore := m.sums != nil && imp.ImportsSummariesOf(m.sums)
-		if _, err := imp.Import(ctx, sessionID, owner, msgs, build); err != nil {
-			return err
-		}
-		if inStore || sum == nil {
-			return nil
-		}
-		return m.saveImported(ctx, sessionID, owner, *sum)
+		_, err := m.store.Import(ctx, sessionID, owner, msgs, build)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("memory: import %q: %w", sessionID, err)
-	}
-	return nil
-}
-
-// importSteps imports into a store without the Importer capability:
-// create, append, save the summary; the session is deleted again when a
-// step after the create fails.
-func (m *Manager) importSteps(ctx context.Context, sessionID, owner string, msgs []store.Message, build func(int64, []int64) *summary.Summary) error {
-	if err := m.store.Create(ctx, sessionID, owner); err != nil {
-		return err
-	}
-	res, err := m.store.Append(ctx, sessionID, owner, msgs...)
-	if err != nil {
-		return errors.Join(err, m.undoImport(sessionID, owner))
-	}
-	seqs, err := m.store.Range(ctx, sessionID, owner, 0, 1<<62, 0)
-	if err == nil && len(seqs) != len(msgs) {
-		err = fmt.Errorf("the new session holds %d messages, not %d", len(seqs), len(msgs))
-	}
-	if err != nil {
-		return errors.Join(err, m.undoImport(sessionID, owner))
-	}
-	nums := make([]int64, len(seqs))
-	for i, msg := range seqs {
-		nums[i] = msg.Seq
-	}
-	if sum := build(res.Epoch, nums); sum != nil {
-		return m.saveImported(ctx, sessionID, owner, *sum)
-	}
-	return nil
-}
-
-// saveImported saves an imported session's summary, deleting the session
-// again when that fails.
-func (m *Manager) saveImported(ctx context.Context, sessionID, owner string, sum summary.Summary) error {
-	if err := m.sums.Save(ctx, sum); err != nil {
-		return errors.Join(fmt.Errorf("save summary: %w", err), m.undoImport(sessionID, owner))
-	}
-	return nil
-}
-
-// undoImport deletes a half-imported session, within a bounded time even
-// when the import's context is done.
-func (m *Manager) undoImport(sessionID, owner string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
-	defer cancel()
-	if err := m.store.Delete(ctx, sessionID, owner); err != nil {
-		return fmt.Errorf("undo the partial import: %w", err)
 	}
 	return nil
 }

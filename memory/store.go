@@ -7,12 +7,16 @@ import (
 	"github.com/strata-go/strata/memory/store"
 )
 
-// MessageStore is the contract of the stores a Manager keeps its sessions
-// in: NewInMemoryStore, or package db for PostgreSQL. The contract itself —
-// the stored form of a message, the errors, the optional capabilities —
-// lives in package memory/store, as database/sql's lives in
-// database/sql/driver; users of a Manager need it only to write a store.
-type MessageStore = store.Store
+// MessageStore is what NewManager takes: a store of sessions' messages
+// (store.Messages). The stores of this module — NewInMemoryStore, and
+// package db for PostgreSQL — implement the whole storage contract,
+// store.Store, keeping each session's messages, summary and fold lease
+// together; the manager uses such a store alone, and composes any other
+// with the summary store given to WithSummaries (store.Compose, whose
+// documentation lists the fallbacks). The contract lives in package
+// memory/store, as database/sql's lives in database/sql/driver; users of a
+// Manager need it only to write a store.
+type MessageStore = store.Messages
 
 // ErrNotOwner is returned when a user loads, saves or deletes a session
 // that another user owns. It is store.ErrNotOwner, so errors.Is matches

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,83 +12,132 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// RunSummaryCapabilities runs the conformance suite of the optional
-// capabilities that involve a session's summary — store.FoldLocker,
-// store.FoldSaveLocker, store.SnapshotReader and store.AfterSummaryReader
-// — against the stores newStores returns (one call per subtest). A
-// capability neither store has is skipped, with one line saying so; so is
-// SnapshotReader when the message store does not read the summary store's
-// summaries (ReadsSummariesOf false). It checks:
+// RunSummaries runs the conformance suite of the summary part of the
+// store contract — Summary, SaveSummary, Snapshot, SnapshotAfterSummary
+// and the fold lease (TryLockFold) — against the stores newStore returns
+// (one call per subtest). It checks:
 //
-//   - FoldLocker: a held lock refuses a second holder and not another
-//     session; release frees it and is safe to call twice;
-//   - FoldSaveLocker: while held it refuses a second holder; its save
-//     (when not nil) stores the summary, as the summary store then reads
-//     it, and frees the lock at once; release after save is harmless;
-//   - SnapshotReader: Snapshot returns Tail's result and the summary
-//     store's summary, with Tail's errors (ErrNotFound, ErrNotOwner);
-//   - AfterSummaryReader: SnapshotAfterSummary returns the newest n of the
-//     messages after the summary's cursor (all messages without a summary),
-//     with the session's whole count and epoch.
-func RunSummaryCapabilities(t *testing.T, newStores func(t *testing.T) Stores) {
+//   - SaveSummary: a summary of the session's epoch is stored and read
+//     back whole (provenance, Forgotten, ForgetKey), Version counts the
+//     saves and CreatedAt stays; a lower cursor is refused with ErrStale;
+//     a summary of another epoch, or of a deleted session, with
+//     ErrSessionGone; Delete removes the summary with the session;
+//   - the fold lease: a held lease refuses a second holder and not another
+//     session; release frees it and is safe to call twice; its save (when
+//     not nil) stores the summary, as Summary then reads it, and frees the
+//     lease at once; release after save is harmless;
+//   - Snapshot returns Tail's result and the stored summary, with Tail's
+//     errors (ErrNotFound, ErrNotOwner);
+//   - SnapshotAfterSummary returns the newest n of the messages after the
+//     summary's cursor (all messages without a summary), with the
+//     session's whole count and epoch.
+func RunSummaries(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, tc := range []struct {
 		name string
-		run  func(e *env, st Stores)
+		run  func(e *env)
 	}{
-		{"FoldLocker", testFoldLocker},
-		{"FoldSaveLocker", testFoldSaveLocker},
-		{"SnapshotReader", testSnapshotReader},
-		{"AfterSummaryReader", testAfterSummaryReader},
+		{"SaveSummary", testSaveSummary},
+		{"FoldLease", testFoldLease},
+		{"Snapshot", testSnapshot},
+		{"SnapshotAfterSummary", testSnapshotAfterSummary},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newStores(t)
-			tc.run(&env{t: t, ctx: t.Context(), s: st.Messages, token: token(t)}, st)
+			tc.run(&env{t: t, ctx: t.Context(), s: newStore(t), token: token(t)})
 		})
 	}
 }
 
-// capable returns the stores of st that implement T, naming each.
-func capable[T any](st Stores) (out []T, names []string) {
-	for _, s := range []struct {
-		name string
-		v    any
-	}{{"message store", st.Messages}, {"summary store", st.Summaries}} {
-		if c, ok := s.v.(T); ok {
-			out, names = append(out, c), append(names, fmt.Sprintf("%s %T", s.name, s.v))
-		}
+func testSaveSummary(e *env) {
+	id, alice, res, seq := e.summarized("save", 4)
+	if got, err := e.s.Summary(e.ctx, id); err != nil || got != nil {
+		e.t.Fatalf("Summary before any save: %+v, %v", got, err)
 	}
-	return out, names
+	want := summary.Summary{SessionID: id, Narrative: "they met.", UpToSeq: seq[1], Epoch: res.Epoch,
+		Facts:           []summary.Fact{{Key: "k", Value: "v", Category: summary.General, Sources: []int64{seq[0]}}},
+		SentenceSources: []summary.SentenceSource{{Digest: summary.SentenceDigest("they met."), Seqs: []int64{seq[1]}}},
+		Forgotten:       []summary.Forgotten{{Key: "gone", Digest: strings.Repeat("ab", 16), Words: 1, Seq: seq[1]}},
+		ForgetKey:       []byte("0123456789abcdef0123456789abcdef")}
+	if err := e.s.SaveSummary(e.ctx, want); err != nil {
+		e.t.Fatalf("SaveSummary: %v", err)
+	}
+	got, err := e.s.Summary(e.ctx, id)
+	if err != nil || got == nil || got.Version != 1 || got.CreatedAt.IsZero() || got.Narrative != want.Narrative ||
+		got.UpToSeq != want.UpToSeq || got.Epoch != want.Epoch || len(got.Facts) != 1 || !slices.Equal(got.Facts[0].Sources, want.Facts[0].Sources) ||
+		len(got.SentenceSources) != 1 || len(got.Forgotten) != 1 || got.Forgotten[0].Digest != want.Forgotten[0].Digest ||
+		string(got.ForgetKey) != string(want.ForgetKey) {
+		e.t.Fatalf("Summary after a save = %+v, %v; want %+v, version 1", got, err, want)
+	}
+	next := want
+	next.UpToSeq = seq[2]
+	if err := e.s.SaveSummary(e.ctx, next); err != nil {
+		e.t.Fatalf("a higher cursor: %v", err)
+	}
+	if again, err := e.s.Summary(e.ctx, id); err != nil || again.Version != 2 || !again.CreatedAt.Equal(got.CreatedAt) || again.UpToSeq != seq[2] {
+		e.t.Fatalf("second save: %+v, %v; want version 2, CreatedAt kept", again, err)
+	}
+	if err := e.s.SaveSummary(e.ctx, want); !errors.Is(err, store.ErrStale) {
+		e.t.Fatalf("a lower cursor: %v, want ErrStale", err)
+	}
+	other := next
+	other.Epoch = res.Epoch + 1_000_000
+	if err := e.s.SaveSummary(e.ctx, other); !errors.Is(err, store.ErrSessionGone) {
+		e.t.Fatalf("another epoch: %v, want ErrSessionGone", err)
+	}
+	if err := e.s.Delete(e.ctx, id, alice); err != nil {
+		e.t.Fatal(err)
+	}
+	if got, err := e.s.Summary(e.ctx, id); err != nil || got != nil {
+		e.t.Fatalf("Summary after Delete: %+v, %v; want none", got, err)
+	}
+	if err := e.s.SaveSummary(e.ctx, next); !errors.Is(err, store.ErrSessionGone) {
+		e.t.Fatalf("a deleted session: %v, want ErrSessionGone", err)
+	}
 }
 
-func testFoldLocker(e *env, st Stores) {
-	lockers, names := capable[store.FoldLocker](st)
-	if len(lockers) == 0 {
-		e.t.Skip("neither store is a store.FoldLocker")
+func testFoldLease(e *env) {
+	id, _, res, seq := e.summarized("lease", 4)
+	other := e.id("lease-other")
+	release, save, ok, err := e.s.TryLockFold(e.ctx, id, time.Minute)
+	if err != nil || !ok {
+		e.t.Fatalf("first TryLockFold = %v, %v", ok, err)
 	}
-	for i, l := range lockers {
-		id, other := e.id(fmt.Sprint("lock-", i)), e.id(fmt.Sprint("lock-other-", i))
-		release, ok, err := l.TryLockFold(e.ctx, id, time.Minute)
-		if err != nil || !ok {
-			e.t.Fatalf("%s: first TryLockFold = %v, %v", names[i], ok, err)
-		}
-		for _, l2 := range lockers { // the lock is shared by both stores when both have one
-			if _, ok, err := l2.TryLockFold(e.ctx, id, time.Minute); err != nil || ok {
-				e.t.Fatalf("%s: a held lock was taken again (ok %v, err %v)", names[i], ok, err)
-			}
-		}
-		r2, ok, err := l.TryLockFold(e.ctx, other, time.Minute)
-		if err != nil || !ok {
-			e.t.Fatalf("%s: another session's lock refused: %v, %v", names[i], ok, err)
-		}
-		r2()
+	if _, _, ok, err := e.s.TryLockFold(e.ctx, id, time.Minute); err != nil || ok {
+		e.t.Fatalf("a held lease was taken again (ok %v, err %v)", ok, err)
+	}
+	r2, _, ok, err := e.s.TryLockFold(e.ctx, other, time.Minute)
+	if err != nil || !ok {
+		e.t.Fatalf("another session's lease refused: %v, %v", ok, err)
+	}
+	r2()
+	if save == nil {
+		e.t.Logf("%T: save is nil: SaveSummary, then release", e.s)
 		release()
 		release() // safe twice
-		r3, ok, err := l.TryLockFold(e.ctx, id, time.Minute)
+		r3, _, ok, err := e.s.TryLockFold(e.ctx, id, time.Minute)
 		if err != nil || !ok {
-			e.t.Fatalf("%s: lock not free after release: %v, %v", names[i], ok, err)
+			e.t.Fatalf("lease not free after release: %v, %v", ok, err)
 		}
 		r3()
+		return
 	}
+	want := summary.Summary{SessionID: id, Narrative: "they met", UpToSeq: seq[1], Epoch: res.Epoch}
+	if err := save(e.ctx, want); err != nil {
+		e.t.Fatalf("save: %v", err)
+	}
+	got, err := e.s.Summary(e.ctx, id)
+	if err != nil || got == nil || got.Narrative != want.Narrative || got.UpToSeq != want.UpToSeq || got.Epoch != want.Epoch {
+		e.t.Fatalf("after save Summary reads %+v, %v; want %+v", got, err, want)
+	}
+	r4, _, ok, err := e.s.TryLockFold(e.ctx, id, time.Minute)
+	if err != nil || !ok {
+		e.t.Fatalf("save did not free the lease: %v, %v", ok, err)
+	}
+	release() // after save: harmless, and must not free r4's lease
+	release()
+	if _, _, ok, _ := e.s.TryLockFold(e.ctx, id, time.Minute); ok {
+		e.t.Fatal("the first holder's release freed the next holder's lease")
+	}
+	r4()
 }
 
 // summarized makes a session of n messages for alice and returns its
@@ -103,53 +153,8 @@ func (e *env) summarized(name string, n int) (string, string, store.AppendResult
 	return id, alice, res, seqs(e.mustTail(id, alice).Messages)
 }
 
-func testFoldSaveLocker(e *env, st Stores) {
-	lockers, names := capable[store.FoldSaveLocker](st)
-	if len(lockers) == 0 {
-		e.t.Skip("neither store is a store.FoldSaveLocker")
-	}
-	for i, l := range lockers {
-		id, _, res, seq := e.summarized(fmt.Sprint("save-lock-", i), 4)
-		release, save, ok, err := l.TryLockFoldSaving(e.ctx, id, time.Minute, st.Summaries)
-		if err != nil || !ok {
-			e.t.Fatalf("%s: TryLockFoldSaving = %v, %v", names[i], ok, err)
-		}
-		if _, _, ok, err := l.TryLockFoldSaving(e.ctx, id, time.Minute, st.Summaries); err != nil || ok {
-			e.t.Fatalf("%s: a held lock was taken again (ok %v, err %v)", names[i], ok, err)
-		}
-		if save == nil {
-			e.t.Logf("%s: save is nil for %T: the fallback (sums.Save, then release) applies", names[i], st.Summaries)
-			release()
-			continue
-		}
-		want := summary.Summary{SessionID: id, Narrative: "they met", UpToSeq: seq[1], Epoch: res.Epoch}
-		if err := save(e.ctx, want); err != nil {
-			e.t.Fatalf("%s: save: %v", names[i], err)
-		}
-		got, err := st.Summaries.Get(e.ctx, id)
-		if err != nil || got == nil || got.Narrative != want.Narrative || got.UpToSeq != want.UpToSeq || got.Epoch != want.Epoch {
-			e.t.Fatalf("%s: after save the summary store reads %+v, %v; want %+v", names[i], got, err, want)
-		}
-		r2, _, ok, err := l.TryLockFoldSaving(e.ctx, id, time.Minute, st.Summaries)
-		if err != nil || !ok {
-			e.t.Fatalf("%s: save did not free the lock: %v, %v", names[i], ok, err)
-		}
-		release() // after save: harmless, and must not free r2's lock
-		if _, _, ok, _ := l.TryLockFoldSaving(e.ctx, id, time.Minute, st.Summaries); ok {
-			e.t.Fatalf("%s: the first holder's release freed the next holder's lock", names[i])
-		}
-		r2()
-	}
-}
-
-func testSnapshotReader(e *env, st Stores) {
-	sr, ok := st.Messages.(store.SnapshotReader)
-	if !ok {
-		e.t.Skipf("%T is not a store.SnapshotReader", st.Messages)
-	}
-	if !sr.ReadsSummariesOf(st.Summaries) {
-		e.t.Skipf("%T does not read the summaries of %T", st.Messages, st.Summaries)
-	}
+func testSnapshot(e *env) {
+	sr := e.s
 	id, alice, res, seq := e.summarized("snapshot", 5)
 	tail, sum, err := sr.Snapshot(e.ctx, id, alice, 3)
 	if err != nil || sum != nil {
@@ -159,7 +164,7 @@ func testSnapshotReader(e *env, st Stores) {
 	if tail.Total != want.Total || tail.Epoch != want.Epoch || !slices.Equal(seqs(tail.Messages), seqs(want.Messages)[2:]) {
 		e.t.Fatalf("Snapshot tail %+v, Tail %+v", tail, want)
 	}
-	if err := st.Summaries.Save(e.ctx, summary.Summary{SessionID: id, Narrative: "n", UpToSeq: seq[2], Epoch: res.Epoch}); err != nil {
+	if err := e.s.SaveSummary(e.ctx, summary.Summary{SessionID: id, Narrative: "n", UpToSeq: seq[2], Epoch: res.Epoch}); err != nil {
 		e.t.Fatal(err)
 	}
 	_, sum, err = sr.Snapshot(e.ctx, id, alice, 3)
@@ -174,11 +179,8 @@ func testSnapshotReader(e *env, st Stores) {
 	}
 }
 
-func testAfterSummaryReader(e *env, st Stores) {
-	ar, ok := st.Messages.(store.AfterSummaryReader)
-	if !ok {
-		e.t.Skipf("%T is not a store.AfterSummaryReader", st.Messages)
-	}
+func testSnapshotAfterSummary(e *env) {
+	ar := e.s
 	id, alice, res, seq := e.summarized("after-summary", 8)
 	check := func(what string, n int, wantSeqs []int64) {
 		e.t.Helper()
@@ -188,7 +190,7 @@ func testAfterSummaryReader(e *env, st Stores) {
 		}
 	}
 	check("no summary", 3, seq[5:])
-	if err := st.Summaries.Save(e.ctx, summary.Summary{SessionID: id, Narrative: "n", UpToSeq: seq[4], Epoch: res.Epoch}); err != nil {
+	if err := e.s.SaveSummary(e.ctx, summary.Summary{SessionID: id, Narrative: "n", UpToSeq: seq[4], Epoch: res.Epoch}); err != nil {
 		e.t.Fatal(err)
 	}
 	check("3 unfolded, n 10", 10, seq[5:])

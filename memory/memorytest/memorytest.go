@@ -25,7 +25,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 )
 
@@ -37,7 +36,7 @@ import (
 //	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return newStore(t) })
 //
 // The ownership race runs 1000 rounds, or 100 under go test -short.
-func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
 		run  func(e *env)
@@ -72,7 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	s     memory.MessageStore
+	s     store.Store
 	token string
 }
 

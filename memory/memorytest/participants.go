@@ -16,10 +16,7 @@ import (
 // reset by Delete, a re-creation and Replace; set by Import. Messages read
 // back carry their authors.
 func testParticipants(e *env) {
-	pl, ok := e.s.(store.ParticipantLister)
-	if !ok {
-		e.t.Fatalf("%T is not a store.ParticipantLister", e.s)
-	}
+	pl := e.s
 	owner := e.user("shared") // the pseudo-owner of shared sessions
 	alice, bob, carol := e.user("alice"), e.user("bob"), e.user("carol")
 	t1, t2, own := e.id("thread-1"), e.id("thread-2"), e.id("own")
@@ -160,7 +157,8 @@ func testParticipants(e *env) {
 	want(bob, t2)
 
 	// Replace: the new incarnation's participants are its messages' authors.
-	if r, ok := e.s.(store.Replacer); ok {
+	{
+		r := e.s
 		if _, err := r.Replace(e.ctx, t2, owner, as(alice, user("replaced"))); err != nil {
 			e.t.Fatal(err)
 		}
@@ -168,7 +166,8 @@ func testParticipants(e *env) {
 		want(alice, t2)
 	}
 	// Import records the imported messages' authors.
-	if imp, ok := e.s.(store.Importer); ok {
+	{
+		imp := e.s
 		imported := e.id("imported")
 		if _, err := imp.Import(e.ctx, imported, owner, []store.Message{as(bob, user("old")), as(carol, assistant("older"))}, nil); err != nil {
 			e.t.Fatal(err)

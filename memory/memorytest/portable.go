@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -25,7 +24,7 @@ import (
 //     preview follow), hands them and the epoch to its callback, and
 //     changes nothing for an unknown seq (ErrUnknownMessage), another
 //     user (ErrNotOwner) or a missing session (ErrNotFound).
-func RunCapabilities(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
+func RunCapabilities(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, tc := range []struct {
 		name string
 		run  func(e *env)
@@ -41,10 +40,7 @@ func RunCapabilities(t *testing.T, newStore func(t *testing.T) memory.MessageSto
 }
 
 func testImport(e *env) {
-	imp, ok := e.s.(store.Importer)
-	if !ok {
-		e.t.Fatalf("%T is not a store.Importer", e.s)
-	}
+	imp := e.s
 	alice, bob := e.user("alice"), e.user("bob")
 	other := e.id("other")
 	e.mustCreate(other, bob)
@@ -123,10 +119,7 @@ func testImport(e *env) {
 }
 
 func testForget(e *env) {
-	fg, ok := e.s.(store.Forgetter)
-	if !ok {
-		e.t.Fatalf("%T is not a store.Forgetter", e.s)
-	}
+	fg := e.s
 	alice, bob := e.user("alice"), e.user("bob")
 	id := e.id("forget")
 	e.mustCreate(id, alice)

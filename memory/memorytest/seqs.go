@@ -76,7 +76,8 @@ func testSeqPerSession(e *env) {
 	above("re-created by another user", e.mustAppend(a, bob, user("again")), a, bob)
 	appendN(a, bob, 2)
 
-	if f, ok := e.s.(store.Forgetter); ok {
+	{
+		f := e.s
 		if err := f.Forget(e.ctx, a, bob, []int64{last[a]}, func(*summary.Summary, int64, []store.Message) *summary.Summary { return nil }); err != nil {
 			e.t.Fatalf("Forget: %v", err)
 		}
@@ -86,14 +87,16 @@ func testSeqPerSession(e *env) {
 			last[a] = res.LastSeq
 		}
 	}
-	if r, ok := e.s.(store.Replacer); ok {
+	{
+		r := e.s
 		res, err := r.Replace(e.ctx, a, bob, user("replaced 1"), user("replaced 2"))
 		if err != nil {
 			e.t.Fatalf("Replace: %v", err)
 		}
 		above("replace", res, a, bob)
 	}
-	if imp, ok := e.s.(store.Importer); ok {
+	{
+		imp := e.s
 		if err := e.s.Delete(e.ctx, a, bob); err != nil {
 			e.t.Fatal(err)
 		}

@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/catalog"
-	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/memstore"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -20,7 +20,7 @@ func TestErasure(t *testing.T) {
 // TestCapabilitiesConformance runs the Importer and Forgetter conformance
 // suite on the in-memory store.
 func TestCapabilitiesConformance(t *testing.T) {
-	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return memstore.New() })
+	memorytest.RunCapabilities(t, func(*testing.T) store.Store { return memstore.New() })
 }
 
 // TestErasureRandom runs the randomized erasure test on two managers

@@ -94,6 +94,10 @@ type Store struct {
 	retired  map[string]int64
 	seqFloor int64
 	epoch    int64 // store-wide, so no Epoch is ever reused
+	// leases are the sessions' fold leases (TryLockFold), by session id;
+	// leaseSeq numbers them.
+	leases   map[string]lease
+	leaseSeq uint64
 	activity int64 // store-wide tick ordering listings exactly
 }
 

@@ -14,17 +14,18 @@ import (
 	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 func TestInMemoryConformance(t *testing.T) {
-	memorytest.Run(t, func(*testing.T) memory.MessageStore { return memstore.New() })
+	memorytest.Run(t, func(*testing.T) store.Store { return memstore.New() })
 }
 
 // TestInMemoryConformanceSharedStore runs the suite on one store for all
 // subtests, the way it runs on a shared database.
 func TestInMemoryConformanceSharedStore(t *testing.T) {
 	shared := memstore.New()
-	memorytest.Run(t, func(*testing.T) memory.MessageStore { return shared })
+	memorytest.Run(t, func(*testing.T) store.Store { return shared })
 }
 
 func TestInMemoryEvictsLeastRecentlyUsed(t *testing.T) {
@@ -264,5 +265,64 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 
 // The in-memory store's API stays small, every name documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 22) // + Replace, Import, Forget, ParticipantSessions capabilities, WithOnEvict, WithMaxSessionsPerUser, Summaries (summaries bounded with their sessions)
+	// 26: + Replace, Import, Forget, ParticipantSessions, WithOnEvict,
+	// WithMaxSessionsPerUser, Summaries; and the summary half of the one
+	// storage contract (store.Store): Summary, SaveSummary, Snapshot,
+	// SnapshotAfterSummary, TryLockFold, with KeepsSummaries for
+	// store.Compose to recognise Summaries.
+	testutil.CheckExports(t, ".", 26)
+}
+
+// TestSummaryConformance runs the summary part of the store contract
+// (summary, snapshot reads, fold lease) on the in-memory store.
+func TestSummaryConformance(t *testing.T) {
+	memorytest.RunSummaries(t, func(*testing.T) store.Store { return memstore.New() })
+}
+
+// TestComposedConformance runs the suite on store.Compose's adapter over
+// a message store and a summary store apart (the in-memory ones, the
+// store hidden behind what a store written before the one contract has):
+// the messages part, import, erasure and participants.
+func TestComposedConformance(t *testing.T) {
+	composed := func(*testing.T) store.Store {
+		return store.Compose(withCapabilities{memstore.New()}, summary.NewInMemoryStore(0))
+	}
+	memorytest.Run(t, composed)
+	memorytest.RunCapabilities(t, composed)
+}
+
+// withCapabilities hides the summary half of a store: what a message
+// store written before the one contract has (store.Messages with the
+// optional Replacer, Importer, Forgetter and ParticipantLister).
+type withCapabilities struct{ s *memstore.Store }
+
+func (w withCapabilities) Create(ctx context.Context, id, user string) error {
+	return w.s.Create(ctx, id, user)
+}
+func (w withCapabilities) Append(ctx context.Context, id, user string, msgs ...store.Message) (store.AppendResult, error) {
+	return w.s.Append(ctx, id, user, msgs...)
+}
+func (w withCapabilities) Tail(ctx context.Context, id, user string, n int) (store.Tail, error) {
+	return w.s.Tail(ctx, id, user, n)
+}
+func (w withCapabilities) Range(ctx context.Context, id, user string, after, through int64, limit int) ([]store.Message, error) {
+	return w.s.Range(ctx, id, user, after, through, limit)
+}
+func (w withCapabilities) Delete(ctx context.Context, id, user string) error {
+	return w.s.Delete(ctx, id, user)
+}
+func (w withCapabilities) Sessions(ctx context.Context, user string, limit, offset int) ([]store.SessionInfo, int, error) {
+	return w.s.Sessions(ctx, user, limit, offset)
+}
+func (w withCapabilities) Replace(ctx context.Context, id, user string, msgs ...store.Message) (store.AppendResult, error) {
+	return w.s.Replace(ctx, id, user, msgs...)
+}
+func (w withCapabilities) Import(ctx context.Context, id, user string, msgs []store.Message, sum func(int64, []int64) *summary.Summary) (store.AppendResult, error) {
+	return w.s.Import(ctx, id, user, msgs, sum)
+}
+func (w withCapabilities) Forget(ctx context.Context, id, user string, seqs []int64, clean func(*summary.Summary, int64, []store.Message) *summary.Summary) error {
+	return w.s.Forget(ctx, id, user, seqs, clean)
+}
+func (w withCapabilities) ParticipantSessions(ctx context.Context, owner, participant string, limit, offset int) ([]store.SessionInfo, int, error) {
+	return w.s.ParticipantSessions(ctx, owner, participant, limit, offset)
 }

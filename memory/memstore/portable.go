@@ -10,16 +10,9 @@ import (
 	"github.com/strata-go/strata/record"
 )
 
-var (
-	_ store.Importer  = (*Store)(nil)
-	_ store.Forgetter = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
-// ImportsSummariesOf implements store.Importer: true when sums is this
-// store's Summaries, whose summary Import then stores with the session.
-func (s *Store) ImportsSummariesOf(sums store.SummaryStore) bool { return s.own(sums) }
-
-// Import implements store.Importer in one critical section: the session
+// Import implements store.Store in one critical section: the session
 // is created with every message (each keeping its CreatedAt, now when
 // zero) or not at all. sum is called with the new epoch and sequence
 // numbers; its result, when not nil, is stored as the session's summary
@@ -77,11 +70,7 @@ func (s *Store) Import(ctx context.Context, sessionID, userID string, msgs []sto
 	return res, err
 }
 
-// ForgetsSummariesOf implements store.Forgetter: true when sums is this
-// store's Summaries, whose summary Forget then rewrites.
-func (s *Store) ForgetsSummariesOf(sums store.SummaryStore) bool { return s.own(sums) }
-
-// Forget implements store.Forgetter in one critical section: every
+// Forget implements store.Store in one critical section: every
 // message named by seqs is removed, with the tool results answering an
 // erased call (store.ToolResultsOf), or, when one of them is not the
 // session's, none is (store.ErrUnknownMessage); the session's summary

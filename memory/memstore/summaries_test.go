@@ -73,7 +73,10 @@ func TestSummariesLiveInTheirSessions(t *testing.T) {
 	if got, err := sums.Get(ctx, "a1"); err != nil || got != nil {
 		t.Fatalf("a re-created session has the old summary: %+v, %v", got, err)
 	}
-	if !s.ForgetsSummariesOf(sums) || !s.ImportsSummariesOf(sums) || s.ForgetsSummariesOf(summary.NewInMemoryStore(0)) {
-		t.Fatal("the store does not recognise its own summary store")
+	if !s.KeepsSummaries(sums) || s.KeepsSummaries(summary.NewInMemoryStore(0)) || s.KeepsSummaries(memstore.New().Summaries()) {
+		t.Fatal("the store does not recognise its own summary store, or takes another for it")
+	}
+	if store.Compose(s, sums) != store.Store(s) || store.Compose(s, summary.NewInMemoryStore(0)) == store.Store(s) {
+		t.Fatal("Compose does not use the store alone with its own summaries, or does with another summary store")
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
@@ -34,55 +35,46 @@ type SummaryStore interface {
 	Delete(ctx context.Context, sessionID string) error
 }
 
-// Importer is an optional capability of a Store: it creates a session with
-// its history in one atomic step, keeping each message's CreatedAt, and,
-// when it keeps the sessions' summaries too, stores the session's summary
-// in the same step (the PostgreSQL store does it in one transaction; the
-// in-memory store in one critical section). memory.Manager.Import uses it.
-//
-// Without it, an import creates the session, appends the messages (whose
-// CreatedAt the store then sets to now) and saves the summary, in three
-// steps, and deletes the session again when a later step fails.
+// ErrSummaryUnavailable: a Store read a session's messages but not its
+// summary (a composed store whose summary store failed, see Compose and
+// Store.Snapshot); the messages are good.
+var ErrSummaryUnavailable = errors.New("memory: summary store unavailable")
+
+// Importer is part of Store (and an optional capability of a Messages,
+// which Compose uses): it creates a session with its history and its
+// summary in one atomic step, keeping each message's CreatedAt (the
+// PostgreSQL store does it in one transaction; the in-memory store in one
+// critical section). memory.Manager.Import uses it.
 type Importer interface {
-	// ImportsSummariesOf reports whether Import stores a summary where
-	// sums keeps it. When false, Import is given no summary to store, and
-	// the caller saves it to sums afterwards.
-	ImportsSummariesOf(sums SummaryStore) bool
 	// Import creates sessionID owned by userID holding msgs, oldest
 	// first: each gets a new sequence number, in order, and keeps its
 	// CreatedAt (now when zero) and its author (UserID; the owner when
-	// empty); Seq of msgs is ignored. When
-	// sum is not nil it is called, within the same atomic step, with the
-	// new session's epoch and the sequence numbers given to msgs
-	// (seqs[i] to msgs[i]), and the summary it returns (when not nil) is
-	// stored for the session. Either everything is stored or nothing is.
-	// An id in use, whoever owns it, returns ErrSessionExists.
+	// empty); Seq of msgs is ignored. When sum is not nil it is called,
+	// within the same atomic step, with the new session's epoch and the
+	// sequence numbers given to msgs (seqs[i] to msgs[i]), and the summary
+	// it returns (when not nil) is stored for the session. Either
+	// everything is stored or nothing is. An id in use, whoever owns it,
+	// returns ErrSessionExists.
 	Import(ctx context.Context, sessionID, userID string, msgs []Message, sum func(epoch int64, seqs []int64) *record.Summary) (AppendResult, error)
 }
 
-// Forgetter is an optional capability of a Store: it erases messages of a
-// session and, when it keeps the sessions' summaries too, rewrites the
+// Forgetter is part of Store (and an optional capability of a Messages,
+// which Compose uses): it erases messages of a session and rewrites the
 // session's summary in the same atomic step (the PostgreSQL store does it
-// in one transaction). memory.Manager.Forget needs it; without it Forget
-// returns an error wrapping errors.ErrUnsupported.
+// in one transaction). memory.Manager.Forget uses it.
 type Forgetter interface {
-	// ForgetsSummariesOf reports whether Forget rewrites the summary
-	// where sums keeps it. When false, Forget's clean is given a nil
-	// summary and its result is ignored; the caller rewrites the summary
-	// in sums itself, before the erasure.
-	ForgetsSummariesOf(sums SummaryStore) bool
 	// Forget deletes the messages of userID's session whose sequence
 	// numbers are seqs. A seq that is not one of the session's messages
 	// returns ErrUnknownMessage and changes nothing; a missing session
 	// ErrNotFound, another user's ErrNotOwner. Before deleting, it calls
-	// clean with the session's stored summary (nil when none or when
-	// ForgetsSummariesOf is false), its epoch, and the messages to erase;
-	// when it returns a non-nil summary that summary replaces the stored
-	// one (cursor kept). The erasure of an assistant message with tool
-	// calls erases the tool results answering them too (ToolResultsOf), in
-	// the same step and among the messages given to clean: without their
-	// call no provider accepts them, and an export of the session would
-	// not import. Either all of it happens or none of it.
+	// clean (when not nil) with the session's stored summary (nil when
+	// none), its epoch, and the messages to erase; when it returns a
+	// non-nil summary that summary replaces the stored one (cursor kept).
+	// The erasure of an assistant message with tool calls erases the tool
+	// results answering them too (ToolResultsOf), in the same step and
+	// among the messages given to clean: without their call no provider
+	// accepts them, and an export of the session would not import. Either
+	// all of it happens or none of it.
 	Forget(ctx context.Context, sessionID, userID string, seqs []int64,
 		clean func(sum *record.Summary, epoch int64, erased []Message) *record.Summary) error
 }

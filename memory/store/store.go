@@ -1,13 +1,34 @@
 // Package store is the contract between a memory.Manager and the stores
-// that keep its sessions, in the manner of database/sql/driver: the stored
-// form of a message, the Store interface every message store implements, the
-// errors stores return, and the optional capabilities (FoldLocker,
-// FoldSaveLocker, SnapshotReader, AfterSummaryReader, Replacer, Importer,
-// Forgetter) a store may add, each with a documented fallback. Users of
-// a Manager rarely need more of it than its errors and, for tool-aware
-// pages of a session, Message; the in-memory store (memory.NewInMemoryStore)
-// and the PostgreSQL store (package db) implement it and both run the
-// conformance suite in package memory/memorytest.
+// that keep its sessions, in the manner of database/sql/driver: one
+// contract per session, Store, that keeps a session's messages, its
+// summary (facts, narrative, cursor, provenance, forgotten digests) and
+// its fold lease together, and that the in-memory store
+// (memory.NewInMemoryStore) and the PostgreSQL store (package db) both
+// implement fully; the conformance suite in package memory/memorytest runs
+// all of it on both. A memory.Manager talks to a Store only, so the code
+// that runs on a laptop is the code that runs in production.
+//
+// The data — Message, Summary, Fact — is package record's, the vocabulary;
+// this package adds the bookkeeping types (Tail, AppendResult,
+// SessionInfo), the errors stores return, and depends on nothing heavier
+// than record.
+//
+// # Migration from a pair of stores
+//
+// Before this contract a store kept the messages only (what is now
+// Messages, with optional capabilities: Replacer, Importer, Forgetter,
+// ParticipantLister, FoldLocker) and a summary.Store kept the summaries
+// apart. Such a pair still works: memory.NewManager takes a Messages and,
+// through memory.WithSummaries, a summary store, and composes them with
+// Compose, the one adapter, whose documentation lists its fallbacks (what
+// it cannot make atomic across two stores). A store written for this
+// contract implements Store; when it also hands out its summaries as a
+// summary store of its own (memstore's Summaries, db's SummaryStore on the
+// same pool), its KeepsSummaries method lets Compose recognise them and use
+// the store itself, with no adapter. The capabilities SnapshotReader,
+// AfterSummaryReader and FoldSaveLocker are gone: their work is Store's
+// Snapshot, SnapshotAfterSummary and TryLockFold; the …SummariesOf probes
+// are replaced by KeepsSummaries, asked by Compose only.
 package store
 
 import (
@@ -78,11 +99,10 @@ type SessionInfo struct {
 	Preview string
 }
 
-// Store is the message store contract behind a memory.Manager (which names
-// it memory.MessageStore): it persists the raw messages of sessions and who
-// owns them. The in-memory store (memory.NewInMemoryStore) and the
-// PostgreSQL store (package db) implement it, and both run the conformance
-// suite in package memory/memorytest.
+// Messages is the part of a store that keeps the raw messages of
+// sessions and who owns them: what every store implements, and all that a
+// store written before Store implemented (memory.MessageStore names it;
+// memory.NewManager composes it with a summary store, see Compose).
 //
 // Ownership is part of every operation: each takes the caller's user id and
 // checks it in the same atomic step as the work it guards (one SQL
@@ -91,7 +111,7 @@ type SessionInfo struct {
 // Operations on a session that does not exist return ErrNotFound; on a
 // session another user owns, ErrNotOwner. Implementations must be safe for
 // concurrent use.
-type Store interface {
+type Messages interface {
 	// Create makes an empty session owned by userID, visible at once to
 	// every user of the store. It returns ErrSessionExists when the id is
 	// already in use, whoever owns it.
@@ -111,12 +131,71 @@ type Store interface {
 	// Range returns the messages with afterSeq < Seq <= throughSeq, oldest
 	// first; limit > 0 caps how many (the oldest ones are returned).
 	Range(ctx context.Context, sessionID, userID string, afterSeq, throughSeq int64, limit int) ([]Message, error)
-	// Delete removes every message and the ownership of the session.
+	// Delete removes every message and the ownership of the session (for
+	// a Store, its summary too, in the same atomic step).
 	Delete(ctx context.Context, sessionID, userID string) error
 	// Sessions lists userID's sessions, newest activity first. total is
 	// the number of the user's sessions before pagination; limit <= 0
 	// means no limit; a negative offset counts as 0.
 	Sessions(ctx context.Context, userID string, limit, offset int) (page []SessionInfo, total int, err error)
+}
+
+// Store is the one storage contract behind a memory.Manager: a session's
+// messages (Messages), its summary and its fold lease, kept together, so
+// that deleting, replacing, importing or erasing a session changes its
+// messages and its summary in one atomic step. The in-memory store and
+// the PostgreSQL store implement it fully and run the conformance suite
+// in package memory/memorytest; Compose builds one over a Messages and a
+// separate summary store. Implementations must be safe for concurrent
+// use.
+type Store interface {
+	Messages
+	Replacer
+	Importer
+	Forgetter
+	ParticipantLister
+
+	// Summary returns the session's stored summary, nil when it has none,
+	// whatever its epoch (the caller compares it with the session's). It
+	// checks no ownership, as the summary belongs to the session id.
+	Summary(ctx context.Context, sessionID string) (*record.Summary, error)
+	// SaveSummary stores s as the summary of s.SessionID, as
+	// summary.Store's Save does: an upsert that never lowers the cursor of
+	// the same epoch (a lower UpToSeq writes nothing and returns
+	// ErrStale), keeping CreatedAt from the first save of an epoch,
+	// refreshing UpdatedAt and incrementing Version, and keeping every
+	// other field (provenance, Forgotten, ForgetKey) as given. A summary
+	// for a session that is not live in the store, or of another epoch
+	// than the session's, is refused with ErrSessionGone; one without a
+	// SessionID with record.ErrNoSessionID.
+	SaveSummary(ctx context.Context, s record.Summary) error
+	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
+	// the same errors, and the session's stored summary (nil when none)
+	// whatever its epoch, read atomically with the tail. A store that
+	// read the tail but not the summary may return the tail, a nil summary
+	// and an error wrapping ErrSummaryUnavailable: the caller then shows
+	// the messages without the summary.
+	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
+	// SnapshotAfterSummary returns what Snapshot returns, with the same
+	// errors, except that its messages are the newest n of those after
+	// the returned summary's cursor (Summary.UpToSeq) when that summary has
+	// the tail's epoch, else the newest n of all; Tail.Total still counts
+	// every message. A load of a policy that shows every message its
+	// summary does not cover then reads no message it would drop.
+	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
+	// TryLockFold tries to take the session's fold lease for at most ttl,
+	// so that two processes never summarize one session at the same time.
+	// ok is false while another holder has it. When ok, release must be
+	// called (it is safe to call more than once, and after save), and
+	// save, when not nil, stores a summary as SaveSummary does and
+	// releases the lease in the same atomic step, provided the lease is
+	// still the caller's (else it refuses with an error wrapping ErrStale
+	// and stores nothing); when save is nil the caller saves with
+	// SaveSummary and then releases. Deleting a session does not release
+	// or remove its lease: a fold still running keeps it until it ends or
+	// the lease expires. A store used by one process may grant the lease
+	// in process only (the in-memory store does).
+	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), save func(context.Context, record.Summary) error, ok bool, err error)
 }
 
 // AnonymousUser is the owner recorded for, and checked against, the
@@ -137,8 +216,8 @@ var (
 	ErrUnavailable     = record.ErrUnavailable
 )
 
-// ParticipantLister is an optional capability of a Store (both stores of
-// this module have it): the store records, with each append, replace and
+// ParticipantLister is part of Store (and an optional capability of a
+// Messages, which Compose uses): the store records, with each append, replace and
 // import in the same atomic step, the participants of a session — the
 // authors of its messages (Message.UserID) other than its owner, such as
 // the users writing in a shared session, whose owner is the manager's
@@ -154,75 +233,24 @@ type ParticipantLister interface {
 	ParticipantSessions(ctx context.Context, ownerID, participant string, limit, offset int) (page []SessionInfo, total int, err error)
 }
 
-// FoldLocker is an optional capability of a Store or SummaryStore
-// that coordinates summarization across processes (the PostgreSQL stores
-// have it). When either store implements it, every fold of a session first
-// takes this lock, so two replicas never summarize one session at the same
-// time. Without it, folds are single-flight within one process only.
+// FoldLocker is the fold lease of a Messages or a summary store that is
+// no Store (db.SummaryStore has it): Compose uses it, when either store of
+// the pair has it, for the Store's TryLockFold. Without it, a composed
+// store's folds are coordinated within one process only.
 type FoldLocker interface {
 	// TryLockFold tries to take the session's fold lock for at most ttl. ok
 	// is false when another holder has it. release must be called when ok.
-	// Deleting a session does not release or remove its lock: a fold that
-	// is still running keeps it until it ends or the lock expires.
 	TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (release func(), ok bool, err error)
 }
 
-// SnapshotReader is an optional capability of a Store that keeps
-// its sessions' summaries beside their messages (the PostgreSQL store
-// does). It lets a load read the tail and the summary in one call — for a
-// database, one statement: one round trip and one snapshot.
-//
-// The manager uses it only when ReadsSummariesOf(its summary store) is
-// true, that is when Snapshot's summary is exactly what that summary store
-// would return. Otherwise, and for stores without the capability, a load
-// reads the tail (Store.Tail) and then the summary (SummaryStore.Get):
-// two calls, with the same result.
-type SnapshotReader interface {
-	// ReadsSummariesOf reports whether Snapshot returns the summaries that
-	// sums stores. When it does, the store keeps them beside its sessions:
-	// its Delete (and Replace, for a Replacer) removes the session's
-	// summary in the same atomic step, and the manager does not delete it
-	// again by id, which could remove the summary of an incarnation
-	// re-created meanwhile.
-	ReadsSummariesOf(sums SummaryStore) bool
-	// Snapshot returns what Tail(ctx, sessionID, userID, n) returns, with
-	// the same errors, and the session's stored summary (nil when it has
-	// none) whatever its epoch, read atomically with the tail.
-	Snapshot(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
-}
-
-// AfterSummaryReader is an optional capability of a SnapshotReader (the
-// PostgreSQL store has it). SnapshotAfterSummary returns what Snapshot
-// returns, with the same errors, except that its messages are the newest n
-// of those after the returned summary's cursor (Summary.UpToSeq) when that
-// summary has the tail's epoch, else the newest n of all; Tail.Total still
-// counts every message. A load of a policy that shows every message its
-// summary does not cover (chunked) then reads no message it would drop.
-// Stores without it are read with Snapshot.
-type AfterSummaryReader interface {
-	SnapshotAfterSummary(ctx context.Context, sessionID, userID string, n int) (Tail, *record.Summary, error)
-}
-
-// FoldSaveLocker is an optional capability of a FoldLocker (the
-// PostgreSQL stores have it) that ends a fold in one write. Beside the
-// lock's release, TryLockFoldSaving may return save, which stores a summary
-// in sums (as sums.Save would, with its errors) and releases the lock in
-// the same step, provided the lock is still the caller's (else it refuses
-// with an error wrapping ErrStale and stores nothing). save is nil
-// when the locker cannot write to sums. Then, and for lockers without the
-// capability, a fold saves through sums.Save and calls release: release
-// must be safe to call after save.
-type FoldSaveLocker interface {
-	TryLockFoldSaving(ctx context.Context, sessionID string, ttl time.Duration, sums SummaryStore) (release func(), save func(context.Context, record.Summary) error, ok bool, err error)
-}
-
-// Replacer is an optional capability of a Store: it replaces a session's
+// Replacer is part of Store (and an optional capability of a Messages,
+// which Compose uses): it replaces a session's
 // whole history in one atomic step (one transaction, or one critical
 // section), the way langchaingo's ChatMessageHistory.SetMessages wants it.
-// Both stores of this module have it. A Manager without it falls back to a
-// delete then an append under the session's write lock: atomic within one
-// process, but a replica, or another user creating the id in between, can
-// slip between the two steps.
+// Without it, Compose falls back to a delete then an append (under the
+// manager's write lock of the session: atomic within one process, but a
+// replica, or another user creating the id in between, can slip between
+// the two steps).
 type Replacer interface {
 	// Replace validates every message (see Message.Validate) and, only
 	// when all are valid, makes msgs the whole history of userID's session
@@ -231,6 +259,6 @@ type Replacer interface {
 	// session that does not exist is created for userID. A session another
 	// user owns returns ErrNotOwner; an invalid message ErrInvalidMessage;
 	// in both cases nothing changes. The ownership check and the writes are
-	// one atomic step.
+	// one atomic step; a Store removes the old incarnation's summary in it.
 	Replace(ctx context.Context, sessionID, userID string, msgs ...Message) (AppendResult, error)
 }

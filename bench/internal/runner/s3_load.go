@@ -239,9 +239,9 @@ func runLoadRoundTrip(ctx context.Context, r *runner, out *sectionOut, b loadBac
 		return err
 	}
 	defer two.Close()
-	snap, ok := b.store.(store.SnapshotReader)
-	if !ok || !snap.ReadsSummariesOf(b.sums) {
-		return errors.New("the db message store does not read its summary store's summaries")
+	snap, ok := store.Compose(b.store, b.sums).(*db.MessageStore)
+	if !ok {
+		return errors.New("the db message store does not keep its summary store's summaries")
 	}
 	bound, err := pg.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, "$2"))
 	if err != nil {
