@@ -17,8 +17,9 @@ func ExampleManager() {
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 4, 2
 
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))
+	ms := memory.NewInMemoryStore() // keeps each session's messages, summary and fold lease
+	mgr, err := memory.NewManager(ms, cfg,
+		memory.WithSummaries(ms.Summaries(), summary.NewExtractiveService()))
 	if err != nil {
 		panic(err)
 	}

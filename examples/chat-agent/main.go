@@ -75,8 +75,9 @@ func run(ctx context.Context, provider string, interactive bool, in io.Reader, o
 		summarizer = summary.NewLLMService(llm)
 	}
 	// The manager and the agent log nothing unless given a logger.
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(summary.NewInMemoryStore(0), summarizer))
+	ms := memory.NewInMemoryStore() // keeps each session's messages, summary and fold lease
+	mgr, err := memory.NewManager(ms, cfg,
+		memory.WithSummaries(ms.Summaries(), summarizer))
 	if err != nil {
 		return err
 	}

@@ -53,8 +53,9 @@ func run(ctx context.Context, w io.Writer) error {
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 8, 4
 	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 2_000, 500
 
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))
+	ms := memory.NewInMemoryStore() // keeps each session's messages, summary and fold lease
+	mgr, err := memory.NewManager(ms, cfg,
+		memory.WithSummaries(ms.Summaries(), summary.NewExtractiveService()))
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,9 @@ func main() {
 	cfg.Enabled = true // fold old turns into facts + a narrative
 	// The model's budget is the manager's, defined once.
 	cfg.ContextWindowTokens, cfg.OutputReserveTokens = 128_000, 4_096
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
-		memory.WithSummaries(summary.NewInMemoryStore(0), summarizer))
+	ms := memory.NewInMemoryStore() // keeps each session's messages, summary and fold lease
+	mgr, err := memory.NewManager(ms, cfg,
+		memory.WithSummaries(ms.Summaries(), summarizer))
 	if err != nil {
 		log.Fatal(err)
 	}
