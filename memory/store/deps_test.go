@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,8 @@ func goList(t *testing.T, args ...string) []string {
 // TestContractDependsOnlyOnTheVocabulary: a store author who imports the
 // store contract compiles the vocabulary (package record) and langchaingo's
 // llms, never a summarizer, the fact ledger or the trimmer; the vocabulary
-// itself imports only the standard library and llms.
+// itself imports only the standard library and llms; the in-memory store
+// compiles no summarizer either.
 func TestContractDependsOnlyOnTheVocabulary(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/strata-go/strata"
@@ -43,6 +45,13 @@ func TestContractDependsOnlyOnTheVocabulary(t *testing.T) {
 	}
 	if own != 2 {
 		t.Fatalf("go list -deps printed %d of this module's packages, want memory/store and record: %q", own, deps)
+	}
+	// The in-memory store, a whole implementation of the contract, needs
+	// no more than it either (and the module's text helpers).
+	for _, pkg := range goList(t, "-deps", mod+"/memory/memstore") {
+		if strings.HasPrefix(pkg, mod+"/") && !slices.Contains([]string{mod + "/memory/store", mod + "/record", mod + "/internal/text", mod + "/memory/memstore"}, pkg) {
+			t.Errorf("the in-memory store depends on %s", pkg)
+		}
 	}
 	for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, mod+"/record") {
 		if strings.Contains(strings.Split(imp, "/")[0], ".") && imp != "github.com/tmc/langchaingo/llms" {
