@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/memory/memstore"
 	"github.com/strata-go/strata/memory/store"
@@ -78,5 +82,56 @@ func TestSummariesLiveInTheirSessions(t *testing.T) {
 	}
 	if store.Compose(s, sums) != store.Store(s) || store.Compose(s, summary.NewInMemoryStore(0)) == store.Store(s) {
 		t.Fatal("Compose does not use the store alone with its own summaries, or does with another summary store")
+	}
+}
+
+// The fold lease is exclusive under contention: of many goroutines
+// trying at once, one holds it at a time, and a holder's save stores its
+// summary and frees the lease for the next.
+func TestFoldLeaseExclusiveUnderContention(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	if err := s.Create(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, "s", "alice", store.Message{Role: store.RoleUser, Content: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holders, maxHolders, saved atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				release, save, ok, err := s.TryLockFold(ctx, "s", time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok {
+					continue
+				}
+				n := holders.Add(1)
+				for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
+				}
+				runtime.Gosched() // hold the lease a while
+				holders.Add(-1) // before the save frees it
+				if err := save(ctx, summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: fmt.Sprint("by ", i)}); err != nil {
+					t.Error(err)
+				} else {
+					saved.Add(1)
+				}
+				release()
+			}
+		}()
+	}
+	wg.Wait()
+	if maxHolders.Load() != 1 || saved.Load() == 0 {
+		t.Fatalf("%d holders at once (want 1), %d saves", maxHolders.Load(), saved.Load())
+	}
+	if sum, err := s.Summary(ctx, "s"); err != nil || sum == nil || sum.Version != saved.Load() {
+		t.Fatalf("summary %+v, %v; want version %d (one per save)", sum, err, saved.Load())
 	}
 }
