@@ -117,7 +117,7 @@ func TestFoldLeaseExclusiveUnderContention(t *testing.T) {
 				for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
 				}
 				runtime.Gosched() // hold the lease a while
-				holders.Add(-1) // before the save frees it
+				holders.Add(-1)   // before the save frees it
 				if err := save(ctx, summary.Summary{SessionID: "s", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: fmt.Sprint("by ", i)}); err != nil {
 					t.Error(err)
 				} else {
