@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 
 	"github.com/strata-go/strata/memory/store"
 )
@@ -29,8 +30,11 @@ func (e *engine) replaceSession(ctx context.Context, sessionID, owner string, ms
 }
 
 // rewrite runs fn, a delete or a replace of the session, under its write
-// lock and, when fn succeeds, stops its fold and forgets what the engine
-// tracked of it.
+// lock and then stops its fold and forgets what the engine tracked of it:
+// when fn succeeds, and when it fails after it may have changed the
+// session (a composed store whose summary store failed after the messages
+// went, see store.Compose), so that no fold saves a summary for what is
+// gone. A refusal (ErrNotFound, ErrNotOwner) changes nothing.
 func (e *engine) rewrite(ctx context.Context, sessionID string, fn func() error) error {
 	e.mu.Lock()
 	st := e.acquireLocked(sessionID)
@@ -38,12 +42,16 @@ func (e *engine) rewrite(ctx context.Context, sessionID string, fn func() error)
 	defer func() { e.mu.Lock(); e.releaseLocked(sessionID, st); e.mu.Unlock() }()
 	st.write.Lock()
 	defer st.write.Unlock()
-	if err := fn(); err != nil {
+	err := fn()
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotOwner) {
 		return err
 	}
 	st.gen++
 	e.cancelRun(sessionID)
 	e.forgetBacklog(sessionID)
+	if err != nil {
+		return err
+	}
 	e.cool.succeed(sessionID)
 	return nil
 }
