@@ -1,13 +1,9 @@
 package memory
 
 import (
-	"context"
-
-	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/schema"
 
 	"github.com/strata-go/strata/memory/langchain"
-	"github.com/strata-go/strata/memory/store"
 )
 
 // ConversationMemory adapts a Manager's session to langchaingo's
@@ -49,7 +45,7 @@ func WithReturnMessages(on bool) MemoryOption { return langchain.WithReturnMessa
 // NewConversationMemory returns a schema.Memory over one session of m (see
 // ConversationMemory for the window that applies).
 func NewConversationMemory(m *Manager, sessionID, userID string, opts ...MemoryOption) *ConversationMemory {
-	return langchain.NewConversationMemory(m.session(sessionID, userID), opts...)
+	return langchain.NewConversationMemory(m.Session(sessionID, userID).langchain(), opts...)
 }
 
 // Memory returns a langchaingo schema.Memory over one session, with string
@@ -61,25 +57,5 @@ func (m *Manager) Memory(sessionID, userID string) schema.Memory {
 
 // ChatHistory returns a schema.ChatMessageHistory over one session.
 func (m *Manager) ChatHistory(sessionID, userID string) *ChatHistory {
-	return langchain.NewChatHistory(m.session(sessionID, userID))
-}
-
-// session is one session of m as the langchaingo adapters use it.
-func (m *Manager) session(sessionID, userID string) langchain.Session {
-	return langchain.Session{
-		ID: sessionID,
-		Load: func(ctx context.Context) ([]llms.ChatMessage, error) {
-			return m.LoadHistory(ctx, sessionID, userID)
-		},
-		Save: func(ctx context.Context, msgs ...llms.ChatMessage) error {
-			return m.SaveMessages(ctx, sessionID, userID, msgs...)
-		},
-		Delete: func(ctx context.Context) error { return m.DeleteSession(ctx, sessionID, userID) },
-		Stored: func(ctx context.Context) ([]store.Message, error) {
-			return m.Messages(ctx, sessionID, userID, 0, 0)
-		},
-		Replace: func(ctx context.Context, msgs []store.Message) error {
-			return m.replace(ctx, sessionID, userID, msgs)
-		},
-	}
+	return langchain.NewChatHistory(m.Session(sessionID, userID).langchain())
 }
