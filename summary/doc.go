@@ -5,6 +5,9 @@
 // an offline extractive summarizer, whose pattern rules and sentence
 // scoring live in summary/internal/extractive), the deterministic
 // fact-ledger merge, and the Store contract with a bounded in-memory store.
+// The data itself — Summary, Fact, Category, SentenceSource, Forgotten —
+// is package record's, the vocabulary the stores share without compiling
+// any of this; the names here are aliases of it.
 //
 // # The fact ledger
 //
