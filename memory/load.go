@@ -41,11 +41,11 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 	if e.bp != nil {
 		e.bp.seed(sessionID, v, s, unfolded)
 	}
-	cut, trigger := e.pol.target(v, s, unfolded, false)
-	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
-		e.request(sessionID, user, trigger, false) // due, but the view is complete without it
+	cut, why := e.pol.target(v, s, unfolded, false)
+	if cut != 0 && why != triggerLoad && e.cool.ready(sessionID) {
+		e.request(sessionID, user, why, false) // due, but the view is complete without it
 	}
-	if cut == 0 || trigger != "load" {
+	if cut == 0 || why != triggerLoad {
 		return e.pol.show(v, s, unfolded), nil
 	}
 	// The view needs the fold: start or join one, and wait for it a bounded
@@ -59,7 +59,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		left := time.Until(dl) // the caller's deadline is wall-clock time, not the manager's clock
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
-	run := e.request(sessionID, user, "load", false)
+	run := e.request(sessionID, user, triggerLoad, false)
 	if s != nil {
 		wait = min(wait, e.expectedWait(run, e.cfg.LoadGrace, cut))
 	}

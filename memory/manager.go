@@ -170,10 +170,17 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		return store.AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
 	}
 	m.stats.saves.Add(1)
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
-		m.eng.request(sessionID, user, "save", true)
-	}
+	m.afterSave(sessionID, user, res, msgs)
 	return res, nil
+}
+
+// afterSave starts a background fold (or asks the running one for another
+// pass) when a save or replace that left res in the session, having written
+// msgs, fires the policy's trigger and the session is not cooling down.
+func (m *Manager) afterSave(sessionID, user string, res store.AppendResult, msgs []store.Message) {
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
+		m.eng.request(sessionID, user, triggerSave, true)
+	}
 }
 
 // Count returns how many messages the session holds. A missing session
@@ -320,9 +327,7 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 	for _, fn := range m.deleteObservers {
 		m.observeDelete(ctx, fn, sessionID)
 	}
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
-		m.eng.request(sessionID, user, "save", true)
-	}
+	m.afterSave(sessionID, user, res, msgs)
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (m *Manager) observeSave(ctx context.Context, n int, err error) {
 }
 
 func (o *instruments) observeFold(ctx context.Context, r foldRecord, err error) {
-	attrs := metric.WithAttributes(attribute.String("trigger", r.trigger))
+	attrs := metric.WithAttributes(attribute.String("trigger", string(r.trigger)))
 	if err != nil {
 		o.foldFailures.Add(ctx, 1, attrs)
 		return

@@ -21,11 +21,11 @@ type policy interface {
 	// message to fold — or 0 when no fold is needed. s is the usable summary
 	// (nil: none), unfolded the messages after its cursor (chunked only).
 	// background says whether a save asks (its triggers apply) or a load
-	// (what the view needs). For a load, trigger "load" means the view
+	// (what the view needs). For a load, triggerLoad means the view
 	// cannot be shown as it should without the fold, so the load waits for
 	// it a bounded time; any other trigger means the fold is due but the
 	// view is complete without it, so it runs in the background.
-	target(v view, s *summary.Summary, unfolded []store.Message, background bool) (cut int64, trigger string)
+	target(v view, s *summary.Summary, unfolded []store.Message, background bool) (cut int64, why trigger)
 	// show assembles the view from a usable summary s (nil: none) that
 	// target was satisfied with, or that is stale (then unfolded are the
 	// messages after its cursor, all shown).
@@ -87,18 +87,18 @@ func (p parity) loadSize() int { return max(p.takeLastN(), p.cfg.RecentMessageCo
 
 func (p parity) triggers(total int) bool { return total > p.cfg.TriggerMessageCount }
 
-func (p parity) target(v view, s *summary.Summary, _ []store.Message, background bool) (int64, string) {
+func (p parity) target(v view, s *summary.Summary, _ []store.Message, background bool) (int64, trigger) {
 	if v.total <= p.cfg.TriggerMessageCount {
-		return 0, ""
+		return 0, triggerNone
 	}
 	_, cut := v.recent(p.cfg.RecentMessageCount)
 	if cut == 0 || covers(s, cut) {
-		return 0, ""
+		return 0, triggerNone
 	}
 	if background {
-		return cut, "save"
+		return cut, triggerSave
 	}
-	return cut, "load"
+	return cut, triggerLoad
 }
 
 func (p parity) show(v view, s *summary.Summary, unfolded []store.Message) History {
