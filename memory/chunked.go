@@ -53,17 +53,17 @@ func (c chunked) target(v view, s *summary.Summary, unfolded []store.Message, ba
 
 func (c chunked) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if s.IsEmpty() {
-		return shown(nil, unfolded, modeAll, v.total, render(c.cfg))
+		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
-	mode := modeHierarchical
+	mode := ModeHierarchical
 	if c.overflowFrom(unfolded) > 0 || c.fitFrom(v, s, unfolded) > 0 {
-		mode = modeStale
+		mode = ModeStale
 	}
 	return shown(c.fitNarrative(v, s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
 func (c chunked) degraded(v view, unfolded []store.Message) History {
-	return shown(nil, unfolded, modeFallback, v.total, render(c.cfg))
+	return shown(nil, unfolded, ModeFallback, v.total, render(c.cfg))
 }
 
 func (c chunked) incremental() bool { return c.cfg.FoldMode != foldFull }

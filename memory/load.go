@@ -23,9 +23,9 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 	case err != nil:
 		return History{}, err
 	case v.total == 0:
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	case !e.hierarchical():
-		return takeLast(v, 2*e.cfg.MaxConversationTurns, modeTakeLast), nil
+		return takeLast(v, 2*e.cfg.MaxConversationTurns, ModeTakeLast), nil
 	}
 	if sumErr != nil {
 		e.stats.fallbacks.Add(1)
@@ -71,7 +71,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 			i++
 		}
 		h := e.pol.show(v, fresh, unfolded[i:])
-		if h.Mode != modeHierarchical && h.Mode != modeAll {
+		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
 			e.stats.fallbacks.Add(1)
 		}
 		return h, nil

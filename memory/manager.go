@@ -213,7 +213,7 @@ func (m *Manager) LoadHistory(ctx context.Context, sessionID, userID string) ([]
 // user an empty history and an error wrapping ErrNotOwner.
 func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History, err error) {
 	if sessionID == "" {
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	}
 	ctx, span := m.otel.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
@@ -221,13 +221,13 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	case errors.Is(err, ErrNotOwner):
 		m.stats.ownerDenied.Add(1)
-		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	case err != nil:
 		m.stats.loadErrors.Add(1)
-		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	}
 	return h, nil
 }

@@ -65,13 +65,13 @@ func render(cfg Config) summary.RenderOptions {
 	return summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
 }
 
-func shown(s *summary.Summary, msgs []store.Message, mode string, total int, opt summary.RenderOptions) History {
+func shown(s *summary.Summary, msgs []store.Message, mode Mode, total int, opt summary.RenderOptions) History {
 	out := append(s.BlocksWith(opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
 
 // takeLast is the newest n messages (aligned), no summary.
-func takeLast(v view, n int, mode string) History {
+func takeLast(v view, n int, mode Mode) History {
 	recent, _ := v.recent(n)
 	return shown(nil, recent, mode, v.total, summary.RenderOptions{})
 }
@@ -103,22 +103,22 @@ func (p parity) target(v view, s *summary.Summary, _ []store.Message, background
 
 func (p parity) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if v.total <= p.cfg.TriggerMessageCount {
-		return takeLast(v, p.takeLastN(), modeTakeLast)
+		return takeLast(v, p.takeLastN(), ModeTakeLast)
 	}
 	recent, cut := v.recent(p.cfg.RecentMessageCount)
 	switch {
 	case cut == 0:
-		return shown(nil, recent, modeAll, v.total, render(p.cfg))
+		return shown(nil, recent, ModeAll, v.total, render(p.cfg))
 	case covers(s, cut):
-		return shown(s, recent, modeHierarchical, v.total, render(p.cfg))
+		return shown(s, recent, ModeHierarchical, v.total, render(p.cfg))
 	case s != nil:
-		return shown(s, unfolded, modeStale, v.total, render(p.cfg))
+		return shown(s, unfolded, ModeStale, v.total, render(p.cfg))
 	}
 	return p.degraded(v, nil)
 }
 
 func (p parity) degraded(v view, _ []store.Message) History {
-	return takeLast(v, p.takeLastN(), modeFallback)
+	return takeLast(v, p.takeLastN(), ModeFallback)
 }
 
 // chunks splits msgs into runs of at most limit tokens (limit <= 0: one
