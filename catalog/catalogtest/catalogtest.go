@@ -5,6 +5,9 @@
 // deleted and re-created sessions, refreshes racing a delete, failing
 // embedders — through a memory.Manager and a catalog.Catalog, so that the
 // in-memory and the PostgreSQL implementations are held to the same tests.
+// RunErasure, RunErasureRandom, RunToolErasure and RunToolCallErasure run
+// the erasure scenarios of a Manager with its catalogue over the same
+// stores: nothing of a forgotten message is shown again, by any read path.
 package catalogtest
 
 import (
