@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/strata-go/strata/internal/backoff"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -291,7 +292,7 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 
 // notify hands a stored summary to the fold observers, in the background.
 func (e *engine) notify(ev FoldEvent) {
-	for _, fn := range e.foldObservers {
+	for _, fn := range e.obs.folds() {
 		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
 	}
 }
@@ -306,7 +307,8 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	deadline := e.clk.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
 	saver, _ := e.locker.(store.FoldSaveLocker)
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+	retry := backoff.Exp{Base: 20 * time.Millisecond, Ceiling: time.Second}
+	for {
 		var ok bool
 		if saver != nil {
 			release, save, ok, err = saver.TryLockFoldSaving(ctx, sessionID, e.cfg.FoldLockTTL, e.sums)
@@ -319,7 +321,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := e.clk.NewTimer(delay)
+		t := e.clk.NewTimer(retry.Next())
 		select {
 		case <-t.C():
 		case <-deadline.C():
