@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -417,13 +416,17 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	}
 	// The catalogue reads through the manager, and the manager tells the
 	// catalogue about folds and deletes: the observers are bound late.
-	var catRef atomic.Pointer[catalog.Catalog]
 	// The in-memory store's evictions drop catalogue documents, as deletes
-	// do, so that the catalogue holds what the store holds.
+	// do, so that the catalogue holds what the store holds. The store is
+	// built before the catalogue; it evicts only on appends, which the
+	// server's handlers make once the catalogue is set below (before any
+	// handler goroutine starts), and Deleted of a nil catalogue does
+	// nothing.
+	var cat *catalog.Catalog
 	evicted := func(o *buildOptions) {
-		o.onEvict = func(sessionID, _ string) { catRef.Load().Deleted(context.Background(), sessionID) }
+		o.onEvict = func(sessionID, _ string) { cat.Deleted(context.Background(), sessionID) }
 	}
-	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...), evicted}, o.Build...)
+	bopts := append([]BuildOption{WithLogger(o.Logger), evicted}, o.Build...)
 	rt, err := BuildRuntime(ctx, cfg, bopts...)
 	if err != nil {
 		return nil, err
@@ -443,12 +446,11 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	default:
 		idx = catalog.NewMemoryIndex()
 	}
-	cat, err := catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
+	cat, err = catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
 	if err != nil {
 		_ = rt.Close()
 		return nil, err
 	}
-	catRef.Store(cat)
 	sopts := []server.Option{server.WithLogger(o.Logger), server.WithOnClose(rt.Close)}
 	if rt.DB != nil {
 		sopts = append(sopts, server.WithReadiness(readinessName, rt.DB.PingContext))

@@ -107,8 +107,9 @@ type engineDeps struct {
 	log   *slog.Logger
 	stats *counters
 	otel  *instruments
-	// foldObservers are told of every stored summary (WithFoldObserver).
-	foldObservers []func(context.Context, FoldEvent)
+	// obs are told of every stored summary (WithFoldObserver,
+	// Manager.Observe).
+	obs *observers
 }
 
 func newEngine(d engineDeps) *engine {

@@ -39,8 +39,7 @@ type Manager struct {
 	otel  *instruments
 	stats *counters
 
-	foldObservers   []func(context.Context, FoldEvent)
-	deleteObservers []func(context.Context, string)
+	obs *observers // shared with the engine and the model views
 }
 
 // NewManager returns a manager over store. It refuses an invalid cfg (a
@@ -58,7 +57,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	m := &Manager{
 		store: store, cfg: cfg, price: newPricing(defaultEst),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clk: clock.Real{},
+		clk: clock.Real{}, obs: &observers{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -70,7 +69,7 @@ func NewManager(store MessageStore, cfg Config, opts ...Option) (*Manager, error
 	m.pol = newPolicy(cfg, m.cost)
 	m.otel, m.stats = newInstruments(), &counters{}
 	m.eng = newEngine(engineDeps{store: store, sums: m.sums, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
-		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, foldObservers: m.foldObservers})
+		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, obs: m.obs})
 	return m, nil
 }
 
@@ -296,7 +295,7 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	if err := m.eng.deleteSession(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: delete %q: %w", sessionID, err)
 	}
-	for _, fn := range m.deleteObservers {
+	for _, fn := range m.obs.deletes() {
 		m.observeDelete(ctx, fn, sessionID)
 	}
 	return nil
@@ -324,7 +323,7 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 	if err != nil {
 		return fmt.Errorf("memory: replace %q: %w", sessionID, err)
 	}
-	for _, fn := range m.deleteObservers {
+	for _, fn := range m.obs.deletes() {
 		m.observeDelete(ctx, fn, sessionID)
 	}
 	m.afterSave(sessionID, user, res, msgs)

@@ -94,8 +94,7 @@ func newErasureRig(t *testing.T, st Env, pol memory.Policy, kind string) *erasur
 	if kind == "llm" {
 		svc = summary.NewLLMService(&scriptedLLM{calls: calls})
 	}
-	var cp atomic.Pointer[catalog.Catalog]
-	mgr, err := memory.NewManager(st.Store, cfg, append(catalog.Observers(&cp), memory.WithSummaries(st.Summaries, svc))...)
+	mgr, err := memory.NewManager(st.Store, cfg, memory.WithSummaries(st.Summaries, svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,6 @@ func newErasureRig(t *testing.T, st Env, pol memory.Policy, kind string) *erasur
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Store(cat)
 	t.Cleanup(func() {
 		if err := cat.Close(); err != nil {
 			t.Error(err)

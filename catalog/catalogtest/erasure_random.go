@@ -296,8 +296,7 @@ func (c erasureCase) replica(t *testing.T, st Env, summaries bool) *replica {
 	if c.kind == "rewriting" {
 		svc = rewriting()
 	}
-	var cp atomic.Pointer[catalog.Catalog]
-	opts := catalog.Observers(&cp)
+	var opts []memory.Option
 	if summaries {
 		opts = append(opts, memory.WithSummaries(st.Summaries, svc))
 	}
@@ -315,7 +314,6 @@ func (c erasureCase) replica(t *testing.T, st Env, summaries bool) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Store(cat)
 	t.Cleanup(func() {
 		_ = cat.Close()
 		_ = mgr.Close()
