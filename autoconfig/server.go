@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/strata-go/strata/catalog"
@@ -62,40 +62,26 @@ const (
 )
 
 // ServerConfig configures strata serve, the HTTP API over the manager
-// (arc.reactor.memory.server.*; package server).
+// (arc.reactor.memory.server.*; package server). Its server settings are
+// package server's own Config, one definition under the keys:
+//
+//	listen               Config.Addr (default DefaultServerListen)
+//	api-keys-file        Config.KeysFile
+//	max-body-bytes       Config.MaxBodyBytes
+//	read-header-timeout, read-timeout, write-timeout, idle-timeout,
+//	shutdown-timeout     the Config fields of those names
+//	context-budget       Config.ContextBudget
+//	history-page-bytes   Config.MaxHistoryBytes
+//
+// The keys themselves are configured in APIKeys; OpenServer resolves them
+// into Config.APIKeys (after any given there).
 type ServerConfig struct {
-	// Listen is the TCP address to listen on (default
-	// DefaultServerListen).
-	Listen string
-	// APIKeys are the accepted API keys, each bound to one user id (or a
-	// service key, acting for the user each request names). With none and
-	// no APIKeysFile, strata serve refuses to start.
+	server.Config
+	// APIKeys are the accepted API keys as configured (api-keys), each
+	// bound to one user id (or a service key, acting for the user each
+	// request names). With none, no Config.APIKeys and no KeysFile,
+	// strata serve refuses to start.
 	APIKeys []APIKeyConfig
-	// APIKeysFile names a file of more keys (api-keys-file), one per line,
-	// "USER-ID SHA256-HEX" or "NAME SHA256-HEX service", re-read when it
-	// changes (server.Config.KeysFile): keys are added and removed there
-	// without a restart.
-	APIKeysFile string
-	// MaxBodyBytes caps request bodies; larger ones get 413.
-	MaxBodyBytes int
-	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
-	// net/http's server timeouts.
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	// ShutdownTimeout bounds a graceful shutdown: in-flight requests are
-	// finished, then background folds, within this time.
-	ShutdownTimeout time.Duration
-	// ContextBudget is the token budget of the context endpoint when the
-	// request gives none; 0 means the manager's budget
-	// (max-context-window-tokens − max-output-tokens), which is also the
-	// ceiling of every context.
-	ContextBudget int
-	// HistoryPageBytes caps the JSON of the messages of one page of
-	// GET /v1/sessions/{id} (history-page-bytes; default
-	// DefaultServerHistoryPageBytes).
-	HistoryPageBytes int
 }
 
 // APIKeyConfig is one entry of arc.reactor.memory.server.api-keys: a key,
@@ -133,16 +119,16 @@ func (a APIKeyConfig) Kind() string {
 }
 
 func defaultServerConfig() ServerConfig {
-	return ServerConfig{
-		Listen:            DefaultServerListen,
+	return ServerConfig{Config: server.Config{
+		Addr:              DefaultServerListen,
 		MaxBodyBytes:      DefaultServerMaxBodyBytes,
 		ReadHeaderTimeout: DefaultServerReadHeaderTimeout,
 		ReadTimeout:       DefaultServerReadTimeout,
 		WriteTimeout:      DefaultServerWriteTimeout,
 		IdleTimeout:       DefaultServerIdleTimeout,
 		ShutdownTimeout:   DefaultServerShutdownTimeout,
-		HistoryPageBytes:  DefaultServerHistoryPageBytes,
-	}
+		MaxHistoryBytes:   DefaultServerHistoryPageBytes,
+	}}
 }
 
 // apiKeysDoc describes arc.reactor.memory.server.api-keys: a YAML list of
@@ -277,7 +263,7 @@ func formatAPIKeys(keys []APIKeyConfig) string {
 // validateServer checks the server keys.
 func (c *Config) validateServer() error {
 	s := c.Server
-	_, port, err := net.SplitHostPort(s.Listen)
+	_, port, err := net.SplitHostPort(s.Addr)
 	if err != nil {
 		return c.errorFor(keyServerListen, "must be host:port, e.g. 127.0.0.1:8080 or :8080")
 	}
@@ -290,7 +276,7 @@ func (c *Config) validateServer() error {
 		want string
 	}{
 		{s.MaxBodyBytes < 1024, keyServerMaxBodyBytes, "must be >= 1024"},
-		{s.HistoryPageBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
+		{s.MaxHistoryBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
 		{s.ReadHeaderTimeout <= 0, keyServerReadHeaderTimeout, "must be > 0 (e.g. 10s)"},
 		{s.ReadTimeout <= 0, keyServerReadTimeout, "must be > 0 (e.g. 30s)"},
 		{s.WriteTimeout <= 0, keyServerWriteTimeout, "must be > 0 (e.g. 90s)"},
@@ -470,21 +456,11 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 // context budget of 0 stays 0: the server then uses the manager's budget.
 func serverConfig(cfg *Config) (server.Config, error) {
 	sc := cfg.Server
-	if len(sc.APIKeys) == 0 && sc.APIKeysFile == "" {
+	if len(sc.APIKeys) == 0 && len(sc.Config.APIKeys) == 0 && sc.KeysFile == "" {
 		return server.Config{}, cfg.errorFor(keyServerAPIKeys, "strata serve needs at least one API key, e.g. USER=key-env:NAME, or "+keyServerAPIKeysFile)
 	}
-	out := server.Config{
-		Addr:              sc.Listen,
-		MaxBodyBytes:      int64(sc.MaxBodyBytes),
-		ReadHeaderTimeout: sc.ReadHeaderTimeout,
-		ReadTimeout:       sc.ReadTimeout,
-		WriteTimeout:      sc.WriteTimeout,
-		IdleTimeout:       sc.IdleTimeout,
-		ShutdownTimeout:   sc.ShutdownTimeout,
-		ContextBudget:     sc.ContextBudget,
-		MaxHistoryBytes:   int64(sc.HistoryPageBytes),
-		KeysFile:          sc.APIKeysFile,
-	}
+	out := sc.Config
+	out.APIKeys = slices.Clone(sc.Config.APIKeys)
 	for _, k := range sc.APIKeys {
 		key, err := cfg.ResolveAPIKey(k)
 		if err != nil {
