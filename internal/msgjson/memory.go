@@ -134,6 +134,28 @@ func FromChat(cm llms.ChatMessage) Message {
 	return Message{Role: string(role), Content: v.GetContent()}
 }
 
+// StoredToolCalls is calls in their JSON shape, losslessly: each as it is
+// (its type as given, no function for a call without one), as the
+// PostgreSQL store's tool_calls column and an export (memory/snapshot)
+// keep them. No calls give nil.
+func StoredToolCalls(calls []llms.ToolCall) []ToolCall { return toolCalls(calls, false) }
+
+// LLMToolCalls is StoredToolCalls' inverse: the calls of the JSON shape as
+// langchaingo's, each as it is. No calls give nil.
+func LLMToolCalls(calls []ToolCall) []llms.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]llms.ToolCall, len(calls))
+	for i, tc := range calls {
+		out[i] = llms.ToolCall{ID: tc.ID, Type: tc.Type}
+		if tc.Function != nil {
+			out[i].FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		}
+	}
+	return out
+}
+
 // toolCalls converts calls to their JSON shape: as they are (the store's
 // lossless form) or, with forClients, with an empty type read as
 // "function" and an absent function as the empty one. No calls give nil.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -153,7 +154,7 @@ type Store interface {
 // operations of a caller that gives no user id: a missing user id never
 // bypasses the ownership check. Derived indexes (such as the catalogue's)
 // normalise an empty user id to it too.
-const AnonymousUser = "anonymous"
+const AnonymousUser = owner.Anonymous
 
 // Errors returned by the stores, and passed on by the manager; check them
 // with errors.Is.
