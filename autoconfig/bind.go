@@ -125,6 +125,9 @@ func convert(c *Config, typ reflect.Type, raw any) (any, error) {
 		return toBool(raw)
 	case reflect.Int:
 		return toInt(raw)
+	case reflect.Int64:
+		n, err := toInt(raw)
+		return int64(n), err
 	case reflect.Float64:
 		return toFloat(raw)
 	case reflect.String:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/server"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -382,6 +383,9 @@ func (c *Config) Clone() *Config {
 	out := *c
 	if c.Server.APIKeys != nil {
 		out.Server.APIKeys = append([]APIKeyConfig(nil), c.Server.APIKeys...)
+	}
+	if c.Server.Config.APIKeys != nil {
+		out.Server.Config.APIKeys = append([]server.APIKey(nil), c.Server.Config.APIKeys...)
 	}
 	if c.Memory.PinnedFactKeys != nil {
 		out.Memory.PinnedFactKeys = append([]string(nil), c.Memory.PinnedFactKeys...)

@@ -56,3 +56,37 @@ func TestProvidersDependOnlyOnSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalImportsPointDown: the packages under internal/ are the
+// bottom layer — helpers every other package may use — so none of them
+// imports a Strata package above it (memory and its subpackages, db,
+// server, catalog, agent, autoconfig, cmd). Test files may (they test
+// across packages).
+func TestInternalImportsPointDown(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found: cannot list the internal packages' imports")
+	}
+	const mod = "github.com/strata-go/strata/"
+	out, err := exec.Command(goBin, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	// None known: msgjson converts to the vocabulary's Message (record).
+	known := map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 5 {
+		t.Fatalf("go list printed %d internal packages: %q", len(lines), out)
+	}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			for _, above := range []string{"memory", "db", "server", "catalog", "agent", "autoconfig", "cmd"} {
+				if (imp == mod+above || strings.HasPrefix(imp, mod+above+"/")) && !known[f[0]+" "+imp] {
+					t.Errorf("%s imports %s, a package above it", f[0], imp)
+				}
+			}
+		}
+	}
+}

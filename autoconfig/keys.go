@@ -106,7 +106,7 @@ type keySpec struct {
 	// keepBlank keeps the blank entries of a list for validation to refuse
 	// (other lists drop them).
 	keepBlank bool
-	// typ is the type of the field: bool, int, float64, time.Duration, a
+	// typ is the type of the field: bool, int, int64, float64, time.Duration, a
 	// string type, []string or []APIKeyConfig.
 	typ reflect.Type
 	// field returns a pointer to the field of c the key sets.
@@ -129,6 +129,8 @@ func (k *keySpec) kind() string {
 		return "list"
 	case k.typ.Kind() == reflect.Float64:
 		return "float"
+	case k.typ.Kind() == reflect.Int64:
+		return "int"
 	}
 	return k.typ.Kind().String() // bool, int, string
 }
@@ -141,6 +143,8 @@ func (k *keySpec) format(c *Config) string {
 		return strconv.FormatBool(*v)
 	case *int:
 		return strconv.Itoa(*v)
+	case *int64:
+		return strconv.FormatInt(*v, 10)
 	case *float64:
 		return strconv.FormatFloat(*v, 'g', -1, 64)
 	case *time.Duration:
@@ -315,14 +319,14 @@ var keyTable = []keySpec{
 	// Strata: strata serve (server.go).
 	key(keyServerListen,
 		"strata serve: TCP address to listen on (host:port; \":8080\" = every interface, as in a container).",
-		func(c *Config) *string { return &c.Server.Listen }),
+		func(c *Config) *string { return &c.Server.Addr }),
 	key(keyServerAPIKeys, apiKeysDoc, func(c *Config) *[]APIKeyConfig { return &c.Server.APIKeys }),
 	key(keyServerAPIKeysFile,
 		"strata serve: a file of more API keys, one per line: USER-ID SHA256-HEX, or NAME SHA256-HEX service for a service key (# comments). Re-read when it changes (checked at most every 5s, on a request): keys are added and removed without a restart; a file that no longer parses keeps the keys loaded before, with a warning.",
-		func(c *Config) *string { return &c.Server.APIKeysFile }),
+		func(c *Config) *string { return &c.Server.KeysFile }),
 	key(keyServerMaxBodyBytes,
 		"strata serve: largest request body accepted, in bytes (larger: 413). Must be >= 1024.",
-		func(c *Config) *int { return &c.Server.MaxBodyBytes }),
+		func(c *Config) *int64 { return &c.Server.MaxBodyBytes }),
 	key(keyServerReadHeaderTimeout,
 		"strata serve: time limit for reading a request's headers. Must be > 0.",
 		func(c *Config) *time.Duration { return &c.Server.ReadHeaderTimeout }),
@@ -343,7 +347,7 @@ var keyTable = []keySpec{
 		func(c *Config) *int { return &c.Server.ContextBudget }),
 	key(keyServerHistoryPageBytes,
 		"strata serve: most bytes of JSON messages in one page of GET /v1/sessions/{id}, beside its count limit; next_after_seq gets the rest (a page holds at least one message). Must be >= 1024 (default 8388608, 8 MiB).",
-		func(c *Config) *int { return &c.Server.HistoryPageBytes }),
+		func(c *Config) *int64 { return &c.Server.MaxHistoryBytes }),
 
 	// arc-reactor's llm properties.
 	ref(key(keyMaxTurns,

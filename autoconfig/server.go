@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 	"unicode"
 
 	"github.com/strata-go/strata/catalog"
@@ -63,40 +62,26 @@ const (
 )
 
 // ServerConfig configures strata serve, the HTTP API over the manager
-// (arc.reactor.memory.server.*; package server).
+// (arc.reactor.memory.server.*; package server). Its server settings are
+// package server's own Config, one definition under the keys:
+//
+//	listen               Config.Addr (default DefaultServerListen)
+//	api-keys-file        Config.KeysFile
+//	max-body-bytes       Config.MaxBodyBytes
+//	read-header-timeout, read-timeout, write-timeout, idle-timeout,
+//	shutdown-timeout     the Config fields of those names
+//	context-budget       Config.ContextBudget
+//	history-page-bytes   Config.MaxHistoryBytes
+//
+// The keys themselves are configured in APIKeys; OpenServer resolves them
+// into Config.APIKeys (after any given there).
 type ServerConfig struct {
-	// Listen is the TCP address to listen on (default
-	// DefaultServerListen).
-	Listen string
-	// APIKeys are the accepted API keys, each bound to one user id (or a
-	// service key, acting for the user each request names). With none and
-	// no APIKeysFile, strata serve refuses to start.
+	server.Config
+	// APIKeys are the accepted API keys as configured (api-keys), each
+	// bound to one user id (or a service key, acting for the user each
+	// request names). With none, no Config.APIKeys and no KeysFile,
+	// strata serve refuses to start.
 	APIKeys []APIKeyConfig
-	// APIKeysFile names a file of more keys (api-keys-file), one per line,
-	// "USER-ID SHA256-HEX" or "NAME SHA256-HEX service", re-read when it
-	// changes (server.Config.KeysFile): keys are added and removed there
-	// without a restart.
-	APIKeysFile string
-	// MaxBodyBytes caps request bodies; larger ones get 413.
-	MaxBodyBytes int
-	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
-	// net/http's server timeouts.
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	// ShutdownTimeout bounds a graceful shutdown: in-flight requests are
-	// finished, then background folds, within this time.
-	ShutdownTimeout time.Duration
-	// ContextBudget is the token budget of the context endpoint when the
-	// request gives none; 0 means the manager's budget
-	// (max-context-window-tokens − max-output-tokens), which is also the
-	// ceiling of every context.
-	ContextBudget int
-	// HistoryPageBytes caps the JSON of the messages of one page of
-	// GET /v1/sessions/{id} (history-page-bytes; default
-	// DefaultServerHistoryPageBytes).
-	HistoryPageBytes int
 }
 
 // APIKeyConfig is one entry of arc.reactor.memory.server.api-keys: a key,
@@ -134,16 +119,16 @@ func (a APIKeyConfig) Kind() string {
 }
 
 func defaultServerConfig() ServerConfig {
-	return ServerConfig{
-		Listen:            DefaultServerListen,
+	return ServerConfig{Config: server.Config{
+		Addr:              DefaultServerListen,
 		MaxBodyBytes:      DefaultServerMaxBodyBytes,
 		ReadHeaderTimeout: DefaultServerReadHeaderTimeout,
 		ReadTimeout:       DefaultServerReadTimeout,
 		WriteTimeout:      DefaultServerWriteTimeout,
 		IdleTimeout:       DefaultServerIdleTimeout,
 		ShutdownTimeout:   DefaultServerShutdownTimeout,
-		HistoryPageBytes:  DefaultServerHistoryPageBytes,
-	}
+		MaxHistoryBytes:   DefaultServerHistoryPageBytes,
+	}}
 }
 
 // apiKeysDoc describes arc.reactor.memory.server.api-keys: a YAML list of
@@ -278,7 +263,7 @@ func formatAPIKeys(keys []APIKeyConfig) string {
 // validateServer checks the server keys.
 func (c *Config) validateServer() error {
 	s := c.Server
-	_, port, err := net.SplitHostPort(s.Listen)
+	_, port, err := net.SplitHostPort(s.Addr)
 	if err != nil {
 		return c.errorFor(keyServerListen, "must be host:port, e.g. 127.0.0.1:8080 or :8080")
 	}
@@ -291,7 +276,7 @@ func (c *Config) validateServer() error {
 		want string
 	}{
 		{s.MaxBodyBytes < 1024, keyServerMaxBodyBytes, "must be >= 1024"},
-		{s.HistoryPageBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
+		{s.MaxHistoryBytes < 1024, keyServerHistoryPageBytes, "must be >= 1024 (default 8388608)"},
 		{s.ReadHeaderTimeout <= 0, keyServerReadHeaderTimeout, "must be > 0 (e.g. 10s)"},
 		{s.ReadTimeout <= 0, keyServerReadTimeout, "must be > 0 (e.g. 30s)"},
 		{s.WriteTimeout <= 0, keyServerWriteTimeout, "must be > 0 (e.g. 90s)"},
@@ -417,13 +402,17 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	}
 	// The catalogue reads through the manager, and the manager tells the
 	// catalogue about folds and deletes: the observers are bound late.
-	var catRef atomic.Pointer[catalog.Catalog]
 	// The in-memory store's evictions drop catalogue documents, as deletes
-	// do, so that the catalogue holds what the store holds.
+	// do, so that the catalogue holds what the store holds. The store is
+	// built before the catalogue; it evicts only on appends, which the
+	// server's handlers make once the catalogue is set below (before any
+	// handler goroutine starts), and Deleted of a nil catalogue does
+	// nothing.
+	var cat *catalog.Catalog
 	evicted := func(o *buildOptions) {
-		o.onEvict = func(sessionID, _ string) { catRef.Load().Deleted(context.Background(), sessionID) }
+		o.onEvict = func(sessionID, _ string) { cat.Deleted(context.Background(), sessionID) }
 	}
-	bopts := append([]BuildOption{WithLogger(o.Logger), WithManagerOptions(catalog.Observers(&catRef)...), evicted}, o.Build...)
+	bopts := append([]BuildOption{WithLogger(o.Logger), evicted}, o.Build...)
 	rt, err := BuildRuntime(ctx, cfg, bopts...)
 	if err != nil {
 		return nil, err
@@ -443,12 +432,11 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 	default:
 		idx = catalog.NewMemoryIndex()
 	}
-	cat, err := catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
+	cat, err = catalog.New(rt.Manager, idx, append([]catalog.Option{catalog.WithLogger(o.Logger)}, o.Catalog...)...)
 	if err != nil {
 		_ = rt.Close()
 		return nil, err
 	}
-	catRef.Store(cat)
 	sopts := []server.Option{server.WithLogger(o.Logger), server.WithOnClose(rt.Close)}
 	if rt.DB != nil {
 		sopts = append(sopts, server.WithReadiness(readinessName, rt.DB.PingContext))
@@ -468,21 +456,11 @@ func OpenServer(ctx context.Context, cfg *Config, o ServerOptions) (*server.Serv
 // context budget of 0 stays 0: the server then uses the manager's budget.
 func serverConfig(cfg *Config) (server.Config, error) {
 	sc := cfg.Server
-	if len(sc.APIKeys) == 0 && sc.APIKeysFile == "" {
+	if len(sc.APIKeys) == 0 && len(sc.Config.APIKeys) == 0 && sc.KeysFile == "" {
 		return server.Config{}, cfg.errorFor(keyServerAPIKeys, "strata serve needs at least one API key, e.g. USER=key-env:NAME, or "+keyServerAPIKeysFile)
 	}
-	out := server.Config{
-		Addr:              sc.Listen,
-		MaxBodyBytes:      int64(sc.MaxBodyBytes),
-		ReadHeaderTimeout: sc.ReadHeaderTimeout,
-		ReadTimeout:       sc.ReadTimeout,
-		WriteTimeout:      sc.WriteTimeout,
-		IdleTimeout:       sc.IdleTimeout,
-		ShutdownTimeout:   sc.ShutdownTimeout,
-		ContextBudget:     sc.ContextBudget,
-		MaxHistoryBytes:   int64(sc.HistoryPageBytes),
-		KeysFile:          sc.APIKeysFile,
-	}
+	out := sc.Config
+	out.APIKeys = slices.Clone(sc.Config.APIKeys)
 	for _, k := range sc.APIKeys {
 		key, err := cfg.ResolveAPIKey(k)
 		if err != nil {

@@ -24,7 +24,7 @@ func TestServerDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := mustLoad(t, nil)
 	s := cfg.Server
-	if s.Listen != DefaultServerListen || s.MaxBodyBytes != 1<<20 || s.APIKeys != nil ||
+	if s.Addr != DefaultServerListen || s.MaxBodyBytes != 1<<20 || s.APIKeys != nil ||
 		s.WriteTimeout != DefaultServerWriteTimeout || s.ShutdownTimeout != DefaultServerShutdownTimeout || s.ContextBudget != 0 {
 		t.Fatalf("server defaults: %+v", s)
 	}
@@ -61,7 +61,7 @@ arc:
 	if !reflect.DeepEqual(cfg.Server.APIKeys, want) {
 		t.Fatalf("APIKeys = %+v, want %+v", cfg.Server.APIKeys, want)
 	}
-	if cfg.Server.Listen != ":9000" || cfg.Server.ReadTimeout != 5*time.Second {
+	if cfg.Server.Addr != ":9000" || cfg.Server.ReadTimeout != 5*time.Second {
 		t.Fatalf("server = %+v", cfg.Server)
 	}
 	v, _ := cfg.Value(keyServerAPIKeys)

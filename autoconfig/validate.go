@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -87,43 +88,30 @@ func checkHTTPURL(u string) error {
 	return nil
 }
 
-// fieldKeys maps memory.Config field names to configuration keys.
-var fieldKeys = map[string]string{
-	"Enabled":               keyEnabled,
-	"TriggerMessageCount":   keyTrigger,
-	"RecentMessageCount":    keyRecent,
-	"MaxConversationTurns":  keyMaxTurns,
-	"MaxMessageBytes":       keyMaxMessageBytes,
-	"SummarizeTimeout":      keySummarizerTimeout,
-	"FailureCooldown":       keyFailureCooldown,
-	"MaxFailureCooldown":    keyMaxFailureCooldown,
-	"MaxFacts":              keyMaxFacts,
-	"MaxFactValueLen":       keyMaxFactValueLen,
-	"MaxFactsPerFamily":     keyMaxFactsPerFamily,
-	"FactsTokenBudget":      keyFactsTokenBudget,
-	"PinnedFactKeys":        keyPinnedFactKeys,
-	"ShowPreviousValues":    keyShowPrevious,
-	"MaxNarrativeTokens":    keyMaxNarrative,
-	"SharedSessionPrefixes": keySharedPrefixes,
-	"SharedSessionViewers":  keySharedViewers,
-	"Estimator":             keyTokenEncoding,
-	"Policy":                keyPolicy,
-	"BufferMessageCount":    keyBuffer,
-	"FoldTokenThreshold":    keyFoldTokenThreshold,
-	"FoldTokenFraction":     keyFoldTokenFraction,
-	"ContextWindowTokens":   keyWindow,
-	"OutputReserveTokens":   keyMaxOutput,
-	"SafetyTurns":           keySafetyTurns,
-	"FoldMode":              keyFoldMode,
-	"MaxFoldInputTokens":    keyMaxFoldInput,
-	"PromptMemoryBudget":    keyPromptBudget,
-	"MinTailMessages":       keyMinTail,
-	"LoadGrace":             keyLoadGrace,
-	"FoldWait":              keyFoldWait,
-	"FoldLockTTL":           keyFoldLockTTL,
-	"SupersedeDelay":        keySupersedeDelay,
-	"CloseTimeout":          keyCloseTimeout,
-}
+// fieldKeys maps memory.Config field names to the configuration keys
+// that set them: read off keyTable (the keys whose field lies in
+// Config.Memory), plus the settings built from keys of other sections (the
+// summarizer's timeout, the narrative's length, the token encoding's
+// estimator).
+var fieldKeys = func() map[string]string {
+	out := map[string]string{"SummarizeTimeout": keySummarizerTimeout, "MaxNarrativeTokens": keyMaxNarrative,
+		"Estimator": keyTokenEncoding}
+	var c Config
+	base := reflect.ValueOf(&c.Memory).Pointer()
+	mt := reflect.TypeFor[memory.Config]()
+	for _, k := range keyTable {
+		p := reflect.ValueOf(k.field(&c)).Pointer()
+		if p < base || p >= base+mt.Size() {
+			continue // another section's key
+		}
+		for i := range mt.NumField() {
+			if f := mt.Field(i); base+f.Offset == p && f.Type == k.typ {
+				out[f.Name] = k.name
+			}
+		}
+	}
+	return out
+}()
 
 var fieldRE = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
 

@@ -168,8 +168,9 @@ type job struct {
 }
 
 // New returns a catalogue reading sessions through mgr and keeping their
-// documents in idx. Wire its Folded and Deleted methods as the manager's
-// observers (see Observers), so that documents follow folds and deletes.
+// documents in idx. It subscribes to mgr (memory.Manager.Observe): its
+// Folded and Deleted methods hear of the manager's folds, erasures and
+// deletes from then on, so that documents follow them.
 func New(mgr *memory.Manager, idx Index, opts ...Option) (*Catalog, error) {
 	if mgr == nil {
 		return nil, errors.New("catalog: nil manager")
@@ -195,27 +196,17 @@ func New(mgr *memory.Manager, idx Index, opts ...Option) (*Catalog, error) {
 	c.mem, _ = idx.(*memoryIndex)
 	_, c.trusted = idx.(Lister)
 	c.runner = bg.New(c.log)
+	mgr.Observe(c.Folded, c.Deleted)
 	return c, nil
 }
 
-// Observers returns the manager options that connect a manager to the
-// catalogue p will hold: its fold observer calls Folded and its delete
-// observer Deleted on p's catalogue (nothing while p holds nil); p must
-// not be nil. The
-// catalogue is built after the manager it reads through, so the two are
-// connected in three steps:
+// Observers returns no options: New subscribes the catalogue to its
+// manager itself. It is kept so that code written for the wiring through
+// an atomic pointer still builds, and behaves as before (the pointer is
+// not read).
 //
-//	var cat atomic.Pointer[catalog.Catalog]
-//	mgr, err := memory.NewManager(store, cfg, append(catalog.Observers(&cat),
-//		memory.WithSummaries(sums, svc))...)
-//	c, err := catalog.New(mgr, catalog.NewMemoryIndex())
-//	cat.Store(c)
-func Observers(p *atomic.Pointer[Catalog]) []memory.Option {
-	return []memory.Option{
-		memory.WithFoldObserver(func(ctx context.Context, ev memory.FoldEvent) { p.Load().Folded(ctx, ev) }),
-		memory.WithDeleteObserver(func(ctx context.Context, sessionID string) { p.Load().Deleted(ctx, sessionID) }),
-	}
-}
+// Deprecated: build the manager without it; catalog.New subscribes.
+func Observers(*atomic.Pointer[Catalog]) []memory.Option { return nil }
 
 // Folded is the manager's fold observer (memory.WithFoldObserver): it
 // schedules a background refresh of the session's title and embedding,

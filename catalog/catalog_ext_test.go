@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,14 +49,15 @@ func TestNewRequiresManagerAndIndex(t *testing.T) {
 	}
 }
 
-// Observers forward nothing while no catalogue is bound, and everything
-// once one is.
+// A catalogue built over a manager (New subscribes it) hears nothing of
+// what the manager did before, and everything after; the deprecated
+// Observers adds no second subscription.
 func TestObserversBindLate(t *testing.T) {
 	ctx := context.Background()
 	cfg := catalogtest.FoldConfig()
-	var ref atomic.Pointer[catalog.Catalog]
 	env := memEnv()
-	mgr, err := memory.NewManager(env.Store, cfg, append(catalog.Observers(&ref),
+	//lint:ignore SA1019 the deprecated wiring still builds, and adds nothing
+	mgr, err := memory.NewManager(env.Store, cfg, append(catalog.Observers(nil),
 		memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))...)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,6 @@ func TestObserversBindLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cat.Close()
-	ref.Store(cat)
 	for i := range 4 {
 		save(t, mgr, "late", "u", fmt.Sprintf("Question %d about my Tokyo trip.", i), "Answer.")
 	}
@@ -262,8 +261,7 @@ func TestCloseDeadline(t *testing.T) {
 	ctx := context.Background()
 	emb := newBlocking(true)
 	env := memEnv()
-	var ref atomic.Pointer[catalog.Catalog]
-	mgr, err := memory.NewManager(env.Store, memory.DefaultConfig(), catalog.Observers(&ref)...)
+	mgr, err := memory.NewManager(env.Store, memory.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +271,6 @@ func TestCloseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.Store(cat)
 	save(t, mgr, "s", "u", "My blender arrived broken.", "Sorry.")
 	if _, err := cat.List(ctx, "u", 0, 0); err != nil { // schedules the refresh
 		t.Fatal(err)
@@ -315,9 +312,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	env := memEnv()
-	var ref atomic.Pointer[catalog.Catalog]
-	mgr, err := memory.NewManager(env.Store, catalogtest.FoldConfig(), append(catalog.Observers(&ref),
-		memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))...)
+	mgr, err := memory.NewManager(env.Store, catalogtest.FoldConfig(),
+		memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +321,6 @@ func TestNoGoroutineLeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.Store(cat)
 	for s := range 5 {
 		for i := range 5 {
 			save(t, mgr, fmt.Sprintf("s%d", s), "u", fmt.Sprintf("Question %d about topic %d.", i, s), "Answer.")
@@ -347,12 +342,13 @@ func TestNoGoroutineLeak(t *testing.T) {
 }
 
 // An index that does not see sessions keeps what it was told: when it
-// misses a delete (the delete observer was not wired), Search and Title
-// still answer from the manager, and Search does not delete anything.
+// misses a delete (the session deleted in the store, behind the manager's
+// back), Search and Title still answer from the manager, and Search does
+// not delete anything.
 func TestUnwiredIndexIsRechecked(t *testing.T) {
 	ctx := context.Background()
 	env := memEnv()
-	mgr, err := memory.NewManager(env.Store, memory.DefaultConfig()) // no observers
+	mgr, err := memory.NewManager(env.Store, memory.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +363,7 @@ func TestUnwiredIndexIsRechecked(t *testing.T) {
 	if n, err := cat.Reindex(ctx, "u"); err != nil || n != 2 {
 		t.Fatalf("Reindex = %d, %v", n, err)
 	}
-	if err := mgr.DeleteSession(ctx, "gone", "u"); err != nil {
+	if err := env.Store.Delete(ctx, "gone", "u"); err != nil { // no delete event
 		t.Fatal(err)
 	}
 	res, err := cat.Search(ctx, "u", "broken blender refund", 5)

@@ -6,15 +6,12 @@
 // # Use
 //
 // The catalogue reads sessions, messages and summaries only through a
-// memory.Manager, and follows its folds and deletes as the manager's
-// observers. The manager is built first, so the observers are bound to the
-// catalogue once it exists (Observers):
+// memory.Manager, and follows its folds and deletes: New subscribes it to
+// the manager it is given (memory.Manager.Observe):
 //
-//	var cat atomic.Pointer[catalog.Catalog]
-//	mgr, err := memory.NewManager(store, cfg, append(catalog.Observers(&cat),
-//		memory.WithSummaries(sums, summary.NewExtractiveService()))...)
+//	mgr, err := memory.NewManager(store, cfg,
+//		memory.WithSummaries(sums, summary.NewExtractiveService()))
 //	c, err := catalog.New(mgr, catalog.NewMemoryIndex())
-//	cat.Store(c)
 //	defer c.Close() // before mgr.Close
 //
 //	page, err := c.List(ctx, userID, 20, 0)           // newest activity first
@@ -24,8 +21,8 @@
 //	case res.Ambiguous:   // ask the user to choose among res.Contenders
 //	}
 //
-// Folded and Deleted are plain methods, so wiring code may also call them
-// from observers of its own. On PostgreSQL, use db.NewCatalogIndex over the
+// Folded and Deleted are plain methods, which tests may call directly; a
+// catalogue that New subscribed must not be wired as an observer again. On PostgreSQL, use db.NewCatalogIndex over the
 // pool of the manager's stores: it lists sessions with their titles in one
 // query, and its documents go with their sessions.
 //

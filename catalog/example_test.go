@@ -3,7 +3,6 @@ package catalog_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
@@ -19,11 +18,10 @@ func ExampleCatalog_Search() {
 	cfg.Enabled = true
 	cfg.TriggerMessageCount, cfg.RecentMessageCount = 4, 2
 
-	// The manager comes first; its observers reach the catalogue once it
-	// exists, so that titles and embeddings follow folds and deletes.
-	var ref atomic.Pointer[catalog.Catalog]
-	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg, append(catalog.Observers(&ref),
-		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))...)
+	// The manager comes first; the catalogue subscribes to it, so that
+	// titles and embeddings follow folds and deletes.
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), cfg,
+		memory.WithSummaries(summary.NewInMemoryStore(0), summary.NewExtractiveService()))
 	if err != nil {
 		panic(err)
 	}
@@ -32,7 +30,6 @@ func ExampleCatalog_Search() {
 	if err != nil {
 		panic(err)
 	}
-	ref.Store(cat)
 	defer cat.Close()
 
 	for _, turn := range [][3]string{

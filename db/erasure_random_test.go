@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/strata-go/strata/catalog"
+	"github.com/strata-go/strata/catalog/catalogtest"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
-	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -18,20 +18,20 @@ import (
 func TestErasureRandom(t *testing.T) {
 	t.Parallel()
 	schema := dbtest.NewSchema(t)
-	var r [2]memorytest.Stores
+	var r [2]catalogtest.Env
 	for i := range r {
 		d := dbtest.Open(t, schema.URL)
-		r[i] = memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+		r[i] = catalogtest.Env{Store: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	}
-	memorytest.RunErasureRandom(t, r)
+	catalogtest.RunErasureRandom(t, r)
 }
 
 // TestToolErasure: provenance is each message's own, on PostgreSQL.
 func TestToolErasure(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
-	memorytest.RunToolErasure(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	catalogtest.RunToolErasure(t, func(*testing.T) catalogtest.Env {
+		return catalogtest.Env{Store: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	})
 }
 
@@ -40,8 +40,8 @@ func TestToolErasure(t *testing.T) {
 func TestToolCallErasure(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
-	memorytest.RunToolCallErasure(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	catalogtest.RunToolCallErasure(t, func(*testing.T) catalogtest.Env {
+		return catalogtest.Env{Store: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	})
 }
 

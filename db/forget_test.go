@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/catalog/catalogtest"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
@@ -22,14 +23,14 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// TestErasure runs the erasure scenarios (memorytest.RunErasure) on the
+// TestErasure runs the erasure scenarios (catalogtest.RunErasure) on the
 // PostgreSQL stores and catalogue index: messages, summary and catalogue
 // document change in one transaction.
 func TestErasure(t *testing.T) {
 	t.Parallel()
 	d := dbtest.New(t)
-	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	catalogtest.RunErasure(t, func(*testing.T) catalogtest.Env {
+		return catalogtest.Env{Store: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	})
 }
 

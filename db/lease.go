@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/strata-go/strata/internal/backoff"
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/summary"
 )
@@ -149,12 +150,13 @@ func (l *lease) release() {
 		l.stopRenewal()
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		for delay := 25 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		retry := backoff.Exp{Base: 25 * time.Millisecond, Ceiling: time.Second}
+		for {
 			if _, err := l.d.ExecContext(ctx, releaseLeaseSQL, l.session, l.token); err == nil {
 				return
 			}
 			select {
-			case <-time.After(delay):
+			case <-time.After(retry.Next()):
 			case <-ctx.Done():
 				return // the lease expires by itself
 			}

@@ -32,61 +32,62 @@ func (c chunked) loadSize() int { return c.cfg.RecentMessageCount + c.cfg.Buffer
 
 func (c chunked) triggers(total int) bool { return total > c.cfg.RecentMessageCount }
 
-func (c chunked) target(v view, s *summary.Summary, unfolded []store.Message, background bool) (int64, string) {
+func (c chunked) target(v view, s *summary.Summary, unfolded []store.Message, background bool) (int64, trigger) {
 	if background {
-		trigger := c.foldTrigger(v, s, unfolded)
+		why := c.foldTrigger(v, s, unfolded)
 		start := alignedStart(unfolded, c.cfg.RecentMessageCount)
-		if trigger == "" || start == 0 {
-			return 0, ""
+		if why == triggerNone || start == 0 {
+			return 0, triggerNone
 		}
-		return unfolded[start-1].Seq, trigger
+		return unfolded[start-1].Seq, why
 	}
 	fit := c.fitFrom(v, s, unfolded)
 	if fit > 0 {
-		return unfolded[max(fit, c.overflowFrom(unfolded))-1].Seq, "load"
+		return unfolded[max(fit, c.overflowFrom(unfolded))-1].Seq, triggerLoad
 	}
 	if start := c.overflowFrom(unfolded); start > 0 {
-		return unfolded[start-1].Seq, "overflow"
+		return unfolded[start-1].Seq, triggerOverflow
 	}
-	return 0, ""
+	return 0, triggerNone
 }
 
 func (c chunked) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if s.IsEmpty() {
-		return shown(nil, unfolded, modeAll, v.total, render(c.cfg))
+		return shown(nil, unfolded, ModeAll, v.total, render(c.cfg))
 	}
-	mode := modeHierarchical
+	mode := ModeHierarchical
 	if c.overflowFrom(unfolded) > 0 || c.fitFrom(v, s, unfolded) > 0 {
-		mode = modeStale
+		mode = ModeStale
 	}
 	return shown(c.fitNarrative(v, s, unfolded), unfolded, mode, v.total, render(c.cfg))
 }
 
 func (c chunked) degraded(v view, unfolded []store.Message) History {
-	return shown(nil, unfolded, modeFallback, v.total, render(c.cfg))
+	return shown(nil, unfolded, ModeFallback, v.total, render(c.cfg))
 }
 
 func (c chunked) incremental() bool { return c.cfg.FoldMode != foldFull }
 
-// foldTrigger names the highest-priority trigger that fires, "" for none.
-func (c chunked) foldTrigger(v view, s *summary.Summary, unfolded []store.Message) string {
+// foldTrigger names the highest-priority trigger that fires, triggerNone
+// for none.
+func (c chunked) foldTrigger(v view, s *summary.Summary, unfolded []store.Message) trigger {
 	return c.trigger(c.backlogOf(v, s, unfolded))
 }
 
-// trigger names the highest-priority trigger that a backlog fires, "" for
-// none.
-func (c chunked) trigger(b backlog) string {
+// trigger names the highest-priority trigger that a backlog fires,
+// triggerNone for none.
+func (c chunked) trigger(b backlog) trigger {
 	k := c.cfg.RecentMessageCount
 	if th := c.tokenThreshold(); th > 0 && b.tokens > th {
-		return "token"
+		return triggerToken
 	}
 	if b.messages > k+c.cfg.BufferMessageCount {
-		return "overflow"
+		return triggerOverflow
 	}
 	if n := c.cfg.SafetyTurns; n > 0 && b.turns >= n && b.messages > k {
-		return "safety"
+		return triggerSafety
 	}
-	return ""
+	return triggerNone
 }
 
 func (c chunked) backlogOf(v view, s *summary.Summary, unfolded []store.Message) backlog {
@@ -96,7 +97,7 @@ func (c chunked) backlogOf(v view, s *summary.Summary, unfolded []store.Message)
 	return b
 }
 
-func (c chunked) due(b backlog) bool { return c.trigger(b) != "" }
+func (c chunked) due(b backlog) bool { return c.trigger(b) != triggerNone }
 
 // userTurns counts the user messages of msgs.
 func userTurns(msgs []store.Message) int {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/strata-go/strata/internal/backoff"
 )
 
 // cooldowns remembers, per session, when folding may be tried again after
@@ -47,11 +49,7 @@ func (c *cooldowns) fail(sessionID string) {
 	defer c.mu.Unlock()
 	e, _ := c.entries.Get(sessionID)
 	e.failures++
-	delay := c.base
-	for i := 1; i < e.failures && delay < c.max; i++ {
-		delay *= 2
-	}
-	e.until = c.now().Add(min(delay, c.max))
+	e.until = c.now().Add(backoff.Delay(c.base, c.max, e.failures))
 	c.entries.Add(sessionID, e)
 }
 

@@ -108,8 +108,9 @@ type engineDeps struct {
 	log       *slog.Logger
 	stats     *counters
 	otel      *instruments
-	// foldObservers are told of every stored summary (WithFoldObserver).
-	foldObservers []func(context.Context, FoldEvent)
+	// obs are told of every stored summary (WithFoldObserver,
+	// Manager.Observe).
+	obs *observers
 }
 
 func newEngine(d engineDeps) *engine {
@@ -146,7 +147,7 @@ func (e *engine) releaseLocked(sessionID string, st *slot) {
 // Config.SupersedeDelay, so that a burst of saves settles into one more
 // fold) rather than cancelling it, so the summary keeps advancing however
 // slow the summarizer is. A load joins whatever runs.
-func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *foldRun {
+func (e *engine) request(sessionID, userID string, why trigger, fromSave bool) *foldRun {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.acquireLocked(sessionID)
@@ -168,7 +169,7 @@ func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *fold
 	}
 	st.cur = r
 	st.refs++ // held by the run until it ends
-	err := e.runner.Go("fold", func(context.Context) { e.run(ctx, sessionID, userID, trigger, st, r, prev) })
+	err := e.runner.Go("fold", func(context.Context) { e.run(ctx, sessionID, userID, why, st, r, prev) })
 	if err != nil { // closed
 		st.cur = nil
 		e.releaseLocked(sessionID, st)
@@ -180,7 +181,7 @@ func (e *engine) request(sessionID, userID, trigger string, fromSave bool) *fold
 	return r
 }
 
-func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st *slot, r, prev *foldRun) {
+func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger, st *slot, r, prev *foldRun) {
 	open := true // r.attempt not closed yet; guarded by e.mu
 	finish := func(sum *summary.Summary, err error) {
 		r.sum, r.err = sum, err
@@ -210,7 +211,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 	for {
 		r.cut.Store(0)
 		r.began.Store(e.clk.Now().UnixNano())
-		sum, err := e.fold(ctx, sessionID, userID, trigger, st, r)
+		sum, err := e.fold(ctx, sessionID, userID, why, st, r)
 		if err != nil && ctx.Err() == nil {
 			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
@@ -240,7 +241,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID, trigger string, st 
 		r.attempt, open = make(chan struct{}), true
 		r.began.Store(0)
 		e.mu.Unlock()
-		trigger = "save"
+		why = triggerSave
 		// Saves arrived during the fold: let a burst settle first.
 		if d := e.cfg.SupersedeDelay; d > 0 {
 			t := e.clk.NewTimer(d)

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/strata-go/strata/internal/backoff"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -20,13 +21,13 @@ type foldPlan struct {
 	v        view
 	unfolded []store.Message
 	cut      int64
-	why      string
+	why      trigger
 }
 
 // plan reads the session as a load does (one statement when the message
 // store reads the summaries too) and asks the policy how far to fold. It
 // returns the usable summary beside the plan.
-func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*summary.Summary, foldPlan, error) {
+func (e *engine) plan(ctx context.Context, sessionID, userID string, why trigger) (*summary.Summary, foldPlan, error) {
 	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
 	if err != nil {
 		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
@@ -40,7 +41,7 @@ func (e *engine) plan(ctx context.Context, sessionID, userID, trigger string) (*
 			return nil, foldPlan{}, fmt.Errorf("read messages: %w", err)
 		}
 	}
-	p.cut, p.why = e.pol.target(v, existing, p.unfolded, trigger != "load")
+	p.cut, p.why = e.pol.target(v, existing, p.unfolded, why != triggerLoad)
 	if e.bp != nil {
 		e.bp.measured(sessionID, v, existing, p.unfolded)
 	}
@@ -76,17 +77,17 @@ func (e *engine) forgetBacklog(sessionID string) {
 // Its steps: plan (under the cross-process lease), pick the messages to
 // send (foldInput), summarize and save them chunk by chunk (foldChunks),
 // then account for the fold.
-func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st *slot, r *foldRun) (_ *summary.Summary, err error) {
+func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger, st *slot, r *foldRun) (_ *summary.Summary, err error) {
 	ctx, span := e.otel.startSpan(ctx, "strata.memory.fold", sessionID)
-	span.SetAttributes(attribute.String("memory.fold.trigger", trigger))
+	span.SetAttributes(attribute.String("memory.fold.trigger", string(why)))
 	defer func() { endSpan(span, err) }()
-	if e.planFirst(sessionID, trigger) {
+	if e.planFirst(sessionID, why) {
 		// Plan first, without the lease: a save of a session whose backlog
 		// this process does not know may find nothing to fold, and taking
 		// and releasing the lease costs two writes. A fold that is due is
 		// planned again under the lease: another process may have folded
 		// meanwhile.
-		if existing, p, err := e.plan(ctx, sessionID, userID, trigger); err != nil || p.cut == 0 {
+		if existing, p, err := e.plan(ctx, sessionID, userID, why); err != nil || p.cut == 0 {
 			return existing, err
 		}
 	}
@@ -99,7 +100,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	st.write.Lock()
 	gen := st.gen
 	st.write.Unlock()
-	existing, p, err := e.plan(ctx, sessionID, userID, trigger)
+	existing, p, err := e.plan(ctx, sessionID, userID, why)
 	if err != nil || p.cut == 0 {
 		return existing, err
 	}
@@ -125,7 +126,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	if err != nil {
 		return nil, err
 	}
-	if trigger == "load" {
+	if why == triggerLoad {
 		e.stats.lazyFolds.Add(1)
 	} else {
 		e.stats.backgroundFolds.Add(1)
@@ -253,8 +254,8 @@ func (e *engine) mergeOptions() summary.MergeOptions {
 // due (untracked, or a save that raced a fold). A load asks only when its
 // own read found a fold due, and a tracked save only when its backlog fires
 // a trigger: those take the lease at once and plan once, under it.
-func (e *engine) planFirst(sessionID, trigger string) bool {
-	if trigger != "save" {
+func (e *engine) planFirst(sessionID string, why trigger) bool {
+	if why != triggerSave {
 		return false
 	}
 	due, ok := e.trackedDue(sessionID)
@@ -291,7 +292,7 @@ func (e *engine) save(ctx context.Context, st *slot, gen uint64, s summary.Summa
 
 // notify hands a stored summary to the fold observers, in the background.
 func (e *engine) notify(ev FoldEvent) {
-	for _, fn := range e.foldObservers {
+	for _, fn := range e.obs.folds() {
 		_ = e.runner.Go("fold observer", func(ctx context.Context) { fn(ctx, ev) })
 	}
 }
@@ -302,7 +303,8 @@ func (e *engine) notify(ev FoldEvent) {
 func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
 	deadline := e.clk.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+	retry := backoff.Exp{Base: 20 * time.Millisecond, Ceiling: time.Second}
+	for {
 		var ok bool
 		release, save, ok, err = e.store.TryLockFold(ctx, sessionID, e.cfg.FoldLockTTL)
 		if err != nil {
@@ -311,7 +313,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := e.clk.NewTimer(delay)
+		t := e.clk.NewTimer(retry.Next())
 		select {
 		case <-t.C():
 		case <-deadline.C():
@@ -326,7 +328,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 
 // foldRecord collects what one fold did, for its log record.
 type foldRecord struct {
-	trigger      string
+	trigger      trigger
 	messages     int
 	calls        int
 	tokensBefore int
@@ -334,7 +336,7 @@ type foldRecord struct {
 }
 
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
-	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
+	attrs := []any{"session_id", sessionID, "trigger", string(r.trigger), "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(summary.BlocksWith(s, render(e.cfg))),
 		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
 	e.otel.observeFold(ctx, r, err)

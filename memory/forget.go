@@ -94,7 +94,7 @@ func (m *Manager) erased(ctx context.Context, sessionID, owner string, sum *summ
 	if sum != nil {
 		ev.Summary = *sum
 	}
-	for _, fn := range m.foldObservers {
+	for _, fn := range m.obs.folds() {
 		m.observeErased(ctx, fn, ev)
 	}
 }

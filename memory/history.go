@@ -9,32 +9,37 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
+// Mode says how a History was assembled. Its values are the strings of
+// the HTTP API's /context responses, the CLI's reports and the metrics
+// attributes.
+type Mode string
+
 // The values of History.Mode.
 const (
-	modeEmpty        = "empty"        // no session, or no messages
-	modeTakeLast     = "take-last"    // summaries off or below the trigger
-	modeHierarchical = "hierarchical" // facts + narrative + verbatim window
-	modeAll          = "all"          // nothing is folded yet: every message
-	modeStale        = "stale"        // the summary lags behind its fold
-	modeFallback     = "fallback"     // no summary in time: degraded
+	// ModeEmpty: no session, or no messages.
+	ModeEmpty Mode = "empty"
+	// ModeTakeLast: summaries off or the session below the trigger: the
+	// last 2 × MaxConversationTurns messages.
+	ModeTakeLast Mode = "take-last"
+	// ModeHierarchical: facts + narrative + the verbatim window.
+	ModeHierarchical Mode = "hierarchical"
+	// ModeAll: nothing is folded yet, every message is shown.
+	ModeAll Mode = "all"
+	// ModeStale: the summary lags behind (its fold is still running);
+	// every message after its cursor is shown verbatim.
+	ModeStale Mode = "stale"
+	// ModeFallback: no summary could be had in time, or the summarizer
+	// failed: parity shows takeLast, chunked the whole unfolded tail.
+	ModeFallback Mode = "fallback"
 )
 
 // History is an assembled view of a session.
 type History struct {
 	// Messages is what the model receives (LoadHistory's result).
 	Messages []llms.ChatMessage
-	// Mode says how the view was assembled, one of:
-	//   - "empty": no session, or no messages;
-	//   - "take-last": summaries off or the session below the trigger: the
-	//     last 2 × MaxConversationTurns messages;
-	//   - "hierarchical": facts + narrative + the verbatim window;
-	//   - "all": nothing is folded yet, every message is shown;
-	//   - "stale": the summary lags behind (its fold is still running);
-	//     every message after its cursor is shown verbatim;
-	//   - "fallback": no summary could be had in time, or the summarizer
-	//     failed: parity shows takeLast, chunked the whole unfolded tail.
-	// It is a string, as in /context responses and metrics attributes.
-	Mode string
+	// Mode says how the view was assembled (ModeEmpty, ModeTakeLast,
+	// ModeHierarchical, ModeAll, ModeStale or ModeFallback).
+	Mode Mode
 	// Summary is the summary shown, nil when none.
 	Summary *summary.Summary
 	// Recent are the stored messages shown verbatim.

@@ -23,9 +23,9 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 	case err != nil:
 		return History{}, err
 	case v.total == 0:
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	case !e.hierarchical():
-		return takeLast(v, 2*e.cfg.MaxConversationTurns, modeTakeLast), nil
+		return takeLast(v, 2*e.cfg.MaxConversationTurns, ModeTakeLast), nil
 	}
 	if sumErr != nil {
 		e.stats.fallbacks.Add(1)
@@ -41,11 +41,11 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 	if e.bp != nil {
 		e.bp.seed(sessionID, v, s, unfolded)
 	}
-	cut, trigger := e.pol.target(v, s, unfolded, false)
-	if cut != 0 && trigger != "load" && e.cool.ready(sessionID) {
-		e.request(sessionID, user, trigger, false) // due, but the view is complete without it
+	cut, why := e.pol.target(v, s, unfolded, false)
+	if cut != 0 && why != triggerLoad && e.cool.ready(sessionID) {
+		e.request(sessionID, user, why, false) // due, but the view is complete without it
 	}
-	if cut == 0 || trigger != "load" {
+	if cut == 0 || why != triggerLoad {
 		return e.pol.show(v, s, unfolded), nil
 	}
 	// The view needs the fold: start or join one, and wait for it a bounded
@@ -59,7 +59,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		left := time.Until(dl) // the caller's deadline is wall-clock time, not the manager's clock
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
-	run := e.request(sessionID, user, "load", false)
+	run := e.request(sessionID, user, triggerLoad, false)
 	if s != nil {
 		wait = min(wait, e.expectedWait(run, e.cfg.LoadGrace, cut))
 	}
@@ -71,7 +71,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 			i++
 		}
 		h := e.pol.show(v, fresh, unfolded[i:])
-		if h.Mode != modeHierarchical && h.Mode != modeAll {
+		if h.Mode != ModeHierarchical && h.Mode != ModeAll {
 			e.stats.fallbacks.Add(1)
 		}
 		return h, nil

@@ -225,7 +225,7 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 					if err != nil {
 						t.Error(err)
 					}
-					modes <- h.Mode
+					modes <- string(h.Mode)
 				}()
 			}
 			done := make(chan struct{})

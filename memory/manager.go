@@ -42,8 +42,7 @@ type Manager struct {
 	otel  *instruments
 	stats *counters
 
-	foldObservers   []func(context.Context, FoldEvent)
-	deleteObservers []func(context.Context, string)
+	obs *observers // shared with the engine and the model views
 }
 
 // NewManager returns a manager over store. It refuses an invalid cfg (a
@@ -61,7 +60,7 @@ func NewManager(ms MessageStore, cfg Config, opts ...Option) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, price: newPricing(defaultEst),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clk: clock.Real{},
+		clk: clock.Real{}, obs: &observers{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -78,7 +77,7 @@ func NewManager(ms MessageStore, cfg Config, opts ...Option) (*Manager, error) {
 	m.pol = newPolicy(cfg, m.cost)
 	m.otel, m.stats = newInstruments(), &counters{}
 	m.eng = newEngine(engineDeps{store: m.store, summaries: sums != nil, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
-		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, foldObservers: m.foldObservers})
+		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, obs: m.obs})
 	return m, nil
 }
 
@@ -178,10 +177,17 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 		return store.AppendResult{}, fmt.Errorf("memory: save %q: %w", sessionID, err)
 	}
 	m.stats.saves.Add(1)
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
-		m.eng.request(sessionID, user, "save", true)
-	}
+	m.afterSave(sessionID, user, res, msgs)
 	return res, nil
+}
+
+// afterSave starts a background fold (or asks the running one for another
+// pass) when a save or replace that left res in the session, having written
+// msgs, fires the policy's trigger and the session is not cooling down.
+func (m *Manager) afterSave(sessionID, user string, res store.AppendResult, msgs []store.Message) {
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
+		m.eng.request(sessionID, user, triggerSave, true)
+	}
 }
 
 // Count returns how many messages the session holds. A missing session
@@ -214,7 +220,7 @@ func (m *Manager) LoadHistory(ctx context.Context, sessionID, userID string) ([]
 // user an empty history and an error wrapping ErrNotOwner.
 func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History, err error) {
 	if sessionID == "" {
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	}
 	ctx, span := m.otel.startSpan(ctx, "strata.memory.load", sessionID)
 	defer func() { m.observeLoad(ctx, h); endSpan(span, err) }()
@@ -222,13 +228,13 @@ func (m *Manager) Load(ctx context.Context, sessionID, userID string) (h History
 	h, err = m.eng.assemble(ctx, sessionID, m.owner(sessionID, userID))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return History{Mode: modeEmpty}, nil
+		return History{Mode: ModeEmpty}, nil
 	case errors.Is(err, ErrNotOwner):
 		m.stats.ownerDenied.Add(1)
-		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	case err != nil:
 		m.stats.loadErrors.Add(1)
-		return History{Mode: modeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
+		return History{Mode: ModeEmpty}, fmt.Errorf("memory: load %q: %w", sessionID, err)
 	}
 	return h, nil
 }
@@ -293,7 +299,7 @@ func (m *Manager) DeleteSession(ctx context.Context, sessionID, userID string) e
 	if err := m.eng.deleteSession(ctx, sessionID, m.owner(sessionID, userID)); err != nil {
 		return fmt.Errorf("memory: delete %q: %w", sessionID, err)
 	}
-	for _, fn := range m.deleteObservers {
+	for _, fn := range m.obs.deletes() {
 		m.observeDelete(ctx, fn, sessionID)
 	}
 	return nil
@@ -322,12 +328,10 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 	if err != nil {
 		return fmt.Errorf("memory: replace %q: %w", sessionID, err)
 	}
-	for _, fn := range m.deleteObservers {
+	for _, fn := range m.obs.deletes() {
 		m.observeDelete(ctx, fn, sessionID)
 	}
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
-		m.eng.request(sessionID, user, "save", true)
-	}
+	m.afterSave(sessionID, user, res, msgs)
 	return nil
 }
 

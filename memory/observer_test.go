@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/strata-go/strata/memory"
@@ -91,5 +92,51 @@ func TestFoldObserverRunsInBackground(t *testing.T) {
 	close(block)
 	if ev := await(t, got, "the fold event"); ev.SessionID != "s" || ev.Summary.UpToSeq != h.Summary.UpToSeq {
 		t.Fatalf("observer got %+v", ev)
+	}
+}
+
+// Observers registered on a built manager (Manager.Observe, as a catalogue
+// subscribes) hear the folds, erasures and deletes after the call, and
+// none before; registering while saves fold is safe (run with -race).
+func TestObserveOnBuiltManager(t *testing.T) {
+	f := newFixture(t, hierConfig())
+	ctx := context.Background()
+	saveTurns(t, f.mgr, "before", 1, 12)
+	if err := f.mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var early, late eventLog
+	var deleted sync.Map
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.mgr.Observe(early.observe, nil)
+	}()
+	saveTurns(t, f.mgr, "during", 1, 12) // folds racing the registration
+	<-done
+	f.mgr.Observe(late.observe, func(_ context.Context, sessionID string) { deleted.Store(sessionID, true) })
+	f.mgr.Observe(nil, nil) // nothing registered
+	saveTurns(t, f.mgr, "after", 1, 12)
+	if err := f.mgr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mgr.DeleteSession(ctx, "after", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	sessions := func(l *eventLog) map[string]bool {
+		out := map[string]bool{}
+		for _, ev := range l.all() {
+			out[ev.SessionID] = true
+		}
+		return out
+	}
+	if got := sessions(&late); !got["after"] || got["before"] || got["during"] {
+		t.Fatalf("late observer heard of %v: want the session folded after it, only", got)
+	}
+	if got := sessions(&early); !got["after"] || got["before"] {
+		t.Fatalf("early observer heard of %v", got)
+	}
+	if _, ok := deleted.Load("after"); !ok {
+		t.Fatal("delete observer registered on the built manager not told")
 	}
 }

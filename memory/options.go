@@ -71,22 +71,14 @@ type FoldEvent struct {
 // erasure returns, so that derived data is rebuilt without the erased
 // content.
 func WithFoldObserver(fn func(ctx context.Context, ev FoldEvent)) Option {
-	return func(m *Manager) {
-		if fn != nil {
-			m.foldObservers = append(m.foldObservers, fn)
-		}
-	}
+	return func(m *Manager) { m.obs.add(fn, nil) }
 }
 
 // WithDeleteObserver registers fn to be called, on the deleting caller's
 // goroutine, after DeleteSession removed a session, so that derived data
 // kept elsewhere can be dropped too.
 func WithDeleteObserver(fn func(ctx context.Context, sessionID string)) Option {
-	return func(m *Manager) {
-		if fn != nil {
-			m.deleteObservers = append(m.deleteObservers, fn)
-		}
-	}
+	return func(m *Manager) { m.obs.add(nil, fn) }
 }
 
 // owner is the user a store operation on sessionID runs as: owner.Shared

@@ -57,8 +57,8 @@ func endSpan(span trace.Span, err error) {
 }
 
 func (m *Manager) observeLoad(ctx context.Context, h History) {
-	m.otel.loads.Add(ctx, 1, metric.WithAttributes(attribute.String("mode", h.Mode)))
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String("memory.mode", h.Mode),
+	m.otel.loads.Add(ctx, 1, metric.WithAttributes(attribute.String("mode", string(h.Mode))))
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("memory.mode", string(h.Mode)),
 		attribute.Int("memory.message.count", len(h.Messages)))
 }
 
@@ -72,7 +72,7 @@ func (m *Manager) observeSave(ctx context.Context, n int, err error) {
 }
 
 func (o *instruments) observeFold(ctx context.Context, r foldRecord, err error) {
-	attrs := metric.WithAttributes(attribute.String("trigger", r.trigger))
+	attrs := metric.WithAttributes(attribute.String("trigger", string(r.trigger)))
 	if err != nil {
 		o.foldFailures.Add(ctx, 1, attrs)
 		return

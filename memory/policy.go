@@ -21,11 +21,11 @@ type policy interface {
 	// message to fold — or 0 when no fold is needed. s is the usable summary
 	// (nil: none), unfolded the messages after its cursor (chunked only).
 	// background says whether a save asks (its triggers apply) or a load
-	// (what the view needs). For a load, trigger "load" means the view
+	// (what the view needs). For a load, triggerLoad means the view
 	// cannot be shown as it should without the fold, so the load waits for
 	// it a bounded time; any other trigger means the fold is due but the
 	// view is complete without it, so it runs in the background.
-	target(v view, s *summary.Summary, unfolded []store.Message, background bool) (cut int64, trigger string)
+	target(v view, s *summary.Summary, unfolded []store.Message, background bool) (cut int64, why trigger)
 	// show assembles the view from a usable summary s (nil: none) that
 	// target was satisfied with, or that is stale (then unfolded are the
 	// messages after its cursor, all shown).
@@ -65,13 +65,13 @@ func render(cfg Config) summary.RenderOptions {
 	return summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
 }
 
-func shown(s *summary.Summary, msgs []store.Message, mode string, total int, opt summary.RenderOptions) History {
+func shown(s *summary.Summary, msgs []store.Message, mode Mode, total int, opt summary.RenderOptions) History {
 	out := append(summary.BlocksWith(s, opt), chatMessages(msgs)...)
 	return History{Messages: out, Mode: mode, Summary: s, Recent: msgs, Total: total}
 }
 
 // takeLast is the newest n messages (aligned), no summary.
-func takeLast(v view, n int, mode string) History {
+func takeLast(v view, n int, mode Mode) History {
 	recent, _ := v.recent(n)
 	return shown(nil, recent, mode, v.total, summary.RenderOptions{})
 }
@@ -87,38 +87,38 @@ func (p parity) loadSize() int { return max(p.takeLastN(), p.cfg.RecentMessageCo
 
 func (p parity) triggers(total int) bool { return total > p.cfg.TriggerMessageCount }
 
-func (p parity) target(v view, s *summary.Summary, _ []store.Message, background bool) (int64, string) {
+func (p parity) target(v view, s *summary.Summary, _ []store.Message, background bool) (int64, trigger) {
 	if v.total <= p.cfg.TriggerMessageCount {
-		return 0, ""
+		return 0, triggerNone
 	}
 	_, cut := v.recent(p.cfg.RecentMessageCount)
 	if cut == 0 || covers(s, cut) {
-		return 0, ""
+		return 0, triggerNone
 	}
 	if background {
-		return cut, "save"
+		return cut, triggerSave
 	}
-	return cut, "load"
+	return cut, triggerLoad
 }
 
 func (p parity) show(v view, s *summary.Summary, unfolded []store.Message) History {
 	if v.total <= p.cfg.TriggerMessageCount {
-		return takeLast(v, p.takeLastN(), modeTakeLast)
+		return takeLast(v, p.takeLastN(), ModeTakeLast)
 	}
 	recent, cut := v.recent(p.cfg.RecentMessageCount)
 	switch {
 	case cut == 0:
-		return shown(nil, recent, modeAll, v.total, render(p.cfg))
+		return shown(nil, recent, ModeAll, v.total, render(p.cfg))
 	case covers(s, cut):
-		return shown(s, recent, modeHierarchical, v.total, render(p.cfg))
+		return shown(s, recent, ModeHierarchical, v.total, render(p.cfg))
 	case s != nil:
-		return shown(s, unfolded, modeStale, v.total, render(p.cfg))
+		return shown(s, unfolded, ModeStale, v.total, render(p.cfg))
 	}
 	return p.degraded(v, nil)
 }
 
 func (p parity) degraded(v view, _ []store.Message) History {
-	return takeLast(v, p.takeLastN(), modeFallback)
+	return takeLast(v, p.takeLastN(), ModeFallback)
 }
 
 // chunks splits msgs into runs of at most limit tokens (limit <= 0: one

@@ -34,7 +34,7 @@ func TestTriggerBelowRecentWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Mode != w.mode || len(h.Recent) != w.messages || (h.Summary != nil) != w.summary {
+		if string(h.Mode) != w.mode || len(h.Recent) != w.messages || (h.Summary != nil) != w.summary {
 			t.Fatalf("turn %d: mode %s, %d verbatim, summary %v; want %s, %d, %v",
 				i+1, h.Mode, len(h.Recent), h.Summary != nil, w.mode, w.messages, w.summary)
 		}

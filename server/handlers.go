@@ -387,7 +387,7 @@ func (s *Server) handleContext(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := contextResponse{SessionID: id, Mode: h.Mode, Messages: []wireMessage{},
+	resp := contextResponse{SessionID: id, Mode: string(h.Mode), Messages: []wireMessage{},
 		Tokens: contextTokens{Budget: budget}, StoredMessages: h.Total}
 	if len(h.Messages) > 0 {
 		// The manager's one prompt builder fits the context, as it fits

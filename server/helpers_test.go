@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,8 +113,7 @@ func (st stack) build(t testing.TB) *Server {
 	if mcfg.Enabled && st.svc == nil {
 		st.svc = summary.NewExtractiveService()
 	}
-	var catRef atomic.Pointer[catalog.Catalog]
-	mopts := append([]memory.Option{memory.WithLogger(logger)}, catalog.Observers(&catRef)...)
+	mopts := []memory.Option{memory.WithLogger(logger)}
 	if mcfg.Enabled {
 		mopts = append(mopts, memory.WithSummaries(st.sums, st.svc))
 	}
@@ -131,7 +129,6 @@ func (st stack) build(t testing.TB) *Server {
 		if cat, err = catalog.New(mgr, st.idx, catalog.WithLogger(logger)); err != nil {
 			t.Fatal(err)
 		}
-		catRef.Store(cat)
 	}
 	if st.cfg.APIKeys == nil {
 		st.cfg.APIKeys = testKeys()

@@ -107,8 +107,8 @@ const readyLimit = 2 * time.Second
 // New returns a Server over mgr and, when cat is not nil, the conversation
 // catalogue that keeps titles and answers listings and search (without one,
 // sessions are listed through the manager without titles, and search
-// answers 501). The catalogue must read through mgr and follow its folds
-// and deletes: build mgr with catalog.Observers for it.
+// answers 501). The catalogue must read through mgr (catalog.New(mgr, …)
+// subscribes it to mgr's folds and deletes).
 //
 // The Server takes ownership of mgr and cat: it closes them when it stops
 // (Serve, Close). On error nothing is closed.

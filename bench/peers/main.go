@@ -1,14 +1,18 @@
-// Command peers renders section 13 of Strata's benchmark report — Strata
-// next to its peers on the same LoCoMo replay — with CloudWeGo eino's
-// summarization middleware among the peers. It is a module of its own so
-// that Strata's module never depends on eino; strata-bench runs it (go run
-// .) for section 13 and embeds its output.
+// Command peers renders the sections of Strata's benchmark report that run
+// other libraries: section 13 — Strata next to its peers on the same LoCoMo
+// replay, with CloudWeGo eino's summarization middleware among the peers —
+// and section 15 — Strata beside langchaingo's own PostgreSQL chat history
+// (memory/alloydb over pgx) on one database. It is a module of its own so
+// that Strata's module never depends on eino, pgx or the Google Cloud
+// connectors langchaingo's history imports; strata-bench runs it (go run
+// .) for those sections and embeds its output.
 //
 // From this directory:
 //
 //	go run . -data ../../../shared/data          # Markdown on standard output
 //	go run . -data ../../../shared/data -json    # the report as JSON (body, headlines, rows)
 //	go run . -data ../../../shared/data -quick   # smoke run; numbers are meaningless
+//	go run . -section 15 -database-url postgres://…  # section 15
 //
 // Progress goes to standard error.
 package main
@@ -43,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "smoke run: one short conversation (numbers are meaningless)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (body, headlines, rows) instead of Markdown")
 	command := fs.String("command", "go run . (bench/peers)", "command line shown in the tables' provenance line")
+	section := fs.Int("section", 13, "the section to render: 13 (eino beside Strata's policies) or 15 (langchaingo's PostgreSQL history beside Strata; needs -database-url)")
+	databaseURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL for section 15 (a throwaway schema is created and dropped)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -52,6 +58,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	switch *section {
+	case 13:
+	case 15:
+		rep, err := runner.RunPGHistory(ctx, runner.PGHistoryOptions{
+			DatabaseURL: *databaseURL,
+			DataDir:     *dataDir,
+			Quick:       *quick,
+			Command:     *command,
+			Progress:    stderr,
+		}, langchaingoHistory())
+		if err != nil {
+			fmt.Fprintf(stderr, "peers: %v\n", err)
+			return 1
+		}
+		return emit(stdout, stderr, *asJSON, rep, rep.Body, rep.Headlines)
+	default:
+		fmt.Fprintf(stderr, "peers: unknown section %d (13 or 15)\n", *section)
+		return 2
+	}
 	rep, err := runner.RunPeers(ctx, runner.PeersOptions{
 		DataDir:  *dataDir,
 		Quick:    *quick,
@@ -62,7 +87,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "peers: %v\n", err)
 		return 1
 	}
-	if *asJSON {
+	return emit(stdout, stderr, *asJSON, rep, rep.Body, rep.Headlines)
+}
+
+// emit prints a report: as JSON, or its Markdown body and headlines.
+func emit(stdout, stderr io.Writer, asJSON bool, rep any, body string, headlines []string) int {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -71,10 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprint(stdout, rep.Body)
-	if len(rep.Headlines) > 0 {
+	fmt.Fprint(stdout, body)
+	if len(headlines) > 0 {
 		fmt.Fprintln(stdout, "\nHeadlines:")
-		for _, h := range rep.Headlines {
+		for _, h := range headlines {
 			fmt.Fprintln(stdout, "- "+h)
 		}
 	}

@@ -5,6 +5,9 @@
 // deleted and re-created sessions, refreshes racing a delete, failing
 // embedders — through a memory.Manager and a catalog.Catalog, so that the
 // in-memory and the PostgreSQL implementations are held to the same tests.
+// RunErasure, RunErasureRandom, RunToolErasure and RunToolCallErasure run
+// the erasure scenarios of a Manager with its catalogue over the same
+// stores: nothing of a forgotten message is shown again, by any read path.
 package catalogtest
 
 import (
@@ -71,14 +74,12 @@ func FoldConfig() memory.Config {
 
 // Open returns a manager over env's stores, with the extractive summarizer,
 // and a catalogue reading through it and keeping its documents in
-// env.Index, wired as the manager's fold and delete observers. Both are
+// env.Index, subscribed to the manager's folds and deletes. Both are
 // closed when the test ends, the catalogue first; its log goes to the
 // test's log.
 func Open(t *testing.T, env Env, cfg memory.Config, opts ...catalog.Option) (*memory.Manager, *catalog.Catalog) {
 	t.Helper()
-	var ref atomic.Pointer[catalog.Catalog]
-	mopts := append(catalog.Observers(&ref), memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))
-	mgr, err := memory.NewManager(env.Store, cfg, mopts...)
+	mgr, err := memory.NewManager(env.Store, cfg, memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,6 @@ func Open(t *testing.T, env Env, cfg memory.Config, opts ...catalog.Option) (*me
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.Store(cat)
 	t.Cleanup(func() {
 		if err := cat.Close(); err != nil {
 			t.Errorf("catalogue Close: %v", err)

@@ -465,7 +465,7 @@ func inspect(ctx context.Context, mgr, loader *memory.Manager, session, user str
 	if err != nil {
 		return inspectReport{}, err
 	}
-	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: h.Mode, Prompt: []inspectMsg{}}
+	rep := inspectReport{Session: session, Owner: user, Messages: len(msgs), Mode: string(h.Mode), Prompt: []inspectMsg{}}
 	var cursor int64
 	if s != nil {
 		cursor = s.UpToSeq

@@ -432,7 +432,7 @@ func (r *replayer) replay(t transcript) error {
 			ContextTokens:  r.price.Cost(full),
 			StoredMessages: h.Total,
 			Folds:          folds,
-			Mode:           h.Mode,
+			Mode:           string(h.Mode),
 		}
 		r.progress.clear()
 		if r.opts.json {

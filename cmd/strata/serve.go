@@ -112,7 +112,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(cfg.Server.APIKeys) == 0 && cfg.Server.APIKeysFile == "" {
+	if len(cfg.Server.APIKeys) == 0 && len(cfg.Server.Config.APIKeys) == 0 && cfg.Server.KeysFile == "" {
 		return errors.New("serve: no API keys configured: set arc.reactor.memory.server.api-keys (e.g. --set 'arc.reactor.memory.server.api-keys=USER=key-env:NAME') or arc.reactor.memory.server.api-keys-file")
 	}
 	// main stops on SIGINT; a service manager sends SIGTERM.
@@ -125,7 +125,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("serve: %w", err)
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
+	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Addr)
 	if err != nil {
 		_ = srv.Close()
 		return fmt.Errorf("serve: %w", err)

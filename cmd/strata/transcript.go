@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-go/strata/internal/datasets"
 	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/memory/store"
 )
@@ -208,14 +209,9 @@ func detectFormat(path string, data []byte) (string, error) {
 // message.
 var transcriptOptions = msgjson.Transcript
 
-// tauBenchOptions are the rules of a message of a τ-bench trajectory: the
-// Transcript format, ignoring the fields it does not know, as trajectories
-// are dumps of provider responses rather than files people write.
-var tauBenchOptions = func() msgjson.Options {
-	o := msgjson.Transcript
-	o.AllowUnknownFields = true
-	return o
-}()
+// tauBenchOptions are the rules of a message of a τ-bench trajectory
+// (msgjson.TauBench).
+var tauBenchOptions = msgjson.TauBench
 
 // toMessage decodes one message object of a transcript and checks that it
 // can be stored (within maxBytes); the error has no location prefix.
@@ -453,29 +449,16 @@ func jsonErrorAt(data []byte, err error) string {
 	return jsonErrorText(err)
 }
 
-// LoCoMo (locomo10.json): an array of samples with a "conversation" object
-// holding speaker_a, speaker_b, session_<N> turn arrays and
-// session_<N>_date_time strings.
-
-type locomoSample struct {
-	SampleID     string                     `json:"sample_id"`
-	Conversation map[string]json.RawMessage `json:"conversation"`
-}
-
-type locomoTurn struct {
-	Speaker     string `json:"speaker"`
-	DiaID       string `json:"dia_id"`
-	Text        string `json:"text"`
-	BlipCaption string `json:"blip_caption"`
-}
+// LoCoMo (locomo10.json) and τ-bench (gpt-4o-airline.json) are read by
+// internal/datasets; here they become transcripts.
 
 // parseLoCoMo maps speaker_a to the user and speaker_b to the assistant,
 // reads the sessions in numeric order and prefixes each session's first
 // turn with its date ("[1:56 pm on 8 May, 2023] …"). Image captions are
 // appended as "[shares a photo: …]".
 func parseLoCoMo(path string, data []byte, sample string) ([]transcript, error) {
-	var samples []locomoSample
-	if err := json.Unmarshal(data, &samples); err != nil {
+	samples, err := datasets.ParseLoCoMo(data)
+	if err != nil {
 		return nil, inputErrorf("%s: malformed LoCoMo JSON: %s", path, jsonErrorAt(data, err))
 	}
 	if len(samples) == 0 {
@@ -483,9 +466,9 @@ func parseLoCoMo(path string, data []byte, sample string) ([]transcript, error) 
 	}
 	ids := make([]string, len(samples))
 	for i, s := range samples {
-		ids[i] = s.SampleID
+		ids[i] = s.ID
 	}
-	idx, err := selectSample(path, sample, len(samples), func(i int) bool { return samples[i].SampleID == sample }, "sample ids: "+strings.Join(ids, ", "))
+	idx, err := selectSample(path, sample, len(samples), func(i int) bool { return samples[i].ID == sample }, "sample ids: "+strings.Join(ids, ", "))
 	if err != nil {
 		return nil, err
 	}
@@ -493,33 +476,28 @@ func parseLoCoMo(path string, data []byte, sample string) ([]transcript, error) 
 	for _, i := range idx {
 		t, err := locomoTranscript(samples[i])
 		if err != nil {
-			return nil, inputErrorf("%s: %s: %v", path, samples[i].SampleID, err)
+			return nil, inputErrorf("%s: %s: %v", path, samples[i].ID, err)
 		}
 		out = append(out, t)
 	}
 	return out, nil
 }
 
-func locomoTranscript(s locomoSample) (transcript, error) {
-	var speakerA string
-	if raw, ok := s.Conversation["speaker_a"]; !ok || json.Unmarshal(raw, &speakerA) != nil || speakerA == "" {
+func locomoTranscript(s datasets.LoCoMoSample) (transcript, error) {
+	speakerA := s.Speaker("a")
+	if speakerA == "" {
 		return transcript{}, errors.New(`conversation has no "speaker_a"`)
 	}
+	sessions, err := s.Sessions()
+	if fe := (*datasets.FieldError)(nil); errors.As(err, &fe) {
+		return transcript{}, fmt.Errorf("%s: %s", fe.Field, jsonErrorText(fe.Err))
+	} else if err != nil {
+		return transcript{}, err
+	}
 	var msgs []store.Message
-	for n := 1; ; n++ {
-		raw, ok := s.Conversation["session_"+strconv.Itoa(n)]
-		if !ok {
-			break
-		}
-		var turns []locomoTurn
-		if err := json.Unmarshal(raw, &turns); err != nil {
-			return transcript{}, fmt.Errorf("session_%d: %s", n, jsonErrorText(err))
-		}
-		var date string
-		if raw, ok := s.Conversation[fmt.Sprintf("session_%d_date_time", n)]; ok {
-			_ = json.Unmarshal(raw, &date)
-		}
-		for j, t := range turns {
+	for _, sess := range sessions {
+		date := sess.DateTime
+		for j, t := range sess.Turns {
 			text := strings.TrimSpace(t.Text)
 			if c := strings.TrimSpace(t.BlipCaption); c != "" {
 				text = strings.TrimSpace(text + " [shares a photo: " + c + "]")
@@ -537,23 +515,14 @@ func locomoTranscript(s locomoSample) (transcript, error) {
 	if len(msgs) == 0 {
 		return transcript{}, errors.New("no sessions")
 	}
-	return transcript{Name: s.SampleID, Msgs: msgs}, nil
-}
-
-// τ-bench (gpt-4o-airline.json): an array of trajectories with task_id,
-// trial and traj (OpenAI-style messages, the system prompt first).
-
-type tauTrajectory struct {
-	TaskID int               `json:"task_id"`
-	Trial  int               `json:"trial"`
-	Traj   []json.RawMessage `json:"traj"`
+	return transcript{Name: s.ID, Msgs: msgs}, nil
 }
 
 var taskSampleRE = regexp.MustCompile(`^task[:=_-]?(\d+)(?:[/,:_-]trial[:=_-]?(\d+))?$`)
 
 func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]transcript, error) {
-	var trajs []tauTrajectory
-	if err := json.Unmarshal(data, &trajs); err != nil {
+	trajs, err := datasets.ParseTauBench(data)
+	if err != nil {
 		return nil, inputErrorf("%s: malformed τ-bench JSON: %s", path, jsonErrorAt(data, err))
 	}
 	if len(trajs) == 0 {
@@ -590,7 +559,7 @@ func parseTauBench(path string, data []byte, sample string, maxBytes int) ([]tra
 		if err := checkToolResults(msgs, where); err != nil {
 			return nil, err
 		}
-		out = append(out, newTranscript(fmt.Sprintf("task-%d-trial-%d", tr.TaskID, tr.Trial), msgs))
+		out = append(out, newTranscript(tr.ID(), msgs))
 	}
 	return out, nil
 }

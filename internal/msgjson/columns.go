@@ -24,7 +24,7 @@ func EncodeToolCalls(tcs []llms.ToolCall) (string, error) {
 	if len(tcs) == 0 {
 		return "", nil
 	}
-	raw, err := json.Marshal(toolCalls(tcs, false))
+	raw, err := json.Marshal(StoredToolCalls(tcs))
 	if err != nil {
 		return "", fmt.Errorf("tool_calls: %w", err)
 	}
@@ -46,17 +46,14 @@ func DecodeToolCalls(raw []byte) ([]llms.ToolCall, error) {
 	if len(tcs) == 0 {
 		return nil, nil
 	}
-	out := make([]llms.ToolCall, len(tcs))
+	calls := make([]ToolCall, len(tcs))
 	for i, tc := range tcs {
 		if tc == nil {
 			return nil, &FieldError{Field: fmt.Sprintf("tool_calls[%d]", i), Problem: ": want an object, got JSON null"}
 		}
-		out[i] = llms.ToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.Function != nil {
-			out[i].FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		}
+		calls[i] = *tc
 	}
-	return out, nil
+	return LLMToolCalls(calls), nil
 }
 
 // EncodeMetadata returns the JSON of a message's metadata column: an

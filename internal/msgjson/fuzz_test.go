@@ -10,7 +10,7 @@ import (
 var fuzzFormats = map[string]Options{
 	"Wire":       Wire,
 	"Transcript": Transcript,
-	"TauBench":   {Lenient: true, AllowUnknownFields: true},
+	"TauBench":   TauBench,
 }
 
 // FuzzDecode feeds arbitrary bytes to the codec's decoders. None panics;

@@ -9,7 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/strata-go/strata/internal/chatmsg"
-	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/record"
 )
 
 // roles lists the roles a message may have, for errors.
@@ -17,7 +17,7 @@ const roles = "user, assistant, system or tool"
 
 // invalid is a broken rule of field.
 func invalid(field, problem string) *FieldError {
-	return &FieldError{Field: field, Problem: problem, Err: store.ErrInvalidMessage}
+	return &FieldError{Field: field, Problem: problem, Err: record.ErrInvalidMessage}
 }
 
 // ToMemory checks m against the rules of its format and converts it: a
@@ -27,28 +27,28 @@ func invalid(field, problem string) *FieldError {
 // distinct ids and of type "function", and non-empty metadata keys; no
 // metadata key starting with o.ReservedPrefix. A call's empty type becomes
 // "function"; empty tool calls and metadata become nil. Every error is a
-// *FieldError wrapping store.ErrInvalidMessage. Storage limits (size,
-// UTF-8, NUL bytes) are store.Message.Validate's to check.
-func ToMemory(m Message, o Options) (store.Message, error) {
-	out := store.Message{Content: m.Content, Name: m.Name}
-	switch role := store.Role(m.Role); role {
-	case store.RoleUser, store.RoleAssistant, store.RoleSystem, store.RoleTool:
+// *FieldError wrapping record.ErrInvalidMessage. Storage limits (size,
+// UTF-8, NUL bytes) are record.Message.Validate's to check.
+func ToMemory(m Message, o Options) (record.Message, error) {
+	out := record.Message{Content: m.Content, Name: m.Name}
+	switch role := record.Role(m.Role); role {
+	case record.RoleUser, record.RoleAssistant, record.RoleSystem, record.RoleTool:
 		out.Role = role
 	case "":
-		return store.Message{}, invalid("role", " is missing (want "+roles+")")
+		return record.Message{}, invalid("role", " is missing (want "+roles+")")
 	default:
-		return store.Message{}, invalid("role", fmt.Sprintf(" = %q: want %s", m.Role, roles))
+		return record.Message{}, invalid("role", fmt.Sprintf(" = %q: want %s", m.Role, roles))
 	}
-	if len(m.ToolCalls) > 0 && out.Role != store.RoleAssistant {
-		return store.Message{}, invalid("tool_calls", ": only assistant messages make tool calls")
+	if len(m.ToolCalls) > 0 && out.Role != record.RoleAssistant {
+		return record.Message{}, invalid("tool_calls", ": only assistant messages make tool calls")
 	}
 	switch {
-	case out.Role == store.RoleTool && m.ToolCallID == "":
-		return store.Message{}, invalid("tool_call_id", " is missing: a tool message answers one tool call")
-	case out.Role == store.RoleTool:
+	case out.Role == record.RoleTool && m.ToolCallID == "":
+		return record.Message{}, invalid("tool_call_id", " is missing: a tool message answers one tool call")
+	case out.Role == record.RoleTool:
 		out.ToolCallID = m.ToolCallID
 	case m.ToolCallID != "" && !o.Lenient:
-		return store.Message{}, invalid("tool_call_id", ": only tool messages answer tool calls")
+		return record.Message{}, invalid("tool_call_id", ": only tool messages answer tool calls")
 	}
 	seen := map[string]bool{}
 	for j, tc := range m.ToolCalls {
@@ -60,16 +60,16 @@ func ToMemory(m Message, o Options) (store.Message, error) {
 		if !o.Lenient {
 			switch {
 			case tc.ID == "":
-				return store.Message{}, invalid(at+".id", " is missing")
+				return record.Message{}, invalid(at+".id", " is missing")
 			case seen[tc.ID]:
-				return store.Message{}, invalid(at+".id", fmt.Sprintf(" %q is repeated", tc.ID))
+				return record.Message{}, invalid(at+".id", fmt.Sprintf(" %q is repeated", tc.ID))
 			case typ != "function":
-				return store.Message{}, invalid(at+".type", fmt.Sprintf(` = %q: want "function"`, tc.Type))
+				return record.Message{}, invalid(at+".type", fmt.Sprintf(` = %q: want "function"`, tc.Type))
 			}
 			seen[tc.ID] = true
 		}
 		if tc.Function == nil || tc.Function.Name == "" {
-			return store.Message{}, invalid(at+".function.name", " is missing")
+			return record.Message{}, invalid(at+".function.name", " is missing")
 		}
 		out.ToolCalls = append(out.ToolCalls, llms.ToolCall{ID: tc.ID, Type: typ,
 			FunctionCall: &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
@@ -77,9 +77,9 @@ func ToMemory(m Message, o Options) (store.Message, error) {
 	for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
 		switch {
 		case o.ReservedPrefix != "" && strings.HasPrefix(k, o.ReservedPrefix):
-			return store.Message{}, invalid("metadata", fmt.Sprintf(": key %q is reserved (keys starting with %q)", k, o.ReservedPrefix))
+			return record.Message{}, invalid("metadata", fmt.Sprintf(": key %q is reserved (keys starting with %q)", k, o.ReservedPrefix))
 		case k == "" && !o.Lenient:
-			return store.Message{}, invalid("metadata", ": empty key")
+			return record.Message{}, invalid("metadata", ": empty key")
 		}
 	}
 	if len(m.Metadata) > 0 {
@@ -92,7 +92,7 @@ func ToMemory(m Message, o Options) (store.Message, error) {
 // reads "function" and a call without a function names the empty one (so
 // that every call has the shape clients are promised), and the metadata
 // keys starting with o.ReservedPrefix are left out.
-func FromMemory(m store.Message, o Options) Message {
+func FromMemory(m record.Message, o Options) Message {
 	out := Message{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name,
 		ToolCalls: toolCalls(m.ToolCalls, true)}
 	for k, v := range m.Metadata {
@@ -108,30 +108,52 @@ func FromMemory(m store.Message, o Options) Message {
 }
 
 // FromChat converts a chat message of an assembled context (what a model
-// receives) as FromMemory converts the message store.FromChatMessage
+// receives) as FromMemory converts the message record.FromChatMessage
 // stores for it, without metadata. A message of a type memory does not
 // store keeps its role (by its type) and its content; a nil one reads as
 // an empty user message.
 func FromChat(cm llms.ChatMessage) Message {
-	if m, err := store.FromChatMessage(cm); err == nil {
+	if m, err := record.FromChatMessage(cm); err == nil {
 		out := FromMemory(m, Options{})
 		out.Metadata = nil
 		return out
 	}
 	v := chatmsg.Value(cm)
 	if v == nil {
-		return Message{Role: string(store.RoleUser)}
+		return Message{Role: string(record.RoleUser)}
 	}
-	role := store.RoleUser
+	role := record.RoleUser
 	switch v.GetType() {
 	case llms.ChatMessageTypeAI:
-		role = store.RoleAssistant
+		role = record.RoleAssistant
 	case llms.ChatMessageTypeSystem:
-		role = store.RoleSystem
+		role = record.RoleSystem
 	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
-		role = store.RoleTool
+		role = record.RoleTool
 	}
 	return Message{Role: string(role), Content: v.GetContent()}
+}
+
+// StoredToolCalls is calls in their JSON shape, losslessly: each as it is
+// (its type as given, no function for a call without one), as the
+// PostgreSQL store's tool_calls column and an export (memory/snapshot)
+// keep them. No calls give nil.
+func StoredToolCalls(calls []llms.ToolCall) []ToolCall { return toolCalls(calls, false) }
+
+// LLMToolCalls is StoredToolCalls' inverse: the calls of the JSON shape as
+// langchaingo's, each as it is. No calls give nil.
+func LLMToolCalls(calls []ToolCall) []llms.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]llms.ToolCall, len(calls))
+	for i, tc := range calls {
+		out[i] = llms.ToolCall{ID: tc.ID, Type: tc.Type}
+		if tc.Function != nil {
+			out[i].FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		}
+	}
+	return out
 }
 
 // toolCalls converts calls to their JSON shape: as they are (the store's

@@ -99,6 +99,11 @@ var (
 	// Transcript is the format of the transcript files the CLI replays:
 	// lenient, refusing unknown fields so that a misspelt one is noticed.
 	Transcript = Options{Lenient: true}
+	// TauBench is the format of a τ-bench trajectory's messages
+	// (internal/datasets): Transcript, ignoring the fields it does not
+	// know, as trajectories are dumps of provider responses rather than
+	// files people write.
+	TauBench = Options{Lenient: true, AllowUnknownFields: true}
 )
 
 // FieldError is a field of a message that breaks a rule of its format or

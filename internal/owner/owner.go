@@ -5,11 +5,12 @@
 // session is.
 package owner
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/strata-go/strata/memory/store"
-)
+// Anonymous is the owner of the sessions saved without a user id
+// (store.AnonymousUser is it): a missing user id never bypasses the
+// ownership check.
+const Anonymous = "anonymous"
 
 // Shared is the owner recorded for shared sessions (those whose id has one
 // of the configured shared prefixes), whichever user writes them.
@@ -26,10 +27,10 @@ func Of(prefixes []string, sessionID, userID string) string {
 	return User(userID)
 }
 
-// User normalizes a user id: "" is store.AnonymousUser.
+// User normalizes a user id: "" is Anonymous.
 func User(userID string) string {
 	if userID == "" {
-		return store.AnonymousUser
+		return Anonymous
 	}
 	return userID
 }

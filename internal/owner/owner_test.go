@@ -1,10 +1,6 @@
 package owner
 
-import (
-	"testing"
-
-	"github.com/strata-go/strata/memory/store"
-)
+import "testing"
 
 func TestOf(t *testing.T) {
 	shared := []string{"slack-", "team-"}
@@ -15,7 +11,7 @@ func TestOf(t *testing.T) {
 		{shared, "slack-C1", "alice", Shared},
 		{shared, "team-7", "", Shared},
 		{shared, "dm-slack-1", "alice", "alice"}, // a prefix, not a substring
-		{shared, "dm-1", "", store.AnonymousUser},
+		{shared, "dm-1", "", Anonymous},
 		{nil, "slack-C1", "bob", "bob"}, // nothing shared unless configured
 	} {
 		if got := Of(tc.prefixes, tc.session, tc.user); got != tc.want {

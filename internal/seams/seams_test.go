@@ -154,15 +154,13 @@ func TestCatalogueNeverIndexesADeletedSession(t *testing.T) {
 	newReplica := func(svc summary.Service) *replica {
 		d := dbtest.Open(t, schema.URL)
 		r := &replica{}
-		var p atomic.Pointer[catalog.Catalog]
 		cfg := memory.DefaultConfig()
 		cfg.Enabled = true
 		cfg.TriggerMessageCount, cfg.RecentMessageCount = 4, 2
 		cfg.FoldWait = 50 * time.Millisecond
-		opts := append(catalog.Observers(&p),
+		mgr, err := memory.NewManager(db.NewMessageStore(d), cfg,
 			memory.WithSummaries(db.NewSummaryStore(d), svc),
 			memory.WithFoldObserver(func(context.Context, memory.FoldEvent) { r.folds.Add(1) }))
-		mgr, err := memory.NewManager(db.NewMessageStore(d), cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +168,6 @@ func TestCatalogueNeverIndexesADeletedSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Store(cat)
 		r.mgr, r.cat = mgr, cat
 		t.Cleanup(func() { _ = cat.Close(); _ = mgr.Close() })
 		return r

@@ -10,11 +10,10 @@
 // makes carries a fresh random token, so it can run again and again against
 // one shared database without collisions. RunCapabilities covers the
 // optional capabilities store.Importer, store.Forgetter and
-// store.ParticipantLister, and
-// RunErasure runs the erasure scenarios of a Manager with its catalogue over a
-// message store, a summary store and a catalogue index; RunErasureRandom
-// is the randomized erasure test over two replicas of such stores, and
-// RunToolErasure checks that provenance is each message's own.
+// store.ParticipantLister. The erasure scenarios, which follow a Manager
+// and its catalogue, are catalog/catalogtest's (RunErasure,
+// RunErasureRandom, RunToolErasure): the suite a store author runs does not
+// depend on the catalogue.
 package memorytest
 
 import (

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
+	"github.com/strata-go/strata/internal/msgjson"
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -51,7 +50,9 @@ type Snapshot struct {
 	Summary *Summary `json:"summary,omitempty"`
 }
 
-// Message is one stored message of a Snapshot.
+// Message is one stored message of a Snapshot: its sequence number, the
+// JSON shape of a message (the HTTP API's, internal/msgjson.Message: the
+// same names, the same tool calls) and when it was stored.
 type Message struct {
 	// Seq is the message's sequence number in the exporting store:
 	// strictly increasing within the snapshot.
@@ -68,19 +69,14 @@ type Message struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// ToolCall is a tool call of an assistant message, in the shape
-// of OpenAI's chat API.
-type ToolCall struct {
-	ID       string        `json:"id"`
-	Type     string        `json:"type,omitempty"`
-	Function *FunctionCall `json:"function,omitempty"`
-}
+// ToolCall is a tool call of an assistant message, in the shape of
+// OpenAI's chat API: the one JSON shape of a tool call
+// (internal/msgjson.ToolCall), as the HTTP API and the PostgreSQL store
+// write it. A call stored without a type has "type": "".
+type ToolCall = msgjson.ToolCall
 
 // FunctionCall is the function a ToolCall calls.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
+type FunctionCall = msgjson.Function
 
 // Summary is a session's summary in a Snapshot.
 type Summary struct {
@@ -209,13 +205,7 @@ func (m Message) Stored() store.Message {
 			out.Metadata[k] = v
 		}
 	}
-	for _, tc := range m.ToolCalls {
-		c := llms.ToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.Function != nil {
-			c.FunctionCall = &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		}
-		out.ToolCalls = append(out.ToolCalls, c)
-	}
+	out.ToolCalls = msgjson.LLMToolCalls(m.ToolCalls)
 	return out
 }
 
@@ -229,13 +219,7 @@ func FromStored(m store.Message) Message {
 			out.Metadata[k] = v
 		}
 	}
-	for _, tc := range m.ToolCalls {
-		c := ToolCall{ID: tc.ID, Type: tc.Type}
-		if tc.FunctionCall != nil {
-			c.Function = &FunctionCall{Name: tc.FunctionCall.Name, Arguments: tc.FunctionCall.Arguments}
-		}
-		out.ToolCalls = append(out.ToolCalls, c)
-	}
+	out.ToolCalls = msgjson.StoredToolCalls(m.ToolCalls)
 	return out
 }
 

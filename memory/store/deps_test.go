@@ -22,8 +22,9 @@ func goList(t *testing.T, args ...string) []string {
 }
 
 // TestContractDependsOnlyOnTheVocabulary: a store author who imports the
-// store contract compiles the vocabulary (package record) and langchaingo's
-// llms, never a summarizer, the fact ledger or the trimmer; the vocabulary
+// store contract compiles the vocabulary (package record), the owner
+// mapping (internal/owner, standard library only) and langchaingo's llms,
+// never a summarizer, the fact ledger or the trimmer; the vocabulary
 // itself imports only the standard library and llms; the in-memory store
 // compiles no summarizer either.
 func TestContractDependsOnlyOnTheVocabulary(t *testing.T) {
@@ -34,7 +35,7 @@ func TestContractDependsOnlyOnTheVocabulary(t *testing.T) {
 	for _, pkg := range deps {
 		if pkg == mod || strings.HasPrefix(pkg, mod+"/") {
 			own++
-			if pkg != mod+"/memory/store" && pkg != mod+"/record" {
+			if pkg != mod+"/memory/store" && pkg != mod+"/record" && pkg != mod+"/internal/owner" {
 				t.Errorf("the store contract depends on %s", pkg)
 			}
 		}
@@ -43,13 +44,13 @@ func TestContractDependsOnlyOnTheVocabulary(t *testing.T) {
 			t.Errorf("the store contract depends on %s", pkg)
 		}
 	}
-	if own != 2 {
-		t.Fatalf("go list -deps printed %d of this module's packages, want memory/store and record: %q", own, deps)
+	if own != 3 {
+		t.Fatalf("go list -deps printed %d of this module's packages, want memory/store, record and internal/owner: %q", own, deps)
 	}
 	// The in-memory store, a whole implementation of the contract, needs
 	// no more than it either (and the module's text helpers).
 	for _, pkg := range goList(t, "-deps", mod+"/memory/memstore") {
-		if strings.HasPrefix(pkg, mod+"/") && !slices.Contains([]string{mod + "/memory/store", mod + "/record", mod + "/internal/text", mod + "/memory/memstore"}, pkg) {
+		if strings.HasPrefix(pkg, mod+"/") && !slices.Contains([]string{mod + "/memory/store", mod + "/record", mod + "/internal/text", mod + "/internal/owner", mod + "/memory/memstore"}, pkg) {
 			t.Errorf("the in-memory store depends on %s", pkg)
 		}
 	}

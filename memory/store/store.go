@@ -35,6 +35,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/record"
 )
 
@@ -202,7 +203,7 @@ type Store interface {
 // operations of a caller that gives no user id: a missing user id never
 // bypasses the ownership check. Derived indexes (such as the catalogue's)
 // normalise an empty user id to it too.
-const AnonymousUser = "anonymous"
+const AnonymousUser = owner.Anonymous
 
 // Errors returned by the stores, and passed on by the manager; check them
 // with errors.Is. They are record's (see there for each).

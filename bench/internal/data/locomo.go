@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/datasets"
 )
 
 // LoCoMoFile is the LoCoMo file's path below the data directory.
-const LoCoMoFile = "locomo/locomo10.json"
+const LoCoMoFile = datasets.LoCoMoFile
 
 // LoCoMo is the LoCoMo set as replayable conversations.
 type LoCoMo struct {
@@ -47,50 +49,29 @@ type QAItem struct {
 	EvidenceMsgs []int
 }
 
-type locomoTurn struct {
-	Speaker string `json:"speaker"`
-	DiaID   string `json:"dia_id"`
-	Text    string `json:"text"`
-}
-
-// LoadLoCoMo reads dir/locomo/locomo10.json.
+// LoadLoCoMo reads dir/locomo/locomo10.json (internal/datasets).
 func LoadLoCoMo(dir string) (*LoCoMo, error) {
 	path := filepath.Join(dir, LoCoMoFile)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: read LoCoMo: %w", err)
 	}
-	var samples []struct {
-		SampleID     string                     `json:"sample_id"`
-		Conversation map[string]json.RawMessage `json:"conversation"`
-		QA           []struct {
-			Question string          `json:"question"`
-			Answer   json.RawMessage `json:"answer"`
-			Evidence []string        `json:"evidence"`
-			Category int             `json:"category"`
-		} `json:"qa"`
-	}
-	if err := json.Unmarshal(raw, &samples); err != nil {
+	samples, err := datasets.ParseLoCoMo(raw)
+	if err != nil {
 		return nil, fmt.Errorf("data: decode %s: %w", path, err)
 	}
 	out := &LoCoMo{}
 	for _, s := range samples {
-		c := Conversation{ID: s.SampleID}
+		c := Conversation{ID: s.ID}
 		var userSpeaker, lastSpeaker string
 		msgOf := map[string]int{} // dia_id -> stored message position
 		stored := 0
-		// Sessions in numeric order, while session_<N> exists (conv-26 has
-		// date keys without sessions: never loop over the dates).
-		for n := 1; ; n++ {
-			rawSession, ok := s.Conversation[fmt.Sprintf("session_%d", n)]
-			if !ok {
-				break
-			}
-			var turns []locomoTurn
-			if err := json.Unmarshal(rawSession, &turns); err != nil {
-				return nil, fmt.Errorf("data: %s session_%d: %w", s.SampleID, n, err)
-			}
-			for _, t := range turns {
+		sessions, err := s.Sessions()
+		if err != nil {
+			return nil, fmt.Errorf("data: %s: %w", s.ID, err)
+		}
+		for _, sess := range sessions {
+			for _, t := range sess.Turns {
 				text := strings.TrimSpace(t.Text)
 				if text == "" {
 					continue
@@ -125,11 +106,15 @@ func LoadLoCoMo(dir string) (*LoCoMo, error) {
 			}
 		}
 		if len(c.Turns) == 0 {
-			return nil, fmt.Errorf("data: %s has no turns", s.SampleID)
+			return nil, fmt.Errorf("data: %s has no turns", s.ID)
 		}
 		out.Conversations = append(out.Conversations, c)
-		items := make([]QAItem, 0, len(s.QA))
-		for _, q := range s.QA {
+		qa, err := s.QA()
+		if err != nil {
+			return nil, fmt.Errorf("data: %s: %w", s.ID, err)
+		}
+		items := make([]QAItem, 0, len(qa))
+		for _, q := range qa {
 			it := QAItem{Question: q.Question, Answer: answerText(q.Answer), Category: q.Category}
 			for _, e := range q.Evidence {
 				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || r == ' ' }) {

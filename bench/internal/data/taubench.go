@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,10 +8,14 @@ import (
 	"strconv"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/datasets"
+	"github.com/strata-go/strata/internal/msgjson"
+	"github.com/strata-go/strata/memory/store"
 )
 
 // TauBenchFile is the τ-bench airline file's path below the data directory.
-const TauBenchFile = "taubench_airline/gpt-4o-airline.json"
+const TauBenchFile = datasets.TauBenchFile
 
 // GoldValue is one argument value of a gold write action.
 type GoldValue struct {
@@ -55,84 +58,56 @@ var goldKinds = map[string]string{
 // GoldKinds lists the gold value kinds in reporting order.
 var GoldKinds = []string{"reservation code", "flight number", "date", "amount", "user id", "payment id", "airport code", "name"}
 
-type tauMessage struct {
-	Role      string  `json:"role"`
-	Content   *string `json:"content"`
-	ToolCalls []struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolCallID string `json:"tool_call_id"`
-	Name       string `json:"name"`
-}
-
-// LoadTauBench reads dir/taubench_airline/gpt-4o-airline.json. The shared
-// system prompt (traj[0]) is left out; tool calls and tool results are kept.
+// LoadTauBench reads dir/taubench_airline/gpt-4o-airline.json
+// (internal/datasets; each message read by the one message codec,
+// msgjson's TauBench format). The shared system prompt (traj[0]) is left
+// out; tool calls and tool results are kept.
 func LoadTauBench(dir string) ([]Trajectory, error) {
 	path := filepath.Join(dir, TauBenchFile)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: read τ-bench: %w", err)
 	}
-	var recs []struct {
-		TaskID int          `json:"task_id"`
-		Trial  int          `json:"trial"`
-		Reward float64      `json:"reward"`
-		Traj   []tauMessage `json:"traj"`
-		Info   struct {
-			Task struct {
-				Actions []struct {
-					Name   string         `json:"name"`
-					Kwargs map[string]any `json:"kwargs"`
-				} `json:"actions"`
-			} `json:"task"`
-		} `json:"info"`
-	}
-	if err := json.Unmarshal(raw, &recs); err != nil {
+	recs, err := datasets.ParseTauBench(raw)
+	if err != nil {
 		return nil, fmt.Errorf("data: decode %s: %w", path, err)
 	}
 	out := make([]Trajectory, 0, len(recs))
 	for _, r := range recs {
 		tr := Trajectory{TaskID: r.TaskID, Trial: r.Trial, Reward: r.Reward}
-		tr.ID = fmt.Sprintf("task-%d-trial-%d", r.TaskID, r.Trial)
-		for _, m := range r.Traj {
-			content := ""
-			if m.Content != nil {
-				content = *m.Content
+		tr.ID = r.ID()
+		for j, rm := range r.Traj {
+			w, err := msgjson.Decode(rm, msgjson.TauBench)
+			if err != nil {
+				return nil, fmt.Errorf("data: %s: message %d: %w", tr.ID, j+1, err)
+			}
+			m, err := msgjson.ToMemory(w, msgjson.TauBench)
+			if err != nil {
+				return nil, fmt.Errorf("data: %s: message %d: %w", tr.ID, j+1, err)
 			}
 			switch m.Role {
-			case "system":
+			case store.RoleSystem:
 				continue
-			case "user":
-				tr.Turns = append(tr.Turns, Turn{User: content})
+			case store.RoleUser:
+				tr.Turns = append(tr.Turns, Turn{User: m.Content})
 				continue
 			}
 			if len(tr.Turns) == 0 {
 				return nil, fmt.Errorf("data: %s: %s message before the first user message", tr.ID, m.Role)
 			}
 			last := &tr.Turns[len(tr.Turns)-1]
-			switch m.Role {
-			case "assistant":
-				ai := llms.AIChatMessage{Content: content}
-				for _, tc := range m.ToolCalls {
-					ai.ToolCalls = append(ai.ToolCalls, llms.ToolCall{
-						ID: tc.ID, Type: tc.Type,
-						FunctionCall: &llms.FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments},
-					})
-				}
-				last.Replies = append(last.Replies, ai)
-			case "tool":
-				last.Replies = append(last.Replies, llms.ToolChatMessage{ID: m.ToolCallID, Content: content})
-			default:
-				return nil, fmt.Errorf("data: %s: unknown role %q", tr.ID, m.Role)
+			if m.Role == store.RoleTool {
+				last.Replies = append(last.Replies, llms.ToolChatMessage{ID: m.ToolCallID, Content: m.Content})
+			} else {
+				last.Replies = append(last.Replies, llms.AIChatMessage{Content: m.Content, ToolCalls: m.ToolCalls})
 			}
 		}
+		actions, err := r.Actions()
+		if err != nil {
+			return nil, fmt.Errorf("data: %s: %w", tr.ID, err)
+		}
 		seen := map[GoldValue]bool{}
-		for _, a := range r.Info.Task.Actions {
+		for _, a := range actions {
 			keys := make([]string, 0, len(a.Kwargs))
 			for k := range a.Kwargs {
 				keys = append(keys, k)

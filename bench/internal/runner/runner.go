@@ -40,7 +40,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
 // Options configures a run.
 type Options struct {
@@ -212,6 +212,7 @@ var allSections = []section{
 	{12, "strata serve under load (PostgreSQL, loopback)", runServeLoad},
 	{13, "Peers on the same LoCoMo replay", runPeers},
 	{14, "The budget as the provider counts it", runBudget},
+	{15, "Beside langchaingo's PostgreSQL chat history", runPGHistory},
 }
 
 // Run measures the selected sections and writes the report and plots to

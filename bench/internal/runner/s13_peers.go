@@ -55,9 +55,27 @@ func runPeers(ctx context.Context, r *runner, out *sectionOut) error {
 	return err
 }
 
-// peersSubprocess runs the harness in bench/peers and returns its report,
-// or nil and why it could not.
+// peersSubprocess runs the harness in bench/peers for section 13 and
+// returns its report, or nil and why it could not.
 func (r *runner) peersSubprocess(ctx context.Context) (*PeersReport, string) {
+	raw, why := r.harness(ctx)
+	if raw == nil {
+		return nil, why
+	}
+	var rep PeersReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Sprintf("the output of `go run .` in `%s` is not its JSON report (%v)", peersDir, err)
+	}
+	if rep.Body == "" {
+		return nil, fmt.Sprintf("`go run .` in `%s` printed an empty report", peersDir)
+	}
+	return &rep, ""
+}
+
+// harness runs the peer harness in bench/peers (go run . -json with the
+// run's data directory, quickness and command, then args) and returns
+// what it printed, or nil and why it could not run.
+func (r *runner) harness(ctx context.Context, args ...string) ([]byte, string) {
 	dir, err := peersModuleDir()
 	if err != nil {
 		return nil, err.Error()
@@ -70,12 +88,13 @@ func (r *runner) peersSubprocess(ctx context.Context) (*PeersReport, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	args := []string{"run", ".", "-json", "-data", dataDir, "-command", r.env.Command}
+	all := []string{"run", ".", "-json", "-data", dataDir, "-command", r.env.Command}
 	if r.opts.Quick {
-		args = append(args, "-quick")
+		all = append(all, "-quick")
 	}
-	r.progress("  peers: go run . in %s", dir)
-	cmd := exec.CommandContext(ctx, goBin, args...)
+	all = append(all, args...)
+	r.progress("  peers: go run . %s in %s", strings.Join(args, " "), dir)
+	cmd := exec.CommandContext(ctx, goBin, all...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stdout bytes.Buffer
@@ -89,14 +108,7 @@ func (r *runner) peersSubprocess(ctx context.Context) (*PeersReport, string) {
 		}
 		return nil, strings.ReplaceAll(msg+")", "`", "'")
 	}
-	var rep PeersReport
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return nil, fmt.Sprintf("the output of `go run .` in `%s` is not its JSON report (%v)", peersDir, err)
-	}
-	if rep.Body == "" {
-		return nil, fmt.Sprintf("`go run .` in `%s` printed an empty report", peersDir)
-	}
-	return &rep, ""
+	return stdout.Bytes(), ""
 }
 
 // peersModuleDir finds bench/peers below the repository root, the first

@@ -211,7 +211,7 @@ func (r *runner) replyRunOne(ctx context.Context, name string, cfg memory.Config
 	if err != nil {
 		return run, err
 	}
-	run.mode, run.stored = h.Mode, h.Total
+	run.mode, run.stored = string(h.Mode), h.Total
 	return run, nil
 }
 

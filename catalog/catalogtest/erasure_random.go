@@ -1,4 +1,4 @@
-package memorytest
+package catalogtest
 
 import (
 	"context"
@@ -45,9 +45,9 @@ import (
 // -short). Every (secret, read path, replica) checked counts as a case in
 // the final log line.
 //
-// Given the same Stores twice (the in-memory ones, which serve one
+// Given the same Env twice (the in-memory stores, which serve one
 // process), both roles are played by one manager, whose summaries are on.
-func RunErasureRandom(t *testing.T, replicas [2]Stores) {
+func RunErasureRandom(t *testing.T, replicas [2]Env) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("STRATA_ERASURE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -279,10 +279,10 @@ func rewriting() summary.Service {
 type replica struct {
 	mgr *memory.Manager
 	cat *catalog.Catalog
-	st  Stores
+	st  Env
 }
 
-func (c erasureCase) replica(t *testing.T, st Stores, summaries bool) *replica {
+func (c erasureCase) replica(t *testing.T, st Env, summaries bool) *replica {
 	t.Helper()
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = summaries
@@ -295,12 +295,11 @@ func (c erasureCase) replica(t *testing.T, st Stores, summaries bool) *replica {
 	if c.kind == "rewriting" {
 		svc = rewriting()
 	}
-	var cp atomic.Pointer[catalog.Catalog]
-	opts := catalog.Observers(&cp)
+	var opts []memory.Option
 	if summaries {
 		opts = append(opts, memory.WithSummaries(st.Summaries, svc))
 	}
-	mgr, err := memory.NewManager(st.Messages, cfg, opts...)
+	mgr, err := memory.NewManager(st.Store, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +313,6 @@ func (c erasureCase) replica(t *testing.T, st Stores, summaries bool) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Store(cat)
 	t.Cleanup(func() {
 		_ = cat.Close()
 		_ = mgr.Close()
@@ -405,7 +403,7 @@ func (r *replica) readPaths(t *testing.T, ctx context.Context, session, user, qu
 	return out
 }
 
-func (c erasureCase) run(t *testing.T, replicas [2]Stores, rng *rand.Rand, checks *atomic.Int64) {
+func (c erasureCase) run(t *testing.T, replicas [2]Env, rng *rand.Rand, checks *atomic.Int64) {
 	ctx := t.Context()
 	a := c.replica(t, replicas[0], true)
 	b := a
@@ -544,12 +542,12 @@ func (c erasureCase) run(t *testing.T, replicas [2]Stores, rng *rand.Rand, check
 // tool result and the answer after it removes what only they state and
 // keeps a fact an earlier message states, though the erased ones repeat
 // it (the fold that read them all recorded one span), for both policies.
-func RunToolErasure(t *testing.T, newStores func(t *testing.T) Stores) {
+func RunToolErasure(t *testing.T, newEnv func(t *testing.T) Env) {
 	for _, pol := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
 		t.Run(string(pol), func(t *testing.T) {
 			ctx := t.Context()
 			c := erasureCase{pol: pol, kind: "extractive", offB: "on"}
-			r := c.replica(t, newStores(t), true)
+			r := c.replica(t, newEnv(t), true)
 			tok := token(t)
 			session, user := "tool-"+tok, "user-"+tok
 			save := func(msgs ...llms.ChatMessage) {
@@ -626,10 +624,10 @@ func RunToolErasure(t *testing.T, newStores func(t *testing.T) Stores) {
 // nothing else, that erasing one result alone keeps its call, and that the
 // session's export imports again afterwards (no result is left without
 // its call).
-func RunToolCallErasure(t *testing.T, newStores func(t *testing.T) Stores) {
+func RunToolCallErasure(t *testing.T, newEnv func(t *testing.T) Env) {
 	ctx := t.Context()
 	c := erasureCase{pol: memory.PolicyChunked, kind: "extractive", offB: "on"}
-	r := c.replica(t, newStores(t), true)
+	r := c.replica(t, newEnv(t), true)
 	tok := token(t)
 	session, user := "call-"+tok, "user-"+tok
 	call := func(ids ...string) llms.AIChatMessage {

@@ -1,7 +1,8 @@
-package memorytest
+package catalogtest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,14 +21,6 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// Stores are the stores a Manager and its catalogue run on, for
-// RunErasure.
-type Stores struct {
-	Messages  memory.MessageStore
-	Summaries summary.Store
-	Index     catalog.Index
-}
-
 // The secrets of the erasure scenario: said once, early.
 const (
 	secretEmail = "jane.doe.4821@example.com"
@@ -45,7 +38,11 @@ func leaked(text string) string {
 	return ""
 }
 
-// RunErasure runs the erasure scenarios on the stores newStores returns
+// token returns a random string unique to one test run, so that the
+// scenarios can run again and again against one shared database.
+func token(*testing.T) string { return strings.ToLower(rand.Text()[:12]) }
+
+// RunErasure runs the erasure scenarios on the stores newEnv returns
 // (called once per subtest), for both policies and two summarizers — the
 // offline extractive one and a scripted LLM that copies every e-mail
 // address and order number it is shown into facts and narrative:
@@ -59,14 +56,14 @@ func leaked(text string) string {
 //   - ForgetFact: the fact is erased; it stays out of the facts and the
 //     narrative through 10 more turns and their folds (parity re-reads the
 //     message that stated it), until the user states it again.
-func RunErasure(t *testing.T, newStores func(t *testing.T) Stores) {
+func RunErasure(t *testing.T, newEnv func(t *testing.T) Env) {
 	for _, pol := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
 		for _, sum := range []string{"extractive", "llm"} {
 			t.Run(fmt.Sprintf("Forget/%s/%s", pol, sum), func(t *testing.T) {
-				testForgetMessage(t, newStores(t), pol, sum)
+				testForgetMessage(t, newEnv(t), pol, sum)
 			})
 			t.Run(fmt.Sprintf("ForgetFact/%s/%s", pol, sum), func(t *testing.T) {
-				testForgetFact(t, newStores(t), pol, sum)
+				testForgetFact(t, newEnv(t), pol, sum)
 			})
 		}
 	}
@@ -84,7 +81,7 @@ type erasureRig struct {
 	calls   *atomic.Int64
 }
 
-func newErasureRig(t *testing.T, st Stores, pol memory.Policy, kind string) *erasureRig {
+func newErasureRig(t *testing.T, st Env, pol memory.Policy, kind string) *erasureRig {
 	t.Helper()
 	cfg := memory.DefaultConfig()
 	cfg.Enabled = true
@@ -97,8 +94,7 @@ func newErasureRig(t *testing.T, st Stores, pol memory.Policy, kind string) *era
 	if kind == "llm" {
 		svc = summary.NewLLMService(&scriptedLLM{calls: calls})
 	}
-	var cp atomic.Pointer[catalog.Catalog]
-	mgr, err := memory.NewManager(st.Messages, cfg, append(catalog.Observers(&cp), memory.WithSummaries(st.Summaries, svc))...)
+	mgr, err := memory.NewManager(st.Store, cfg, memory.WithSummaries(st.Summaries, svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +102,6 @@ func newErasureRig(t *testing.T, st Stores, pol memory.Policy, kind string) *era
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Store(cat)
 	t.Cleanup(func() {
 		if err := cat.Close(); err != nil {
 			t.Error(err)
@@ -275,7 +270,7 @@ func (r *erasureRig) absent(when string) {
 	}
 }
 
-func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) {
+func testForgetMessage(t *testing.T, st Env, pol memory.Policy, kind string) {
 	r := newErasureRig(t, st, pol, kind)
 	sum := r.conversation()
 	if leaked(factsText(sum)) == "" || sum == nil || leaked(sum.Narrative) == "" {
@@ -363,7 +358,7 @@ func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) 
 	}
 }
 
-func testForgetFact(t *testing.T, st Stores, pol memory.Policy, kind string) {
+func testForgetFact(t *testing.T, st Env, pol memory.Policy, kind string) {
 	r := newErasureRig(t, st, pol, kind)
 	sum := r.conversation()
 	key := ""
