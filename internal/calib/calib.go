@@ -260,8 +260,9 @@ func (s Sample) check() error {
 	return nil
 }
 
-// Table holds the calibrations of a manager: bounded, safe for concurrent
-// use.
+// Table holds the calibrations of a manager: safe for concurrent use, and
+// bounded: at most MaxModels models, each with its last Window reports
+// (about 7 KB a model).
 type Table struct {
 	mu     sync.Mutex
 	models *simplelru.LRU[string, *fit]
