@@ -184,7 +184,7 @@ const (
 	// used is forgotten beyond it.
 	MaxModels = 256
 	// Window is the number of recent reports kept per model.
-	Window = 32
+	Window = 64
 	// Margin is the least the price exceeds the fit by: a sixty-fourth,
 	// so that a prompt whose texts differ a little from the recent ones
 	// still fits.
@@ -262,7 +262,7 @@ func (s Sample) check() error {
 
 // Table holds the calibrations of a manager: safe for concurrent use, and
 // bounded: at most MaxModels models, each with its last Window reports
-// (about 7 KB a model).
+// (about 14 KB a model).
 type Table struct {
 	mu     sync.Mutex
 	models *simplelru.LRU[string, *fit]
