@@ -33,12 +33,16 @@ func newPricing(defaultEst bool) *pricing {
 // with prompts priced as that model's provider counts them. The view's
 // Prompt prices with the model's exact offline tokenizer when no
 // Config.Estimator was set and trimmer.TiktokenEncodingForModel knows the
-// model, and, once ObserveUsage has reported the provider's counts, scales
-// its estimates by what it learned, for each script apart (Latin, Korean,
-// Japanese, Chinese, other). What it learns is shared by every view of the
-// same model, and so by all its sessions; the manager keeps at most a
-// bounded number of model and script calibrations, forgetting the least
-// recently used. The view's Config().Estimator is the model's estimator as
+// model, and, once ObserveUsage has reported the provider's counts, prices
+// as it learned from them: with no Config.Estimator set, at a rate per
+// character class (ASCII letters, digits, spaces, punctuation, Hangul,
+// kana, Han, …, fitted to the recent reports by regression pulled toward
+// the default estimator's rates), so that a prompt mixing scripts, JSON
+// and code is priced by what each of its parts costs; otherwise the
+// estimator's count scaled. What it learns is shared by every view of the
+// same model, and so by all its sessions; the manager keeps the
+// calibrations of at most a bounded number of models, forgetting the
+// least recently used. The view's Config().Estimator is the model's estimator as
 // calibrated at the time of the call. The manager itself is the view of
 // the model "". A view is not a second manager: closing it closes the
 // manager.
@@ -70,21 +74,7 @@ func (m *Manager) ObserveUsage(prompt []llms.ChatMessage, tools []llms.Tool, inf
 		}
 		return fmt.Errorf("memory: usage of model %q: the report holds no prompt token count", m.model)
 	}
-	base, _ := m.baseTrimmer()
-	var tally calib.Tally
-	n := 0
-	for _, msg := range prompt {
-		if chatmsg.Value(msg) == nil {
-			continue
-		}
-		tally.Add(msg.GetContent())
-		n++
-	}
-	toolsText := calib.ToolsText(tools)
-	tally.Add(toolsText)
-	content := base.Cost(prompt) - n*trimmer.MessageOverheadTokens + base.Estimator().Estimate(toolsText)
-	err := m.price.cal.Observe(calib.Key{Model: m.model, Script: tally.Script()},
-		calib.Sample{Reported: reported, Content: content, Messages: n})
+	err := m.price.cal.Observe(m.model, calib.Sample{Reported: reported, Features: m.features(prompt, tools)})
 	if err != nil {
 		if errors.Is(err, calib.ErrUnknownModel) {
 			return fmt.Errorf("memory: usage of model %q: no prompt was priced for this model (build it with ForModel(%q).Prompt): %w", m.model, m.model, err)
@@ -120,26 +110,68 @@ func (m *Manager) baseTrimmer() (t *trimmer.Trimmer, exact bool) {
 	return t, true
 }
 
-// priceFor returns the estimator that prices a prompt for the view's
-// model, and whether the provider's framing of the prompt is known (an
-// exact tokenizer, or calibrated from reports for the prompt's script):
-// then Prompt gives back the difference between the trimmer's per-message
-// overhead and the provider's. The prompt's script is read only once the
-// model has reports.
-func (m *Manager) priceFor(systemPrompt string, history []llms.ChatMessage) (trimmer.Estimator, bool) {
-	base, exact := m.baseTrimmer()
-	if !m.price.cal.Known(m.model) {
-		return base.Estimator(), exact
-	}
-	ratio, samples := m.price.cal.Ratio(calib.Key{Model: m.model, Script: scriptOf(systemPrompt, history)})
-	if samples == 0 {
-		return base.Estimator(), exact
-	}
-	return scaled(base.Estimator(), ratio), true
+// byClass reports whether the view's model is calibrated by character
+// class: when its prompts are priced by the script-aware default
+// estimator (no Config.Estimator set, no exact tokenizer for the model);
+// otherwise the calibration scales the base estimator's count.
+func (m *Manager) byClass() bool {
+	_, exact := m.baseTrimmer()
+	return m.price.defaultEst && !exact
 }
 
-// scaled returns est's counts times ratio, rounded up.
-func scaled(est trimmer.Estimator, ratio float64) trimmer.Estimator {
+// features returns the calibration's features of a prompt sent with tools
+// (see calib.ClassFeatures and calib.BaseFeatures).
+func (m *Manager) features(prompt []llms.ChatMessage, tools []llms.Tool) calib.Vector {
+	toolsText := calib.ToolsText(tools)
+	if m.byClass() {
+		return calib.ClassFeatures(prompt, toolsText)
+	}
+	base, _ := m.baseTrimmer()
+	n := 0
+	for _, msg := range prompt {
+		if chatmsg.Value(msg) != nil {
+			n++
+		}
+	}
+	return calib.BaseFeatures(base.Cost(prompt)-n*trimmer.MessageOverheadTokens+base.Estimator().Estimate(toolsText), n)
+}
+
+// framing is the provider's per-message and per-prompt tokens, as
+// calibrated.
+type framing struct{ perMessage, priming int }
+
+// priceFor returns the estimator that prices a prompt for the view's
+// model, and, when the provider's framing of the prompt is known (an
+// exact tokenizer, or calibrated from reports), that framing: then Prompt
+// gives back the difference between the trimmer's per-message overhead
+// and the provider's.
+func (m *Manager) priceFor() (trimmer.Estimator, *framing) {
+	base, exact := m.baseTrimmer()
+	w, samples := m.price.cal.Price(m.model)
+	switch {
+	case samples > 0:
+		return m.weighted(w), &framing{perMessage: int(math.Ceil(w[calib.FeatMessages])), priming: int(math.Ceil(w[calib.FeatConst]))}
+	case exact:
+		return base.Estimator(), &framing{perMessage: calib.PerMessage, priming: calib.ReplyPriming}
+	default:
+		return base.Estimator(), nil
+	}
+}
+
+// weighted returns the estimator pricing texts with weights w: by
+// character class (byClass), or the base estimator's count scaled by w's
+// base weight; rounded up, at least 1 for a text that is not empty.
+func (m *Manager) weighted(w calib.Vector) trimmer.Estimator {
+	if m.byClass() {
+		return trimmer.EstimatorFunc(func(text string) int {
+			if text == "" {
+				return 0
+			}
+			return max(1, int(math.Ceil(w.Text(text))))
+		})
+	}
+	base, _ := m.baseTrimmer()
+	est, ratio := base.Estimator(), w[calib.FeatBase]
 	return trimmer.EstimatorFunc(func(text string) int {
 		n := est.Estimate(text)
 		if n == 0 {
@@ -149,14 +181,14 @@ func scaled(est trimmer.Estimator, ratio float64) trimmer.Estimator {
 	})
 }
 
-// viewEstimator is the view's estimator for Config: the base estimator
-// scaled by the largest ratio learned for the model, if any.
+// viewEstimator is the view's estimator for Config: the calibrated one
+// once the model has reports, else its exact tokenizer or the configured
+// (or default) estimator.
 func (m *Manager) viewEstimator() trimmer.Estimator {
-	base, exact := m.baseTrimmer()
-	if r, ok := m.price.cal.ModelRatio(m.model); ok {
-		return scaled(base.Estimator(), r)
+	if w, samples := m.price.cal.Price(m.model); samples > 0 {
+		return m.weighted(w)
 	}
-	if exact {
+	if base, exact := m.baseTrimmer(); exact {
 		return base.Estimator()
 	}
 	return m.cfg.Estimator
@@ -164,11 +196,12 @@ func (m *Manager) viewEstimator() trimmer.Estimator {
 
 // calibratedPrompt fits history as Prompt does, priced for the view's
 // model: with est, and in two passes, the second giving back the
-// trimmer's over-counted per-message overhead (MessageOverheadTokens
-// against the provider's calib.PerMessage) for the messages the first pass
-// kept. The second result is used only when it keeps at least as many
-// messages, so that the overhead given back is paid for.
-func (m *Manager) calibratedPrompt(est trimmer.Estimator, systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
+// difference between the trimmer's per-message overhead
+// (MessageOverheadTokens) and the provider's framing f for the messages
+// the first pass kept (or taking it, should the provider's framing be the
+// larger). A second pass that gives back is used only when it keeps at
+// least as many messages, so that the overhead given back is paid for.
+func (m *Manager) calibratedPrompt(est trimmer.Estimator, f framing, systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
 	window, output := m.cfg.ContextWindowTokens, m.cfg.OutputReserveTokens
 	out, rep := trimmer.New(window, output, est).TrimReport(history, systemPrompt, reserve)
 	if rep.OverBudget {
@@ -178,34 +211,13 @@ func (m *Manager) calibratedPrompt(est trimmer.Estimator, systemPrompt string, h
 	if systemPrompt != "" {
 		sys = 1
 	}
-	extra := (trimmer.MessageOverheadTokens-calib.PerMessage)*len(out) - calib.PerMessage*sys - calib.ReplyPriming
-	if extra <= 0 {
+	extra := (trimmer.MessageOverheadTokens-f.perMessage)*len(out) - f.perMessage*sys - f.priming
+	if extra == 0 {
 		return out, rep
 	}
 	out2, rep2 := trimmer.New(window+extra, output, est).TrimReport(history, systemPrompt, reserve)
-	if rep2.OverBudget || len(out2) < len(out) {
+	if extra > 0 && (rep2.OverBudget || len(out2) < len(out)) {
 		return out, rep
 	}
 	return out2, rep2
-}
-
-// scriptOf returns the script of a prompt's texts: the system prompt and
-// the newest history, up to about maxScriptBytes.
-func scriptOf(systemPrompt string, history []llms.ChatMessage) calib.Script {
-	const maxScriptBytes = 64 << 10
-	var t calib.Tally
-	t.Add(systemPrompt)
-	seen := 0
-	for i := len(history) - 1; i >= 0 && seen < maxScriptBytes; i-- {
-		if chatmsg.Value(history[i]) == nil {
-			continue
-		}
-		c := history[i].GetContent()
-		if len(c) > maxScriptBytes-seen {
-			c = c[:maxScriptBytes-seen]
-		}
-		t.Add(c)
-		seen += len(c)
-	}
-	return t.Script()
 }

@@ -112,13 +112,16 @@ func TestObserveUsageRefusesBadReports(t *testing.T) {
 	}
 }
 
-// TestCalibrationPerModelAndScript: what one view learns serves every view
-// of its model, and neither other models nor the model's other scripts.
-func TestCalibrationPerModelAndScript(t *testing.T) {
+// TestCalibrationPerModelAndClass: what one view learns serves every view
+// of its model, and no other model; what Korean reports teach raises the
+// price of Korean text and barely moves English text's, whose letters no
+// report has shown.
+func TestCalibrationPerModelAndClass(t *testing.T) {
 	m := calibManager(t, nil)
-	ko, en := conversation(korean, 40), conversation(english, 60)
+	ko := conversation(korean, 40)
 	plainKo, _ := m.Prompt("", ko, 0)
-	plainEn, _ := m.Prompt("", en, 0)
+	koText, enText := strings.Repeat(korean, 10), strings.Repeat(english, 10)
+	koBase, enBase := m.Config().Estimator.Estimate(koText), m.Config().Estimator.Estimate(enText)
 
 	a := m.ForModel("local-model")
 	p, _ := a.Prompt("", ko, 0)
@@ -131,8 +134,13 @@ func TestCalibrationPerModelAndScript(t *testing.T) {
 	if got, _ := b.Prompt("", ko, 0); len(got) >= len(plainKo) {
 		t.Fatalf("the model's other view keeps %d messages, as uncalibrated (%d)", len(got), len(plainKo))
 	}
-	if got, _ := b.Prompt("", en, 0); !slices.Equal(lineTexts(got), lineTexts(plainEn)) {
-		t.Fatal("Korean reports changed the model's English prompts")
+	koGot, enGot := b.Config().Estimator.Estimate(koText), b.Config().Estimator.Estimate(enText)
+	t.Logf("Korean text %d → %d tokens, English text %d → %d", koBase, koGot, enBase, enGot)
+	if float64(koGot) < 1.75*float64(koBase) {
+		t.Fatalf("Korean text priced %d tokens after reports at 1.8×, was %d", koGot, koBase)
+	}
+	if float64(enGot) > 1.15*float64(enBase) || enGot < enBase {
+		t.Fatalf("Korean reports moved English text from %d to %d tokens", enBase, enGot)
 	}
 	if got, _ := m.ForModel("other-model").Prompt("", ko, 0); !slices.Equal(lineTexts(got), lineTexts(plainKo)) {
 		t.Fatal("one model's reports changed another model's prompts")

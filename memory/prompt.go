@@ -31,15 +31,16 @@ import (
 //
 // Prices follow the provider's own count once it is known (see ForModel
 // and ObserveUsage): each text is priced by the model's exact tokenizer or
-// by the estimator scaled by the ratio learned for the prompt's script,
-// and the trimmer's per-message overhead (trimmer.MessageOverheadTokens)
-// is then given back down to the provider's framing (4 tokens a message, 3
-// priming the reply); the report's Budget includes what was given back.
+// at the rates learned for its character classes (or by a configured
+// estimator scaled as learned), and the trimmer's per-message overhead
+// (trimmer.MessageOverheadTokens) is then given back down to the
+// provider's framing (4 tokens a message and 3 priming the reply, or as
+// learned); the report's Budget includes what was given back.
 func (m *Manager) Prompt(systemPrompt string, history []llms.ChatMessage, reserve int) ([]llms.ChatMessage, trimmer.Report) {
 	var trimmed []llms.ChatMessage
 	var rep trimmer.Report
-	if est, framed := m.priceFor(systemPrompt, history); framed {
-		trimmed, rep = m.calibratedPrompt(est, systemPrompt, history, reserve)
+	if est, f := m.priceFor(); f != nil {
+		trimmed, rep = m.calibratedPrompt(est, *f, systemPrompt, history, reserve)
 	} else {
 		trimmed, rep = m.cost.TrimReport(history, systemPrompt, reserve)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/strata-go/strata/internal/text"
 )
 
 // Estimator turns a text into a token count. Implementations must be pure
@@ -32,49 +34,6 @@ const (
 	EstimatorCacheTTL = 5 * time.Minute
 )
 
-// cjkClass holds the scripts that tokenizers split at about 2/3 token per
-// character. It extends arc-reactor's four blocks (unified ideographs,
-// Hangul syllables, Hiragana, Katakana) with the neighbouring CJK blocks that
-// it counted at 1/3, which undercounted text in those blocks.
-var cjkClass = runeRanges{
-	{0x1100, 0x11FF},   // Hangul Jamo
-	{0x3000, 0x303F},   // CJK symbols and punctuation
-	{0x3040, 0x309F},   // Hiragana
-	{0x30A0, 0x30FF},   // Katakana
-	{0x3130, 0x318F},   // Hangul compatibility Jamo
-	{0x3400, 0x4DBF},   // CJK unified ideographs extension A
-	{0x4E00, 0x9FFF},   // CJK unified ideographs
-	{0xA960, 0xA97F},   // Hangul Jamo extended-A
-	{0xAC00, 0xD7AF},   // Hangul syllables
-	{0xD7B0, 0xD7FF},   // Hangul Jamo extended-B
-	{0xF900, 0xFAFF},   // CJK compatibility ideographs
-	{0xFF00, 0xFFEF},   // half-width and full-width forms
-	{0x20000, 0x2FA1F}, // extensions B and later, compatibility supplement
-}
-
-// emojiClass holds code points counted as one token each.
-var emojiClass = runeRanges{
-	{0x2600, 0x27BF},   // miscellaneous symbols, dingbats
-	{0xFE00, 0xFE0F},   // variation selectors
-	{0x1F300, 0x1FAFF}, // pictographs, emoticons, transport, supplemental symbols
-}
-
-// runeRanges is a list of inclusive code point ranges, ascending.
-type runeRanges [][2]rune
-
-// has reports whether r falls in one of the ranges.
-func (rs runeRanges) has(r rune) bool {
-	for _, x := range rs {
-		if r < x[0] {
-			return false
-		}
-		if r <= x[1] {
-			return true
-		}
-	}
-	return false
-}
-
 // EstimateScript is the uncached script-aware estimate behind NewEstimator:
 // ⌊latin/4⌋ + ⌊(2·cjk+1)/3⌋ + emoji + ⌊other/3⌋, at least 1 for a non-empty
 // text and 0 for "", counting code points. Latin is U+0000–U+007F. CJK is
@@ -82,23 +41,25 @@ func (rs runeRanges) has(r rune) bool {
 // Hangul (syllables and all Jamo blocks), CJK symbols and punctuation, and
 // half/full-width forms. Emoji is U+1F300–U+1FAFF, U+2600–U+27BF and
 // U+FE00–U+FE0F. Everything else, invalid UTF-8 included, is "other".
-func EstimateScript(text string) int {
-	if text == "" {
+// The classes are internal/text's (text.Class), which the budget's
+// calibration shares.
+func EstimateScript(s string) int {
+	if s == "" {
 		return 0
 	}
-	var latin, cjk, emoji, other int
-	for _, r := range text {
-		switch {
-		case r <= 0x7F:
-			latin++
-		case emojiClass.has(r):
-			emoji++
-		case cjkClass.has(r):
-			cjk++
-		default:
-			other++
+	var t text.Tally
+	t.Add(s)
+	c := t.Chars
+	var latin, cjk int
+	for cl, n := range c {
+		switch cl := text.Class(cl); {
+		case cl.ASCII():
+			latin += n
+		case cl.CJK():
+			cjk += n
 		}
 	}
+	emoji, other := c[text.ClassEmoji], c[text.ClassOther]
 	return max(1, latin/4+(2*cjk+1)/3+emoji+other/3)
 }
 

@@ -4,123 +4,251 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/internal/text"
+	"github.com/strata-go/strata/trimmer"
 )
 
-// sample returns a report whose content ratio is r.
-func sample(r float64, content, messages int) Sample {
-	return Sample{Reported: int(math.Round(r*float64(content))) + PerMessage*messages + ReplyPriming, Content: content, Messages: messages}
+const (
+	korean  = "주문하신 상품은 어제 발송되었습니다. 배송 조회를 해 보니 문 앞에 두고 가셨다고 합니다. "
+	english = "Your order was shipped yesterday; the courier said the parcel was left at the door. "
+)
+
+// promptOf is a system prompt and turns messages of text, each of about
+// size runes.
+func promptOf(text string, turns, size int) []llms.ChatMessage {
+	unit := utf8.RuneCountInString(text)
+	msgs := []llms.ChatMessage{llms.SystemChatMessage{Content: "You are a helpful assistant."}}
+	for i := range turns {
+		body := strings.Repeat(text, max(1, (size+i%3*unit)/unit))
+		msgs = append(msgs, llms.HumanChatMessage{Content: body}, llms.AIChatMessage{Content: body})
+	}
+	return msgs
 }
 
-func near(a, b float64) bool { return math.Abs(a-b) < 0.01 }
-
-func TestFirstCallAndQuantile(t *testing.T) {
-	tb := New()
-	k := Key{Model: "m", Script: ScriptHangul}
-	if r, n := tb.Ratio(k); r != 1 || n != 0 {
-		t.Fatalf("before any report: ratio %v on %d samples, want 1 on 0", r, n)
+// count is a provider that counts ASCII at rate ascii and everything else
+// at rate other per character, plus OpenAI's framing.
+func count(msgs []llms.ChatMessage, ascii, other float64) int {
+	n := float64(ReplyPriming)
+	for _, m := range msgs {
+		var t text.Tally
+		t.Add(m.GetContent())
+		for c, k := range t.Chars {
+			if text.Class(c).ASCII() {
+				n += ascii * float64(k)
+			} else {
+				n += other * float64(k)
+			}
+		}
+		n += PerMessage
 	}
-	for range Window - 1 {
-		if err := tb.Observe(k, sample(2, 1000, 10)); err != nil {
+	return int(math.Round(n))
+}
+
+func relErr(x Vector, w Vector, reported int) float64 {
+	return math.Abs(x.Dot(w)-float64(reported)) / float64(reported)
+}
+
+// TestFirstReportsOutlierAndChange: before any report the price is the
+// prior; three reports fit a Korean provider's rate; one outlier in a full
+// window (a count three times the true one) moves no estimate by more than
+// 0.2% (unweighted least squares would move them by about 0.8%); a lasting
+// change takes over as the window turns.
+func TestFirstReportsOutlierAndChange(t *testing.T) {
+	tb := New()
+	if w, n := tb.Price("m"); w != Prior() || n != 0 {
+		t.Fatalf("before any report: %v on %d reports, want the prior on 0", w, n)
+	}
+	if _, ok := tb.Fitted("m"); ok {
+		t.Fatal("fitted before any report")
+	}
+	observe := func(msgs []llms.ChatMessage, reported int) {
+		t.Helper()
+		if err := tb.Observe("m", Sample{Reported: reported, Features: ClassFeatures(msgs, "")}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// One outlier in a full window does not move the price.
-	if err := tb.Observe(k, sample(7.5, 1000, 10)); err != nil {
+	probe := promptOf(korean, 4, 150)
+	px := ClassFeatures(probe, "")
+	want := count(probe, 0.3, 1.2)
+	if e := relErr(px, Prior(), want); e < 0.3 {
+		t.Fatalf("the prior is %.0f%% off: the test does not test", 100*e)
+	}
+	for i := range 3 {
+		p := promptOf(korean, 2+3*i, 60+40*i)
+		observe(p, count(p, 0.3, 1.2))
+	}
+	w, _ := tb.Fitted("m")
+	if e := relErr(px, w, want); e > 0.03 {
+		t.Fatalf("after three reports the fit is %.1f%% off", 100*e)
+	}
+	for i := range Window - 4 {
+		p := promptOf(korean, 1+i%9, 40+10*i)
+		observe(p, count(p, 0.3, 1.2))
+	}
+	before, _ := tb.Fitted("m")
+	p := promptOf(korean, 5, 100)
+	observe(p, 3*count(p, 0.3, 1.2)) // a report about something else
+	after, _ := tb.Fitted("m")
+	for _, q := range [][]llms.ChatMessage{probe, p, promptOf(korean, 1, 40), promptOf(korean, 8, 300)} {
+		qx := ClassFeatures(q, "")
+		if d := math.Abs(qx.Dot(after)-qx.Dot(before)) / qx.Dot(before); d > 0.002 {
+			t.Fatalf("one outlier in a full window moved the estimate of a prompt of %d messages by %.1f%%", len(q), 100*d)
+		}
+	}
+	price, _ := tb.Price("m")
+	if e := (px.Dot(price) - float64(want)) / float64(want); e < 0 || e > 0.05 {
+		t.Fatalf("price %+.1f%% off the count, want a small margin above", 100*e)
+	}
+	// The provider starts counting Korean at 1.5 a character.
+	for i := range Window {
+		p := promptOf(korean, 1+i%9, 40+10*i)
+		observe(p, count(p, 0.3, 1.5))
+	}
+	w, _ = tb.Fitted("m")
+	if e := relErr(px, w, count(probe, 0.3, 1.5)); e > 0.02 {
+		t.Fatalf("after a window of the new rate the fit is %.1f%% off", 100*e)
+	}
+}
+
+// TestOneReportMovesItsOwnClasses: Korean reports raise the price of
+// Hangul and leave ASCII letters, which they hardly contain, at their
+// prior.
+func TestOneReportMovesItsOwnClasses(t *testing.T) {
+	tb := New()
+	tb.Price("m")
+	var p []llms.ChatMessage
+	for range 3 {
+		p = append(p, llms.HumanChatMessage{Content: strings.Repeat("주문하신 상품은 어제 발송되었습니다. ", 12)})
+	}
+	if err := tb.Observe("m", Sample{Reported: count(p, 0.25, 2*2.0/3), Features: ClassFeatures(p, "")}); err != nil {
 		t.Fatal(err)
 	}
-	if r, n := tb.Ratio(k); !near(r, 2*(1+Margin)) || n != Window {
-		t.Fatalf("ratio %v on %d samples, want %v", r, n, 2*(1+Margin))
+	w, _ := tb.Fitted("m")
+	prior := Prior()
+	if r := w[text.ClassHangul] / prior[text.ClassHangul]; r < 1.6 {
+		t.Fatalf("Hangul rate ×%.2f after a report at ×2", r)
 	}
-	// A lasting change takes over as the window turns.
-	for range Window {
-		if err := tb.Observe(k, sample(1.5, 1000, 10)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r, _ := tb.Ratio(k); !near(r, 1.5*(1+Margin)) {
-		t.Fatalf("ratio %v after the change, want %v", r, 1.5*(1+Margin))
-	}
-	// Other scripts and models are apart.
-	if r, n := tb.Ratio(Key{Model: "m", Script: ScriptLatin}); r != 1 || n != 0 {
-		t.Fatalf("latin of m: %v on %d", r, n)
-	}
-	if r, ok := tb.ModelRatio("m"); !ok || !near(r, 1.5*(1+Margin)) {
-		t.Fatalf("model ratio %v %v", r, ok)
+	if w[text.ClassLetter] != prior[text.ClassLetter] || w[FeatRuns+int(text.ClassLetter)] != 0 {
+		t.Fatalf("letters moved: %v per letter, %v per word", w[text.ClassLetter], w[FeatRuns+int(text.ClassLetter)])
 	}
 }
 
 func TestImplausibleReportsChangeNothing(t *testing.T) {
 	tb := New()
-	k := Key{Model: "m"}
-	tb.Ratio(k)
-	if err := tb.Observe(k, sample(1.2, 500, 4)); err != nil {
+	tb.Price("m")
+	p := promptOf(english, 3, 200)
+	x := ClassFeatures(p, "")
+	if err := tb.Observe("m", Sample{Reported: count(p, 0.3, 1), Features: x}); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := tb.Ratio(k)
-	for _, s := range []Sample{
-		{Reported: 0, Content: 500, Messages: 4},
-		{Reported: -7, Content: 500, Messages: 4},
-		{Reported: MaxReported + 1, Content: MaxReported, Messages: 4},
-		{Reported: 600, Content: 0, Messages: 4},
-		{Reported: 600, Content: 500, Messages: -1},
-		{Reported: 20, Content: 500, Messages: 4},      // far below the estimate
-		{Reported: 500_000, Content: 500, Messages: 4}, // far above
-		{Reported: 10, Content: 500, Messages: 40},     // less than the framing alone
+	want, _ := tb.Price("m")
+	content := int(x.Content(Prior()))
+	bad := x
+	bad[text.ClassLetter] = -1
+	nan := x
+	nan[text.ClassDigit] = math.NaN()
+	for name, s := range map[string]Sample{
+		"zero":               {Reported: 0, Features: x},
+		"negative":           {Reported: -7, Features: x},
+		"absurd":             {Reported: MaxReported + 1, Features: x},
+		"empty prompt":       {Reported: 600, Features: BaseFeatures(0, 4)},
+		"negative feature":   {Reported: 600, Features: bad},
+		"NaN feature":        {Reported: 600, Features: nan},
+		"far below":          {Reported: content / 5, Features: x},
+		"far above":          {Reported: content * 9, Features: x},
+		"below the framing":  {Reported: 10, Features: BaseFeatures(500, 40)},
+		"base far over":      {Reported: 500_000, Features: BaseFeatures(500, 4)},
+		"base below framing": {Reported: 3, Features: BaseFeatures(500, 4)},
 	} {
-		if err := tb.Observe(k, s); !errors.Is(err, ErrImplausible) {
-			t.Errorf("%+v: %v, want ErrImplausible", s, err)
+		if err := tb.Observe("m", s); !errors.Is(err, ErrImplausible) {
+			t.Errorf("%s: %v, want ErrImplausible", name, err)
 		}
 	}
-	if err := tb.Observe(Key{Model: "never priced"}, sample(1, 500, 4)); !errors.Is(err, ErrUnknownModel) {
+	if err := tb.Observe("never priced", Sample{Reported: count(p, 0.3, 1), Features: x}); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("unknown model: %v", err)
 	}
-	if got, n := tb.Ratio(k); got != want || n != 1 {
-		t.Fatalf("ratio %v on %d samples after refused reports, want %v on 1", got, n, want)
+	if got, n := tb.Price("m"); got != want || n != 1 {
+		t.Fatalf("price changed by refused reports (%d reports)", n)
 	}
 	if tb.Len() != 1 {
-		t.Fatalf("%d keys", tb.Len())
+		t.Fatalf("%d models", tb.Len())
 	}
 }
 
 func TestBounded(t *testing.T) {
 	tb := New()
-	long := string(make([]byte, 10*MaxModelLen))
-	for i := range 4 * MaxKeys {
-		k := Key{Model: fmt.Sprintf("%s-%d", long, i), Script: Script(i % int(numScripts))}
-		tb.Ratio(k)
-		_ = tb.Observe(k, sample(1.3, 100, 2))
+	long := strings.Repeat("x", 10*MaxModelLen)
+	p := promptOf(english, 2, 100)
+	s := Sample{Reported: count(p, 0.3, 1), Features: ClassFeatures(p, "")}
+	for i := range 4 * MaxModels {
+		model := fmt.Sprintf("%d-%s", i, long)
+		tb.Price(model)
+		for range 2 {
+			if err := tb.Observe(model, s); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if n := tb.Len(); n > MaxKeys {
-		t.Fatalf("%d keys, bound %d", n, MaxKeys)
+	if n := tb.Len(); n != MaxModels {
+		t.Fatalf("%d models, bound %d", n, MaxModels)
 	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	for _, k := range tb.keys.Keys() {
-		if len(k.Model) > MaxModelLen {
-			t.Fatalf("model name of %d bytes kept", len(k.Model))
+	for _, k := range tb.models.Keys() {
+		if len(k) > MaxModelLen {
+			t.Fatalf("model name of %d bytes kept", len(k))
+		}
+	}
+	for _, f := range tb.models.Values() {
+		if f.n != 2 {
+			t.Fatalf("a model kept %d reports, want 2", f.n)
 		}
 	}
 }
 
-func TestScripts(t *testing.T) {
-	for text, want := range map[string]Script{
-		"Where is my parcel?":                        ScriptLatin,
-		`{"order_id":"#A-1","status":"shipped"}`:     ScriptLatin,
-		"주문하신 상품은 어제 발송되었습니다":                        ScriptHangul,
-		`{"note":"주문하신 상품은 어제 발송되었습니다","id":"x"}`:    ScriptHangul,
-		"ご注文の商品は昨日発送されました":                           ScriptJapanese,
-		"您订购的商品昨天已经发货了":                              ScriptHan,
-		"Die Kaffeemaschine ist schon wieder kaputt": ScriptLatin,
-		"Привет, как дела? Посылка у двери.":         ScriptOther,
-		"": ScriptLatin,
-	} {
-		var tl Tally
-		tl.Add(text)
-		if got := tl.Script(); got != want {
-			t.Errorf("%q: %s, want %s", text, got, want)
+// TestPriorIsTheDefaultEstimator: before any report a text is priced as
+// the default estimator prices it, up to its rounding.
+func TestPriorIsTheDefaultEstimator(t *testing.T) {
+	for _, s := range []string{korean, english, "ご注文の商品は昨日発送されました。", "您订购的商品昨天已经发货了！",
+		"Die Kaffeemaschine ist schon wieder kaputt: 249,90 €", "Привет 👋🏽", `{"order_id":"#A-1","qty":3}`, "func main() {\n\tx := 1\n}", "\xff\xfe"} {
+		if got, want := Prior().Text(s), float64(trimmer.EstimateScript(s)); math.Abs(got-want) > 3 {
+			t.Errorf("%q: prior %.2f, default estimator %.0f", s, got, want)
 		}
+	}
+}
+
+// TestFeaturesAreWhatTheTrimmerPrices: the class features of a prompt
+// count exactly the texts the trimmer prices in it (contents, tool calls'
+// names and arguments), plus the tool definitions.
+func TestFeaturesAreWhatTheTrimmerPrices(t *testing.T) {
+	prompt := []llms.ChatMessage{
+		llms.SystemChatMessage{Content: "Answer in Korean."},
+		llms.HumanChatMessage{Content: korean},
+		llms.AIChatMessage{Content: "확인해 보겠습니다", ToolCalls: []llms.ToolCall{
+			{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup_orders", Arguments: `{"customer":"C-7"}`}},
+			{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "lookup", Arguments: `{}`}}}},
+		llms.ToolChatMessage{ID: "call_1", Content: `[{"order_id":"#A-0001","note":"문 앞"}]`},
+		llms.ToolChatMessage{ID: "call_2", Content: `[]`},
+		nil,
+		&llms.AIChatMessage{Content: english},
+	}
+	runes := trimmer.EstimatorFunc(func(s string) int { return utf8.RuneCountInString(s) })
+	tr := trimmer.New(100_000, 0, runes)
+	want := tr.Cost(prompt) - len(prompt)*trimmer.MessageOverheadTokens + utf8.RuneCountInString("[tools]")
+	x := ClassFeatures(prompt, "[tools]")
+	got := 0.0
+	for c := range text.NumClasses {
+		got += x[c]
+	}
+	if int(got) != want || x[FeatMessages] != 6 || x[FeatConst] != 1 {
+		t.Fatalf("features count %v characters in %v messages, the trimmer prices %d characters in 6 (and a nil message)", got, x[FeatMessages], want)
 	}
 }
 
@@ -128,41 +256,35 @@ func TestScripts(t *testing.T) {
 // goroutines (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	tb := New()
+	prompts := [][]llms.ChatMessage{promptOf(korean, 2, 100), promptOf(english, 4, 300), promptOf(korean+english, 3, 200)}
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 500 {
-				k := Key{Model: fmt.Sprintf("m%d", (g+i)%3), Script: Script(i % 2)}
-				if r, _ := tb.Ratio(k); r < 1 || r > 2*(1+Margin) {
-					t.Errorf("ratio %v", r)
+			for i := range 200 {
+				model := fmt.Sprintf("m%d", (g+i)%3)
+				w, _ := tb.Price(model)
+				p := prompts[(i/3)%len(prompts)]
+				if w.Text(p[1].GetContent()) <= 0 {
+					t.Error("non-positive price")
 					return
 				}
-				_ = tb.Observe(k, sample(1+float64(i%5)/5, 400, 3))
-				tb.ModelRatio(k.Model)
+				_ = tb.Observe(model, Sample{Reported: count(p, 0.3, 1.2), Features: ClassFeatures(p, "")})
+				tb.Fitted(model)
 			}
 		}()
 	}
 	wg.Wait()
-	if r, ok := tb.ModelRatio("m0"); !ok || !near(r, 1.8*(1+Margin)) {
-		t.Fatalf("ratio %v %v", r, ok)
-	}
-}
-
-func TestKnown(t *testing.T) {
-	tb := New()
-	if tb.Known("m") {
-		t.Fatal("a new model has samples")
-	}
-	// Registered: a report of any script is accepted.
-	if err := tb.Observe(Key{Model: "m", Script: ScriptHan}, sample(1.6, 300, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if !tb.Known("m") || tb.Known("n") {
-		t.Fatal("Known does not follow the samples")
-	}
-	if r, n := tb.Ratio(Key{Model: "m", Script: ScriptHan}); n != 1 || !near(r, 1.6*(1+Margin)) {
-		t.Fatalf("ratio %v on %d", r, n)
+	for m := range 3 {
+		w, ok := tb.Fitted(fmt.Sprintf("m%d", m))
+		if !ok {
+			t.Fatalf("m%d has no fit", m)
+		}
+		for _, p := range prompts {
+			if e := relErr(ClassFeatures(p, ""), w, count(p, 0.3, 1.2)); e > 0.03 {
+				t.Fatalf("m%d: fit %.1f%% off", m, 100*e)
+			}
+		}
 	}
 }

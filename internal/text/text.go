@@ -1,7 +1,9 @@
 // Package text holds Strata's small text helpers, so that every package
-// cuts, cleans and previews text the same way: rune-safe cuts, a session
-// listing's preview, titles, and the check and repair of text a
-// PostgreSQL TEXT column can store (valid UTF-8 without NUL bytes).
+// cuts, cleans, previews and classifies text the same way: rune-safe cuts,
+// a session listing's preview, titles, the check and repair of text a
+// PostgreSQL TEXT column can store (valid UTF-8 without NUL bytes), and
+// the character classes (Class, Tally) that token estimates are priced
+// and calibrated by.
 package text
 
 import (

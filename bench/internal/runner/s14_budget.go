@@ -131,27 +131,28 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 		for li, l := range budgetLangs {
 			rng := rand.New(rand.NewPCG(budgetSeed, uint64(li)))
 			tb := calib.New()
-			key := calib.Key{Model: "m"}
+			const model = "m"
 			var before, after, afterBig relErrors
 			var signedBefore, signedPrice []float64
+			prior := calib.Prior()
 			for i := range prompts {
 				p := budgetPrompt(rng, l)
 				count := srv.Count(wireRequest(p))
 				minCount, maxCount = min(minCount, count), max(maxCount, count)
 				n := len(p)
 				content := est.Cost(p) - n*trimmer.MessageOverheadTokens
-				framing := float64(calib.PerMessage*n + calib.ReplyPriming)
+				x := calib.ClassFeatures(p, "")
 				rel := func(x float64) float64 { return (x - float64(count)) / float64(count) }
-				b := rel(float64(content) + framing)
+				b := rel(float64(content) + x.Dot(prior) - x.Content(prior))
 				before, signedBefore = append(before, math.Abs(b)), append(signedBefore, b)
-				price, samples := tb.Ratio(key)
-				if center, ok := tb.Center(key); ok && samples >= 3 {
-					a := rel(center*float64(content) + framing)
+				price, samples := tb.Price(model)
+				if fitted, ok := tb.Fitted(model); ok && samples >= 3 {
+					a := rel(x.Dot(fitted))
 					after = append(after, math.Abs(a))
 					if count >= 1000 {
 						afterBig = append(afterBig, math.Abs(a))
 					}
-					pr := rel(price*float64(content) + framing)
+					pr := rel(x.Dot(price))
 					signedPrice = append(signedPrice, pr)
 					priced++
 					lowest = min(lowest, pr)
@@ -159,7 +160,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 						priceLow++
 					}
 				}
-				if err := tb.Observe(key, calib.Sample{Reported: count, Content: content, Messages: n}); err != nil {
+				if err := tb.Observe(model, calib.Sample{Reported: count, Features: x}); err != nil {
 					return fmt.Errorf("%s, %s, prompt %d: %w", l.name, enc, i, err)
 				}
 			}
@@ -171,7 +172,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 				pctStr(after.q(0.5)), pctStr(after.q(0.99)), pctStr(afterBig.q(0.99)), signedPct(median(signedPrice)), signedPct(slices.Min(signedPrice))})
 		}
 	}
-	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German, English and code; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** scales the texts' estimate by the median of the recent ratios (provider's count less framing ÷ estimate); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, scales it by a high quantile of them plus a 1/64 margin, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount))
+	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German, English and code; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** weighs the prompt's characters per class (ASCII letters, digits, spaces, line breaks, punctuation, Hangul, kana, Han, CJK punctuation, emoji, other) and their runs, its messages and a constant, with weights fitted to the model's last %d reports by ridge regression pulled toward the default estimator's rates (`internal/calib`); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, raises those weights by a 1/64 margin plus the 90th percentile of how much the fit underestimated recent reports before it saw them, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount), calib.Window)
 	out.printf("%s", r.env.provenance(false))
 	out.printf("**Estimate of a prompt against the provider's count**\n\n%s\n", mdTable([]string{"conversation", "encoding",
 		"before: median error", "before: p99", "before: median signed", "after 3 calls, estimate: median error", "estimate: p99", "estimate: p99, ≥ 1 000 tokens",
