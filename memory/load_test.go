@@ -3,11 +3,11 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"github.com/strata-go/strata/internal/clock"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
 )

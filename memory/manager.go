@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strata-go/strata/internal/clock"
 	"io"
 	"log/slog"
 	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/internal/nilcheck"
 	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/memory/store"

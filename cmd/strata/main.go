@@ -48,7 +48,6 @@ import (
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
-
 	// The summarizer providers register themselves with autoconfig when
 	// linked in, so that summarizer.provider gemini and openai work.
 	_ "github.com/strata-go/strata/providers/gemini"
