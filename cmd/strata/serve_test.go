@@ -96,20 +96,20 @@ func startServe(t *testing.T, ctx context.Context, extra ...string) (string, *te
 	stdout, stderr := &testutil.Buffer{}, &testutil.Buffer{}
 	exit := make(chan int, 1)
 	go func() { exit <- runContext(ctx, args, stdout, stderr) }()
-	deadline := time.Now().Add(20 * time.Second)
+	expired := time.NewTimer(20 * time.Second)
+	defer expired.Stop()
 	for {
-		if m := listeningRE.FindStringSubmatch(stdout.String()); m != nil {
+		out, written := stdout.Snapshot()
+		if m := listeningRE.FindStringSubmatch(out); m != nil {
 			return m[1], stdout, stderr, exit
 		}
 		select {
+		case <-written:
 		case code := <-exit:
 			t.Fatalf("strata serve exited with %d: %s", code, stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-expired.C:
 			t.Fatalf("strata serve did not start: %s %s", stdout, stderr)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
