@@ -130,7 +130,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	} else {
 		e.stats.backgroundFolds.Add(1)
 	}
-	j.began = e.clk.Now()
+	j.began = time.Now()
 	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
@@ -143,7 +143,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.bp.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
 	}
 	e.cool.succeed(sessionID)
-	e.observeDuration(e.clk.Now().Sub(j.began))
+	e.observeDuration(time.Now().Sub(j.began))
 	e.stats.folds.Add(1)
 	j.rec.finish(e, ctx, sessionID, j.began, cur, nil)
 	return cur, nil
@@ -244,7 +244,7 @@ func (e *engine) mergeOptions() summary.MergeOptions {
 	return summary.MergeOptions{
 		MaxFacts: e.cfg.MaxFacts, MaxValueLen: e.cfg.MaxFactValueLen, MaxPerFamily: e.cfg.MaxFactsPerFamily,
 		TokenBudget: e.cfg.FactsTokenBudget, Tokens: e.cfg.Estimator.Estimate, PinnedKeys: e.cfg.PinnedFactKeys,
-		MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: e.clk.Now(),
+		MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: time.Now(),
 	}
 }
 
@@ -303,7 +303,7 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	if e.locker == nil {
 		return func() {}, nil, nil
 	}
-	deadline := e.clk.NewTimer(e.cfg.FoldWait)
+	deadline := time.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
 	saver, _ := e.locker.(store.FoldSaveLocker)
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
@@ -319,10 +319,10 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := e.clk.NewTimer(delay)
+		t := time.NewTimer(delay)
 		select {
-		case <-t.C():
-		case <-deadline.C():
+		case <-t.C:
+		case <-deadline.C:
 			t.Stop()
 			return nil, nil, errFoldBusy
 		case <-ctx.Done():
@@ -344,7 +344,7 @@ type foldRecord struct {
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
+		"input_tokens_reported", r.inputTokens, "duration", time.Now().Sub(began)}
 	e.otel.observeFold(ctx, r, err)
 	level := slog.LevelDebug
 	outcome := "ok"
