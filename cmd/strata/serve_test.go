@@ -177,7 +177,8 @@ func TestServe(t *testing.T) {
 	}
 	// The last append started a background fold; until it is stored a load
 	// may show the previous summary ("stale", a documented degradation when
-	// the fold outlasts the load's grace, as on a loaded machine).
+	// the fold outlasts the load's grace, as on a loaded machine). The
+	// HTTP API has no way to wait for a background fold: the loop polls it.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		code, body := call(t, client, "GET", url+"/v1/sessions/"+id+"/context?budget=4000", serveKey, "")
 		if code == 200 && strings.Contains(body, `"mode":"hierarchical"`) {
