@@ -272,7 +272,7 @@ func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.
 	}
 	remaining := mean
 	if began := r.began.Load(); began != 0 {
-		remaining -= time.Now().Sub(time.Unix(0, began))
+		remaining -= time.Since(time.Unix(0, began))
 	}
 	if remaining > grace {
 		return 0

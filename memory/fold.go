@@ -143,7 +143,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.bp.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
 	}
 	e.cool.succeed(sessionID)
-	e.observeDuration(time.Now().Sub(j.began))
+	e.observeDuration(time.Since(j.began))
 	e.stats.folds.Add(1)
 	j.rec.finish(e, ctx, sessionID, j.began, cur, nil)
 	return cur, nil
@@ -344,7 +344,7 @@ type foldRecord struct {
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", time.Now().Sub(began)}
+		"input_tokens_reported", r.inputTokens, "duration", time.Since(began)}
 	e.otel.observeFold(ctx, r, err)
 	level := slog.LevelDebug
 	outcome := "ok"
