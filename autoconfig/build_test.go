@@ -255,15 +255,20 @@ func TestBuildUnregisteredProvider(t *testing.T) {
 	}
 }
 
+// registrations numbers the summarizer providers the tests register.
+var registrations atomic.Int64
+
 // TestRegisterSummarizer: a factory registered with summary.Register
 // receives the summarizer settings, reads its key from the configuration's
 // environment, and its summarizer is the manager's and is closed with the runtime.
 func TestRegisterSummarizer(t *testing.T) {
 	t.Parallel()
-	const name = "test-recorder"
+	// summary.Register's registry is the process's: a name of its own for
+	// each run keeps go test -count=N from registering twice.
+	name := fmt.Sprintf("test-recorder-%d", registrations.Add(1))
 	var got summary.Settings
 	closed := false
-	summary.Register("Test-Recorder", func(_ context.Context, s summary.Settings) (summary.Service, error) {
+	summary.Register("Test-"+strings.TrimPrefix(name, "test-"), func(_ context.Context, s summary.Settings) (summary.Service, error) {
 		got = s
 		key, err := s.APIKey("TEST_RECORDER_KEY")
 		if err != nil {
@@ -362,8 +367,9 @@ func TestBuildRefusesHalfConfigured(t *testing.T) {
 	if _, err := BuildRuntime(context.Background(), cfg, WithSummarizer(typedNil)); err == nil {
 		t.Fatal("typed-nil WithSummarizer accepted")
 	}
-	summary.Register("test-none", func(context.Context, summary.Settings) (summary.Service, error) { return nil, nil })
-	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow(keySummarizerProvider + "=test-none")})
+	none := fmt.Sprintf("test-none-%d", registrations.Add(1))
+	summary.Register(none, func(context.Context, summary.Settings) (summary.Service, error) { return nil, nil })
+	cfg, err = LoadWith(LoadOptions{Environ: []string{}, Overrides: smallWindow(keySummarizerProvider + "=" + none)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -451,7 +451,7 @@ func jdbcToPostgres(raw, user, pass string) (string, error) {
 	}
 	if !strings.HasPrefix(lower, "jdbc:postgresql:") {
 		driver, _, _ := strings.Cut(raw[len("jdbc:"):], ":")
-		return "", fmt.Errorf("Strata stores support PostgreSQL only, not %q (want jdbc:postgresql://… or postgres://…)", driver)
+		return "", fmt.Errorf("the stores support PostgreSQL only, not %q (want jdbc:postgresql://… or postgres://…)", driver)
 	}
 	rest := raw[len("jdbc:postgresql:"):]
 	if !strings.HasPrefix(rest, "//") { // jdbc:postgresql:database

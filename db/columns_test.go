@@ -4,8 +4,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The tool_calls and metadata columns hold JSON that rows already written

@@ -72,14 +72,14 @@ func (d *pgDriver) Open(string) (driver.Conn, error) { return d.c.Connect(contex
 // newConnector returns the connector of dsn whose connections fail any
 // read or write that waits longer than bound for the server (bound <= 0:
 // no bound) and cancel any statement that runs longer than timeout
-// (timeout <= 0: none).
-func newConnector(dsn string, bound, timeout time.Duration) (*connector, error) {
+// (timeout <= 0: none), dialing with dial (nil: a net.Dialer).
+func newConnector(dsn string, bound, timeout time.Duration, dial dialFunc) (*connector, error) {
 	pc, err := pq.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if bound > 0 {
-		pc.Dialer(boundedDialer{bound: bound})
+	if bound > 0 || dial != nil {
+		pc.Dialer(boundedDialer{bound: bound, dial: dial})
 	}
 	return &connector{Connector: pc, dsn: dsn, timeout: timeout}, nil
 }
@@ -245,14 +245,19 @@ func (r *timedRows) ColumnTypeScanType(i int) reflect.Type {
 	return reflect.TypeFor[any]()
 }
 
+// dialFunc opens a connection to address, as net.Dialer.DialContext.
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
 // boundedDialer dials connections whose every read and write waits at
-// most bound for the server. lib/pq blocks in a read until the server
+// most bound for the server (bound <= 0: as long as the driver's own
+// deadlines allow), through dial when set, else d. lib/pq blocks in a read until the server
 // answers: neither the caller's context (lib/pq then sends the server a
 // cancel request, which a hung server never acts on) nor statement_timeout
 // (enforced by that same server) can end the wait. The bound can.
 type boundedDialer struct {
 	bound time.Duration
 	d     net.Dialer
+	dial  dialFunc
 }
 
 // Dial implements pq.Dialer.
@@ -269,9 +274,16 @@ func (b boundedDialer) DialTimeout(network, address string, timeout time.Duratio
 
 // DialContext implements pq.DialerContext.
 func (b boundedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	c, err := b.d.DialContext(ctx, network, address)
+	dial := b.dial
+	if dial == nil {
+		dial = b.d.DialContext
+	}
+	c, err := dial(ctx, network, address)
 	if err != nil {
 		return nil, err
+	}
+	if b.bound <= 0 {
+		return c, nil
 	}
 	bc := &boundedConn{Conn: c, bound: b.bound}
 	if slot, ok := ctx.Value(dialSlotKey{}).(*dialSlot); ok {

@@ -50,6 +50,7 @@ type OpenOption func(*openOptions)
 type openOptions struct {
 	connectTimeout   time.Duration
 	statementTimeout time.Duration
+	dial             dialFunc // nil: a net.Dialer (the tests set one)
 }
 
 // WithConnectTimeout sets the connect timeout Open applies to every
@@ -148,7 +149,7 @@ func Open(ctx context.Context, dsn string, opts ...OpenOption) (*sqlx.DB, error)
 		timeout = o.statementTimeout
 		bound = o.statementTimeout + grace
 	}
-	c, err := newConnector(full, bound, timeout)
+	c, err := newConnector(full, bound, timeout, o.dial)
 	if err != nil {
 		return nil, fmt.Errorf("db: open %s: %w", RedactDSN(dsn), redactURLError(err, dsn))
 	}

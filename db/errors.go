@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/lib/pq"
+
 	"github.com/strata-go/strata/memory/store"
 )
 

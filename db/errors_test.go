@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
 	"github.com/strata-go/strata/memory/store"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/jmoiron/sqlx"
@@ -38,4 +39,11 @@ func MigrateTo(ctx context.Context, d *sqlx.DB, version uint) error {
 		}
 		return nil
 	})
+}
+
+// WithDialer makes Open's connections with dial instead of a net.Dialer,
+// for the tests that run Open against a server made of an in-memory
+// connection (net.Pipe) inside a testing/synctest bubble.
+func WithDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) OpenOption {
+	return func(o *openOptions) { o.dial = dial }
 }

@@ -138,7 +138,7 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 		if err != nil {
 			return fmt.Errorf("db: %s: %w", op, err)
 		}
-		c, err := newConnector(dsn, 0, 0)
+		c, err := newConnector(dsn, 0, 0, nil)
 		if err != nil {
 			return fmt.Errorf("db: %s: %w", op, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -110,34 +111,75 @@ func openBounded(t *testing.T, dsn string, opts ...db.OpenOption) error {
 // connection but never answers the start-up handshake makes Open fail by
 // the connect timeout, reported as an outage — with the default timeout,
 // with WithConnectTimeout, and with a connect_timeout in the data source
-// name, which wins over the option.
+// name, which wins over the option. The server is an in-memory connection
+// that reads and never writes, in a testing/synctest bubble: Open fails
+// after exactly the timeout of the bubble's clock, and nothing waits for
+// real. TestOpenHungSocketFailsByConnectTimeout does it once on a socket.
 func TestOpenHungServerFailsByConnectTimeout(t *testing.T) {
 	t.Parallel()
-	addr := silentServer(t)
-	base := "postgres://u:p@" + addr + "/app?sslmode=disable"
+	const base = "postgres://u:p@db.invalid:5432/app?sslmode=disable"
 	for name, c := range map[string]struct {
 		dsn  string
 		opts []db.OpenOption
+		want time.Duration
 	}{
-		"default":        {dsn: base},
-		"option":         {dsn: base, opts: []db.OpenOption{db.WithConnectTimeout(time.Second)}},
-		"dsn wins":       {dsn: base + "&connect_timeout=1", opts: []db.OpenOption{db.WithConnectTimeout(time.Hour)}},
-		"key=value form": {dsn: "host=127.0.0.1 port=" + addr[strings.LastIndexByte(addr, ':')+1:] + " user=u dbname=app sslmode=disable connect_timeout=1"},
+		"default":              {dsn: base, want: db.DefaultConnectTimeout},
+		"option":               {dsn: base, opts: []db.OpenOption{db.WithConnectTimeout(2 * time.Second)}, want: 2 * time.Second},
+		"option rounded":       {dsn: base, opts: []db.OpenOption{db.WithConnectTimeout(1500 * time.Millisecond)}, want: 2 * time.Second},
+		"dsn wins":             {dsn: base + "&connect_timeout=3", opts: []db.OpenOption{db.WithConnectTimeout(time.Hour)}, want: 3 * time.Second},
+		"key=value form":       {dsn: "host=db.invalid port=5432 user=u dbname=app sslmode=disable connect_timeout=1", want: time.Second},
+		"no statement timeout": {dsn: base, opts: []db.OpenOption{db.WithStatementTimeout(0)}, want: db.DefaultConnectTimeout},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			err := openBounded(t, c.dsn, c.opts...)
-			if err == nil {
-				t.Fatal("Open succeeded against a server that never answers")
-			}
-			var netErr net.Error
-			if !errors.As(err, &netErr) || !netErr.Timeout() {
-				t.Errorf("Open = %v, want a network timeout", err)
-			}
-			if !errors.Is(err, store.ErrUnavailable) {
-				t.Errorf("Open = %v, want it to wrap store.ErrUnavailable", err)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var servers []net.Conn
+				dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+					client, server := net.Pipe()
+					servers = append(servers, server)
+					go func() { _, _ = io.Copy(io.Discard, server) }() // read, never write
+					return client, nil
+				}
+				start := time.Now()
+				d, err := db.Open(context.Background(), c.dsn, append(c.opts, db.WithDialer(dial))...)
+				elapsed := time.Since(start)
+				for _, s := range servers {
+					_ = s.Close()
+				}
+				if d != nil {
+					_ = d.Close()
+				}
+				checkConnectTimeout(t, err)
+				if elapsed != c.want {
+					t.Errorf("Open failed after %v, want the connect timeout %v", elapsed, c.want)
+				}
+			})
 		})
+	}
+}
+
+// TestOpenHungSocketFailsByConnectTimeout: the same on a real socket, with
+// a one-second timeout: the deadlines lib/pq and Open set hold on TCP.
+func TestOpenHungSocketFailsByConnectTimeout(t *testing.T) {
+	t.Parallel()
+	addr := silentServer(t)
+	err := openBounded(t, "postgres://u:p@"+addr+"/app?sslmode=disable", db.WithConnectTimeout(time.Second))
+	checkConnectTimeout(t, err)
+}
+
+// checkConnectTimeout fails t unless err is the failure of an Open that
+// ran into its connect timeout: a network timeout, reported as an outage.
+func checkConnectTimeout(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Open succeeded against a server that never answers")
+	}
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		t.Errorf("Open = %v, want a network timeout", err)
+	}
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open = %v, want it to wrap store.ErrUnavailable", err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/internal/bg"
-	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 	"github.com/strata-go/strata/trimmer"
@@ -24,8 +23,9 @@ import (
 // Callers never run a fold on their own goroutine: they start or join one
 // and wait for it as long as they choose (foldRun.wait), so loads never
 // queue behind each other. A Manager owns one engine; the engine knows
-// nothing of the Manager and works with its engineDeps only, every wait and
-// timestamp on their clock.
+// nothing of the Manager and works with its engineDeps only. Its waits and
+// timestamps are the system clock's (tests move it in testing/synctest
+// bubbles).
 type engine struct {
 	engineDeps
 	runner *bg.Runner
@@ -104,7 +104,6 @@ type engineDeps struct {
 	cfg       Config          // defaults filled in
 	pol       policy
 	cost      *trimmer.Trimmer
-	clk       clock.Clock
 	log       *slog.Logger
 	stats     *counters
 	otel      *instruments
@@ -117,7 +116,7 @@ func newEngine(d engineDeps) *engine {
 	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{},
 		closing: make(chan struct{})}
 	e.bp, _ = d.pol.(backlogPolicy)
-	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, d.clk.Now)
+	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, time.Now)
 	return e
 }
 
@@ -210,7 +209,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 	}
 	for {
 		r.cut.Store(0)
-		r.began.Store(e.clk.Now().UnixNano())
+		r.began.Store(time.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, why, st, r)
 		if err != nil && ctx.Err() == nil {
 			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
@@ -244,9 +243,9 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 		why = triggerSave
 		// Saves arrived during the fold: let a burst settle first.
 		if d := e.cfg.SupersedeDelay; d > 0 {
-			t := e.clk.NewTimer(d)
+			t := time.NewTimer(d)
 			select {
-			case <-t.C():
+			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
 				return
@@ -270,7 +269,7 @@ func (e *engine) expectedWait(r *foldRun, grace time.Duration, need int64) time.
 	}
 	remaining := mean
 	if began := r.began.Load(); began != 0 {
-		remaining -= e.clk.Now().Sub(time.Unix(0, began))
+		remaining -= time.Since(time.Unix(0, began))
 	}
 	if remaining > grace {
 		return 0
@@ -300,7 +299,7 @@ func (e *engine) observeDuration(d time.Duration) {
 // when it was stopped. It returns the newest summary an attempt stored
 // meanwhile, and whether there was one, even when it falls short of need.
 func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int64) (*summary.Summary, bool) {
-	t := e.clk.NewTimer(d)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	var best *summary.Summary
 	for {
@@ -318,7 +317,7 @@ func (r *foldRun) wait(ctx context.Context, e *engine, d time.Duration, need int
 		}
 		select {
 		case <-ch:
-		case <-t.C():
+		case <-t.C:
 			e.mu.Lock()
 			r.givenUp = ch
 			e.mu.Unlock()
@@ -392,11 +391,11 @@ func (e *engine) closeNow(ctx context.Context) error {
 	select {
 	case <-locked:
 	case <-ctx.Done():
-		t := e.clk.NewTimer(50 * time.Millisecond)
+		t := time.NewTimer(50 * time.Millisecond)
 		defer t.Stop()
 		select {
 		case <-locked:
-		case <-t.C():
+		case <-t.C:
 			return errors.Join(err, errors.New("memory: a summary save still in progress at the close deadline"))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
@@ -54,7 +55,7 @@ func (m *Manager) WriteExport(ctx context.Context, w io.Writer, sessionID, userI
 	enc.SetEscapeHTML(false)
 	// The head is the encoding of a snapshot without messages or summary,
 	// cut before its empty messages array closes.
-	head := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: m.clk.Now().UTC(),
+	head := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: time.Now().UTC(),
 		Messages: []snapshot.Message{}}
 	if err := enc.Encode(head); err != nil {
 		return fail(err)

@@ -131,7 +131,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger
 	} else {
 		e.stats.backgroundFolds.Add(1)
 	}
-	j.began = e.clk.Now()
+	j.began = time.Now()
 	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(summary.BlocksWith(existing, render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
@@ -144,7 +144,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger
 		e.bp.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
 	}
 	e.cool.succeed(sessionID)
-	e.observeDuration(e.clk.Now().Sub(j.began))
+	e.observeDuration(time.Since(j.began))
 	e.stats.folds.Add(1)
 	j.rec.finish(e, ctx, sessionID, j.began, cur, nil)
 	return cur, nil
@@ -245,7 +245,7 @@ func (e *engine) mergeOptions() summary.MergeOptions {
 	return summary.MergeOptions{
 		MaxFacts: e.cfg.MaxFacts, MaxValueLen: e.cfg.MaxFactValueLen, MaxPerFamily: e.cfg.MaxFactsPerFamily,
 		TokenBudget: e.cfg.FactsTokenBudget, Tokens: e.cfg.Estimator.Estimate, PinnedKeys: e.cfg.PinnedFactKeys,
-		MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: e.clk.Now(),
+		MaxNarrativeTokens: e.cfg.MaxNarrativeTokens, ShowPrevious: e.cfg.ShowPreviousValues, Now: time.Now(),
 	}
 }
 
@@ -301,7 +301,7 @@ func (e *engine) notify(ev FoldEvent) {
 // for another holder's fold at most Config.FoldWait. save, when not nil,
 // saves a summary and releases the lease in one step.
 func (e *engine) lock(ctx context.Context, sessionID string) (release func(), save func(context.Context, summary.Summary) error, err error) {
-	deadline := e.clk.NewTimer(e.cfg.FoldWait)
+	deadline := time.NewTimer(e.cfg.FoldWait)
 	defer deadline.Stop()
 	retry := backoff.Exp{Base: 20 * time.Millisecond, Ceiling: time.Second}
 	for {
@@ -313,10 +313,10 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 		if ok {
 			return release, save, nil
 		}
-		t := e.clk.NewTimer(retry.Next())
+		t := time.NewTimer(retry.Next())
 		select {
-		case <-t.C():
-		case <-deadline.C():
+		case <-t.C:
+		case <-deadline.C:
 			t.Stop()
 			return nil, nil, errFoldBusy
 		case <-ctx.Done():
@@ -338,7 +338,7 @@ type foldRecord struct {
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", string(r.trigger), "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(summary.BlocksWith(s, render(e.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
+		"input_tokens_reported", r.inputTokens, "duration", time.Since(began)}
 	e.otel.observeFold(ctx, r, err)
 	level := slog.LevelDebug
 	outcome := "ok"

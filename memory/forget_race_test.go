@@ -44,7 +44,7 @@ func TestForgetRace(t *testing.T) {
 						text.WriteString(fc.Value + "\n")
 					}
 				}
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // latency, not synchronisation: the slow summarizer
 				var res summary.Result
 				var sentences []string
 				for i, c := range codeRE.FindAllString(text.String(), -1) {
@@ -78,7 +78,7 @@ func TestForgetRace(t *testing.T) {
 				go func() { // the erasures
 					defer wg.Done()
 					for range turns / 4 {
-						time.Sleep(2 * time.Millisecond)
+						time.Sleep(2 * time.Millisecond) // spaces the erasures out between the turns (latency, not synchronisation)
 						msgs, err := f.mgr.Messages(ctx, session, "alice", 0, 0)
 						if err != nil || len(msgs) < 4 {
 							continue

@@ -56,7 +56,7 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		wait = e.cfg.LoadGrace
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl) // the caller's deadline is wall-clock time, not the manager's clock
+		left := time.Until(dl)
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
 	run := e.request(sessionID, user, triggerLoad, false)

@@ -3,9 +3,9 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"github.com/strata-go/strata/internal/clock"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/strata-go/strata/memory"
@@ -262,52 +262,53 @@ func TestConcurrentLoadsDoNotQueueBehindFold(t *testing.T) {
 // Once this manager's folds are known to take longer than the load grace, a
 // stale load does not wait for the regeneration at all (waiting could not
 // get it the fresh summary, only delay the reply): here the grace is an
-// hour and the first fold "took" ten hours on the manager's clock, so a
-// load that waited would never come back in time.
+// hour and the first fold takes ten hours of a testing/synctest bubble's
+// clock, so a load that waited would never come back in time.
 func TestStaleLoadSkipsAFoldKnownToBeSlow(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cfg := hierConfig()
-	cfg.LoadGrace = time.Hour
-	cfg.SupersedeDelay = time.Nanosecond
-	cfg.SummarizeTimeout = 24 * time.Hour // the clock also times the summarizer call
-	f := newFixture(t, cfg, memory.WithClock(clk))
-	second, release := make(chan struct{}), make(chan struct{})
-	f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
-		if call == 1 {
-			clk.Advance(10 * time.Hour) // the first fold takes 10 hours
+	synctest.Test(t, func(t *testing.T) {
+		cfg := hierConfig()
+		cfg.LoadGrace = time.Hour
+		cfg.SupersedeDelay = time.Nanosecond
+		cfg.SummarizeTimeout = 24 * time.Hour // the bubble's clock also times the summarizer call
+		f := newFixture(t, cfg)
+		second, release := make(chan struct{}), make(chan struct{})
+		f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
+			if call == 1 {
+				time.Sleep(10 * time.Hour) // the first fold takes 10 hours
+				return countingResult(req), nil
+			}
+			close(second)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
 			return countingResult(req), nil
-		}
-		close(second)
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return countingResult(req), nil
-	})
-	ctx := context.Background()
-	seed(t, f.store, "s", "alice", 10)
-	if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Two more turns make the summary stale; their fold blocks.
-	for range 2 {
-		if err := f.mgr.SaveTurn(ctx, "s", "alice", "later", "a"); err != nil {
+		})
+		ctx := context.Background()
+		seed(t, f.store, "s", "alice", 10)
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	await(t, second, "the second fold")
-	r := loadAsync(t, f.mgr, ctx, "s", "alice")
-	h, err := r.h, r.err
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Mode != "stale" || h.Summary == nil {
-		t.Fatalf("mode %s, summary %v; want the stale summary", h.Mode, h.Summary)
-	}
-	close(release)
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Two more turns make the summary stale; their fold blocks.
+		for range 2 {
+			if err := f.mgr.SaveTurn(ctx, "s", "alice", "later", "a"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		await(t, second, "the second fold")
+		r := loadAsync(t, f.mgr, ctx, "s", "alice")
+		h, err := r.h, r.err
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Mode != "stale" || h.Summary == nil {
+			t.Fatalf("mode %s, summary %v; want the stale summary", h.Mode, h.Summary)
+		}
+		close(release)
+	})
 }
 
 // A chunked tail over K+B that still fits the view's token budget does not

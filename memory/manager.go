@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strata-go/strata/internal/clock"
 	"io"
 	"log/slog"
 	"slices"
@@ -33,7 +32,6 @@ type Manager struct {
 	sums  summary.Store // as given to WithSummaries; nil without
 	svc   summary.Service
 	log   *slog.Logger
-	clk   clock.Clock
 	cost  *trimmer.Trimmer // the one budget: window, output reserve, estimator
 	price *pricing         // per-model calibration, shared with the model views
 	model string           // the model this view prices for ("" for the manager itself)
@@ -60,7 +58,7 @@ func NewManager(ms MessageStore, cfg Config, opts ...Option) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, price: newPricing(defaultEst),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clk: clock.Real{}, obs: &observers{},
+		obs: &observers{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -77,7 +75,7 @@ func NewManager(ms MessageStore, cfg Config, opts ...Option) (*Manager, error) {
 	m.pol = newPolicy(cfg, m.cost)
 	m.otel, m.stats = newInstruments(), &counters{}
 	m.eng = newEngine(engineDeps{store: m.store, summaries: sums != nil, svc: m.svc, cfg: cfg, pol: m.pol, cost: m.cost,
-		clk: m.clk, log: m.log, stats: m.stats, otel: m.otel, obs: m.obs})
+		log: m.log, stats: m.stats, otel: m.otel, obs: m.obs})
 	return m, nil
 }
 
@@ -342,10 +340,9 @@ func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(c
 // Close first drains, then cancels: it lets the fold attempts (and fold
 // observers) in flight finish and save their summaries — without starting
 // further passes — waiting for them at most four fifths of the close
-// timeout (Config.CloseTimeout, default 5s: 4s), timed on the system clock
-// like a caller's deadline, so that a short program's last fold is not
-// lost without a call to Flush; then it cancels what still runs and waits
-// for it until the close timeout, on the manager's clock. No summary is
+// timeout (Config.CloseTimeout, default 5s: 4s), so that a short
+// program's last fold is not lost without a call to Flush; then it cancels
+// what still runs and waits for it until the close timeout. No summary is
 // saved after it returns, and no fold starts. Loads and saves keep
 // working, without folding. A fold whose summarizer ignores cancellation
 // is abandoned at once: it stops waiting for the summarizer and releases
@@ -360,7 +357,7 @@ func (m *Manager) Close() error {
 		_ = m.eng.runner.Flush(drain) // what is left is cancelled below
 		stop()
 	}
-	ctx, cancel := clock.WithTimeout(context.Background(), m.clk, m.cfg.CloseTimeout-m.cfg.CloseTimeout*closeDrainShare/5)
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout-m.cfg.CloseTimeout*closeDrainShare/5)
 	defer cancel()
 	return m.eng.close(ctx)
 }

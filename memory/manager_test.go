@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strata-go/strata/internal/clock"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -241,42 +241,45 @@ func TestSummarizerErrorFallsBackToTakeLast(t *testing.T) {
 	}
 }
 
+// TestCooldownAfterFailure: a failed fold keeps the session from folding
+// for the cool-down, then folds again. In a testing/synctest bubble.
 func TestCooldownAfterFailure(t *testing.T) {
-	cfg := hierConfig()
-	cfg.FailureCooldown, cfg.MaxFailureCooldown = time.Minute, 10*time.Minute
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	f := newFixture(t, cfg, memory.WithClock(clk))
-	var fail atomic.Bool
-	fail.Store(true)
-	f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
-		if fail.Load() {
-			return summary.Result{}, errors.New("down")
+	synctest.Test(t, func(t *testing.T) {
+		cfg := hierConfig()
+		cfg.FailureCooldown, cfg.MaxFailureCooldown = time.Minute, 10*time.Minute
+		f := newFixture(t, cfg)
+		var fail atomic.Bool
+		fail.Store(true)
+		f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+			if fail.Load() {
+				return summary.Result{}, errors.New("down")
+			}
+			return countingResult(req), nil
+		})
+		seed(t, f.store, "s", "alice", 16)
+		ctx := context.Background()
+		_, _ = f.mgr.LoadHistory(ctx, "s", "alice")
+		h, _ := f.mgr.Load(ctx, "s", "alice")
+		if c := f.svc.calls.Load(); c != 1 || h.Mode != "fallback" {
+			t.Fatalf("during cool-down: calls %d (want 1), mode %s", c, h.Mode)
 		}
-		return countingResult(req), nil
+		// A save during the cool-down starts no fold either.
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if c := f.svc.calls.Load(); c != 1 {
+			t.Fatalf("calls after a save in the cool-down = %d, want 1", c)
+		}
+		fail.Store(false)
+		time.Sleep(61 * time.Second) // the bubble's clock: the cool-down passes
+		h, _ = f.mgr.Load(ctx, "s", "alice")
+		if h.Mode != "hierarchical" || f.svc.calls.Load() != 2 {
+			t.Fatalf("after cool-down: mode %s, calls %d", h.Mode, f.svc.calls.Load())
+		}
 	})
-	seed(t, f.store, "s", "alice", 16)
-	ctx := context.Background()
-	_, _ = f.mgr.LoadHistory(ctx, "s", "alice")
-	h, _ := f.mgr.Load(ctx, "s", "alice")
-	if c := f.svc.calls.Load(); c != 1 || h.Mode != "fallback" {
-		t.Fatalf("during cool-down: calls %d (want 1), mode %s", c, h.Mode)
-	}
-	// A save during the cool-down starts no fold either.
-	if err := f.mgr.SaveTurn(ctx, "s", "alice", "q", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if c := f.svc.calls.Load(); c != 1 {
-		t.Fatalf("calls after a save in the cool-down = %d, want 1", c)
-	}
-	fail.Store(false)
-	clk.Advance(61 * time.Second)
-	h, _ = f.mgr.Load(ctx, "s", "alice")
-	if h.Mode != "hierarchical" || f.svc.calls.Load() != 2 {
-		t.Fatalf("after cool-down: mode %s, calls %d", h.Mode, f.svc.calls.Load())
-	}
 }
 
 func TestFailedTurnSavesUserOnly(t *testing.T) {

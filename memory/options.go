@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/internal/owner"
 	"github.com/strata-go/strata/summary"
 )
@@ -31,17 +30,6 @@ func WithLogger(l *slog.Logger) Option {
 	return func(m *Manager) {
 		if l != nil {
 			m.log = l
-		}
-	}
-}
-
-// withClock sets the manager's clock: every wait of the engine (load grace,
-// fold wait, settle delay, lock retries, summarizer deadline, close), its
-// cool-downs and fact timestamps go through it.
-func withClock(c clock.Clock) Option {
-	return func(m *Manager) {
-		if c != nil {
-			m.clk = c
 		}
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -309,7 +309,8 @@ func propertySeed(t *testing.T) uint64 {
 
 // TestNoDropWithoutFoldProperty runs random schedules of saves, loads,
 // summarizer failures, slow and hung summarizers, cancellations and
-// restarts, on a fake clock, and checks after every step that no message
+// restarts, each in a testing/synctest bubble (its waits take no real
+// time), and checks after every step that no message
 // left the view without being folded into the summary shown.
 func TestNoDropWithoutFoldProperty(t *testing.T) {
 	schedules := 500
@@ -319,28 +320,9 @@ func TestNoDropWithoutFoldProperty(t *testing.T) {
 	seed := propertySeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	for i := 0; i < schedules; i++ {
-		runSchedule(t, rng, i)
+		synctest.Test(t, func(t *testing.T) { runSchedule(t, rng, i) })
 		if t.Failed() {
 			t.Fatalf("schedule %d failed (seed %d)", i, seed)
-		}
-	}
-}
-
-// drive runs fn while moving clk: whenever fn has not returned after a
-// moment of real time and a timer is armed (a load's grace, a fold's
-// settle delay, a summarizer deadline), the clock jumps to that timer's
-// deadline, so waits take virtual time instead of wall time.
-func drive(clk *clock.Fake, fn func()) {
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	tick := time.NewTicker(50 * time.Microsecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-			clk.AdvanceToNext()
 		}
 	}
 }
@@ -411,9 +393,8 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		modes = append(modes, block)
 		cfg = waits(cfg, time.Millisecond, time.Millisecond)
 	}
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() *memory.Manager {
-		mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet), memory.WithClock(clk))
+		mgr, err := memory.NewManager(store, cfg, memory.WithSummaries(sums, svc), memory.WithLogger(quiet))
 		if err != nil {
 			t.Fatalf("schedule %d: %v (cfg %+v)", n, err, cfg)
 		}
@@ -422,7 +403,7 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 	mgr := open()
 	defer func() {
 		setMode(answer)
-		drive(clk, func() { _ = mgr.Close() })
+		_ = mgr.Close()
 	}()
 	ctx := context.Background()
 	for step := 0; step < 25; step++ {
@@ -436,7 +417,7 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 			}
 			msgs = append(msgs, llms.AIChatMessage{Content: fmt.Sprintf("a%d", step)})
 			var err error
-			drive(clk, func() { err = mgr.SaveMessages(ctx, "s", "alice", msgs...) })
+			err = mgr.SaveMessages(ctx, "s", "alice", msgs...)
 			if err != nil {
 				t.Fatalf("schedule %d step %d: save: %v", n, step, err)
 			}
@@ -446,18 +427,18 @@ func runSchedule(t *testing.T, rng *rand.Rand, n int) {
 		case op == 8:
 			mgr.CancelSummarization("s")
 		default:
-			drive(clk, func() { _ = mgr.Close() })
+			_ = mgr.Close()
 			mgr = open()
 		}
 		mu.Lock()
 		blocked := mode == block
 		mu.Unlock()
 		if !blocked && rng.IntN(2) == 0 {
-			drive(clk, func() { _ = mgr.Flush(ctx) })
+			_ = mgr.Flush(ctx)
 		}
 		var h memory.History
 		var err error
-		drive(clk, func() { h, err = mgr.Load(ctx, "s", "alice") })
+		h, err = mgr.Load(ctx, "s", "alice")
 		if err != nil {
 			t.Fatalf("schedule %d step %d: load: %v", n, step, err)
 		}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/strata-go/strata/memory/snapshot"
 	"github.com/strata-go/strata/memory/store"
@@ -48,7 +49,7 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 			before.UpToSeq != after.UpToSeq || !before.UpdatedAt.Equal(after.UpdatedAt)) {
 			continue // a fold or an erasure in between: read again
 		}
-		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: m.clk.Now().UTC(),
+		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: time.Now().UTC(),
 			Messages: make([]snapshot.Message, 0, len(msgs)), Summary: snapshot.FromSummary(before)}
 		for _, msg := range msgs {
 			snap.Messages = append(snap.Messages, snapshot.FromStored(msg))

@@ -217,7 +217,7 @@ func TestImportRacingLoads(t *testing.T) {
 		}
 		f.mgr = mgr
 		f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // latency, not synchronisation: a fold that takes a while
 			return summary.Result{Narrative: "A fold's own narrative."}, nil
 		})
 		id := fmt.Sprintf("s%d", i)
@@ -268,6 +268,6 @@ func TestImportRacingLoads(t *testing.T) {
 type slowSaves struct{ summary.Store }
 
 func (s slowSaves) Save(ctx context.Context, sum summary.Summary) error {
-	time.Sleep(3 * time.Millisecond)
+	time.Sleep(3 * time.Millisecond) // latency, not synchronisation: widens the race's window
 	return s.Store.Save(ctx, sum)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/strata-go/strata/summary"
 )
@@ -24,7 +25,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 	timeout := e.cfg.SummarizeTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	deadline := e.clk.NewTimer(timeout)
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	type outcome struct {
 		res summary.Result
@@ -45,7 +46,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 	select {
 	case o := <-done:
 		return o.res, o.err
-	case <-deadline.C():
+	case <-deadline.C:
 		if err := ctx.Err(); err != nil {
 			return summary.Result{}, err
 		}

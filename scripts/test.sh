@@ -3,7 +3,14 @@
 # found or started by scripts/with-postgres.sh: DATABASE_URL, else a server
 # on 127.0.0.1:5432, else a throwaway initdb cluster).
 #
-#   scripts/test.sh                    # go test -race -count=1 ./...
+# A full run (no arguments) first runs scripts/lint.sh (staticcheck, import
+# grouping, go mod tidy), then the short suite five times in a row without
+# a database (go test -count=5 -short ./..., the suite of a clean
+# checkout, where the PostgreSQL tests skip: a test that fails one run in
+# five fails here), then everything once with the race detector and the
+# database.
+#
+#   scripts/test.sh                    # lint, five short runs, go test -race -count=1 ./...
 #   scripts/test.sh -run Tail -v       # extra flags are passed to go test
 #   scripts/test.sh ./db/... -bench .  # a first argument that is not a flag
 #                                      # replaces ./... (packages + flags)
@@ -17,6 +24,17 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 else
 	args=(./... "$@")
 	[ $# -eq 0 ] && full=1
+fi
+
+if [ "$full" = 1 ]; then
+	status=0
+	scripts/lint.sh || status=$?
+	# CI=false: without a database the PostgreSQL tests skip instead of
+	# failing as they do under CI=true; the race run below runs them.
+	echo "test.sh: go test -count=5 -short ./... (no database)" >&2
+	env -u DATABASE_URL -u STRATA_TEST_DATABASE_URL -u STRATA_PGBOUNCER_URL CI=false \
+		go test -count=5 -short ./... || status=$?
+	[ "$status" = 0 ] || exit "$status"
 fi
 
 # The server-restart fault test needs the server to itself: it runs alone,

@@ -221,13 +221,7 @@ func TestListenAndServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.ListenAndServe(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "listening") {
-		if time.Now().After(deadline) {
-			t.Fatal("ListenAndServe did not start")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	logs.Await(t, 10*time.Second, "listening")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("ListenAndServe: %v", err)

@@ -379,12 +379,7 @@ func TestRoutineRequestsLogNothingAboveDebug(t *testing.T) {
 	info := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ts := stack{srvOpts: []Option{WithLogger(info)}}.start(t)
 	// Starting to serve is announced (at info level) once.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "listening"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not announce that it serves")
-		}
-	}
-	before := logs.String()
+	before := logs.Await(t, 10*time.Second, "listening")
 	id := ts.create(keyAlice, map[string]any{"title": "Routine"})
 	ts.must(200, "POST", "/v1/sessions/"+id+"/messages", keyAlice, turn("hi", "hello"), nil)
 	ts.must(200, "GET", "/v1/sessions/"+id, keyAlice, nil, nil)

@@ -152,6 +152,23 @@ type testServer struct {
 	client *http.Client
 	logs   *testutil.Buffer
 	stop   func() error // graceful stop; idempotent
+	// lnClosed is closed when Serve closes the listener (at the start of
+	// a shutdown).
+	lnClosed <-chan struct{}
+}
+
+// signalingListener closes closed when it is closed.
+type signalingListener struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+// Close implements net.Listener.
+func (l *signalingListener) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { close(l.closed) })
+	return err
 }
 
 // start builds the stack and serves it on 127.0.0.1:0 until the test ends.
@@ -172,10 +189,11 @@ func (st stack) start(t testing.TB) *testServer {
 // serveOn serves srv on a loopback port until the test ends.
 func serveOn(t testing.TB, srv *Server, logs *testutil.Buffer) *testServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := &signalingListener{Listener: tcp, closed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -200,7 +218,7 @@ func serveOn(t testing.TB, srv *Server, logs *testutil.Buffer) *testServer {
 			t.Errorf("graceful stop: %v", err)
 		}
 	})
-	return &testServer{t: t, srv: srv, url: "http://" + ln.Addr().String(), client: client, logs: logs, stop: stop}
+	return &testServer{t: t, srv: srv, url: "http://" + ln.Addr().String(), client: client, logs: logs, stop: stop, lnClosed: ln.closed}
 }
 
 // serveClient is the tests' HTTP client: its own transport, so that its

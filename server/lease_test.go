@@ -64,18 +64,16 @@ func TestForgetDuringAnotherReplicasHungFoldIs503(t *testing.T) {
 			t.Fatalf("code %q, want unavailable", e.Code)
 		}
 	}
-	// The fold ends: the erasure goes through.
+	// The fold ends (Flush waits for it, lease released): the erasure goes
+	// through.
 	once.Do(func() { close(release) })
 	_ = a.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := ts.do("DELETE", "/v1/sessions/busy-session/messages/1", keyAlice, nil)
-		if r.status == 204 {
-			break
-		}
-		if r.status != 503 || time.Now().After(deadline) {
-			t.Fatalf("DELETE after the fold ended: %s", r)
-		}
-		time.Sleep(100 * time.Millisecond)
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.Flush(fctx); err != nil {
+		t.Fatalf("replica a's fold did not end once released: %v", err)
+	}
+	if r := ts.do("DELETE", "/v1/sessions/busy-session/messages/1", keyAlice, nil); r.status != 204 {
+		t.Fatalf("DELETE after the fold ended: %s", r)
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The wire format is public (server/openapi.json): these golden tests pin

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/strata-go/strata/summary"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/summary"
 )
 
 func ExampleNewExtractiveService() {

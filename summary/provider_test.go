@@ -3,8 +3,10 @@ package summary
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -13,16 +15,19 @@ import (
 // panics.
 func TestRegisterLookup(t *testing.T) {
 	t.Parallel()
+	// The registry is the process's, as database/sql's drivers: a name of
+	// its own for each run keeps go test -count=N from registering twice.
+	name := fmt.Sprintf("test-provider-%d", registrations.Add(1))
 	svc := NewExtractiveService()
-	Register(" Test-Provider ", func(context.Context, Settings) (Service, error) { return svc, nil })
-	f, ok := LookupProvider("TEST-provider")
+	Register(" Test-"+strings.TrimPrefix(name, "test-")+" ", func(context.Context, Settings) (Service, error) { return svc, nil })
+	f, ok := LookupProvider(strings.ToUpper(name[:4]) + name[4:])
 	if !ok {
 		t.Fatal("registered provider not found")
 	}
 	if got, err := f(context.Background(), Settings{}); err != nil || got != svc {
 		t.Fatalf("factory returned %v, %v", got, err)
 	}
-	if !slices.Contains(Providers(), "test-provider") {
+	if !slices.Contains(Providers(), name) {
 		t.Fatalf("Providers() = %v", Providers())
 	}
 	if _, ok := LookupProvider("test-absent"); ok {
@@ -30,7 +35,7 @@ func TestRegisterLookup(t *testing.T) {
 	}
 	for what, register := range map[string]func(){
 		"twice": func() {
-			Register("test-provider", func(context.Context, Settings) (Service, error) { return nil, nil })
+			Register(name, func(context.Context, Settings) (Service, error) { return nil, nil })
 		},
 		"blank name":  func() { Register("  ", func(context.Context, Settings) (Service, error) { return nil, nil }) },
 		"nil factory": func() { Register("test-nil", nil) },
@@ -45,6 +50,9 @@ func TestRegisterLookup(t *testing.T) {
 		}()
 	}
 }
+
+// registrations numbers the providers the tests register.
+var registrations atomic.Int64
 
 // TestSettingsAPIKey: the key comes from the named variable only, else from
 // the first default variable holding a non-blank value; without one the

@@ -6,72 +6,79 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
+// TestInMemoryStoreUpsertGetDelete runs in a testing/synctest bubble, so
+// that the save after a sleep is later on the store's clock without
+// waiting for real.
 func TestInMemoryStoreUpsertGetDelete(t *testing.T) {
-	ctx := context.Background()
-	st := NewInMemoryStore(0)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := NewInMemoryStore(0)
 
-	got, err := st.Get(ctx, "unknown")
-	if got != nil || err != nil {
-		t.Fatalf("Get(unknown) = %v, %v; want nil, nil", got, err)
-	}
-	if err := st.Delete(ctx, "unknown"); err != nil {
-		t.Fatalf("Delete(unknown) = %v", err)
-	}
+		got, err := st.Get(ctx, "unknown")
+		if got != nil || err != nil {
+			t.Fatalf("Get(unknown) = %v, %v; want nil, nil", got, err)
+		}
+		if err := st.Delete(ctx, "unknown"); err != nil {
+			t.Fatalf("Delete(unknown) = %v", err)
+		}
 
-	first := Summary{SessionID: "s1", Narrative: "n1", Facts: []Fact{{Key: "order_id", Value: "#1234", Category: Entity}}, UpToSeq: 10}
-	if err := st.Save(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	got, err = st.Get(ctx, "s1")
-	if err != nil || got == nil {
-		t.Fatalf("Get = %v, %v", got, err)
-	}
-	if got.Narrative != "n1" || got.UpToSeq != 10 || got.Version != 1 || len(got.Facts) != 1 {
-		t.Fatalf("first save stored %+v", got)
-	}
-	if got.CreatedAt.IsZero() || !got.UpdatedAt.Equal(got.CreatedAt) {
-		t.Fatalf("timestamps %v / %v", got.CreatedAt, got.UpdatedAt)
-	}
-	created := got.CreatedAt
+		first := Summary{SessionID: "s1", Narrative: "n1", Facts: []Fact{{Key: "order_id", Value: "#1234", Category: Entity}}, UpToSeq: 10}
+		if err := st.Save(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		got, err = st.Get(ctx, "s1")
+		if err != nil || got == nil {
+			t.Fatalf("Get = %v, %v", got, err)
+		}
+		if got.Narrative != "n1" || got.UpToSeq != 10 || got.Version != 1 || len(got.Facts) != 1 {
+			t.Fatalf("first save stored %+v", got)
+		}
+		if got.CreatedAt.IsZero() || !got.UpdatedAt.Equal(got.CreatedAt) {
+			t.Fatalf("timestamps %v / %v", got.CreatedAt, got.UpdatedAt)
+		}
+		created := got.CreatedAt
 
-	time.Sleep(2 * time.Millisecond)
-	second := Summary{SessionID: "s1", Narrative: "n2", UpToSeq: 20, CreatedAt: created.Add(time.Hour)}
-	if err := st.Save(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = st.Get(ctx, "s1")
-	if got.Narrative != "n2" || got.UpToSeq != 20 || got.Version != 2 || len(got.Facts) != 0 {
-		t.Fatalf("upsert stored %+v", got)
-	}
-	if !got.CreatedAt.Equal(created) {
-		t.Fatalf("CreatedAt changed: %v -> %v", created, got.CreatedAt)
-	}
-	if !got.UpdatedAt.After(created) {
-		t.Fatalf("UpdatedAt %v not after CreatedAt %v", got.UpdatedAt, created)
-	}
+		// The bubble's clock moves on exactly this much, at once.
+		time.Sleep(2 * time.Millisecond)
+		second := Summary{SessionID: "s1", Narrative: "n2", UpToSeq: 20, CreatedAt: created.Add(time.Hour)}
+		if err := st.Save(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = st.Get(ctx, "s1")
+		if got.Narrative != "n2" || got.UpToSeq != 20 || got.Version != 2 || len(got.Facts) != 0 {
+			t.Fatalf("upsert stored %+v", got)
+		}
+		if !got.CreatedAt.Equal(created) {
+			t.Fatalf("CreatedAt changed: %v -> %v", created, got.CreatedAt)
+		}
+		if !got.UpdatedAt.After(created) {
+			t.Fatalf("UpdatedAt %v not after CreatedAt %v", got.UpdatedAt, created)
+		}
 
-	// Same cursor: still an upsert.
-	if err := st.Save(ctx, Summary{SessionID: "s1", Narrative: "n3", UpToSeq: 20}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ = st.Get(ctx, "s1"); got.Narrative != "n3" || got.Version != 3 {
-		t.Fatalf("same-cursor save stored %+v", got)
-	}
+		// Same cursor: still an upsert.
+		if err := st.Save(ctx, Summary{SessionID: "s1", Narrative: "n3", UpToSeq: 20}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ = st.Get(ctx, "s1"); got.Narrative != "n3" || got.Version != 3 {
+			t.Fatalf("same-cursor save stored %+v", got)
+		}
 
-	if err := st.Delete(ctx, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = st.Get(ctx, "s1"); got != nil || err != nil {
-		t.Fatalf("after Delete: %v, %v", got, err)
-	}
-	// A session saved again after deletion starts over.
-	_ = st.Save(ctx, Summary{SessionID: "s1", Narrative: "again", UpToSeq: 1})
-	if got, _ = st.Get(ctx, "s1"); got.Version != 1 || got.UpToSeq != 1 {
-		t.Fatalf("re-created %+v", got)
-	}
+		if err := st.Delete(ctx, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = st.Get(ctx, "s1"); got != nil || err != nil {
+			t.Fatalf("after Delete: %v, %v", got, err)
+		}
+		// A session saved again after deletion starts over.
+		_ = st.Save(ctx, Summary{SessionID: "s1", Narrative: "again", UpToSeq: 1})
+		if got, _ = st.Get(ctx, "s1"); got.Version != 1 || got.UpToSeq != 1 {
+			t.Fatalf("re-created %+v", got)
+		}
+	})
 }
 
 func TestInMemoryStoreKeepsGivenCreatedAt(t *testing.T) {

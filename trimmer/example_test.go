@@ -3,8 +3,9 @@ package trimmer_test
 import (
 	"fmt"
 
-	"github.com/strata-go/strata/trimmer"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/trimmer"
 )
 
 func ExampleTrimmer_Trim() {

@@ -48,11 +48,8 @@ import (
 
 	"github.com/strata-go/strata/autoconfig"
 	"github.com/strata-go/strata/db"
-
-	// The summarizer providers register themselves with autoconfig when
-	// linked in, so that summarizer.provider gemini and openai work.
-	_ "github.com/strata-go/strata/providers/gemini"
-	_ "github.com/strata-go/strata/providers/openai"
+	_ "github.com/strata-go/strata/providers/gemini" // registers itself: summarizer.provider gemini works
+	_ "github.com/strata-go/strata/providers/openai" // registers itself: summarizer.provider openai works
 )
 
 func main() {

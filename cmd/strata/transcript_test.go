@@ -5,8 +5,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // The transcript files under testdata pin what replay reads from the

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 func fn(name, args string) *llms.FunctionCall { return &llms.FunctionCall{Name: name, Arguments: args} }

@@ -30,6 +30,9 @@ type gate struct {
 	calls    atomic.Int64
 	running  atomic.Int64
 	maxAtOne atomic.Int64
+
+	mu      sync.Mutex
+	changed chan struct{} // closed when running changes; nil: nobody waits
 }
 
 func newGate() *gate { return &gate{open: make(chan struct{})} }
@@ -39,6 +42,8 @@ func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 func (g *gate) Summarize(ctx context.Context, req summary.Request) (summary.Result, error) {
 	g.calls.Add(1)
 	n := g.running.Add(1)
+	g.notify()
+	defer g.notify()
 	defer g.running.Add(-1)
 	for {
 		m := g.maxAtOne.Load()
@@ -52,6 +57,41 @@ func (g *gate) Summarize(ctx context.Context, req summary.Request) (summary.Resu
 		return summary.Result{}, ctx.Err()
 	}
 	return summary.NewExtractiveService().Summarize(ctx, req)
+}
+
+// notify wakes the waiters of await.
+func (g *gate) notify() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.changed != nil {
+		close(g.changed)
+		g.changed = nil
+	}
+}
+
+// await waits until cond (of the running count) holds: it is checked
+// again each time a call enters or leaves the gate. After 10s (a bound,
+// never a pause) it fails t.
+func (g *gate) await(t *testing.T, cond func(running int64) bool) {
+	t.Helper()
+	expired := time.NewTimer(10 * time.Second)
+	defer expired.Stop()
+	for {
+		g.mu.Lock()
+		if g.changed == nil {
+			g.changed = make(chan struct{})
+		}
+		changed := g.changed
+		g.mu.Unlock()
+		if cond(g.running.Load()) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-expired.C:
+			t.Fatalf("running summarizer calls: %d, condition not reached within 10s", g.running.Load())
+		}
+	}
 }
 
 func (g *gate) closed() bool {
@@ -115,7 +155,7 @@ func TestAgentRepliesNeverWaitForASlowFold(t *testing.T) {
 				// A fold is under way (a burst of saves under the parity policy
 				// supersedes folds until it settles): the turns above all
 				// completed while it could not finish.
-				waitFor(t, func() bool { return g.running.Load() >= 1 })
+				g.await(t, func(running int64) bool { return running >= 1 })
 				if g.maxAtOne.Load() > 1 {
 					t.Fatalf("%d folds of one session ran at once", g.maxAtOne.Load())
 				}
@@ -183,7 +223,7 @@ func TestCatalogueNeverIndexesADeletedSession(t *testing.T) {
 		}
 	}
 	// A's background fold is now blocked in the summarizer.
-	waitFor(t, func() bool { return g.running.Load() == 1 })
+	g.await(t, func(running int64) bool { return running == 1 })
 	if err := b.mgr.DeleteSession(ctx, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +313,7 @@ func TestRecreatedSessionNeverGetsTwoFolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return g.running.Load() == 1 })
+	g.await(t, func(running int64) bool { return running == 1 })
 	if err := b.DeleteSession(ctx, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -377,16 +417,5 @@ func TestOwnershipAcrossReplicas(t *testing.T) {
 	}
 	if leaks != 0 || lost != 0 {
 		t.Fatalf("%d reads of alice's text by bob, %d acknowledged turns lost, in %d rounds", leaks, lost, rounds)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -11,10 +11,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/strata-go/strata/memory/store"
 	"github.com/tmc/langchaingo/llms"
 	lcmemory "github.com/tmc/langchaingo/memory"
 	"github.com/tmc/langchaingo/schema"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // Session is one session of a memory.Manager as the adapters use it; the

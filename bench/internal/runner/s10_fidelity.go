@@ -794,7 +794,7 @@ func writeFidelityReport(r *runner, out *sectionOut, runs []*probeRun, qaOut [][
 		for _, n := range lengths {
 			headers = append(headers, fmt.Sprintf("%d turns", n))
 		}
-		headers = append(headers, fmt.Sprintf("superseded as current (runs, all lengths)"), fmt.Sprintf("facts block tokens at %d: mean / max", lengths[len(lengths)-1]), fmt.Sprintf("prompt tokens at %d (mean)", lengths[len(lengths)-1]))
+		headers = append(headers, "superseded as current (runs, all lengths)", fmt.Sprintf("facts block tokens at %d: mean / max", lengths[len(lengths)-1]), fmt.Sprintf("prompt tokens at %d (mean)", lengths[len(lengths)-1]))
 		rows := [][]string{}
 		for p, pname := range fidelityPolicyNames {
 			row := []string{pname}

@@ -111,8 +111,11 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	defer silenceStdLog()()
 	prompts, turns := 200, 80
 	encs := []string{trimmer.EncodingCL100kBase, trimmer.EncodingO200kBase}
+	langs := budgetLangs
 	if r.opts.Quick {
+		// A smoke test: a CJK script, Latin text, and JSON tool results.
 		prompts, turns = 20, 12
+		langs = []budgetLang{budgetLangs[0], budgetLangs[4], budgetLangs[6]}
 	}
 
 	// Part 1: the estimate of a prompt against the provider's count.
@@ -128,7 +131,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 			return err
 		}
 		srv.Close() // only its counter is used
-		for li, l := range budgetLangs {
+		for li, l := range langs {
 			rng := rand.New(rand.NewPCG(budgetSeed, uint64(li)))
 			tb := calib.New()
 			const model = "m"
@@ -193,7 +196,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	}
 	var jobs []job
 	for _, enc := range encs {
-		for _, l := range budgetLangs {
+		for _, l := range langs {
 			jobs = append(jobs, job{l, enc, true}, job{l, enc, false})
 		}
 	}
@@ -225,7 +228,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	out.printf("**Refused calls and window share**\n\n%s\n", mdTable([]string{"conversation", "encoding", "run", "failed turns", "refused calls",
 		"pressed calls", "median share", "p10 share", "max share"}, rows))
 	out.headline("Budget (§14): pressed against a 4k window for %d turns in %d conversations × 2 encodings, agent.Run on the defaults fails %d turns, %d calls are refused (%d without usage reports, learning from refusals only) and the median prompt uses at least %s of the usable window.",
-		turns, len(budgetLangs), failedWith, refusedWith, refusedWithout, pctStr(minShare))
+		turns, len(langs), failedWith, refusedWith, refusedWithout, pctStr(minShare))
 	return nil
 }
 

@@ -27,7 +27,6 @@ SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, cr
 // a freshly created database right after the session was written and after
 // ANALYZE, directly and through the pooler when the run has one.
 func runFullLedger(ctx context.Context, r *runner, out *sectionOut) error {
-	type target struct{ name, url string }
 	cfg := parityConfig()
 	n := r.p.ledgerMessages
 	out.printf("\n### Full ledger, fresh database, direct and through PgBouncer\n\n")
