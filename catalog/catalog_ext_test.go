@@ -56,7 +56,7 @@ func TestObserversBindLate(t *testing.T) {
 	ctx := context.Background()
 	cfg := catalogtest.FoldConfig()
 	env := memEnv()
-	//lint:ignore SA1019 the deprecated wiring still builds, and adds nothing
+	// The deprecated wiring still builds, and adds nothing.
 	mgr, err := memory.NewManager(env.Store, cfg, append(catalog.Observers(nil),
 		memory.WithSummaries(env.Summaries, summary.NewExtractiveService()))...)
 	if err != nil {
