@@ -13,5 +13,5 @@ import (
 // lives in package memory/store, as database/sql's lives in its driver
 // package, so users of a Manager do not meet it.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 60) // + Manager.SharedSessions, Manager.WriteExport; ForModel, ObserveUsage: the budget calibrated per model from the provider's counts
+	testutil.CheckExports(t, ".", 61) // + Manager.Journal: the fold journal; Manager.SharedSessions, Manager.WriteExport; ForModel, ObserveUsage: the budget calibrated per model from the provider's counts
 }

@@ -131,10 +131,12 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 		e.stats.backgroundFolds.Add(1)
 	}
 	j.began = e.clk.Now()
-	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
+	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs)),
+		epoch: j.epoch, from: msgs[0].Seq, to: msgs[len(msgs)-1].Seq, base: base, began: j.began}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
 	case stale: // another replica stored a newer summary
+		e.journalFold(ctx, sessionID, j.rec, err, "stale")
 		return e.usableSummary(ctx, sessionID, j.epoch)
 	case err != nil:
 		return nil, err
@@ -208,7 +210,10 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			Incremental: j.incremental || i > 0, MaxNarrativeTokens: e.cfg.MaxNarrativeTokens}
 		e.stats.summarizerCalls.Add(1)
 		j.rec.calls++
-		res, err := e.summarize(ctx, req)
+		svc, fallback := e.summarizerFor(ctx, j)
+		called := e.clk.Now()
+		res, err := e.summarize(ctx, svc, req)
+		j.rec.count(e, ctx, svc, fallback, req, res, err, e.clk.Now().Sub(called))
 		if err == nil && res.IsEmpty() {
 			err = summary.ErrEmptyReply
 		}
@@ -220,7 +225,7 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, fmt.Errorf("summarize: %w", err)
 		}
-		j.rec.inputTokens += res.Usage.InputTokens
+		j.rec.asked(res.Facts)
 		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
 		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
 		if i == len(parts)-1 {
@@ -234,6 +239,7 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			return nil, false, err
 		}
 		cur = &next
+		j.rec.saved = cur
 		e.notify(FoldEvent{SessionID: j.sessionID, UserID: j.userID, Summary: next})
 	}
 	return cur, false, nil
@@ -332,20 +338,33 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	}
 }
 
-// foldRecord collects what one fold did, for its log record.
+// foldRecord collects what one fold did, for its log record and its
+// journal record (journal.go).
 type foldRecord struct {
 	trigger      string
 	messages     int
 	calls        int
 	tokensBefore int
-	inputTokens  int
+
+	epoch    int64
+	from, to int64            // the first and last message read
+	base     *summary.Summary // the summary the fold started from
+	began    time.Time
+	saved    *summary.Summary // the last summary it saved, nil before one
+	spend    foldSpend
+	removed  map[string]bool // normalized keys the summarizer asked to remove
+	// budgetRead: spentToday holds the session's spend of the day before
+	// the fold (read from its journal once).
+	budgetRead bool
+	spentToday int64
 }
 
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", r.trigger, "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", e.clk.Now().Sub(began)}
+		"input_tokens_reported", r.spend.in, "output_tokens_reported", r.spend.out, "duration", e.clk.Now().Sub(began)}
 	e.otel.observeFold(ctx, r, err)
+	e.journalFold(ctx, sessionID, r, err, "")
 	level := slog.LevelDebug
 	outcome := "ok"
 	if err != nil {

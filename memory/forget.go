@@ -62,14 +62,19 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
 	owner := m.owner(sessionID, userID)
-	var cleaned *summary.Summary
+	var cleaned, before *summary.Summary
+	var gone []store.Message
+	// The journal loses the erased values, and records the erasure, in
+	// the erasure's own step (store.WithJournalEdit).
+	ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { forgetEdit(m.clk.Now().UTC(), before, cleaned, gone)(j) })
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		clean := func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary {
+			gone = erased
 			if sum == nil || sum.Epoch != epoch {
 				return nil
 			}
 			c := eraseFrom(*sum, erased)
-			cleaned = &c
+			before, cleaned = sum, &c
 			return &c
 		}
 		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
@@ -196,6 +201,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 	}
 	owner := m.owner(sessionID, userID)
 	var saved summary.Summary
+	var journalErr error
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		t, err := m.store.Tail(ctx, sessionID, owner, 1)
 		if err != nil {
@@ -219,16 +225,27 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		case !ok:
 			return store.ErrNoSuchFact
 		}
+		// The journal loses the values first: a failure after it leaves
+		// nothing erased behind, and a retry completes the erasure.
+		if err := m.eng.editJournal(ctx, sessionID, t.Epoch, forgetFactScrub(*sum, out)); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
 		if err := m.sums.Save(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
 		saved = out
+		rec := store.JournalRecord{At: m.clk.Now().UTC(), Kind: "forget_fact", Outcome: "done",
+			Changes: factChanges(sum.Facts, out.Facts, nil, "forgotten")}
+		journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, err)
 	}
 	m.erased(ctx, sessionID, owner, &saved)
+	if journalErr != nil {
+		return fmt.Errorf("memory: forget fact %q of %q: erased, but its journal record was not written: %w", key, sessionID, journalErr)
+	}
 	return nil
 }
 

@@ -51,6 +51,13 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 		}
 		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: m.clk.Now().UTC(),
 			Messages: make([]snapshot.Message, 0, len(msgs)), Summary: snapshot.FromSummary(before)}
+		if jr := m.eng.journaler(); jr != nil {
+			j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+			if err != nil {
+				return fail(fmt.Errorf("journal: %w", err))
+			}
+			snap.Journal = &j
+		}
 		for _, msg := range msgs {
 			snap.Messages = append(snap.Messages, snapshot.FromStored(msg))
 		}
@@ -113,8 +120,11 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)
 	}
 	var sum *summary.Summary
-	build := func(epoch int64, seqs []int64) *summary.Summary {
-		sum = s.SummaryFor(epoch, old, seqs)
+	var epoch int64
+	var seqs []int64
+	build := func(e int64, nums []int64) *summary.Summary {
+		epoch, seqs = e, nums
+		sum = s.SummaryFor(e, old, nums)
 		return sum
 	}
 	err := m.eng.exclusive(ctx, sessionID, func() error {
@@ -134,6 +144,9 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("memory: import %q: %w", sessionID, err)
 	}
+	// The journal is written after the import (a failure is logged: the
+	// session is imported).
+	_ = m.eng.editJournal(ctx, sessionID, epoch, importEdit(m.clk.Now().UTC(), s.Journal, sum, old, seqs))
 	return nil
 }
 

@@ -237,6 +237,7 @@ func (r *erasureRig) readPaths() map[string]string {
 		r.t.Fatal(err)
 	}
 	out["export"] = string(raw)
+	out["journal"] = journalText(r.ctx, r.t, r.mgr, r.session, r.user)
 	doc, err := r.idx.Get(r.ctx, r.session, r.user)
 	if err != nil {
 		r.t.Fatal(err)
@@ -282,7 +283,7 @@ func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) 
 		t.Fatalf("the secret was not folded into facts and narrative: %+v", sum)
 	}
 	paths := r.readPaths()
-	for _, p := range []string{"messages", "export", "catalogue document"} {
+	for _, p := range []string{"messages", "export", "catalogue document", "journal"} {
 		if leaked(paths[p]) == "" {
 			t.Fatalf("before the erasure, %s does not hold the secret:\n%s", p, paths[p])
 		}
@@ -358,6 +359,7 @@ func testForgetMessage(t *testing.T, st Stores, pol memory.Policy, kind string) 
 	}
 	r.settle()
 	r.absent("after 20 more turns")
+	CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 	if s, _ := r.mgr.Summary(r.ctx, r.session, r.user); s == nil || s.UpToSeq <= after.UpToSeq {
 		t.Fatalf("no fold after the erasure: %+v (was through %d)", s, after.UpToSeq)
 	}
@@ -381,11 +383,18 @@ func testForgetFact(t *testing.T, st Stores, pol memory.Policy, kind string) {
 	if err := r.mgr.ForgetFact(r.ctx, r.session, "mallory", key); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("forget a fact of another user's session: %v, want ErrNotOwner", err)
 	}
+	if !strings.Contains(journalText(r.ctx, t, r.mgr, r.session, r.user), secretEmail) {
+		t.Fatal("before ForgetFact, the journal does not hold the value")
+	}
 	if err := r.mgr.ForgetFact(r.ctx, r.session, r.user, key); err != nil {
 		t.Fatal(err)
 	}
+	CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 	gone := func(when string) {
 		t.Helper()
+		if strings.Contains(strings.ToLower(journalText(r.ctx, t, r.mgr, r.session, r.user)), secretEmail) {
+			t.Errorf("%s: the journal holds the forgotten value", when)
+		}
 		s, err := r.mgr.Summary(r.ctx, r.session, r.user)
 		if err != nil {
 			t.Fatal(err)
@@ -424,6 +433,7 @@ func testForgetFact(t *testing.T, st Stores, pol memory.Policy, kind string) {
 	if !strings.Contains(strings.ToLower(factsText(s)), secretEmail) {
 		t.Errorf("restated after the erasure, the e-mail address is not remembered again: %+v", s.Facts)
 	}
+	CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 }
 
 // scriptedLLM is a chat model standing in for an LLM summarizer: it copies

@@ -264,5 +264,5 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 
 // The in-memory store's API stays small, every name documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 22) // + Replace, Import, Forget, ParticipantSessions capabilities, WithOnEvict, WithMaxSessionsPerUser, Summaries (summaries bounded with their sessions)
+	testutil.CheckExports(t, ".", 24) // + EditJournal, ReadJournal (store.Journaler); Replace, Import, Forget, ParticipantSessions capabilities, WithOnEvict, WithMaxSessionsPerUser, Summaries (summaries bounded with their sessions)
 }

@@ -8,5 +8,5 @@ import (
 
 // The store contract stays small and documented.
 func TestExportedAPI(t *testing.T) {
-	testutil.CheckExports(t, ".", 35) // + ParticipantLister, NormalTime, ToolResultsOf
+	testutil.CheckExports(t, ".", 43) // + the fold journal: JournalRecord, FactChange, JournalTotals, Journal, Journal.Add (one rollover for both stores), Journaler, WithJournalEdit, JournalEditOf (the edit an erasure applies in its own step); ParticipantLister, NormalTime, ToolResultsOf
 }
