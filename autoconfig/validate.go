@@ -123,6 +123,8 @@ var fieldKeys = map[string]string{
 	"FoldLockTTL":           keyFoldLockTTL,
 	"SupersedeDelay":        keySupersedeDelay,
 	"CloseTimeout":          keyCloseTimeout,
+
+	"SessionDailyTokenBudget": keySessionTokenBudget,
 }
 
 var fieldRE = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
