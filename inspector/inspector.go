@@ -319,6 +319,7 @@ func sameMessage(in, kept llms.ChatMessage) bool {
 // chart is the context's size over the turns against the budget.
 type chart struct {
 	W, H, Left, Bottom int
+	PlotW, PlotH       int
 	Budget             int
 	BudgetY            int
 	Max                int
@@ -358,6 +359,7 @@ func chartOf(mgr *memory.Manager, msgs []store.Message, j store.Journal, sum *su
 	}
 	c.Max = max(1, c.Max*11/10)
 	plotW, plotH := c.W-c.Left-12, c.H-c.Bottom-12
+	c.PlotW, c.PlotH = plotW, plotH
 	y := func(v int) int { return 12 + plotH - v*plotH/c.Max }
 	x := func(i int) int {
 		if len(pts) == 1 {
