@@ -293,3 +293,40 @@ func TestSessionTokenBudgetValidated(t *testing.T) {
 		t.Fatalf("a negative budget: %v", err)
 	}
 }
+
+// The journal keeps the newest 200 records; the older ones stay counted
+// in its totals.
+func TestJournalRetention(t *testing.T) {
+	f := newFixture(t, hierConfig())
+	var reported atomic.Int64
+	f.svc.set(func(_ context.Context, _ int64, req summary.Request) (summary.Result, error) {
+		res := countingResult(req)
+		res.Usage = summary.Usage{InputTokens: 10, OutputTokens: 1}
+		reported.Add(11)
+		return res, nil
+	})
+	ctx := context.Background()
+	seed(t, f.store, "s", "alice", 12)
+	for i := 0; ; i++ {
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprint("q", i), "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		j, err := f.mgr.Journal(ctx, "s", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Totals.Records < 205 {
+			continue
+		}
+		if len(j.Records) != 200 || j.Rolled.Records != j.Totals.Records-200 || j.Records[0].N != j.Rolled.Records+1 {
+			t.Fatalf("%d records kept, %d rolled of %d", len(j.Records), j.Rolled.Records, j.Totals.Records)
+		}
+		if got := j.Totals.InputTokens + j.Totals.OutputTokens; got != reported.Load() {
+			t.Fatalf("totals count %d tokens, the summarizer reported %d", got, reported.Load())
+		}
+		return
+	}
+}
