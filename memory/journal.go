@@ -87,12 +87,17 @@ type summarizerInfo interface {
 	SummarizerInfo() (name, model string)
 }
 
-// describe names svc and its model ("" when unknown).
+// describe names svc and its model ("" when unknown): as the summarizer
+// says (SummarizerInfo), else by its Go type and its Model method.
 func describe(svc summary.Service) (name, model string) {
 	if d, ok := svc.(summarizerInfo); ok {
 		return d.SummarizerInfo()
 	}
-	return strings.TrimPrefix(fmt.Sprintf("%T", svc), "*"), ""
+	name = strings.TrimPrefix(fmt.Sprintf("%T", svc), "*")
+	if m, ok := svc.(interface{ Model() string }); ok { // the Gemini summarizer's
+		model = m.Model()
+	}
+	return name, model
 }
 
 // summarizerFor is the summarizer of a fold's next call: the manager's,

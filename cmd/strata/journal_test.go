@@ -142,6 +142,11 @@ func TestReplayedSessionJournal(t *testing.T) {
 				t.Fatalf("journal totals %+v; the summarizer reported %d calls, %d input and %d output tokens",
 					j.Totals, llm.calls.Load(), llm.input.Load(), llm.outpt.Load())
 			}
+			for _, r := range j.Records {
+				if r.Kind == "fold" && (r.Summarizer != "llm" || r.Model != "gpt-4o-mini") {
+					t.Fatalf("a fold of the openai summarizer recorded as %+v", r)
+				}
+			}
 			if j.Totals.EstimatedInputTokens != 0 {
 				t.Fatalf("%d tokens estimated for calls that reported theirs", j.Totals.EstimatedInputTokens)
 			}
