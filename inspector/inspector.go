@@ -178,7 +178,10 @@ func build(ctx context.Context, mgr *memory.Manager, sessionID, userID string, o
 	for i := range p.Turns {
 		p.TurnChoices = append(p.TurnChoices, i+1)
 	}
-	render := summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}
+	render := render{opt: summary.RenderOptions{ShowPrevious: cfg.ShowPreviousValues}}
+	if !cfg.Enabled {
+		render.takeLast = 2 * cfg.MaxConversationTurns
+	}
 	if p.Turn > 0 {
 		p.View = view(mgr, msgs, j, sum, p.TurnSeq, render)
 	}
@@ -249,11 +252,34 @@ func ledgerAt(j store.Journal, seq int64) ([]summary.Fact, int64) {
 	return facts, cursor
 }
 
+// render is how the manager renders a session's prompt: its summary's
+// blocks, or with summaries off (takeLast > 0) the newest messages only.
+type render struct {
+	opt      summary.RenderOptions
+	takeLast int
+}
+
 // promptAt is the history the memory assembles for the turn stored at
 // seq, as far as the journal tells it: the facts then, the narrative when
 // the summary's cursor has not moved since (the journal keeps no
 // narrative), and the messages after the cursor through the turn.
-func promptAt(msgs []store.Message, j store.Journal, sum *summary.Summary, seq int64, render summary.RenderOptions) ([]llms.ChatMessage, []viewMessage, int64, int) {
+func promptAt(msgs []store.Message, j store.Journal, sum *summary.Summary, seq int64, render render) ([]llms.ChatMessage, []viewMessage, int64, int) {
+	if render.takeLast > 0 {
+		// Summaries off: the newest messages through the turn.
+		var hist []llms.ChatMessage
+		var vm []viewMessage
+		var upTo []store.Message
+		for _, m := range msgs {
+			if m.Seq <= seq {
+				upTo = append(upTo, m)
+			}
+		}
+		for _, m := range upTo[max(0, len(upTo)-render.takeLast):] {
+			hist = append(hist, m.ChatMessage())
+			vm = append(vm, viewMessage{Kind: "message", Seq: m.Seq, Role: string(m.Role), Text: messageText(m)})
+		}
+		return hist, vm, 0, 0
+	}
 	facts, cursor := ledgerAt(j, seq)
 	s := &summary.Summary{Facts: facts}
 	if sum != nil && sum.UpToSeq == cursor && cursor > 0 {
@@ -262,7 +288,7 @@ func promptAt(msgs []store.Message, j store.Journal, sum *summary.Summary, seq i
 	var hist []llms.ChatMessage
 	var vm []viewMessage
 	if !s.IsEmpty() {
-		for i, b := range s.BlocksWith(render) {
+		for i, b := range s.BlocksWith(render.opt) {
 			kind := "narrative" // Blocks: the facts (when any), then the narrative
 			if i == 0 && len(facts) > 0 {
 				kind = "facts"
@@ -282,7 +308,7 @@ func promptAt(msgs []store.Message, j store.Journal, sum *summary.Summary, seq i
 
 // view is the prompt of the turn stored at seq, fitted as Manager.Prompt
 // fits it, each message marked kept, cut or dropped.
-func view(mgr *memory.Manager, msgs []store.Message, j store.Journal, sum *summary.Summary, seq int64, render summary.RenderOptions) turnView {
+func view(mgr *memory.Manager, msgs []store.Message, j store.Journal, sum *summary.Summary, seq int64, render render) turnView {
 	hist, vm, cursor, nfacts := promptAt(msgs, j, sum, seq, render)
 	kept, rep := mgr.Prompt("", hist, 0)
 	// The trimmer keeps an ordered subsequence, some cut: match it.
@@ -341,7 +367,7 @@ type chartTick struct {
 	Label string
 }
 
-func chartOf(mgr *memory.Manager, msgs []store.Message, j store.Journal, sum *summary.Summary, turnSeqs []int64, render summary.RenderOptions) chart {
+func chartOf(mgr *memory.Manager, msgs []store.Message, j store.Journal, sum *summary.Summary, turnSeqs []int64, render render) chart {
 	c := chart{W: 760, H: 240, Left: 64, Bottom: 28}
 	if len(turnSeqs) == 0 {
 		c.Empty = true

@@ -175,3 +175,25 @@ func TestPageHoldsNoErasedValue(t *testing.T) {
 		}
 	}
 }
+
+// With summaries off the model gets the newest 2 × MaxConversationTurns
+// messages: the turn's view shows those.
+func TestPageWithSummariesOff(t *testing.T) {
+	mgr, err := memory.NewManager(memory.NewInMemoryStore(), memory.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Close() })
+	ctx := context.Background()
+	for i := 1; i <= 15; i++ {
+		if err := mgr.SaveTurn(ctx, "s", "alice", fmt.Sprintf("question %d", i), fmt.Sprintf("answer %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := render(t, mgr, 14)
+	rows := regexp.MustCompile(`data-seq="(\d+)" data-fate="\w+" data-kind="message"`).FindAllStringSubmatch(page, -1)
+	want := 2 * mgr.Config().MaxConversationTurns
+	if len(rows) != want || rows[len(rows)-1][1] != "27" || rows[0][1] != "8" {
+		t.Fatalf("turn 14's view: %d messages %v, want the %d through #27", len(rows), rows, want)
+	}
+}
