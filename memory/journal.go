@@ -389,8 +389,8 @@ func messageText(msg store.Message) string {
 // importEdit is the journal of an imported session: the snapshot's
 // records (their sequence numbers mapped from the exporting store's, old,
 // onto the new ones, seqs; a number not imported becomes 0) after the
-// snapshot's rolled totals, then the import's record, which adds the
-// imported summary's facts.
+// snapshot's rolled totals, then the import's record, whose changes take
+// the ledger those records give to the imported summary's.
 func importEdit(at time.Time, from *store.Journal, sum *summary.Summary, old, seqs []int64) func(j *store.Journal) {
 	to := func(q int64) int64 {
 		if i, ok := slices.BinarySearch(old, q); ok && i < len(seqs) {
@@ -402,9 +402,13 @@ func importEdit(at time.Time, from *store.Journal, sum *summary.Summary, old, se
 	if len(seqs) > 0 {
 		rec.FromSeq, rec.ToSeq = seqs[0], seqs[len(seqs)-1]
 	}
-	if sum != nil {
-		rec.Changes = factChanges(nil, sum.Facts, nil, "")
+	// The import's changes take the ledger the snapshot's records give to
+	// the imported summary's.
+	var had []summary.Fact
+	if from != nil {
+		had = replayed(from.Records)
 	}
+	rec.Changes = factChanges(had, factsOf(sum), nil, "removed")
 	return func(j *store.Journal) {
 		*j = store.Journal{Epoch: j.Epoch}
 		if from != nil {
@@ -423,4 +427,26 @@ func importEdit(at time.Time, from *store.Journal, sum *summary.Summary, old, se
 		}
 		j.Add(rec, journalRetention)
 	}
+}
+
+// replayed is the ledger records' fact changes give, in the order keys
+// were first added.
+func replayed(records []store.JournalRecord) []summary.Fact {
+	var out []summary.Fact
+	for _, r := range records {
+		for _, c := range r.Changes {
+			i := slices.IndexFunc(out, func(f summary.Fact) bool { return f.Key == c.Key })
+			switch {
+			case c.Op == "added" || c.Op == "changed":
+				if i < 0 {
+					out = append(out, summary.Fact{Key: c.Key, Value: c.To})
+				} else {
+					out[i].Value = c.To
+				}
+			case i >= 0:
+				out = slices.Delete(out, i, i+1)
+			}
+		}
+	}
+	return out
 }

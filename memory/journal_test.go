@@ -120,7 +120,7 @@ func TestJournalRecordsFolds(t *testing.T) {
 			}
 			got := memorytest.CheckJournal(t, ctx, g.mgr, "s", "alice")
 			last := got.Records[len(got.Records)-1]
-			if len(got.Records) != len(j.Records)+1 || last.Kind != "import" || got.Totals.InputTokens != j.Totals.InputTokens {
+			if len(got.Records) != len(j.Records)+1 || last.Kind != "import" || len(last.Changes) != 0 || got.Totals.InputTokens != j.Totals.InputTokens {
 				t.Fatalf("imported journal: %d records (want %d), last %+v, totals %+v", len(got.Records), len(j.Records)+1, last, got.Totals)
 			}
 			raw, err := json.Marshal(snap)
