@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
@@ -213,5 +215,34 @@ func checkInspectorHTML(t *testing.T, url string, m *memory.Manager, erased ...s
 		if strings.Contains(page, v) {
 			t.Errorf("the page holds the erased %q", v)
 		}
+	}
+	// The file renders in headless Chromium, with every other host
+	// unresolvable: it needs no network.
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Log("chromium not installed: the page is not opened in a browser")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", "file://"+out)
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	for _, msg := range msgs {
+		if !strings.Contains(string(dom), fmt.Sprintf(`<tr data-seq="%d"`, msg.Seq)) {
+			t.Errorf("in Chromium, the page does not list message #%d", msg.Seq)
+		}
+	}
+	if !strings.Contains(string(dom), `id="context-chart"`) {
+		t.Error("in Chromium, the page has no chart")
 	}
 }
