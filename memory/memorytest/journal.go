@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,6 +140,41 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		}
 		if other, err := jr.ReadJournal(ctx, id, epoch+1); err != nil || len(other.Records) != 0 {
 			t.Fatalf("another epoch's journal: %+v, %v", other, err)
+		}
+	})
+	t.Run("ConcurrentEdits", func(t *testing.T) {
+		// Edits are atomic: 8 writers appending 10 records each lose none
+		// and number them 1 to 80 without a gap or a repeat.
+		jr, _, id, epoch := setup(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 80)
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 10 {
+					errs <- jr.EditJournal(ctx, id, epoch, func(j *store.Journal) { j.Add(rec(w*10+i), 200) })
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		j, err := jr.ReadJournal(ctx, id, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(j.Records) != 80 || j.Totals.Records != 80 || j.Totals.InputTokens != 8000 {
+			t.Fatalf("%d records, totals %+v", len(j.Records), j.Totals)
+		}
+		for i, r := range j.Records {
+			if r.N != int64(i+1) {
+				t.Fatalf("record %d numbered %d", i+1, r.N)
+			}
 		}
 	})
 	t.Run("GoesWithTheSession", func(t *testing.T) {
