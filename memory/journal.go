@@ -134,8 +134,8 @@ func spentOn(j store.Journal, now time.Time) int64 {
 
 // count adds one summarizer call to the record: its tokens as reported,
 // or estimated when it reported none (a call that failed without
-// reporting costs nothing known); a call of the offline summarizer made
-// for the budget costs nothing. It updates the manager's counters and
+// reporting costs nothing known); a call of the offline extractive
+// summarizer, configured or a spent budget's fallback, costs none. It updates the manager's counters and
 // metrics too.
 func (r *foldRecord) count(e *engine, ctx context.Context, svc summary.Service, fallback string, req summary.Request, res summary.Result, err error, d time.Duration) {
 	name, model := describe(svc)
@@ -148,6 +148,8 @@ func (r *foldRecord) count(e *engine, ctx context.Context, svc summary.Service, 
 		r.spend.fallback = fallback
 		in, out = 0, 0
 		e.stats.budgetFallbacks.Add(1)
+	case name == "extractive":
+		in, out = 0, 0 // offline: no model, no tokens
 	case in == 0 && out == 0 && err == nil:
 		estimated = true
 		in = e.cost.Cost(req.Messages) + e.cost.Cost(req.Existing.BlocksWith(render(e.cfg)))
