@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-go/strata/internal/text"
 	"github.com/strata-go/strata/memory/store"
+	"github.com/strata-go/strata/summary"
 )
 
 var _ store.Journaler = (*MessageStore)(nil)
@@ -128,4 +129,31 @@ func cleanJournal(j store.Journal) store.Journal {
 		}
 	}
 	return j
+}
+
+// queryJournaled runs a summary save (query, returning one row scanned
+// into dest, which sets *saved) and, when ctx carries a journal edit (a
+// fold's record, store.WithJournalEdit), runs it in one transaction with
+// the edit, applied only when the save wrote: a summary and its journal
+// record commit together, so no erasure comes between them. The save's
+// statement holds its lock on the session row until the commit.
+func queryJournaled(ctx context.Context, d *sqlx.DB, sm summary.Summary, saved *bool, query string, args []any, dest ...any) error {
+	edit := store.JournalEditOf(ctx)
+	if edit == nil {
+		return d.QueryRowxContext(ctx, query, args...).Scan(dest...)
+	}
+	tx, err := d.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.QueryRowxContext(ctx, query, args...).Scan(dest...); err != nil {
+		return err
+	}
+	if *saved {
+		if err := editJournalTx(ctx, tx, sm.SessionID, sm.Epoch, edit); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	return tx.Commit()
 }

@@ -179,7 +179,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	err = queryJournaled(ctx, s.d, sm, &saved, saveSummarySQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq}, &gone, &saved)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 

@@ -132,7 +132,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID, trigger string, st
 	}
 	j.began = e.clk.Now()
 	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(existing.BlocksWith(render(e.cfg))) + e.cost.Cost(chatMessages(msgs)),
-		epoch: j.epoch, from: msgs[0].Seq, to: msgs[len(msgs)-1].Seq, base: base, began: j.began}
+		epoch: j.epoch, from: msgs[0].Seq, to: msgs[len(msgs)-1].Seq, began: j.began, since: j.began}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
 	case stale: // another replica stored a newer summary
@@ -225,21 +225,25 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, fmt.Errorf("summarize: %w", err)
 		}
-		j.rec.asked(res.Facts)
 		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
 		var saveFn func(context.Context, summary.Summary) error // nil: the summary store's Save
 		if i == len(parts)-1 {
 			saveFn = j.saveLast // the last save ends the fold: it may release the lease too
 		}
-		if err := e.save(ctx, j.st, j.gen, next, saveFn); err != nil {
+		// The journal record of this save, with the facts it changes, is
+		// written in the save's own step where the stores allow it
+		// (journal.go), so that no erasure comes between them.
+		sctx, journaled := e.journaledSave(ctx, j.sessionID, j.epoch, j.rec.saveRecord(e, cur, &next, res.Facts, chunk))
+		if err := e.save(sctx, j.st, j.gen, next, saveFn); err != nil {
 			if errors.Is(err, summary.ErrStale) {
 				return nil, true, err
 			}
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, err
 		}
+		journaled()
+		j.rec.flushed(e)
 		cur = &next
-		j.rec.saved = cur
 		e.notify(FoldEvent{SessionID: j.sessionID, UserID: j.userID, Summary: next})
 	}
 	return cur, false, nil
@@ -347,16 +351,17 @@ type foldRecord struct {
 	tokensBefore int
 
 	epoch    int64
-	from, to int64            // the first and last message read
-	base     *summary.Summary // the summary the fold started from
+	from, to int64 // the first and last message read
 	began    time.Time
-	saved    *summary.Summary // the last summary it saved, nil before one
-	spend    foldSpend
-	removed  map[string]bool // normalized keys the summarizer asked to remove
+	// spend is what the calls since the fold's last journal record cost;
+	// since is when that record was written (began before one).
+	spend foldSpend
+	since time.Time
 	// budgetRead: spentToday holds the session's spend of the day before
-	// the fold (read from its journal once).
+	// the fold (read from its journal once); spentFold is the fold's own.
 	budgetRead bool
 	spentToday int64
+	spentFold  int64
 }
 
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
@@ -364,7 +369,9 @@ func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, beg
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(s.BlocksWith(render(e.cfg))),
 		"input_tokens_reported", r.spend.in, "output_tokens_reported", r.spend.out, "duration", e.clk.Now().Sub(began)}
 	e.otel.observeFold(ctx, r, err)
-	e.journalFold(ctx, sessionID, r, err, "")
+	if err != nil { // a saved summary was journaled with its save
+		e.journalFold(ctx, sessionID, r, err, "")
+	}
 	level := slog.LevelDebug
 	outcome := "ok"
 	if err != nil {

@@ -66,7 +66,7 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 	var gone []store.Message
 	// The journal loses the erased values, and records the erasure, in
 	// the erasure's own step (store.WithJournalEdit).
-	ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { forgetEdit(m.clk.Now().UTC(), before, cleaned, gone)(j) })
+	jctx := store.WithJournalEdit(ctx, func(j *store.Journal) { forgetEdit(m.clk.Now().UTC(), before, cleaned, gone)(j) })
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		clean := func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary {
 			gone = erased
@@ -80,7 +80,7 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 		if m.sums == nil || fg.ForgetsSummariesOf(m.sums) {
 			// Without summaries on in this process the store still cleans
 			// the summary it keeps (a replica with summaries on shows it).
-			return fg.Forget(ctx, sessionID, owner, seqs, clean)
+			return fg.Forget(jctx, sessionID, owner, seqs, clean)
 		}
 		// The summary lives apart: check the messages and clean the
 		// summary first, then erase the messages.
@@ -97,7 +97,7 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 				return fmt.Errorf("save summary: %w", err)
 			}
 		}
-		return fg.Forget(ctx, sessionID, owner, seqs, nil)
+		return fg.Forget(jctx, sessionID, owner, seqs, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget %q: %w", sessionID, err)
@@ -225,17 +225,33 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		case !ok:
 			return store.ErrNoSuchFact
 		}
-		// The journal loses the values first: a failure after it leaves
-		// nothing erased behind, and a retry completes the erasure.
-		if err := m.eng.editJournal(ctx, sessionID, t.Epoch, forgetFactScrub(*sum, out)); err != nil {
+		rec := store.JournalRecord{At: m.clk.Now().UTC(), Kind: "forget_fact", Outcome: "done",
+			Changes: factChanges(sum.Facts, out.Facts, nil, "forgotten")}
+		scrub := forgetFactScrub(*sum, out)
+		if m.eng.journaler() != nil && m.eng.journalsWithSummaries() {
+			// The journal loses the values, and records the erasure, in the
+			// save's own step (store.WithJournalEdit).
+			applied := false
+			sctx := store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; scrub(j); j.Add(rec, journalRetention) })
+			if err := m.sums.Save(sctx, out); err != nil {
+				return fmt.Errorf("save summary: %w", err)
+			}
+			saved = out
+			if !applied {
+				journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { scrub(j); j.Add(rec, journalRetention) })
+			}
+			return nil
+		}
+		// The journal apart: it loses the values first, so that a failure
+		// after it leaves nothing erased behind and a retry completes the
+		// erasure; the record follows the save.
+		if err := m.eng.editJournal(ctx, sessionID, t.Epoch, scrub); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 		if err := m.sums.Save(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
 		saved = out
-		rec := store.JournalRecord{At: m.clk.Now().UTC(), Kind: "forget_fact", Outcome: "done",
-			Changes: factChanges(sum.Facts, out.Facts, nil, "forgotten")}
 		journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -76,6 +77,7 @@ type foldSpend struct {
 	in, out           int // as reported
 	estIn, estOut     int // estimated for calls that reported nothing
 	fallback          string
+	calls             int
 }
 
 // tokens is what counts against the session's daily budget.
@@ -117,7 +119,7 @@ func (e *engine) summarizerFor(ctx context.Context, j *foldJob) (summary.Service
 		}
 		j.rec.spentToday = spentOn(jr, e.clk.Now())
 	}
-	if j.rec.spentToday+j.rec.spend.tokens() < budget {
+	if j.rec.spentToday+j.rec.spentFold < budget {
 		return e.svc, ""
 	}
 	return summary.NewExtractiveService(), "budget"
@@ -160,6 +162,10 @@ func (r *foldRecord) count(e *engine, ctx context.Context, svc summary.Service, 
 		r.spend.in += in
 		r.spend.out += out
 	}
+	r.spend.calls++
+	if estimated || fallback == "" {
+		r.spentFold += int64(in + out)
+	}
 	if estimated {
 		e.stats.summarizerEstimatedTokens.Add(int64(in + out))
 	} else {
@@ -170,36 +176,87 @@ func (r *foldRecord) count(e *engine, ctx context.Context, svc summary.Service, 
 		estimated: estimated, fallback: fallback, d: d, err: err})
 }
 
-// asked notes the facts the summarizer asked to remove.
-func (r *foldRecord) asked(facts []summary.Fact) {
+// removedKeys are the normalized keys of the facts a summarizer asked to
+// remove.
+func removedKeys(facts []summary.Fact) map[string]bool {
+	out := map[string]bool{}
 	for _, f := range facts {
 		if f.Remove {
-			if r.removed == nil {
-				r.removed = map[string]bool{}
-			}
-			r.removed[summary.NormalizeKey(f.Key)] = true
+			out[summary.NormalizeKey(f.Key)] = true
+		}
+	}
+	return out
+}
+
+// saveRecord is the journal record of a fold's save of next over prev:
+// the calls since the fold's last record, what they cost, and the facts
+// the save changes. res is the summarizer's reply, chunk the messages it
+// folded.
+func (r *foldRecord) saveRecord(e *engine, prev, next *summary.Summary, res []summary.Fact, chunk []store.Message) store.JournalRecord {
+	rec := r.record(e, "saved", "")
+	rec.FromSeq, rec.ToSeq = chunk[0].Seq, chunk[len(chunk)-1].Seq
+	rec.Changes = factChanges(factsOf(prev), next.Facts, removedKeys(res), "evicted")
+	return rec
+}
+
+// record is a journal record of the fold's calls since its last record.
+func (r *foldRecord) record(e *engine, outcome, class string) store.JournalRecord {
+	now := e.clk.Now()
+	return store.JournalRecord{At: now.UTC(), Kind: "fold", Trigger: r.trigger, Outcome: outcome, ErrorClass: class,
+		FromSeq: r.from, ToSeq: r.to, Summarizer: r.spend.summarizer, Model: r.spend.model, Calls: r.spend.calls,
+		InputTokens: r.spend.in, OutputTokens: r.spend.out, EstimatedInputTokens: r.spend.estIn,
+		EstimatedOutputTokens: r.spend.estOut, Fallback: r.spend.fallback, Duration: now.Sub(r.since)}
+}
+
+// flushed starts the fold's next record: its last one is written.
+func (r *foldRecord) flushed(e *engine) {
+	r.spend = foldSpend{summarizer: r.spend.summarizer, model: r.spend.model}
+	r.since = e.clk.Now()
+}
+
+// journaledSave returns the context a fold saves rec's summary with and
+// a function to call once the save succeeded. When the message store
+// keeps the journal beside the summaries (both stores of this module
+// with their own summary stores), the record is appended in the save's
+// own step (store.WithJournalEdit): no erasure can come between the save
+// and its record, which could otherwise keep a value the erasure removed
+// from the summary. Otherwise, and when the save did not apply the edit,
+// the function appends the record after the save.
+func (e *engine) journaledSave(ctx context.Context, sessionID string, epoch int64, rec store.JournalRecord) (context.Context, func()) {
+	add := func(j *store.Journal) { j.Add(rec, journalRetention) }
+	if e.journaler() == nil {
+		return ctx, func() {}
+	}
+	applied := false
+	if e.journalsWithSummaries() {
+		ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; add(j) })
+	}
+	return ctx, func() {
+		if !applied {
+			_ = e.editJournal(ctx, sessionID, epoch, add)
 		}
 	}
 }
 
-// journalFold appends a fold's record. outcome is "stale", or "" to
-// derive it from err: saved, abandoned (cancelled, closed, deleted) or
-// failed with its error class.
+// journalsWithSummaries reports whether the message store keeps the
+// journal where the summary store keeps the summaries, so that a summary
+// save can write a journal record in its own step.
+func (e *engine) journalsWithSummaries() bool {
+	fg, ok := e.store.(store.Forgetter)
+	return ok && e.sums != nil && fg.ForgetsSummariesOf(e.sums)
+}
+
+// journalFold appends the record of a fold that did not save its last
+// summary: outcome is "stale", or "" to derive it from err — abandoned
+// (cancelled, closed, deleted) or failed with its error class. It carries
+// the calls since the fold's last record and no fact change (a summary
+// saved before was journaled with its save).
 func (e *engine) journalFold(ctx context.Context, sessionID string, r foldRecord, err error, outcome string) {
 	class := ""
 	if outcome == "" {
 		outcome, class = foldOutcome(ctx, err)
 	}
-	rec := store.JournalRecord{At: e.clk.Now().UTC(), Kind: "fold", Trigger: r.trigger, Outcome: outcome, ErrorClass: class,
-		FromSeq: r.from, ToSeq: r.to, Summarizer: r.spend.summarizer, Model: r.spend.model, Calls: r.calls,
-		InputTokens: r.spend.in, OutputTokens: r.spend.out, EstimatedInputTokens: r.spend.estIn,
-		EstimatedOutputTokens: r.spend.estOut, Fallback: r.spend.fallback}
-	if !r.began.IsZero() {
-		rec.Duration = e.clk.Now().Sub(r.began)
-	}
-	if r.saved != nil {
-		rec.Changes = factChanges(factsOf(r.base), r.saved.Facts, r.removed, "evicted")
-	}
+	rec := r.record(e, outcome, class)
 	_ = e.editJournal(ctx, sessionID, r.epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
 }
 
@@ -291,15 +348,27 @@ func valuesOf(s *summary.Summary) map[string]bool {
 	return out
 }
 
-// scrub clears from j's records every value erase says was erased; kept
-// values (still shown by the session's summary) stay.
+// scrub clears from j's records every value erase says was erased, in
+// every record that holds it (a value erased where a record shows it is
+// erased where another shows it too, e.g. as a later change's from);
+// kept values (still shown by the session's summary) stay.
 func scrub(j *store.Journal, kept map[string]bool, erase func(r store.JournalRecord, v string) bool) {
+	gone := map[string]bool{}
+	for _, r := range j.Records {
+		for _, c := range r.Changes {
+			for _, v := range []string{c.From, c.To} {
+				if v != "" && !kept[v] && !gone[v] && erase(r, v) {
+					gone[v] = true
+				}
+			}
+		}
+	}
 	for i := range j.Records {
 		r := &j.Records[i]
 		for k := range r.Changes {
 			c := &r.Changes[k]
 			for _, v := range []*string{&c.From, &c.To} {
-				if *v != "" && !kept[*v] && erase(*r, *v) {
+				if gone[*v] {
 					*v, r.Scrubbed = "", true
 				}
 			}
@@ -309,9 +378,10 @@ func scrub(j *store.Journal, kept map[string]bool, erase func(r store.JournalRec
 
 // forgetEdit is the journal edit of a Forget: it clears from every record
 // the values derived from the erased messages — those that left the
-// summary, those an erased message contains, and, in the records of
-// folds that read an erased message, every value the summary no longer
-// shows (their origin may be an erased message, paraphrased) — and
+// summary, those an erased message contains (letters and digits
+// compared, case folded), and those the records of folds that read an
+// erased message show and the summary no longer does (their origin may be
+// an erased message, paraphrased) — and
 // appends the erasure's record. before and after are the session's
 // summary around the erasure (nil when none).
 func forgetEdit(at time.Time, before, after *summary.Summary, erased []store.Message) func(j *store.Journal) {
@@ -362,8 +432,18 @@ func forgetFactScrub(before, out summary.Summary) func(j *store.Journal) {
 	}
 }
 
-// fold is s case-folded with its white space collapsed, for containment.
-func fold(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+// fold is s case-folded with only its letters and digits kept, for
+// containment: so that a value an LLM rewrote
+// ("9537 1491" as "95371491", an upper-cased address) is still found in
+// the text it came from.
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, s)
+}
 
 // resultTokens estimates the tokens of a summarizer's reply.
 func resultTokens(e *engine, res summary.Result) int {

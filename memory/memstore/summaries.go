@@ -62,7 +62,11 @@ func (ss *summaryStore) Save(ctx context.Context, sum summary.Summary) error {
 	if sess == nil || sess.epoch != sum.Epoch {
 		return summary.ErrSessionGone
 	}
-	return sess.store(sum, time.Now())
+	if err := sess.store(sum, time.Now()); err != nil {
+		return err
+	}
+	editJournal(ctx, sess) // a fold's journal record, in the same step
+	return nil
 }
 
 // store keeps sum as sess's summary (see Summaries). s.mu must be held.
