@@ -149,7 +149,12 @@ func (j *Journal) Add(r JournalRecord, keep int) {
 //
 // A Journaler that is a Forgetter applies the edit its Forget's context
 // carries (WithJournalEdit) to the session's journal in the same atomic
-// step as the erasure, after calling clean.
+// step as the erasure, after calling clean; and the summary store whose
+// summaries its Forget rewrites (ForgetsSummariesOf) applies the edit its
+// Save's context carries in the same step as the save, when the save
+// writes. A manager thus writes a fold's record with the summary it
+// saved, and an erasure's with the erasure: no erasure comes between a
+// value's save and its record.
 type Journaler interface {
 	// EditJournal rewrites the journal of the session's incarnation epoch
 	// in one atomic step: edit is given it (an empty one of that epoch
@@ -166,9 +171,9 @@ type Journaler interface {
 type journalEditKey struct{}
 
 // WithJournalEdit returns ctx carrying edit, a rewrite of a session's
-// journal (scrubbing erased values, appending the erasure's record with
-// Journal.Add) that a store's Forget applies in the same atomic step as
-// the erasure.
+// journal (appending a record with Journal.Add, scrubbing erased values)
+// that a Journaler's Forget, or its summary store's Save, applies in the
+// same atomic step as the erasure or the save (see Journaler).
 func WithJournalEdit(ctx context.Context, edit func(j *Journal)) context.Context {
 	return context.WithValue(ctx, journalEditKey{}, edit)
 }
