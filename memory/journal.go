@@ -252,6 +252,11 @@ func (e *engine) journalsWithSummaries() bool {
 // the calls since the fold's last record and no fact change (a summary
 // saved before was journaled with its save).
 func (e *engine) journalFold(ctx context.Context, sessionID string, r foldRecord, err error, outcome string) {
+	if errors.Is(err, ErrClosed) || e.closed.Load() {
+		// Close abandoned it: no write may delay Close, and the record
+		// would hold no change (its call's cost is unknown).
+		return
+	}
 	class := ""
 	if outcome == "" {
 		outcome, class = foldOutcome(ctx, err)
