@@ -26,6 +26,7 @@ const (
 	keySummarizerTimeout   = "arc.reactor.memory.summarizer.timeout"
 	keySummarizerJSONMode  = "arc.reactor.memory.summarizer.json-mode"
 	keySummarizerSchema    = "arc.reactor.memory.summarizer.json-schema"
+	keySessionTokenBudget  = "arc.reactor.memory.summarizer.session-daily-token-budget"
 	keyDatasourceURL       = "arc.reactor.memory.datasource.url"
 	keyMigrateOnStart      = "arc.reactor.memory.datasource.migrate-on-start"
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
@@ -210,6 +211,9 @@ var keyTable = []keySpec{
 	key(keySummarizerSchema,
 		"openai: send a strict JSON schema (response_format json_schema) for narrative + facts; for OpenAI and servers that support structured outputs.",
 		func(c *Config) *bool { return &c.Summarizer.JSONSchema }),
+	key(keySessionTokenBudget,
+		"Summarizer tokens (input + output, as the provider reports them or estimated) one session may spend per day (UTC); past it the session folds with the offline extractive summarizer until the day ends, and its fold journal and the metrics say so. Counted from the session's journal, so replicas share it. Must be >= 0 (0 = no budget).",
+		func(c *Config) *int { return &c.Memory.SessionDailyTokenBudget }),
 
 	// Strata: datasource.
 	secret(key(keyDatasourceURL,

@@ -203,6 +203,15 @@
 //	imported_at  TIMESTAMPTZ NOT NULL
 //	updated_at   TIMESTAMPTZ NOT NULL
 //
+// strata_journals (version 13) — each session's fold journal
+// (MessageStore.EditJournal, store.Journaler); a trigger on strata_sessions deletes it
+// with its session (tombstone, new epoch, or row removed):
+//
+//	session_id  TEXT PRIMARY KEY
+//	epoch       BIGINT NOT NULL         the incarnation journaled
+//	journal     JSONB NOT NULL          store.Journal: newest records + totals
+//	updated_at  TIMESTAMPTZ NOT NULL    refreshed by every edit
+//
 // # Guarantees
 //
 // Ownership. Every MessageStore method checks the caller's ownership in

@@ -163,8 +163,9 @@ UPDATE strata_session_index
 // added to the erasure (store.ToolResultsOf), the rewrite of the summary clean returns
 // (when clean is not nil; it is given the stored summary of any epoch, or
 // nil), the deletion of the messages with the session's counters and
-// listing preview, and the reset of its catalogue document
-// (strata_session_index). All of it commits or none does.
+// listing preview, the reset of its catalogue document
+// (strata_session_index) and the journal edit ctx carries
+// (store.WithJournalEdit). All of it commits or none does.
 func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seqs []int64,
 	clean func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary) error {
 	if !text.Storable(sessionID) {
@@ -248,6 +249,11 @@ func (s *MessageStore) Forget(ctx context.Context, sessionID, userID string, seq
 			if _, err := tx.ExecContext(ctx, forgetRewriteSQL, sessionID, cur.Epoch, text.Clean(next.Narrative), facts); err != nil {
 				return fail("rewrite summary", err)
 			}
+		}
+	}
+	if edit := store.JournalEditOf(ctx); edit != nil {
+		if err := editJournalTx(ctx, tx, sessionID, epoch, edit); err != nil {
+			return fmt.Errorf("db: forget in session %q: journal: %w", sessionID, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, forgetDeleteSQL, sessionID, pq.Array(seqs)); err != nil {

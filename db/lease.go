@@ -193,7 +193,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var held, gone, saved bool
-	err = l.d.QueryRowxContext(ctx, saveReleaseSQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token).Scan(&held, &gone, &saved)
+	err = queryJournaled(ctx, l.d, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}

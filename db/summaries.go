@@ -168,7 +168,9 @@ SELECT EXISTS (SELECT 1 FROM l) AS held, EXISTS (SELECT 1 FROM s WHERE s.gone) A
 // summary.ErrStale when a summary of the same epoch with a higher cursor
 // is stored. A summary of another epoch is replaced. The timestamps and
 // Version of sm are ignored: the database sets them. Text that PostgreSQL
-// cannot store (NUL bytes, invalid UTF-8) is cleaned.
+// cannot store (NUL bytes, invalid UTF-8) is cleaned. A journal edit ctx
+// carries (store.WithJournalEdit) is applied in the save's transaction
+// when the save writes.
 func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err := checkSummary(sm); err != nil {
 		return err
@@ -178,7 +180,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	err = s.d.QueryRowxContext(ctx, saveSummarySQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq).Scan(&gone, &saved)
+	err = queryJournaled(ctx, s.d, sm, &saved, saveSummarySQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq}, &gone, &saved)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 

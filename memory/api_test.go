@@ -13,13 +13,14 @@ import (
 // lives in package memory/store, as database/sql's lives in its driver
 // package, so users of a Manager do not meet it.
 func TestExportedAPI(t *testing.T) {
-	// 79: + Manager.SharedSessions, Manager.WriteExport; ForModel,
+	// 80: + Manager.SharedSessions, Manager.WriteExport; ForModel,
 	// ObserveUsage: the budget calibrated per model from the provider's
 	// counts; Mode and its six values: History.Mode typed, the values its
 	// doc already promised; Manager.Observe: a catalogue subscribes to the
 	// built manager; Session and Manager.Session with the session methods
 	// without the identity arguments (Load, SaveTurn, SaveMessages,
 	// Messages, Summary, Delete, Forget, ForgetFact, Export): the handle
-	// that names a session and its user once.
-	testutil.CheckExports(t, ".", 79)
+	// that names a session and its user once; Manager.Journal: the fold
+	// journal.
+	testutil.CheckExports(t, ".", 80)
 }

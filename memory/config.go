@@ -141,6 +141,13 @@ type Config struct {
 	// cap). A parity fold thus still starts from the original messages but
 	// never sends more than this at once.
 	MaxFoldInputTokens int
+	// SessionDailyTokenBudget caps the summarizer tokens (input and
+	// output, as reported or estimated) one session may spend per day
+	// (UTC): past it, the session's folds use the offline extractive
+	// summarizer until the day ends, and their journal records and the
+	// metrics say so (fallback "budget"). It is counted from the session's
+	// journal, so replicas share it. 0 (the default) = no budget.
+	SessionDailyTokenBudget int
 	// PromptMemoryBudget (chunked) caps the tokens of summary + verbatim
 	// tail in what the model sees (0 = the token trigger's threshold, and
 	// never more than ContextWindowTokens − OutputReserveTokens): when the
@@ -352,6 +359,8 @@ func (c Config) Validate() error {
 		return bad("FoldMode", c.FoldMode, `"incremental" or "full"`)
 	case c.MaxFoldInputTokens < 0:
 		return bad("MaxFoldInputTokens", c.MaxFoldInputTokens, ">= 0 (0 = no cap)")
+	case c.SessionDailyTokenBudget < 0:
+		return bad("SessionDailyTokenBudget", c.SessionDailyTokenBudget, ">= 0 (0 = no budget)")
 	case c.PromptMemoryBudget < 0:
 		return bad("PromptMemoryBudget", c.PromptMemoryBudget, ">= 0 (0 = off)")
 	case c.MinTailMessages < 0:

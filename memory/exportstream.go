@@ -142,6 +142,17 @@ func (m *Manager) WriteExport(ctx context.Context, w io.Writer, sessionID, userI
 			}
 			buf.Truncate(buf.Len() - 1)
 		}
+		if jr := m.eng.journaler(); jr != nil {
+			j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+			if err != nil {
+				return fail(fmt.Errorf("journal: %w", err))
+			}
+			buf.WriteString(`,"journal":`)
+			if err := enc.Encode(j); err != nil {
+				return fail(fmt.Errorf("journal: %w", err))
+			}
+			buf.Truncate(buf.Len() - 1)
+		}
 		buf.WriteString("}\n")
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return fail(err)

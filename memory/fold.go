@@ -132,10 +132,12 @@ func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger
 		e.stats.backgroundFolds.Add(1)
 	}
 	j.began = time.Now()
-	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(summary.BlocksWith(existing, render(e.cfg))) + e.cost.Cost(chatMessages(msgs))}
+	j.rec = foldRecord{trigger: p.why, messages: len(msgs), tokensBefore: e.cost.Cost(summary.BlocksWith(existing, render(e.cfg))) + e.cost.Cost(chatMessages(msgs)),
+		epoch: j.epoch, from: msgs[0].Seq, to: msgs[len(msgs)-1].Seq, began: j.began, since: j.began}
 	cur, stale, err := e.foldChunks(ctx, j, base, msgs)
 	switch {
 	case stale: // another replica stored a newer summary
+		e.journalFold(ctx, sessionID, j.rec, err, "stale")
 		return e.usableSummary(ctx, sessionID, j.epoch)
 	case err != nil:
 		return nil, err
@@ -209,7 +211,10 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			Incremental: j.incremental || i > 0, MaxNarrativeTokens: e.cfg.MaxNarrativeTokens}
 		e.stats.summarizerCalls.Add(1)
 		j.rec.calls++
-		res, err := e.summarize(ctx, req)
+		svc, fallback := e.summarizerFor(ctx, j)
+		called := time.Now()
+		res, err := e.summarize(ctx, svc, req)
+		j.rec.count(e, ctx, svc, fallback, req, res, err, time.Since(called))
 		if err == nil && res.IsEmpty() {
 			err = summary.ErrEmptyReply
 		}
@@ -221,19 +226,24 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, fmt.Errorf("summarize: %w", err)
 		}
-		j.rec.inputTokens += res.Usage.InputTokens
 		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
 		var saveFn func(context.Context, summary.Summary) error // nil: the store's SaveSummary
 		if i == len(parts)-1 {
 			saveFn = j.saveLast // the last save ends the fold: it may release the lease too
 		}
-		if err := e.save(ctx, j.st, j.gen, next, saveFn); err != nil {
+		// The journal record of this save, with the facts it changes, is
+		// written in the save's own step where the stores allow it
+		// (journal.go), so that no erasure comes between them.
+		sctx, journaled := e.journaledSave(ctx, j.sessionID, j.epoch, j.rec.saveRecord(e, cur, &next, res.Facts, chunk))
+		if err := e.save(sctx, j.st, j.gen, next, saveFn); err != nil {
 			if errors.Is(err, summary.ErrStale) {
 				return nil, true, err
 			}
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, err
 		}
+		journaled()
+		j.rec.flushed(e)
 		cur = &next
 		e.notify(FoldEvent{SessionID: j.sessionID, UserID: j.userID, Summary: next})
 	}
@@ -326,20 +336,36 @@ func (e *engine) lock(ctx context.Context, sessionID string) (release func(), sa
 	}
 }
 
-// foldRecord collects what one fold did, for its log record.
+// foldRecord collects what one fold did, for its log record and its
+// journal record (journal.go).
 type foldRecord struct {
 	trigger      trigger
 	messages     int
 	calls        int
 	tokensBefore int
-	inputTokens  int
+
+	epoch    int64
+	from, to int64 // the first and last message read
+	began    time.Time
+	// spend is what the calls since the fold's last journal record cost;
+	// since is when that record was written (began before one).
+	spend foldSpend
+	since time.Time
+	// budgetRead: spentToday holds the session's spend of the day before
+	// the fold (read from its journal once); spentFold is the fold's own.
+	budgetRead bool
+	spentToday int64
+	spentFold  int64
 }
 
 func (r foldRecord) finish(e *engine, ctx context.Context, sessionID string, began time.Time, s *summary.Summary, err error) {
 	attrs := []any{"session_id", sessionID, "trigger", string(r.trigger), "messages_folded", r.messages,
 		"summarizer_calls", r.calls, "tokens_before", r.tokensBefore, "tokens_after", e.cost.Cost(summary.BlocksWith(s, render(e.cfg))),
-		"input_tokens_reported", r.inputTokens, "duration", time.Since(began)}
+		"input_tokens_reported", r.spend.in, "output_tokens_reported", r.spend.out, "duration", time.Since(began)}
 	e.otel.observeFold(ctx, r, err)
+	if err != nil { // a saved summary was journaled with its save
+		e.journalFold(ctx, sessionID, r, err, "")
+	}
 	level := slog.LevelDebug
 	outcome := "ok"
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -55,19 +56,25 @@ func (m *Manager) Forget(ctx context.Context, sessionID, userID string, seqs ...
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
 	owner := m.owner(sessionID, userID)
-	var cleaned *summary.Summary
+	var cleaned, before *summary.Summary
+	var gone []store.Message
+	// The journal loses the erased values, and records the erasure, in
+	// the erasure's own step (store.WithJournalEdit).
+	jctx := store.WithJournalEdit(ctx, func(j *store.Journal) { forgetEdit(time.Now().UTC(), before, cleaned, gone)(j) })
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		clean := func(sum *summary.Summary, epoch int64, erased []store.Message) *summary.Summary {
+			gone = erased
 			if sum == nil || sum.Epoch != epoch {
 				return nil
 			}
 			c := eraseFrom(*sum, erased)
-			cleaned = &c
+			before, cleaned = sum, &c
 			return &c
 		}
 		// Whether or not summaries are on in this process the store
-		// cleans the summary it keeps (a replica with summaries on shows it).
-		return m.store.Forget(ctx, sessionID, owner, seqs, clean)
+		// cleans the summary it keeps (a replica with summaries on shows it),
+		// and the journal loses the erased values in the same step.
+		return m.store.Forget(jctx, sessionID, owner, seqs, clean)
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget %q: %w", sessionID, err)
@@ -132,6 +139,7 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 	}
 	owner := m.owner(sessionID, userID)
 	var saved summary.Summary
+	var journalErr error
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		t, err := m.store.Tail(ctx, sessionID, owner, 1)
 		if err != nil {
@@ -155,16 +163,43 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		case !ok:
 			return store.ErrNoSuchFact
 		}
+		rec := store.JournalRecord{At: time.Now().UTC(), Kind: "forget_fact", Outcome: "done",
+			Changes: factChanges(sum.Facts, out.Facts, nil, "forgotten")}
+		scrub := forgetFactScrub(*sum, out)
+		if m.eng.journaler() != nil && m.eng.journalsWithSummaries() {
+			// The journal loses the values, and records the erasure, in the
+			// save's own step (store.WithJournalEdit).
+			applied := false
+			sctx := store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; scrub(j); j.Add(rec, journalRetention) })
+			if err := m.store.SaveSummary(sctx, out); err != nil {
+				return fmt.Errorf("save summary: %w", err)
+			}
+			saved = out
+			if !applied {
+				journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { scrub(j); j.Add(rec, journalRetention) })
+			}
+			return nil
+		}
+		// The journal apart: it loses the values first, so that a failure
+		// after it leaves nothing erased behind and a retry completes the
+		// erasure; the record follows the save.
+		if err := m.eng.editJournal(ctx, sessionID, t.Epoch, scrub); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
 		if err := m.store.SaveSummary(ctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
 		saved = out
+		journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("memory: forget fact %q of %q: %w", key, sessionID, err)
 	}
 	m.erased(ctx, sessionID, owner, &saved)
+	if journalErr != nil {
+		return fmt.Errorf("memory: forget fact %q of %q: erased, but its journal record was not written: %w", key, sessionID, journalErr)
+	}
 	return nil
 }
 

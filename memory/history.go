@@ -61,11 +61,23 @@ type Stats struct {
 	SummarizerCalls int64 // calls to the summary service
 	Folds           int64 // folds that stored their summary
 	FoldFailures    int64 // summarizer errors and empty replies
+	// Summarizer tokens: as the summarizer reported them, and estimated
+	// (input and output together) for the calls that reported none. A
+	// session's totals are in its journal (Manager.Journal).
+	SummarizerInputTokens     int64
+	SummarizerOutputTokens    int64
+	SummarizerEstimatedTokens int64
+	// BudgetFallbacks counts the summarizer calls made by the offline
+	// summarizer because a session's daily token budget was spent
+	// (Config.SessionDailyTokenBudget).
+	BudgetFallbacks int64
 }
 
 type counters struct {
 	loads, loadErrors, ownerDenied, fallbacks, saves, saveErrors     atomic.Int64
 	lazyFolds, backgroundFolds, summarizerCalls, folds, foldFailures atomic.Int64
+
+	summarizerInputTokens, summarizerOutputTokens, summarizerEstimatedTokens, budgetFallbacks atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -76,5 +88,7 @@ func (m *Manager) Stats() Stats {
 		Fallbacks: c.fallbacks.Load(), Saves: c.saves.Load(), SaveErrors: c.saveErrors.Load(),
 		LazyFolds: c.lazyFolds.Load(), BackgroundFolds: c.backgroundFolds.Load(),
 		SummarizerCalls: c.summarizerCalls.Load(), Folds: c.folds.Load(), FoldFailures: c.foldFailures.Load(),
+		SummarizerInputTokens: c.summarizerInputTokens.Load(), SummarizerOutputTokens: c.summarizerOutputTokens.Load(),
+		SummarizerEstimatedTokens: c.summarizerEstimatedTokens.Load(), BudgetFallbacks: c.budgetFallbacks.Load(),
 	}
 }

@@ -26,6 +26,7 @@ type instruments struct {
 	foldFailures metric.Int64Counter
 	foldTokens   metric.Int64Histogram
 	foldMessages metric.Int64Histogram
+	cost         *costMetrics // costs.go
 }
 
 func newInstruments() *instruments {
@@ -39,7 +40,7 @@ func newInstruments() *instruments {
 		metric.WithDescription("Estimated tokens of summary plus folded messages sent to the summarizer"))
 	msgs, _ := meter.Int64Histogram("strata.memory.fold.messages", metric.WithDescription("Messages folded per fold"))
 	return &instruments{tracer: otel.Tracer(instrumentationName), loads: loads, saves: saves, folds: folds,
-		foldFailures: failures, foldTokens: tokens, foldMessages: msgs}
+		foldFailures: failures, foldTokens: tokens, foldMessages: msgs, cost: newCostMetrics()}
 }
 
 // startSpan starts a span for one manager operation on a session.

@@ -51,6 +51,13 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 		}
 		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: time.Now().UTC(),
 			Messages: make([]snapshot.Message, 0, len(msgs)), Summary: snapshot.FromSummary(before)}
+		if jr := m.eng.journaler(); jr != nil {
+			j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+			if err != nil {
+				return fail(fmt.Errorf("journal: %w", err))
+			}
+			snap.Journal = &j
+		}
 		for _, msg := range msgs {
 			snap.Messages = append(snap.Messages, snapshot.FromStored(msg))
 		}
@@ -112,7 +119,14 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	if s.Summary != nil && m.sums == nil && !s.Summary.IsBlank() {
 		return fmt.Errorf("memory: import %q: the snapshot has a summary and the manager has no summary store", sessionID)
 	}
-	build := func(epoch int64, seqs []int64) *summary.Summary { return s.SummaryFor(epoch, old, seqs) }
+	var sum *summary.Summary
+	var epoch int64
+	var seqs []int64
+	build := func(e int64, nums []int64) *summary.Summary {
+		epoch, seqs = e, nums
+		sum = s.SummaryFor(e, old, nums)
+		return sum
+	}
 	err := m.eng.exclusive(ctx, sessionID, func() error {
 		_, err := m.store.Import(ctx, sessionID, owner, msgs, build)
 		return err
@@ -120,5 +134,8 @@ func (m *Manager) Import(ctx context.Context, s *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("memory: import %q: %w", sessionID, err)
 	}
+	// The journal is written after the import (a failure is logged: the
+	// session is imported).
+	_ = m.eng.editJournal(ctx, sessionID, epoch, importEdit(time.Now().UTC(), s.Journal, sum, old, seqs))
 	return nil
 }

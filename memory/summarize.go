@@ -13,7 +13,8 @@ import (
 // errSummarizerTimeout: a summarizer call outlived Config.SummarizeTimeout.
 var errSummarizerTimeout = errors.New("memory: summarizer did not answer in time")
 
-// summarize calls the summarizer with a deadline of
+// summarize calls the summarizer svc (the manager's, or the offline one
+// past a session's token budget) with a deadline of
 // Config.SummarizeTimeout and returns its answer, or an error once the
 // deadline passes or the manager closes, even if the summarizer ignores its
 // context: the fold then ends and releases its lock, and the abandoned
@@ -21,7 +22,7 @@ var errSummarizerTimeout = errors.New("memory: summarizer did not answer in time
 // CancelSummarization) still waits for its call, at most until the
 // deadline, so that folds of one session do not overlap. A panic in the
 // summarizer is an error too.
-func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Result, error) {
+func (e *engine) summarize(ctx context.Context, svc summary.Service, req summary.Request) (summary.Result, error) {
 	timeout := e.cfg.SummarizeTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -40,7 +41,7 @@ func (e *engine) summarize(ctx context.Context, req summary.Request) (summary.Re
 				done <- outcome{err: fmt.Errorf("memory: summarizer panicked: %v", v)}
 			}
 		}()
-		res, err := e.svc.Summarize(cctx, req)
+		res, err := svc.Summarize(cctx, req)
 		done <- outcome{res, err}
 	}()
 	select {

@@ -16,6 +16,7 @@
 //	DELETE /v1/sessions/{id}            204                                  cancel fold → delete messages → summary
 //	DELETE /v1/sessions/{id}/messages/{seq}, …/messages?seq=…, …/facts/{key}  204   erase messages, or a fact, and what came of them
 //	GET    /v1/sessions/{id}/export     200 snapshot (streamed)              the whole session, portable
+//	GET    /v1/sessions/{id}/inspect    200 HTML page                        messages, a turn's prompt, folds, costs, fact histories (?turn=N)
 //	POST   /v1/sessions/import          201 {id, stored}                     create a session from a snapshot (8 × the body limit)
 //	GET    /healthz                     200                                  the process is up
 //	GET    /readyz                      200 | 503                            every readiness check passes

@@ -52,7 +52,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/sessions/{id}/messages", http.HandlerFunc(s.handleAppend)},
 		{"GET", "/v1/sessions/{id}/context", http.HandlerFunc(s.handleContext)},
 	}
-	return append(routes, s.portableRoutes()...)
+	return append(append(routes, s.portableRoutes()...), s.inspectRoutes()...)
 }
 
 // Seconds a client is told to wait (Retry-After) before retrying a 503.

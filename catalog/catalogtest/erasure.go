@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-go/strata/catalog"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -232,6 +233,7 @@ func (r *erasureRig) readPaths() map[string]string {
 		r.t.Fatal(err)
 	}
 	out["export"] = exportText(r.t, raw)
+	out["journal"] = journalText(r.ctx, r.t, r.mgr, r.session, r.user)
 	doc, err := r.idx.Get(r.ctx, r.session, r.user)
 	if err != nil {
 		r.t.Fatal(err)
@@ -276,7 +278,7 @@ func exportText(t testing.TB, raw []byte) string {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, e := range v {
-				if k != "forgotten" && !strings.HasSuffix(k, "_at") {
+				if k != "forgotten" && k != "at" && !strings.HasSuffix(k, "_at") {
 					walk(k, e)
 				}
 			}
@@ -309,7 +311,7 @@ func testForgetMessage(t *testing.T, st Env, pol memory.Policy, kind string) {
 		t.Fatalf("the secret was not folded into facts and narrative: %+v", sum)
 	}
 	paths := r.readPaths()
-	for _, p := range []string{"messages", "export", "catalogue document"} {
+	for _, p := range []string{"messages", "export", "catalogue document", "journal"} {
 		if leaked(paths[p]) == "" {
 			t.Fatalf("before the erasure, %s does not hold the secret:\n%s", p, paths[p])
 		}
@@ -385,6 +387,7 @@ func testForgetMessage(t *testing.T, st Env, pol memory.Policy, kind string) {
 	}
 	r.settle()
 	r.absent("after 20 more turns")
+	memorytest.CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 	if s, _ := r.mgr.Summary(r.ctx, r.session, r.user); s == nil || s.UpToSeq <= after.UpToSeq {
 		t.Fatalf("no fold after the erasure: %+v (was through %d)", s, after.UpToSeq)
 	}
@@ -408,11 +411,18 @@ func testForgetFact(t *testing.T, st Env, pol memory.Policy, kind string) {
 	if err := r.mgr.ForgetFact(r.ctx, r.session, "mallory", key); !errors.Is(err, memory.ErrNotOwner) {
 		t.Fatalf("forget a fact of another user's session: %v, want ErrNotOwner", err)
 	}
+	if !strings.Contains(journalText(r.ctx, t, r.mgr, r.session, r.user), secretEmail) {
+		t.Fatal("before ForgetFact, the journal does not hold the value")
+	}
 	if err := r.mgr.ForgetFact(r.ctx, r.session, r.user, key); err != nil {
 		t.Fatal(err)
 	}
+	memorytest.CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 	gone := func(when string) {
 		t.Helper()
+		if strings.Contains(strings.ToLower(journalText(r.ctx, t, r.mgr, r.session, r.user)), secretEmail) {
+			t.Errorf("%s: the journal holds the forgotten value", when)
+		}
 		s, err := r.mgr.Summary(r.ctx, r.session, r.user)
 		if err != nil {
 			t.Fatal(err)
@@ -451,6 +461,7 @@ func testForgetFact(t *testing.T, st Env, pol memory.Policy, kind string) {
 	if !strings.Contains(strings.ToLower(factsText(s)), secretEmail) {
 		t.Errorf("restated after the erasure, the e-mail address is not remembered again: %+v", s.Facts)
 	}
+	memorytest.CheckJournal(t, r.ctx, r.mgr, r.session, r.user)
 }
 
 // scriptedLLM is a chat model standing in for an LLM summarizer: it copies
@@ -507,4 +518,19 @@ func (m *scriptedLLM) GenerateContent(_ context.Context, msgs []llms.MessageCont
 // Call implements llms.Model.
 func (m *scriptedLLM) Call(ctx context.Context, prompt string, opts ...llms.CallOption) (string, error) {
 	return llms.GenerateFromSinglePrompt(ctx, m, prompt, opts...)
+}
+
+// journalText is the session's journal, for the erasure scenarios' read
+// paths: its strings, as exportText reads them (timestamps left out).
+func journalText(ctx context.Context, t testing.TB, mgr *memory.Manager, sessionID, userID string) string {
+	t.Helper()
+	j, err := mgr.Journal(ctx, sessionID, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exportText(t, raw)
 }

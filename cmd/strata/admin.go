@@ -325,7 +325,11 @@ the number strata export, GET /v1/sessions/{id} and strata forget use
 session's need not start at 1 nor be consecutive: a re-created id goes on
 from its predecessor's, and erased messages leave gaps). Nothing is summarized or changed: when a
 fold is due, inspect shows what the model sees until the fold has run. A
-session of another user is reported as such and not shown.
+session of another user is reported as such and not shown. With --html FILE
+it writes one self-contained HTML page instead (no network needed to view
+it): the messages with their seqs, what the model saw on a turn (--turn N)
+against the budget, the folds, erasures and imports of the session's
+journal with their tokens, and each fact's history.
 
 Flags:
 `
@@ -381,6 +385,8 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cf.stderr = stderr
 	user := fs.String("user", "", "the session's owner, `USER` (required: sessions are read as their owner)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	htmlFile := fs.String("html", "", "write the session as one self-contained HTML page to `FILE` (messages, a turn's prompt, folds and their costs, fact histories) instead of printing it")
+	turn := fs.Int("turn", 0, "with --html: the user turn `N` whose prompt the page shows (default: the newest)")
 	pos, err := parseFlags(fs, args, inspectUsage, stdout)
 	if err != nil {
 		return err
@@ -427,6 +433,9 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer rt2.Close()
 		loader = rt2.Manager
+	}
+	if *htmlFile != "" {
+		return writeInspectHTML(ctx, rt.Manager, session, *user, *turn, *htmlFile, stdout)
 	}
 	rep, err := inspect(ctx, rt.Manager, loader, session, *user)
 	if err != nil {

@@ -37,6 +37,7 @@ server.shutdown-timeout.
   DELETE /v1/sessions/{id}/messages    erase several (?seq=N&seq=M…)
   DELETE /v1/sessions/{id}/facts/{key} erase a fact of the summary
   GET    /v1/sessions/{id}/export      the whole session as a snapshot (streamed)
+  GET    /v1/sessions/{id}/inspect     one HTML page: a turn's prompt (?turn=N), folds, costs, fact histories
   POST   /v1/sessions/import           create a session from a snapshot
   GET    /healthz, /readyz, /openapi.json
 

@@ -106,6 +106,8 @@ type Store struct {
 type memSession struct {
 	// sum is the session's summary (Store.Summaries), nil when none.
 	sum *record.Summary
+	// journal is the session's fold journal (store.Journaler).
+	journal store.Journal
 
 	id, owner    string
 	epoch        int64

@@ -265,12 +265,13 @@ func TestInMemoryHonoursCancelledContext(t *testing.T) {
 
 // The in-memory store's API stays small, every name documented.
 func TestExportedAPI(t *testing.T) {
-	// 26: + Replace, Import, Forget, ParticipantSessions, WithOnEvict,
+	// 28: + Replace, Import, Forget, ParticipantSessions, WithOnEvict,
 	// WithMaxSessionsPerUser, Summaries; and the summary half of the one
 	// storage contract (store.Store): Summary, SaveSummary, Snapshot,
 	// SnapshotAfterSummary, TryLockFold, with KeepsSummaries for
-	// store.Compose to recognise Summaries.
-	testutil.CheckExports(t, ".", 26)
+	// store.Compose to recognise Summaries; EditJournal, ReadJournal
+	// (store.Journaler).
+	testutil.CheckExports(t, ".", 28)
 }
 
 // TestSummaryConformance runs the summary part of the store contract

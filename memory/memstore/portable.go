@@ -113,6 +113,7 @@ func (s *Store) Forget(ctx context.Context, sessionID, userID string, seqs []int
 			}
 		}
 	}
+	editJournal(ctx, sess)
 	sess.msgs = slices.DeleteFunc(sess.msgs, func(m store.Message) bool {
 		return slices.ContainsFunc(erased, func(e store.Message) bool { return e.Seq == m.Seq })
 	})

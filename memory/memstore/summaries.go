@@ -77,7 +77,11 @@ func (s *Store) SaveSummary(ctx context.Context, sum record.Summary) error {
 	if sess == nil || sess.epoch != sum.Epoch {
 		return store.ErrSessionGone
 	}
-	return sess.store(sum, time.Now())
+	if err := sess.store(sum, time.Now()); err != nil {
+		return err
+	}
+	editJournal(ctx, sess) // a fold's journal record, in the same step
+	return nil
 }
 
 // Snapshot implements store.Store: Tail's result and the session's

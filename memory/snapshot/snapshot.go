@@ -18,6 +18,10 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
+// maxSnapshotJournal bounds the journal records a snapshot may carry
+// (a manager keeps 200 per session).
+const maxSnapshotJournal = 10_000
+
 // Version is the version of the Snapshot format that Export
 // writes and Import reads.
 const Version = 1
@@ -48,6 +52,11 @@ type Snapshot struct {
 	Messages []Message `json:"messages"`
 	// Summary is the session's summary, absent when it has none.
 	Summary *Summary `json:"summary,omitempty"`
+	// Journal is the session's fold journal (memory.Manager.Journal),
+	// absent when the exporting store keeps none; snapshots made before
+	// it existed import without one. Its sequence numbers are the
+	// exporting store's; Import maps them.
+	Journal *store.Journal `json:"journal,omitempty"`
 }
 
 // Message is one stored message of a Snapshot: its sequence number, the
@@ -145,6 +154,9 @@ func (s *Snapshot) Validate(maxBytes int) error {
 		if err := m.Stored().Validate(maxBytes); err != nil {
 			bad("messages[%d]: %w", i, err)
 		}
+	}
+	if j := s.Journal; j != nil && len(j.Records) > maxSnapshotJournal {
+		bad("journal: %d records, more than %d", len(j.Records), maxSnapshotJournal)
 	}
 	if sm := s.Summary; sm != nil {
 		if sm.UpToSeq < 0 {

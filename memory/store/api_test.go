@@ -8,10 +8,13 @@ import (
 
 // The store contract stays small and documented.
 func TestExportedAPI(t *testing.T) {
-	// 35: the one contract (Messages, Store) with Compose, its adapter over
+	// 43: the one contract (Messages, Store) with Compose, its adapter over
 	// a message store and a SummaryStore, ErrSummaryUnavailable for its
 	// degraded reads and the summary-save errors; SnapshotReader,
 	// AfterSummaryReader, FoldSaveLocker and Message's methods (now
-	// record's) went.
-	testutil.CheckExports(t, ".", 35)
+	// record's) went; the fold journal: JournalRecord, FactChange,
+	// JournalTotals, Journal, Journal.Add (one rollover for both stores),
+	// Journaler, WithJournalEdit, JournalEditOf (the edit an erasure or a
+	// summary save applies in its own step).
+	testutil.CheckExports(t, ".", 43)
 }

@@ -55,7 +55,29 @@ func Compose(msgs Messages, sums SummaryStore) Store {
 			return s
 		}
 	}
-	return &composed{msgs: msgs, sums: sums}
+	c := &composed{msgs: msgs, sums: sums}
+	if j, ok := msgs.(Journaler); ok {
+		// The journal stays where the message store keeps it; a summary
+		// save of the summary store apart does not carry its edit (the
+		// manager then writes the edit right after the save).
+		return &composedJournal{composed: c, j: j}
+	}
+	return c
+}
+
+// composedJournal is Compose's adapter over a message store that keeps
+// the fold journal (Journaler) and a summary store apart.
+type composedJournal struct {
+	*composed
+	j Journaler
+}
+
+func (c *composedJournal) EditJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *Journal)) error {
+	return c.j.EditJournal(ctx, sessionID, epoch, edit)
+}
+
+func (c *composedJournal) ReadJournal(ctx context.Context, sessionID string, epoch int64) (Journal, error) {
+	return c.j.ReadJournal(ctx, sessionID, epoch)
 }
 
 // composed is Compose's adapter over a message store and a summary store.

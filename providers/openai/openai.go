@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/strata-go/strata/summary"
@@ -103,6 +104,9 @@ func New(cfg Config) (summary.Service, error) {
 		summary.WithTimeout(cfg.Timeout),
 		summary.WithMaxNarrativeTokens(cfg.MaxNarrativeTokens),
 		summary.WithLogger(cfg.Logger),
+		// The model named in the call too, so that the summarizer can say
+		// which model it calls (the fold journal records it).
+		summary.WithCallOptions(llms.WithModel(model)),
 	}
 	if cfg.DisableJSONMode && !cfg.JSONSchema {
 		sopts = append(sopts, summary.WithoutJSONMode())
