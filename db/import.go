@@ -65,7 +65,7 @@ INSERT INTO strata_summaries AS cs (session_id, epoch, narrative, facts_json, up
 VALUES ($1, $2, $3, $4::jsonb, $5, 1, COALESCE($6, now()), now())
 ON CONFLICT (session_id) DO UPDATE
    SET epoch = EXCLUDED.epoch, narrative = EXCLUDED.narrative, facts_json = EXCLUDED.facts_json,
-       up_to_seq = EXCLUDED.up_to_seq, version = 1, created_at = EXCLUDED.created_at, updated_at = now()`
+       up_to_seq = EXCLUDED.up_to_seq, version = 1, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at`
 
 // Import implements store.Importer in one transaction: the session is
 // created (or a deleted one's tombstone revived with a new epoch), its

@@ -138,7 +138,7 @@ const saveSummaryCTEs = `s AS MATERIALIZED (
            up_to_seq  = EXCLUDED.up_to_seq,
            version    = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.version + 1 ELSE 1 END,
            created_at = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.created_at ELSE EXCLUDED.created_at END,
-           updated_at = now()
+           updated_at = EXCLUDED.updated_at
      WHERE cs.epoch <> EXCLUDED.epoch OR EXCLUDED.up_to_seq >= cs.up_to_seq
     RETURNING 1
 )`

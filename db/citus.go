@@ -1,0 +1,136 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// CitusTables are Strata's tables keyed by session id, in the order
+// Distribute distributes them: strata_sessions first, the others
+// colocated with it, so that every statement about one session, however
+// many of these tables it reads or writes, runs on one shard. A table a
+// later migration adds that holds rows of a session belongs in this list
+// (a table of the list that does not exist yet is skipped, so the list may
+// run ahead of a database's version). strata_schema_migrations stays a
+// local table of the coordinator: migrations run there only.
+var CitusTables = []string{
+	"strata_sessions",
+	"strata_messages",
+	"strata_summaries",
+	"strata_session_index",
+	"strata_fold_leases",
+	"strata_arc_reactor_imports",
+}
+
+// citusFunctions are Strata's functions, each called with a session id
+// as its first argument, which Distribute distributes on that argument:
+// Citus then runs a call on the worker holding the session's shard,
+// where its statements are local.
+var citusFunctions = []string{"strata_append", "strata_snapshot"}
+
+// ErrNoCitus is the error (wrapped) of Distribute on a database without
+// the citus extension.
+var ErrNoCitus = errors.New("the citus extension is not installed in this database (CREATE EXTENSION citus, on the coordinator)")
+
+// Distribute makes a migrated schema a distributed one on Citus: every
+// table of CitusTables present in the current schema becomes a distributed
+// table by session_id (strata_sessions first, the others colocated with
+// it), and Strata's functions become distributed functions on their
+// session argument, colocated with strata_sessions, with search_path fixed
+// to the current schema (a call delegated to a worker does not carry the
+// caller's search_path) and PostgreSQL's default plan_cache_mode (Citus
+// prunes a statement to one shard from its parameters' values, which a
+// generic plan does not have). It is idempotent: what is already
+// distributed is left as it is, and it ends by setting the functions'
+// settings again, which a migration that replaces a function resets; run
+// it after every Migrate (`strata migrate up`, then
+// `strata migrate distribute`). Run it over a direct connection to the
+// coordinator, with the schema migrated.
+func Distribute(ctx context.Context, d *sqlx.DB) error {
+	var citus bool
+	if err := d.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+		return fmt.Errorf("db: distribute: %w", classify(ctx, err))
+	}
+	if !citus {
+		return fmt.Errorf("db: distribute: %w", ErrNoCitus)
+	}
+	if err := CheckSchema(ctx, d); err != nil {
+		return fmt.Errorf("db: distribute: %w", err)
+	}
+	colocate := "none" // Strata's tables make a colocation group of their own
+	for _, table := range CitusTables {
+		var exists, done bool
+		err := d.QueryRowContext(ctx, `
+SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
+       EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(format('%I.%I', current_schema(), $1::text)))`,
+			table).Scan(&exists, &done)
+		if err != nil {
+			return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+		}
+		if !exists {
+			continue
+		}
+		if !done {
+			if _, err := d.ExecContext(ctx, `SELECT create_distributed_table(format('%I.%I', current_schema(), $1::text), 'session_id', colocate_with => $2)`,
+				table, colocate); err != nil {
+				return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+			}
+		}
+		if colocate == "none" {
+			var parent string
+			if err := d.QueryRowContext(ctx, `SELECT format('%I.%I', current_schema(), $1::text)`, table).Scan(&parent); err != nil {
+				return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+			}
+			colocate = parent
+		}
+	}
+	rows, err := d.QueryxContext(ctx, `
+SELECT p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
+       EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+                  AND o.distribution_argument_index IS NOT NULL)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = current_schema() AND p.proname = ANY($1)
+ ORDER BY p.proname`, pq.Array(citusFunctions))
+	if err != nil {
+		return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+	}
+	type fn struct {
+		sig, parent, schema string
+		done                bool
+	}
+	var fns []fn
+	for rows.Next() {
+		var f fn
+		if err := rows.Scan(&f.sig, &f.parent, &f.schema, &f.done); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+		}
+		fns = append(fns, f)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+	}
+	for _, f := range fns {
+		// Settings first: ALTER FUNCTION of a distributed function reaches
+		// the workers too.
+		for _, stmt := range []string{
+			fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema)),
+			fmt.Sprintf(`ALTER FUNCTION %s RESET plan_cache_mode`, f.sig),
+		} {
+			if _, err := d.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
+			}
+		}
+		if f.done {
+			continue
+		}
+		if _, err := d.ExecContext(ctx, `SELECT create_distributed_function($1, '$1', colocate_with => $2)`, f.sig, f.parent); err != nil {
+			return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
+		}
+	}
+	return nil
+}
