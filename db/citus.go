@@ -30,7 +30,7 @@ var CitusTables = []string{
 // as its first argument, which Distribute distributes on that argument:
 // Citus then runs a call on the worker holding the session's shard,
 // where its statements are local.
-var citusFunctions = []string{"strata_append", "strata_snapshot"}
+var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_save_summary"}
 
 // ErrNoCitus is the error (wrapped) of Distribute on a database without
 // the citus extension.

@@ -95,3 +95,38 @@ func TestCitusSummaryCapabilitiesConformance(t *testing.T) {
 		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d)}
 	})
 }
+
+// TestCitusSingleShard checks, on the plans Citus makes for them, that
+// every statement of a load, an append and a fold about one session runs
+// on one shard: EXPLAIN shows one task, and for strata_append and
+// strata_snapshot the task is the function call itself, delegated to the
+// worker that holds the session (its statements then run there, locally).
+func TestCitusSingleShard(t *testing.T) {
+	d := citusPool(t)
+	ctx := testCtx(t)
+	ms := db.NewMessageStore(d)
+	if err := ms.Create(ctx, "plan-s", "plan-u"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, ctx, ms, "plan-s", "plan-u", user("hello"))
+	for _, st := range db.CitusStatements("plan-s", "plan-u") {
+		var lines []string
+		if err := d.SelectContext(ctx, &lines, "EXPLAIN (COSTS OFF) "+st.SQL, st.Args...); err != nil {
+			t.Fatalf("%s: EXPLAIN: %v", st.Name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		// One distributed step with one task: no subplan gathered on the
+		// coordinator first, no INSERT … SELECT pulled to it.
+		if strings.Count(plan, "Task Count:") != 1 || !strings.Contains(plan, "Task Count: 1\n") ||
+			strings.Contains(plan, "Distributed Subplan") || strings.Contains(plan, "pull to coordinator") {
+			t.Errorf("%s: not a single-shard plan:\n%s", st.Name, plan)
+			continue
+		}
+		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_save_summary"} {
+			if strings.Contains(st.SQL, fn+"(") && !strings.Contains(plan, "Function Scan on "+fn) {
+				t.Errorf("%s: the call of %s is not delegated to the worker holding the session:\n%s", st.Name, fn, plan)
+			}
+		}
+		t.Logf("%s: one task\n%s", st.Name, plan)
+	}
+}
