@@ -130,3 +130,33 @@ func TestCitusSingleShard(t *testing.T) {
 		t.Logf("%s: one task\n%s", st.Name, plan)
 	}
 }
+
+// TestCitusFoldLeases runs the fold lease tests (one holder across
+// replicas and under contention, expiry and take-over, the save that
+// releases the lease, the save refused after a take-over) on a
+// distributed schema.
+func TestCitusFoldLeases(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, dbtest.Schema)
+	}{
+		{"ExclusiveAcrossReplicas", testFoldLeaseExclusiveAcrossReplicas},
+		{"Expires", testFoldLeaseExpires},
+		{"SingleHolderUnderContention", testFoldLeaseSingleHolderUnderContention},
+		{"SaveReleases", testFoldLeaseSaveReleases},
+		{"SaveRefusedAfterTakeOver", testFoldLeaseSaveRefusedAfterTakeOver},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, citusSchema(t)) })
+	}
+}
+
+// TestCitusManagersFoldOnce runs the two-replica fold test on a
+// distributed schema: two Managers on separate pools save and load turns
+// of the same sessions; the summarizer never runs twice at once for a
+// session nor folds covered messages, no cursor goes down, and every pair
+// is whole.
+func TestCitusManagersFoldOnce(t *testing.T) {
+	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		t.Run(string(policy), func(t *testing.T) { testManagersFoldOnce(t, policy, 2, citusSchema(t).URL) })
+	}
+}

@@ -18,7 +18,10 @@ import (
 
 func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseExclusiveAcrossReplicas(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseExclusiveAcrossReplicas(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	// Two replicas: separate pools, separate stores.
 	a := store.FoldLocker(db.NewMessageStore(dbtest.Open(t, s.URL)))
@@ -50,7 +53,11 @@ func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 
 func TestFoldLeaseExpires(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	testFoldLeaseExpires(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseExpires(t *testing.T, s dbtest.Schema) {
+	f := newFixtureOn(t, s)
 	ctx := testCtx(t)
 	relA, ok, err := f.messages.TryLockFold(ctx, "s", 150*time.Millisecond)
 	if err != nil || !ok {
@@ -79,7 +86,10 @@ func TestFoldLeaseExpires(t *testing.T) {
 
 func TestFoldLeaseSingleHolderUnderContention(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseSingleHolderUnderContention(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSingleHolderUnderContention(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	var lockers []store.FoldLocker
 	for range 4 {
@@ -217,7 +227,11 @@ func leaseHolder(t *testing.T, ctx context.Context, f *fixture, session string) 
 // taken since). With a summary store it cannot write to, save is nil.
 func TestFoldLeaseSaveReleases(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	testFoldLeaseSaveReleases(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSaveReleases(t *testing.T, s dbtest.Schema) {
+	f := newFixtureOn(t, s)
 	ctx := testCtx(t)
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
 	first, save, ok, err := f.messages.TryLockFoldSaving(ctx, "s", time.Minute, summary.NewInMemoryStore(0))
@@ -300,7 +314,10 @@ func TestFoldLeaseSaveReleases(t *testing.T) {
 // written, and the new holder's lease stays.
 func TestFoldLeaseSaveRefusedAfterTakeOver(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseSaveRefusedAfterTakeOver(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSaveRefusedAfterTakeOver(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	slice := db.WithFoldLeaseSlice(100 * time.Millisecond)
 	pool := dbtest.Open(t, s.URL)
