@@ -50,7 +50,9 @@
 //
 // Migration 000015 adds the function strata_save_summary, the one call
 // of a summary's save (SummaryStore.Save and the save under a fold lease),
-// in place of one statement of data-modifying CTEs.
+// in place of one statement of data-modifying CTEs, and the function
+// strata_import_messages, which numbers and inserts an import's messages
+// (Import, the arc-reactor import) in statements about the one session.
 //
 // # Schema (version 14)
 //

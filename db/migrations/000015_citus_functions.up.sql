@@ -1,4 +1,7 @@
--- Strata schema, version 15: a summary's save is one call of
+-- Strata schema, version 15: functions whose statements Citus routes to
+-- one shard each.
+--
+-- A summary's save is one call of
 -- strata_save_summary, which Citus runs on the worker holding the session
 -- when the function is distributed (db.Distribute). As one statement of
 -- data-modifying CTEs over the session, lease and summary rows, the save
@@ -57,5 +60,43 @@ BEGIN
         DELETE FROM strata_fold_leases WHERE session_id = p_session AND holder = p_holder;
     END IF;
     RETURN QUERY SELECT v_held, v_gone, v_saved;
+END
+$fn$;
+
+-- strata_import_messages inserts an imported session's messages in
+-- order, numbered after the session's seq counter, which it raises first
+-- (under the session row's lock, which the caller's transaction holds),
+-- and returns their seqs: see importMessagesSQL (db/import.go). As one
+-- statement (a data-modifying CTE feeding an INSERT … SELECT) Citus could
+-- not plan it; here each statement is about the one session. An empty
+-- author is the owner p_user; an empty creation time is the time of the
+-- call.
+CREATE OR REPLACE FUNCTION strata_import_messages(
+    p_session TEXT, p_user TEXT, p_roles TEXT[], p_contents TEXT[], p_tool_calls TEXT[],
+    p_tool_call_ids TEXT[], p_names TEXT[], p_metadata TEXT[], p_created TEXT[], p_authors TEXT[])
+RETURNS SETOF BIGINT
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+DECLARE
+    v_n    INT := COALESCE(cardinality(p_roles), 0);
+    v_base BIGINT;
+    v_at   TIMESTAMPTZ;
+    i      INT;
+BEGIN
+    UPDATE strata_sessions SET seq_counter = seq_counter + v_n
+     WHERE session_id = p_session
+    RETURNING seq_counter - v_n INTO v_base;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    v_at := clock_timestamp();
+    FOR i IN 1 .. v_n LOOP
+        INSERT INTO strata_messages
+               (seq, session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+        VALUES (v_base + i, p_session, p_roles[i], p_contents[i], NULLIF(p_tool_calls[i], '')::jsonb,
+                p_tool_call_ids[i], p_names[i], NULLIF(p_metadata[i], '')::jsonb,
+                COALESCE(NULLIF(p_authors[i], ''), p_user), COALESCE(NULLIF(p_created[i], '')::timestamptz, v_at));
+        RETURN NEXT v_base + i;
+    END LOOP;
 END
 $fn$;
