@@ -160,3 +160,15 @@ func TestCitusManagersFoldOnce(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) { testManagersFoldOnce(t, policy, 2, citusSchema(t).URL) })
 	}
 }
+
+// TestCitusCapabilitiesConformance runs the conformance suites of the
+// optional capabilities (import, erasure, participants) and the erasure
+// scenarios with the catalogue on a distributed schema.
+func TestCitusCapabilitiesConformance(t *testing.T) {
+	d := citusPool(t)
+	s := db.NewMessageStore(d)
+	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
+	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: s, Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	})
+}

@@ -27,7 +27,7 @@ var (
 func (s *MessageStore) ImportsSummariesOf(sums summary.Store) bool { return sameSummaries(s.d, sums) }
 
 // importMessagesSQL inserts an imported session's messages ($1 session, $2
-// owner, $3.. column arrays, $9 creation times as text, '' for now) in
+// owner, $3.. column arrays, $9 creation times as text, ” for now) in
 // order, returning the sequence numbers drawn for them from the session's
 // counter (strata_sessions.seq_counter), which the same call raises on
 // the session row the caller's transaction locked (createSQL for an
