@@ -23,7 +23,7 @@ const citusSkip = "Citus tests skipped: set CITUS_URL to a Citus coordinator (sc
 // citusSchema is a fresh schema on the Citus coordinator of CITUS_URL,
 // migrated and distributed (db.Distribute), dropped when the test ends.
 // Without CITUS_URL the test is skipped.
-func citusSchema(t *testing.T) dbtest.Schema {
+func citusSchema(t testing.TB) dbtest.Schema {
 	t.Helper()
 	base := strings.TrimSpace(os.Getenv("CITUS_URL"))
 	if base == "" {
@@ -69,7 +69,7 @@ func citusSchema(t *testing.T) dbtest.Schema {
 }
 
 // citusPool is a pool on a fresh distributed schema (citusSchema).
-func citusPool(t *testing.T) *sqlx.DB {
+func citusPool(t testing.TB) *sqlx.DB {
 	t.Helper()
 	return dbtest.Open(t, citusSchema(t).URL)
 }
