@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -32,6 +33,16 @@ var CitusTables = []string{
 // where its statements are local.
 var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_save_summary"}
 
+// citusCustomPlans are the functions of citusFunctions that Distribute
+// gives PostgreSQL's default plan_cache_mode: a statement of theirs is not
+// one Citus plans by its fast path (strata_append's UPDATE holds a
+// subquery), and Citus prunes such a statement to one shard from its
+// parameters' values, which a generic plan lacks ("could not create
+// distributed plan"). The others' statements each read or write one table
+// by the session's id, which Citus prunes in a generic plan too, so they
+// keep the plan cached once per connection.
+var citusCustomPlans = []string{"strata_append"}
+
 // ErrNoCitus is the error (wrapped) of Distribute on a database without
 // the citus extension.
 var ErrNoCitus = errors.New("the citus extension is not installed in this database (CREATE EXTENSION citus, on the coordinator)")
@@ -42,9 +53,8 @@ var ErrNoCitus = errors.New("the citus extension is not installed in this databa
 // it), and Strata's functions become distributed functions on their
 // session argument, colocated with strata_sessions, with search_path fixed
 // to the current schema (a call delegated to a worker does not carry the
-// caller's search_path) and PostgreSQL's default plan_cache_mode (Citus
-// prunes a statement to one shard from its parameters' values, which a
-// generic plan does not have). It is idempotent: what is already
+// caller's search_path) and, where Citus needs it, PostgreSQL's default
+// plan_cache_mode (citusCustomPlans). It is idempotent: what is already
 // distributed is left as it is, and it ends by setting the functions'
 // settings again, which a migration that replaces a function resets; run
 // it after every Migrate (`strata migrate up`, then
@@ -89,7 +99,7 @@ SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
 		}
 	}
 	rows, err := d.QueryxContext(ctx, `
-SELECT p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
+SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
        EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
                   AND o.distribution_argument_index IS NOT NULL)
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -99,13 +109,13 @@ SELECT p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'),
 		return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
 	}
 	type fn struct {
-		sig, parent, schema string
-		done                bool
+		name, sig, parent, schema string
+		done                      bool
 	}
 	var fns []fn
 	for rows.Next() {
 		var f fn
-		if err := rows.Scan(&f.sig, &f.parent, &f.schema, &f.done); err != nil {
+		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
 		}
@@ -117,10 +127,11 @@ SELECT p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'),
 	for _, f := range fns {
 		// Settings first: ALTER FUNCTION of a distributed function reaches
 		// the workers too.
-		for _, stmt := range []string{
-			fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema)),
-			fmt.Sprintf(`ALTER FUNCTION %s RESET plan_cache_mode`, f.sig),
-		} {
+		stmts := []string{fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema))}
+		if slices.Contains(citusCustomPlans, f.name) {
+			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s RESET plan_cache_mode`, f.sig))
+		}
+		for _, stmt := range stmts {
 			if _, err := d.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
 			}

@@ -100,3 +100,87 @@ BEGIN
     END LOOP;
 END
 $fn$;
+
+-- strata_snapshot, as in version 7, in statements that each read one
+-- table by the session's id (Citus plans such a statement by its fast
+-- path, without its general planner, which otherwise cost several times
+-- the read): the session row, then its summary, then the newest messages.
+-- The function is STABLE, so all three read the snapshot of the calling
+-- statement, as the one statement did. The result is the same: no row
+-- for a missing or deleted session; the header row (owner, count, epoch,
+-- and, with p_summary, the summary unless it is the one the caller holds:
+-- same) and, for the owner p_user, the newest p_limit messages (after the
+-- summary's cursor when p_after), newest first.
+CREATE OR REPLACE FUNCTION strata_snapshot(
+    p_session TEXT, p_user TEXT, p_limit INT, p_after BOOLEAN, p_summary BOOLEAN,
+    p_epoch BIGINT, p_version BIGINT, p_updated TIMESTAMPTZ)
+RETURNS TABLE (owner TEXT, message_count BIGINT, epoch BIGINT,
+    seq BIGINT, role TEXT, content TEXT, tool_calls JSONB, tool_call_id TEXT, name TEXT, metadata JSONB,
+    m_user_id TEXT, m_created_at TIMESTAMPTZ,
+    s_epoch BIGINT, narrative TEXT, facts_json JSONB, up_to_seq BIGINT, version BIGINT,
+    s_created_at TIMESTAMPTZ, s_updated_at TIMESTAMPTZ, same BOOLEAN)
+LANGUAGE plpgsql STABLE
+SET enable_sort = off SET enable_bitmapscan = off SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    v_user    TEXT;
+    v_count   BIGINT;
+    v_epoch   BIGINT;
+    c_epoch   BIGINT;
+    c_narr    TEXT;
+    c_facts   JSONB;
+    c_up_to   BIGINT;
+    c_version BIGINT;
+    c_created TIMESTAMPTZ;
+    c_updated TIMESTAMPTZ;
+    v_found   BOOLEAN := false;
+    v_same    BOOLEAN := false;
+    v_after   BIGINT := 0;
+BEGIN
+    SELECT ss.user_id, ss.message_count, ss.epoch INTO v_user, v_count, v_epoch
+      FROM strata_sessions ss
+     WHERE ss.session_id = p_session AND ss.deleted_at IS NULL;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF v_user = p_user AND (p_summary OR p_after) THEN
+        SELECT cs.epoch, cs.narrative, cs.facts_json, cs.up_to_seq, cs.version, cs.created_at, cs.updated_at
+          INTO c_epoch, c_narr, c_facts, c_up_to, c_version, c_created, c_updated
+          FROM strata_summaries cs
+         WHERE cs.session_id = p_session;
+        v_found := FOUND;
+    END IF;
+    IF v_found AND p_summary THEN
+        v_same := COALESCE(c_epoch = p_epoch AND c_version = p_version AND c_updated = p_updated, false);
+        RETURN QUERY SELECT v_user, v_count, v_epoch,
+               NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::text, NULL::text, NULL::jsonb,
+               NULL::text, NULL::timestamptz,
+               c_epoch, CASE WHEN v_same THEN NULL ELSE c_narr END,
+               CASE WHEN v_same THEN NULL ELSE c_facts END, c_up_to, c_version,
+               c_created, c_updated, v_same;
+    ELSE
+        RETURN QUERY SELECT v_user, v_count, v_epoch,
+               NULL::bigint, NULL::text, NULL::text, NULL::jsonb, NULL::text, NULL::text, NULL::jsonb,
+               NULL::text, NULL::timestamptz,
+               NULL::bigint, NULL::text, NULL::jsonb, NULL::bigint, NULL::bigint,
+               NULL::timestamptz, NULL::timestamptz, false;
+    END IF;
+    IF v_user IS DISTINCT FROM p_user THEN
+        RETURN;
+    END IF;
+    IF p_after AND v_found AND c_epoch = v_epoch THEN
+        v_after := c_up_to;
+    END IF;
+    RETURN QUERY
+    SELECT NULL::text, NULL::bigint, NULL::bigint,
+           x.seq, x.role, x.content, x.tool_calls, x.tool_call_id, x.name, x.metadata, x.user_id, x.created_at,
+           NULL::bigint, NULL::text, NULL::jsonb, NULL::bigint, NULL::bigint,
+           NULL::timestamptz, NULL::timestamptz, NULL::boolean
+      FROM strata_messages x
+     WHERE x.session_id = p_session AND x.seq > v_after
+     ORDER BY x.seq DESC
+     LIMIT p_limit;
+END
+$fn$;
