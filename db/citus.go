@@ -10,7 +10,7 @@ import (
 	"github.com/lib/pq"
 )
 
-// CitusTables are Strata's tables keyed by session id, in the order
+// citusTables are Strata's tables keyed by session id, in the order
 // Distribute distributes them: strata_sessions first, the others
 // colocated with it, so that every statement about one session, however
 // many of these tables it reads or writes, runs on one shard. A table a
@@ -18,7 +18,7 @@ import (
 // (a table of the list that does not exist yet is skipped, so the list may
 // run ahead of a database's version). strata_schema_migrations stays a
 // local table of the coordinator: migrations run there only.
-var CitusTables = []string{
+var citusTables = []string{
 	"strata_sessions",
 	"strata_messages",
 	"strata_summaries",
@@ -48,7 +48,7 @@ var citusCustomPlans = []string{"strata_append"}
 var ErrNoCitus = errors.New("the citus extension is not installed in this database (CREATE EXTENSION citus, on the coordinator)")
 
 // Distribute makes a migrated schema a distributed one on Citus: every
-// table of CitusTables present in the current schema becomes a distributed
+// table of citusTables present in the current schema becomes a distributed
 // table by session_id (strata_sessions first, the others colocated with
 // it), and Strata's functions become distributed functions on their
 // session argument, colocated with strata_sessions, with search_path fixed
@@ -56,10 +56,10 @@ var ErrNoCitus = errors.New("the citus extension is not installed in this databa
 // caller's search_path) and, where Citus needs it, PostgreSQL's default
 // plan_cache_mode (citusCustomPlans). It is idempotent: what is already
 // distributed is left as it is, and it ends by setting the functions'
-// settings again, which a migration that replaces a function resets; run
-// it after every Migrate (`strata migrate up`, then
-// `strata migrate distribute`). Run it over a direct connection to the
-// coordinator, with the schema migrated.
+// settings again, which a migration that replaces a function resets
+// (Migrate runs it again on a distributed schema for that reason). Run it
+// over a direct connection to the coordinator, with the schema migrated:
+// `strata migrate up`, then `strata migrate distribute`.
 func Distribute(ctx context.Context, d *sqlx.DB) error {
 	var citus bool
 	if err := d.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
@@ -72,7 +72,7 @@ func Distribute(ctx context.Context, d *sqlx.DB) error {
 		return fmt.Errorf("db: distribute: %w", err)
 	}
 	colocate := "none" // Strata's tables make a colocation group of their own
-	for _, table := range CitusTables {
+	for _, table := range citusTables {
 		var exists, done bool
 		err := d.QueryRowContext(ctx, `
 SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
@@ -142,6 +142,31 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		if _, err := d.ExecContext(ctx, `SELECT create_distributed_function($1, '$1', colocate_with => $2)`, f.sig, f.parent); err != nil {
 			return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
 		}
+	}
+	return nil
+}
+
+// redistribute runs Distribute when the current schema's strata_sessions
+// is a distributed table, and does nothing otherwise (no Citus, or a
+// schema not distributed).
+func redistribute(ctx context.Context, d *sqlx.DB) error {
+	var catalog bool
+	if err := d.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&catalog); err != nil {
+		return fmt.Errorf("db: migrate up: %w", classify(ctx, err))
+	}
+	if !catalog {
+		return nil
+	}
+	var distributed bool
+	if err := d.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_partition
+	   WHERE logicalrelid = to_regclass(format('%I.strata_sessions', current_schema())))`).Scan(&distributed); err != nil {
+		return fmt.Errorf("db: migrate up: %w", classify(ctx, err))
+	}
+	if !distributed {
+		return nil
+	}
+	if err := Distribute(ctx, d); err != nil {
+		return fmt.Errorf("db: migrate up: %w", err)
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/summary"
 )
 
 // citusSkip is the reason the Citus tests give without a cluster.
@@ -171,4 +174,56 @@ func TestCitusCapabilitiesConformance(t *testing.T) {
 	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
 		return memorytest.Stores{Messages: s, Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	})
+}
+
+// TestCitusMigrateKeepsDistribution: Distribute is idempotent, and
+// migrating a distributed schema down and up again (migration 15 drops and
+// re-creates strata_save_summary and replaces strata_snapshot) leaves every
+// function distributed with its search_path, and the stores working.
+func TestCitusMigrateKeepsDistribution(t *testing.T) {
+	d := citusPool(t)
+	ctx := testCtx(t)
+	if err := db.Distribute(ctx, d); err != nil {
+		t.Fatalf("second Distribute: %v", err)
+	}
+	if err := db.MigrateTo(ctx, d, 14); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var fns []string
+	if err := d.SelectContext(ctx, &fns, `
+SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+ WHERE p.pronamespace = current_schema()::regnamespace AND o.distribution_argument_index = 0
+   AND EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')
+ ORDER BY 1`); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"strata_append", "strata_save_summary", "strata_snapshot"}; !slices.Equal(fns, want) {
+		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
+	}
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	res := mustAppend(t, ctx, ms, "again", "alice", user("q"), assistant("a"))
+	if err := sums.Save(ctx, summary.Summary{SessionID: "again", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	tail, sm, err := ms.Snapshot(ctx, "again", "alice", 5)
+	if err != nil || len(tail.Messages) != 2 || sm == nil || sm.UpToSeq != res.LastSeq {
+		t.Fatalf("Snapshot after down and up = %+v, %+v, %v", tail, sm, err)
+	}
+}
+
+// TestDistributeWithoutCitus: on plain PostgreSQL, Distribute refuses
+// with ErrNoCitus and changes nothing; Migrate does not try it.
+func TestDistributeWithoutCitus(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := testCtx(t)
+	if err := db.Distribute(ctx, d); !errors.Is(err, db.ErrNoCitus) {
+		t.Fatalf("Distribute without Citus: %v, want ErrNoCitus", err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -34,7 +34,7 @@
 // # Citus
 //
 // Distribute makes a migrated schema a distributed one on Citus: the
-// tables of CitusTables by session_id, colocated with strata_sessions, and
+// session tables by session_id, colocated with strata_sessions, and
 // the functions strata_append, strata_snapshot and strata_save_summary on
 // their session argument, so that a load, an append and a summary's save
 // are each one call Citus delegates to the worker holding the session, and

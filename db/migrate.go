@@ -62,13 +62,21 @@ func isPoolerRefusal(err error) bool {
 // naming the statement that failed and the command that recovers. A
 // database left dirty by an earlier failure is reported as a
 // *DirtySchemaError.
+//
+// On a schema Distribute made a distributed one (Citus), Migrate runs
+// Distribute again afterwards, so that a table a migration added is
+// distributed and a function it replaced gets its Citus settings back.
 func Migrate(ctx context.Context, d *sqlx.DB) error {
-	return withMigrate(ctx, d, "migrate up", func(m *migrate.Migrate) error {
+	err := withMigrate(ctx, d, "migrate up", func(m *migrate.Migrate) error {
 		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 			return err
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return redistribute(ctx, d)
 }
 
 // MigrateDown applies every down migration, removing all of Strata's

@@ -39,8 +39,8 @@ $DATABASE_URL):
             coordinator directly): distribute Strata's tables by session
             id, colocated with strata_sessions, and its functions on
             their session argument, so that every statement about one
-            session runs on one worker (idempotent; run it after every
-            migrate up)
+            session runs on one worker (idempotent; migrate up keeps a
+            distributed schema distributed)
   import-arc-reactor
             import arc-reactor's conversations (its conversation_messages
             and conversation_summaries tables, which are only read): each
