@@ -26,7 +26,17 @@ import (
 // saved answer last, and in the end every session's seqs increase, its
 // summary's cursor is not ahead of its newest message, and it holds all
 // of its turns.
+//
+// The move runs in both of Citus's modes: block_writes (writes to the
+// moving shards wait until it is over) and force_logical (logical
+// replication: writes go on during the copy).
 func TestCitusWorkloadWithShardMove(t *testing.T) {
+	for _, mode := range []string{"block_writes", "force_logical"} {
+		t.Run(mode, func(t *testing.T) { testCitusWorkload(t, mode) })
+	}
+}
+
+func testCitusWorkload(t *testing.T, mode string) {
 	s := citusSchema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -53,35 +63,45 @@ func TestCitusWorkloadWithShardMove(t *testing.T) {
 	id := func(i int) string { return fmt.Sprintf("wl-%03d", i) }
 	owner := func(i int) string { return fmt.Sprintf("user-%d", i%5) }
 
-	// The move starts once half of the turns are saved.
+	// The move starts once half of the turns are saved (or as many as the
+	// workers save before each waits for it), and every session's last
+	// turn waits for its end: turns are saved during the move and after
+	// it, on every session, the moved ones included.
+	const workers = 8
 	var saved atomic.Int64
 	half := make(chan struct{})
 	var halfOnce sync.Once
+	moved := make(chan struct{})
 	moveDone := make(chan error, 1)
 	go func() {
+		defer close(moved)
 		select {
 		case <-half:
 		case <-ctx.Done():
 			moveDone <- ctx.Err()
 			return
 		}
-		moveDone <- moveShardOf(ctx, admin, id(0))
+		moveDone <- moveShardOf(ctx, admin, id(0), mode)
 	}()
+	start := int64(min(sessions*turns/2, workers*(turns-1)))
 
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range 8 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
 				for k := range turns {
+					if k == turns-1 {
+						<-moved
+					}
 					w, r := rs[k%2], rs[(k+1)%2]
 					q, a := fmt.Sprintf("question %d of %s", k, id(i)), fmt.Sprintf("answer %d of %s", k, id(i))
 					if !check("SaveTurn", w.mgr.SaveTurn(ctx, id(i), owner(i), q, a)) {
 						continue
 					}
-					if saved.Add(1) == int64(sessions*turns/2) {
+					if saved.Add(1) == start {
 						halfOnce.Do(func() { close(half) })
 					}
 					h, err := r.mgr.LoadHistory(ctx, id(i), owner(i))
@@ -145,7 +165,7 @@ func TestCitusWorkloadWithShardMove(t *testing.T) {
 			check("Import", fmt.Errorf("%s: %d messages after import, want %d", id(i), len(back), len(snap.Messages)))
 		}
 	}
-	t.Logf("%d sessions × %d turns, a shard move half-way: %d operations, %d failed", sessions, turns, ops.Load(), failed.Load())
+	t.Logf("%d sessions × %d turns, a shard move (%s) half-way: %d operations, %d failed", sessions, turns, mode, ops.Load(), failed.Load())
 	if failed.Load() > 0 {
 		t.Errorf("%d of %d operations failed", failed.Load(), ops.Load())
 	}
@@ -159,9 +179,9 @@ func boolInt(b bool) int {
 }
 
 // moveShardOf moves the shard of strata_sessions holding session (with
-// every shard colocated with it) to another worker, blocking writes to it
-// while it is copied, and checks that it moved.
-func moveShardOf(ctx context.Context, d *sqlx.DB, session string) error {
+// every shard colocated with it) to another worker, in the shard transfer
+// mode given, and checks that it moved.
+func moveShardOf(ctx context.Context, d *sqlx.DB, session, mode string) error {
 	var shard int64
 	var host string
 	var port int
@@ -178,8 +198,8 @@ SELECT nodename, nodeport FROM pg_dist_node
  ORDER BY nodeid LIMIT 1`, host, port).Scan(&toHost, &toPort); err != nil {
 		return fmt.Errorf("another worker: %w", err)
 	}
-	if _, err := d.ExecContext(ctx, `SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => 'block_writes')`,
-		shard, host, port, toHost, toPort); err != nil {
+	if _, err := d.ExecContext(ctx, `SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => $6::citus.shard_transfer_mode)`,
+		shard, host, port, toHost, toPort, mode); err != nil {
 		return fmt.Errorf("move shard %d from %s:%d to %s:%d: %w", shard, host, port, toHost, toPort, err)
 	}
 	var nowPort int
