@@ -1,17 +1,12 @@
 package db_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
@@ -20,55 +15,11 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-// citusSkip is the reason the Citus tests give without a cluster.
-const citusSkip = "Citus tests skipped: set CITUS_URL to a Citus coordinator (scripts/with-citus.sh starts a three-node cluster)"
-
-// citusSchema is a fresh schema on the Citus coordinator of CITUS_URL,
-// migrated and distributed (db.Distribute), dropped when the test ends.
-// Without CITUS_URL the test is skipped.
+// citusSchema is a fresh distributed schema on the Citus coordinator of
+// CITUS_URL (dbtest.NewCitusSchema); without it the test is skipped.
 func citusSchema(t testing.TB) dbtest.Schema {
 	t.Helper()
-	base := strings.TrimSpace(os.Getenv("CITUS_URL"))
-	if base == "" {
-		t.Skip(citusSkip)
-	}
-	ctx := testCtx(t)
-	admin, err := db.Open(ctx, base)
-	if err != nil {
-		t.Fatalf("open %s: %v", "CITUS_URL", err)
-	}
-	t.Cleanup(func() { _ = admin.Close() })
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "strata_c_" + hex.EncodeToString(b[:])
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+pq.QuoteIdentifier(name)); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		_, _ = admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE application_name = $1 AND pid <> pg_backend_pid()`, name)
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+pq.QuoteIdentifier(name)+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	u, err := db.WithDSNParams(base, map[string]string{"search_path": name, "application_name": name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := db.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := db.Migrate(ctx, d); err != nil {
-		t.Fatalf("migrate on Citus: %v", err)
-	}
-	if err := db.Distribute(ctx, d); err != nil {
-		t.Fatalf("distribute: %v", err)
-	}
-	return dbtest.Schema{Name: name, URL: u}
+	return dbtest.NewCitusSchema(t)
 }
 
 // citusPool is a pool on a fresh distributed schema (citusSchema).
