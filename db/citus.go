@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -71,6 +72,21 @@ func Distribute(ctx context.Context, d *sqlx.DB) error {
 	if err := CheckSchema(ctx, d); err != nil {
 		return fmt.Errorf("db: distribute: %w", err)
 	}
+	if err := distribute(ctx, d); err != nil {
+		return fmt.Errorf("db: %w", err)
+	}
+	return nil
+}
+
+// querier is what distribute needs of a pool or a connection.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// distribute is Distribute on a migrated schema of a database with Citus.
+func distribute(ctx context.Context, d querier) error {
 	colocate := "none" // Strata's tables make a colocation group of their own
 	for _, table := range citusTables {
 		var exists, done bool
@@ -79,7 +95,7 @@ SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
        EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(format('%I.%I', current_schema(), $1::text)))`,
 			table).Scan(&exists, &done)
 		if err != nil {
-			return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+			return fmt.Errorf("distribute %s: %w", table, classify(ctx, err))
 		}
 		if !exists {
 			continue
@@ -87,18 +103,18 @@ SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
 		if !done {
 			if _, err := d.ExecContext(ctx, `SELECT create_distributed_table(format('%I.%I', current_schema(), $1::text), 'session_id', colocate_with => $2)`,
 				table, colocate); err != nil {
-				return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+				return fmt.Errorf("distribute %s: %w", table, classify(ctx, err))
 			}
 		}
 		if colocate == "none" {
 			var parent string
 			if err := d.QueryRowContext(ctx, `SELECT format('%I.%I', current_schema(), $1::text)`, table).Scan(&parent); err != nil {
-				return fmt.Errorf("db: distribute %s: %w", table, classify(ctx, err))
+				return fmt.Errorf("distribute %s: %w", table, classify(ctx, err))
 			}
 			colocate = parent
 		}
 	}
-	rows, err := d.QueryxContext(ctx, `
+	rows, err := d.QueryContext(ctx, `
 SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
        EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
                   AND o.distribution_argument_index IS NOT NULL)
@@ -106,7 +122,7 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
  WHERE n.nspname = current_schema() AND p.proname = ANY($1)
  ORDER BY p.proname`, pq.Array(citusFunctions))
 	if err != nil {
-		return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 	}
 	type fn struct {
 		name, sig, parent, schema string
@@ -117,12 +133,12 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		var f fn
 		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done); err != nil {
 			_ = rows.Close()
-			return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+			return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 		}
 		fns = append(fns, f)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("db: distribute functions: %w", classify(ctx, err))
+		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 	}
 	for _, f := range fns {
 		// Settings first: ALTER FUNCTION of a distributed function reaches
@@ -133,14 +149,14 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		}
 		for _, stmt := range stmts {
 			if _, err := d.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
+				return fmt.Errorf("distribute %s: %w", f.sig, classify(ctx, err))
 			}
 		}
 		if f.done {
 			continue
 		}
 		if _, err := d.ExecContext(ctx, `SELECT create_distributed_function($1, '$1', colocate_with => $2)`, f.sig, f.parent); err != nil {
-			return fmt.Errorf("db: distribute %s: %w", f.sig, classify(ctx, err))
+			return fmt.Errorf("distribute %s: %w", f.sig, classify(ctx, err))
 		}
 	}
 	return nil
@@ -149,10 +165,10 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 // redistribute runs Distribute when the current schema's strata_sessions
 // is a distributed table, and does nothing otherwise (no Citus, or a
 // schema not distributed).
-func redistribute(ctx context.Context, d *sqlx.DB) error {
+func redistribute(ctx context.Context, d querier) error {
 	var catalog bool
 	if err := d.QueryRowContext(ctx, `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&catalog); err != nil {
-		return fmt.Errorf("db: migrate up: %w", classify(ctx, err))
+		return fmt.Errorf("distribute: %w", classify(ctx, err))
 	}
 	if !catalog {
 		return nil
@@ -160,13 +176,10 @@ func redistribute(ctx context.Context, d *sqlx.DB) error {
 	var distributed bool
 	if err := d.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_dist_partition
 	   WHERE logicalrelid = to_regclass(format('%I.strata_sessions', current_schema())))`).Scan(&distributed); err != nil {
-		return fmt.Errorf("db: migrate up: %w", classify(ctx, err))
+		return fmt.Errorf("distribute: %w", classify(ctx, err))
 	}
 	if !distributed {
 		return nil
 	}
-	if err := Distribute(ctx, d); err != nil {
-		return fmt.Errorf("db: migrate up: %w", err)
-	}
-	return nil
+	return distribute(ctx, d)
 }
