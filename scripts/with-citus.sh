@@ -122,7 +122,10 @@ psql_node() { # psql_node PORT SQL
 	as_pg "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$1" -U postgres -d strata_test -c "$2" </dev/null
 }
 
-# start_node NAME prints the port the node listens on.
+# start_node NAME starts a node and sets NODE_PORT to the port it listens
+# on. (Not run in a command substitution: its cleanup must be registered in
+# this shell.)
+NODE_PORT=""
 start_node() {
 	local name="$1" port try
 	if ! as_pg "$bindir/initdb" -D "$tmp/$name" -U postgres --pwfile="$tmp/pwfile" \
@@ -140,7 +143,7 @@ start_node() {
 				-c shared_buffers=64MB $durability" \
 			start >/dev/null </dev/null; then
 			CLEANUP+=("as_pg ${bindir@Q}/pg_ctl -D ${tmp@Q}/$name -m immediate -w stop >/dev/null 2>&1 </dev/null")
-			echo "$port"
+			NODE_PORT="$port"
 			return 0
 		fi
 		tail -n 5 "$tmp/$name.log" >&2 || true
@@ -151,10 +154,11 @@ start_node() {
 log "starting a three-node Citus cluster ($bindir) in $tmp${durability:+ (non-durable: fsync off)}"
 ports=()
 for name in coordinator worker1 worker2; do
-	port="$(start_node "$name")" || {
+	start_node "$name" || {
 		log "could not start the Citus node $name"
 		exit 1
 	}
+	port="$NODE_PORT"
 	ports+=("$port")
 	as_pg "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$port" -U postgres -d postgres \
 		-c 'CREATE DATABASE strata_test' </dev/null
