@@ -117,7 +117,9 @@ SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
 	rows, err := d.QueryContext(ctx, `
 SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
        EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
-                  AND o.distribution_argument_index IS NOT NULL)
+                  AND o.distribution_argument_index IS NOT NULL),
+       COALESCE(p.proconfig @> ARRAY['search_path=' || quote_ident(n.nspname)], false),
+       EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'plan\_cache\_mode=%')
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = current_schema() AND p.proname = ANY($1)
  ORDER BY p.proname`, pq.Array(citusFunctions))
@@ -125,13 +127,13 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 	}
 	type fn struct {
-		name, sig, parent, schema string
-		done                      bool
+		name, sig, parent, schema  string
+		done, hasPath, hasPlanMode bool
 	}
 	var fns []fn
 	for rows.Next() {
 		var f fn
-		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done); err != nil {
+		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done, &f.hasPath, &f.hasPlanMode); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 		}
@@ -141,10 +143,13 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 	}
 	for _, f := range fns {
-		// Settings first: ALTER FUNCTION of a distributed function reaches
-		// the workers too.
-		stmts := []string{fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema))}
-		if slices.Contains(citusCustomPlans, f.name) {
+		// Settings first, when they are not yet as wanted: ALTER FUNCTION
+		// of a distributed function reaches the workers too.
+		var stmts []string
+		if !f.hasPath {
+			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema)))
+		}
+		if f.hasPlanMode && slices.Contains(citusCustomPlans, f.name) {
 			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s RESET plan_cache_mode`, f.sig))
 		}
 		for _, stmt := range stmts {
