@@ -34,10 +34,16 @@ var citusTables = []string{
 // where its statements are local.
 var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_save_summary"}
 
+// citusHelpers are functions that Strata's functions call in their
+// statements, which Distribute creates on every node (distributed without
+// a distribution argument), so that a call delegated to a worker finds
+// them.
+var citusHelpers = []string{"strata_merge_participants"}
+
 // citusCustomPlans are the functions of citusFunctions that Distribute
 // gives PostgreSQL's default plan_cache_mode: a statement of theirs is not
-// one Citus plans by its fast path (strata_append's UPDATE holds a
-// subquery), and Citus prunes such a statement to one shard from its
+// one Citus plans by its fast path (strata_append's owner lookup after a
+// refused append is a join), and Citus prunes such a statement to one shard from its
 // parameters' values, which a generic plan lacks ("could not create
 // distributed plan"). The others' statements each read or write one table
 // by the session's id, which Citus prunes in a generic plan too, so they
@@ -114,6 +120,9 @@ SELECT to_regclass(format('%I.%I', current_schema(), $1::text)) IS NOT NULL,
 			colocate = parent
 		}
 	}
+	if err := distributeHelpers(ctx, d); err != nil {
+		return err
+	}
 	rows, err := d.QueryContext(ctx, `
 SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_sessions'), n.nspname,
        EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
@@ -162,6 +171,38 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		}
 		if _, err := d.ExecContext(ctx, `SELECT create_distributed_function($1, '$1', colocate_with => $2)`, f.sig, f.parent); err != nil {
 			return fmt.Errorf("distribute %s: %w", f.sig, classify(ctx, err))
+		}
+	}
+	return nil
+}
+
+// distributeHelpers creates the functions of citusHelpers present in the
+// current schema on every node, unless Citus does already.
+func distributeHelpers(ctx context.Context, d querier) error {
+	rows, err := d.QueryContext(ctx, `
+SELECT p.oid::regprocedure::text
+  FROM pg_proc p
+ WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = ANY($1)
+   AND NOT EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)`,
+		pq.Array(citusHelpers))
+	if err != nil {
+		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
+	}
+	var sigs []string
+	for rows.Next() {
+		var sig string
+		if err := rows.Scan(&sig); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("distribute functions: %w", classify(ctx, err))
+		}
+		sigs = append(sigs, sig)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
+	}
+	for _, sig := range sigs {
+		if _, err := d.ExecContext(ctx, `SELECT create_distributed_function($1)`, sig); err != nil {
+			return fmt.Errorf("distribute %s: %w", sig, classify(ctx, err))
 		}
 	}
 	return nil
