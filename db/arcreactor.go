@@ -358,7 +358,7 @@ SELECT $1, $2, s.epoch FROM strata_sessions s WHERE s.session_id = $1 AND s.dele
 ON CONFLICT (session_id) DO UPDATE
    SET last_arc_id = CASE WHEN i.epoch = EXCLUDED.epoch THEN GREATEST(i.last_arc_id, EXCLUDED.last_arc_id)
                           ELSE EXCLUDED.last_arc_id END,
-       epoch = EXCLUDED.epoch, updated_at = now()`
+       epoch = EXCLUDED.epoch, updated_at = EXCLUDED.updated_at`
 
 // session imports one session and records the outcome in res. It returns
 // an error only for what stops the import.

@@ -31,6 +31,38 @@
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
+// # Citus
+//
+// Distribute makes a migrated schema a distributed one on Citus: the
+// session tables by session_id, colocated with strata_sessions, and
+// the functions strata_append, strata_snapshot and strata_save_summary on
+// their session argument, so that a load, an append and a summary's save
+// are each one call Citus delegates to the worker holding the session, and
+// every other statement names its session and runs on one shard. No
+// statement puts a volatile function (clock_timestamp, nextval) in an
+// UPDATE or an ON CONFLICT clause, which Citus refuses on a distributed
+// table: times are read into a function's variables or taken from the
+// proposed row (EXCLUDED), and Replace draws its new epoch in a statement
+// of its own. Migrations run on the coordinator; strata_schema_migrations
+// stays a local table there.
+//
+// # Schema (version 15)
+//
+// Migration 000015 adds the function strata_save_summary, the one call
+// of a summary's save (SummaryStore.Save and the save under a fold lease),
+// in place of one statement of data-modifying CTEs, and the function
+// strata_import_messages, which numbers and inserts an import's messages
+// (Import, the arc-reactor import) in statements about the one session.
+//
+// # Schema (version 14)
+//
+// Migration 000014 drops the catalogue's liveness trigger (version 3),
+// which Citus refuses on a distributed table: the statements that write a
+// catalogue document check the session's live row themselves, under a KEY
+// SHARE lock. strata_append's statement becomes separate statements (the
+// session row's update, then one INSERT per message) without a volatile
+// function in them.
+//
 // # Schema (version 11)
 //
 // Migration 000011 counts sequence numbers per session:
@@ -110,7 +142,7 @@
 // message. A trigger on strata_session_index refuses (SQLSTATE 23503, as a
 // foreign key would) a document for a missing or deleted session, under a
 // KEY SHARE lock on its row, so a document write racing a delete waits for
-// it and then fails. Existing sessions get an epoch each, existing
+// it and then fails (until version 14, which drops it). Existing sessions get an epoch each, existing
 // summaries their session's. The down migration drops tombstones and the
 // summaries version 2 cannot hold (of unknown sessions or of an earlier
 // incarnation).

@@ -38,7 +38,12 @@ type fixture struct {
 // a logger that records what the stores log.
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	s := dbtest.NewSchema(t)
+	return newFixtureOn(t, dbtest.NewSchema(t))
+}
+
+// newFixtureOn is newFixture on the migrated schema s.
+func newFixtureOn(t testing.TB, s dbtest.Schema) *fixture {
+	t.Helper()
 	d := dbtest.Open(t, s.URL)
 	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

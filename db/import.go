@@ -24,24 +24,13 @@ var (
 // importMessagesSQL inserts an imported session's messages ($1 session, $2
 // owner, $3.. column arrays, $9 creation times as text, ” for now) in
 // order, returning the sequence numbers drawn for them from the session's
-// counter (strata_sessions.seq_counter), which the same statement raises
-// on the session row the caller's transaction locked (createSQL for an
+// counter (strata_sessions.seq_counter), which the same call raises on
+// the session row the caller's transaction locked (createSQL for an
 // import; the arc-reactor re-run appends with it too). An empty author is
-// the owner $2.
+// the owner $2. It calls the function strata_import_messages (migration
+// 15), whose statements are each about the one session, as Citus needs.
 const importMessagesSQL = `
-WITH s AS (
-    UPDATE strata_sessions SET seq_counter = seq_counter + cardinality($3::text[])
-     WHERE session_id = $1
-    RETURNING seq_counter - cardinality($3::text[]) AS base
-)
-INSERT INTO strata_messages
-       (seq, session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
-SELECT s.base + b.ord, $1, b.role, b.content, NULLIF(b.tool_calls, '')::jsonb, b.tool_call_id,
-       b.name, NULLIF(b.metadata, '')::jsonb, COALESCE(NULLIF(b.author, ''), $2), COALESCE(NULLIF(b.created_at, '')::timestamptz, clock_timestamp())
-  FROM s, unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-       WITH ORDINALITY AS b(role, content, tool_calls, tool_call_id, name, metadata, created_at, author, ord)
- ORDER BY b.ord
-RETURNING seq`
+SELECT * FROM strata_import_messages($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])`
 
 // importSessionSQL sets an imported session's counters and times: created
 // at its first message's time when older, active at its newest message's.
@@ -60,7 +49,7 @@ INSERT INTO strata_summaries AS cs (session_id, epoch, narrative, facts_json, up
 VALUES ($1, $2, $3, $4::jsonb, $5, 1, COALESCE($6, now()), now())
 ON CONFLICT (session_id) DO UPDATE
    SET epoch = EXCLUDED.epoch, narrative = EXCLUDED.narrative, facts_json = EXCLUDED.facts_json,
-       up_to_seq = EXCLUDED.up_to_seq, version = 1, created_at = EXCLUDED.created_at, updated_at = now()`
+       up_to_seq = EXCLUDED.up_to_seq, version = 1, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at`
 
 // Import implements store.Importer in one transaction: the session is
 // created (or a deleted one's tombstone revived with a new epoch), its

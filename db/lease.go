@@ -36,20 +36,25 @@ const releaseTimeout = 5 * time.Second
 // takeLeaseSQL takes the session's fold lease for $2 microseconds with the
 // holder token $3: it inserts the lease, or takes over one that has
 // expired. The server's clock decides expiry, so replicas' clocks need not
-// agree. No row comes back while another holder's lease is live.
+// agree: the proposed expiry less $2 is the server's time, so the old
+// lease has expired when the proposed expiry is at least $2 past it
+// (written as a difference of the two: Citus accepts only immutable
+// expressions in an ON CONFLICT condition, and adding an interval to a
+// timestamptz is not one). No row comes back while another holder's lease
+// is live.
 const takeLeaseSQL = `
 INSERT INTO strata_fold_leases AS l (session_id, holder, expires_at)
 VALUES ($1, $3, clock_timestamp() + $2::bigint * interval '1 microsecond')
 ON CONFLICT (session_id) DO UPDATE
    SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
- WHERE l.expires_at <= clock_timestamp()
+ WHERE EXCLUDED.expires_at - l.expires_at >= $2::bigint * interval '1 microsecond'
 RETURNING holder`
 
 // renewLeaseSQL extends the lease by $3 microseconds from now, if it is
 // still ours.
 const renewLeaseSQL = `
 UPDATE strata_fold_leases
-   SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+   SET expires_at = now() + $3::bigint * interval '1 microsecond'
  WHERE session_id = $1 AND holder = $2`
 
 // releaseLeaseSQL drops the lease only if it is still ours: after an

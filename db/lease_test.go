@@ -17,7 +17,10 @@ import (
 
 func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseExclusiveAcrossReplicas(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseExclusiveAcrossReplicas(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	// Two replicas: separate pools, separate stores.
 	a := leaseOf(db.NewMessageStore(dbtest.Open(t, s.URL)))
@@ -49,7 +52,11 @@ func TestFoldLeaseExclusiveAcrossReplicas(t *testing.T) {
 
 func TestFoldLeaseExpires(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	testFoldLeaseExpires(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseExpires(t *testing.T, s dbtest.Schema) {
+	f := newFixtureOn(t, s)
 	ctx := testCtx(t)
 	relA, ok, err := leaseOf(f.messages).TryLockFold(ctx, "s", 150*time.Millisecond)
 	if err != nil || !ok {
@@ -78,7 +85,10 @@ func TestFoldLeaseExpires(t *testing.T) {
 
 func TestFoldLeaseSingleHolderUnderContention(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseSingleHolderUnderContention(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSingleHolderUnderContention(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	var lockers []store.FoldLocker
 	for range 4 {
@@ -215,7 +225,11 @@ func leaseHolder(t *testing.T, ctx context.Context, f *fixture, session string) 
 // after it, release does nothing (it does not free a lease taken since).
 func TestFoldLeaseSaveReleases(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	testFoldLeaseSaveReleases(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSaveReleases(t *testing.T, s dbtest.Schema) {
+	f := newFixtureOn(t, s)
 	ctx := testCtx(t)
 	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
 	release, save, ok, err := f.messages.TryLockFold(ctx, "s", time.Minute)
@@ -288,7 +302,10 @@ func TestFoldLeaseSaveReleases(t *testing.T) {
 // written, and the new holder's lease stays.
 func TestFoldLeaseSaveRefusedAfterTakeOver(t *testing.T) {
 	t.Parallel()
-	s := dbtest.NewSchema(t)
+	testFoldLeaseSaveRefusedAfterTakeOver(t, dbtest.NewSchema(t))
+}
+
+func testFoldLeaseSaveRefusedAfterTakeOver(t *testing.T, s dbtest.Schema) {
 	ctx := testCtx(t)
 	slice := db.WithFoldLeaseSlice(100 * time.Millisecond)
 	pool := dbtest.Open(t, s.URL)

@@ -571,8 +571,8 @@ WITH m AS (DELETE FROM strata_messages        WHERE session_id = $1),
      c AS (DELETE FROM strata_summaries       WHERE session_id = $1),
      x AS (DELETE FROM strata_session_index   WHERE session_id = $1)
 UPDATE strata_sessions
-   SET user_id = NULL, deleted_at = clock_timestamp(), message_count = 0,
-       first_user_message = NULL, participants = '{}', last_activity = clock_timestamp()
+   SET user_id = NULL, deleted_at = now(), message_count = 0,
+       first_user_message = NULL, participants = '{}', last_activity = now()
  WHERE session_id = $1`
 
 // Delete implements memory.MessageStore in one transaction: the session

@@ -62,13 +62,17 @@ func isPoolerRefusal(err error) bool {
 // naming the statement that failed and the command that recovers. A
 // database left dirty by an earlier failure is reported as a
 // *DirtySchemaError.
+//
+// On a schema Distribute made a distributed one (Citus), Migrate runs
+// Distribute again afterwards, so that a table a migration added is
+// distributed and a function it replaced gets its Citus settings back.
 func Migrate(ctx context.Context, d *sqlx.DB) error {
-	return withMigrate(ctx, d, "migrate up", func(m *migrate.Migrate) error {
+	return withMigrateThen(ctx, d, "migrate up", func(m *migrate.Migrate) error {
 		if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 			return err
 		}
 		return nil
-	})
+	}, func(conn *sql.Conn) error { return redistribute(ctx, conn) })
 }
 
 // MigrateDown applies every down migration, removing all of Strata's
@@ -126,6 +130,12 @@ func MigrateForce(ctx context.Context, d *sqlx.DB, version int) error {
 // of its connections, which goes back with its start-up statement timeout
 // restored (or is discarded).
 func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Migrate) error) (err error) {
+	return withMigrateThen(ctx, d, op, fn, nil)
+}
+
+// withMigrateThen is withMigrate followed, when fn succeeded, by then on
+// the same connection (without a statement timeout either).
+func withMigrateThen(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Migrate) error, then func(*sql.Conn) error) (err error) {
 	if d == nil {
 		return fmt.Errorf("db: %s: nil database", op)
 	}
@@ -209,6 +219,11 @@ func withMigrate(ctx context.Context, d *sqlx.DB, op string, fn func(*migrate.Mi
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("db: %s: %w", op, err)
+	}
+	if then != nil {
+		if err := then(conn); err != nil {
+			return fmt.Errorf("db: %s: %w", op, err)
+		}
 	}
 	return nil
 }

@@ -16,13 +16,17 @@ var _ store.Replacer = (*MessageStore)(nil)
 // replaceSQL starts a new incarnation of $1's live session when $2 owns it:
 // the ownership check is the UPDATE's own condition, and the row lock it
 // takes is held to the commit, so no append, delete or create of another
-// caller slips in. The counters are reset; the messages follow.
+// caller slips in. The counters are reset; the messages follow. $3 is
+// the new epoch (nextEpochSQL).
 const replaceSQL = `
 UPDATE strata_sessions
-   SET epoch = nextval('strata_session_epoch_seq'), message_count = 0,
-       first_user_message = NULL, participants = '{}', last_activity = clock_timestamp()
+   SET epoch = $3, message_count = 0,
+       first_user_message = NULL, participants = '{}', last_activity = now()
  WHERE session_id = $1 AND user_id = $2 AND deleted_at IS NULL
 RETURNING epoch`
+
+// nextEpochSQL draws a new epoch for replaceSQL ($3).
+const nextEpochSQL = `SELECT nextval('strata_session_epoch_seq')`
 
 // replaceClearSQL removes the old incarnation's messages, summary and
 // catalogue document, after replaceSQL took the row lock.
@@ -66,7 +70,13 @@ func (s *MessageStore) Replace(ctx context.Context, sessionID, userID string, ms
 	if err := tx.QueryRowxContext(ctx, createSQL, sessionID, userID).Scan(&epoch); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fail("create", err)
 	}
-	err = tx.QueryRowxContext(ctx, replaceSQL, sessionID, userID).Scan(&epoch)
+	// The new epoch is drawn by a statement of its own: Citus refuses a
+	// volatile function (nextval) in an UPDATE of a distributed table.
+	var next int64
+	if err := tx.QueryRowxContext(ctx, nextEpochSQL).Scan(&next); err != nil {
+		return fail("epoch", err)
+	}
+	err = tx.QueryRowxContext(ctx, replaceSQL, sessionID, userID, next).Scan(&epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		var owner string
 		switch err := tx.QueryRowxContext(ctx, replaceOwnerSQL, sessionID).Scan(&owner); {

@@ -94,9 +94,10 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 }
 
 // saveSummarySQL is the guarded upsert of a summary ($1 session, $2 epoch,
-// $3 narrative, $4 facts, $5 cursor), in one statement:
+// $3 narrative, $4 facts, $5 cursor), in one call of the function
+// strata_save_summary (migration 15), whose statements are these:
 //
-//   - s reads the session's row in strata_sessions, if the message store
+//   - It reads the session's row in strata_sessions, if the message store
 //     of this database has one, and takes FOR KEY SHARE on it. That lock
 //     conflicts with the FOR UPDATE a Delete takes first and with the
 //     revival of a tombstone, so it waits for either to commit and then
@@ -113,53 +114,22 @@ func (s *SummaryStore) Get(ctx context.Context, sessionID string) (*summary.Summ
 //     both afresh.
 //
 // saved says whether a row was written; gone = false and saved = false
-// means a newer summary of the same epoch is stored.
-var saveSummarySQL = `
-WITH ` + fmt.Sprintf(saveSummaryCTEs, "") + `
-SELECT EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
-
-// saveSummaryCTEs are the s and ins parts of saveSummarySQL; %s adds a
-// condition to the insertion (ANDed).
-const saveSummaryCTEs = `s AS MATERIALIZED (
-    SELECT deleted_at IS NOT NULL OR epoch <> $2 AS gone
-      FROM strata_sessions
-     WHERE session_id = $1
-       FOR KEY SHARE
-), ins AS (
-    INSERT INTO strata_summaries AS cs
-           (session_id, epoch, narrative, facts_json, up_to_seq, version, created_at, updated_at)
-    SELECT $1::text, $2::bigint, $3::text, $4::jsonb, $5::bigint, 1, now(), now()
-     WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.gone)%s
-    ON CONFLICT (session_id) DO UPDATE
-       SET epoch      = EXCLUDED.epoch,
-           narrative  = EXCLUDED.narrative,
-           facts_json = EXCLUDED.facts_json,
-           up_to_seq  = EXCLUDED.up_to_seq,
-           version    = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.version + 1 ELSE 1 END,
-           created_at = CASE WHEN cs.epoch = EXCLUDED.epoch THEN cs.created_at ELSE EXCLUDED.created_at END,
-           updated_at = now()
-     WHERE cs.epoch <> EXCLUDED.epoch OR EXCLUDED.up_to_seq >= cs.up_to_seq
-    RETURNING 1
-)`
+// means a newer summary of the same epoch is stored. On Citus the call
+// runs on the worker holding the session (db.Distribute).
+const saveSummarySQL = `SELECT gone, saved FROM strata_save_summary($1, $2, $3, $4::jsonb, $5, NULL)`
 
 // saveReleaseSQL is saveSummarySQL for the holder $6 of the session's fold
-// lease, which it releases in the same statement (one commit instead of
-// two):
+// lease, which it releases in the same call (one commit instead of two):
 //
-//   - l locks the lease row if it is still $6's (FOR UPDATE: a take-over
-//     in progress is waited for and then seen). held is false when another
-//     holder took the lease over after it expired: then nothing is saved,
-//     since that holder folds the session now, and its lease is left alone.
+//   - The lease row is locked first if it is still $6's (FOR UPDATE: a
+//     take-over in progress is waited for and then seen). held is false
+//     when another holder took the lease over after it expired: then
+//     nothing is saved, since that holder folds the session now, and its
+//     lease is left alone.
 //   - When held, the summary is saved exactly as saveSummarySQL saves it,
-//     and rel deletes the lease, whether the save wrote or was refused
+//     and the lease is deleted, whether the save wrote or was refused
 //     (gone, or a newer summary stored): the fold is over either way.
-var saveReleaseSQL = `
-WITH l AS MATERIALIZED (
-    SELECT 1 FROM strata_fold_leases WHERE session_id = $1 AND holder = $6 FOR UPDATE
-), ` + fmt.Sprintf(saveSummaryCTEs, "\n       AND EXISTS (SELECT 1 FROM l)") + `, rel AS (
-    DELETE FROM strata_fold_leases WHERE session_id = $1 AND holder = $6 AND EXISTS (SELECT 1 FROM l)
-)
-SELECT EXISTS (SELECT 1 FROM l) AS held, EXISTS (SELECT 1 FROM s WHERE s.gone) AS gone, EXISTS (SELECT 1 FROM ins) AS saved`
+const saveReleaseSQL = `SELECT held, gone, saved FROM strata_save_summary($1, $2, $3, $4::jsonb, $5, $6)`
 
 // Save implements summary.Store with one guarded statement
 // (saveSummarySQL). It returns an error wrapping summary.ErrSessionGone,

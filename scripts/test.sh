@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the project's tests, the PostgreSQL ones for real (the database is
 # found or started by scripts/with-postgres.sh: DATABASE_URL, else a server
-# on 127.0.0.1:5432, else a throwaway initdb cluster).
+# on 127.0.0.1:5432, else a throwaway initdb cluster), and, on a full run,
+# db's Citus tests on a throwaway Citus cluster (scripts/with-citus.sh)
+# when Citus is installed.
 #
 # A full run (no arguments) first runs scripts/lint.sh (staticcheck, import
 # grouping, go mod tidy), then the short suite five times in a row without
@@ -50,6 +52,13 @@ exec scripts/with-postgres.sh bash -c '
 	if [ "$full" = 1 ]; then
 		echo "test.sh: bench/peers: go vet ./... && go test -race -count=1 ./..." >&2
 		(cd bench/peers && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...) || status=$?
+	fi
+	# The Citus tests (TestCitus* of db and server) on a throwaway three-node Citus
+	# cluster that scripts/with-citus.sh starts when Citus is installed
+	# (one line says they are skipped otherwise).
+	if [ "$full" = 1 ]; then
+		echo "test.sh: Citus: go test -race -count=1 -run ^TestCitus ./db/ ./server/" >&2
+		scripts/with-citus.sh go test -race -count=1 -run "^TestCitus" ./db/ ./server/ || status=$?
 	fi
 	if [ "$full" = 1 ] && [ -n "${STRATA_PG_RESTART_CMD:-}" ]; then
 		echo "test.sh: server restart test (restarts the private server)" >&2

@@ -21,7 +21,7 @@ import (
 	"github.com/strata-go/strata/summary"
 )
 
-const migrateUsage = `Usage: strata migrate [flags] up|down|version|force VERSION|import-arc-reactor
+const migrateUsage = `Usage: strata migrate [flags] up|down|version|force VERSION|distribute|import-arc-reactor
 
 Manages Strata's PostgreSQL schema in the configured database
 (arc.reactor.memory.datasource.url, else spring.datasource.url, else
@@ -34,6 +34,13 @@ $DATABASE_URL):
   version   print the applied schema version
   force N   record version N as applied and clear the dirty flag, without
             running anything (recovery after a failed migration; -1 = none)
+  distribute
+            on Citus (the citus extension installed, connected to the
+            coordinator directly): distribute Strata's tables by session
+            id, colocated with strata_sessions, and its functions on
+            their session argument, so that every statement about one
+            session runs on one worker (idempotent; migrate up keeps a
+            distributed schema distributed)
   import-arc-reactor
             import arc-reactor's conversations (its conversation_messages
             and conversation_summaries tables, which are only read): each
@@ -72,7 +79,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("migrate: want up, down, version, force VERSION or import-arc-reactor (see strata migrate --help)")
+		return usagef("migrate: want up, down, version, force VERSION, distribute or import-arc-reactor (see strata migrate --help)")
 	}
 	action := pos[0]
 	want := 1
@@ -80,9 +87,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		want = 2
 	}
 	switch action {
-	case "up", "down", "version", "force", "import-arc-reactor":
+	case "up", "down", "version", "force", "distribute", "import-arc-reactor":
 	default:
-		return usagef("migrate: unknown action %q (want up, down, version, force VERSION or import-arc-reactor)", action)
+		return usagef("migrate: unknown action %q (want up, down, version, force VERSION, distribute or import-arc-reactor)", action)
 	}
 	if len(pos) != want {
 		return usagef("migrate %s: want %d argument(s), got %d", action, want-1, len(pos)-1)
@@ -125,6 +132,11 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := db.MigrateForce(ctx, d, force); err != nil {
 			return dbError(err)
 		}
+	case "distribute":
+		if err := db.Distribute(ctx, d); err != nil {
+			return dbError(err)
+		}
+		fmt.Fprintln(stdout, "distributed by session id")
 	case "import-arc-reactor":
 		return importArcReactor(ctx, cfg, d, arcImportFlags{dryRun: *dryRun, progress: *showProgress, zone: zone}, stdout, stderr)
 	}

@@ -146,6 +146,9 @@ func TestMigrateAndInspect(t *testing.T) {
 	if code != 0 || !strings.Contains(out, latest) {
 		t.Fatalf("second up: exit %d %q", code, out)
 	}
+	// distribute needs Citus: on plain PostgreSQL it says so and fails.
+	code, _, errOut = cli(t, "migrate", "distribute", "--set", set)
+	wantError(t, code, errOut, 1, "the citus extension is not installed")
 
 	// Replay into PostgreSQL, then inspect the stored session.
 	code, _, errOut = cli(t, "replay", "--json", "--set", set, "--session", "support-1", "--user", "priya", sample)

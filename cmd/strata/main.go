@@ -6,7 +6,7 @@
 // Usage:
 //
 //	strata replay [flags] FILE|-        show what the model would receive before each user message
-//	strata migrate up|down|version|force N|import-arc-reactor
+//	strata migrate up|down|version|force N|distribute|import-arc-reactor
 //	                                    manage the database schema
 //	strata inspect --user USER SESSION  print a stored session's summary and what the model sees of it
 //	strata config [flags]               print the effective configuration, or the example file
@@ -88,7 +88,7 @@ Commands:
                          manager built from the configuration and show, turn
                          by turn, what the model would receive before each
                          user message, when folds happen, and token counts
-  migrate up|down|version|force N|import-arc-reactor
+  migrate up|down|version|force N|distribute|import-arc-reactor
                          manage Strata's PostgreSQL schema; import
                          arc-reactor's conversations (--dry-run; run it
                          again to add what arc-reactor wrote since)

@@ -322,7 +322,7 @@ func TestBadInputs(t *testing.T) {
 		{"no command", []string{}, 2, "no command"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"flag before command", []string{"--json", "replay"}, 2, "flags go after the command"},
-		{"migrate without action", []string{"migrate"}, 2, "want up, down, version, force VERSION or import-arc-reactor"},
+		{"migrate without action", []string{"migrate"}, 2, "want up, down, version, force VERSION, distribute or import-arc-reactor"},
 		{"migrate bad action", []string{"migrate", "sideways"}, 2, `unknown action "sideways"`},
 		{"migrate down unconfirmed", []string{"migrate", "down"}, 2, "pass --yes"},
 		{"migrate force bad version", []string{"migrate", "force", "x"}, 2, "VERSION must be an integer"},

@@ -1,0 +1,37 @@
+package db
+
+import "github.com/strata-go/strata/memory/store"
+
+// CitusStatement is one statement of a load, an append or a fold, with
+// arguments about one session, for the Citus tests, which check that
+// Citus plans each of them on one shard.
+type CitusStatement struct {
+	Name string
+	SQL  string
+	Args []any
+}
+
+// CitusStatements are the statements of a load (Snapshot, Tail and the
+// read after a summary: strata_snapshot; Range), an append
+// (strata_append) and a fold (the lease's take, renewal and release, the
+// summary's read, save, and save with the lease's release) about session
+// as user.
+func CitusStatements(session, user string) []CitusStatement {
+	b, err := newBatch([]store.Message{{Role: store.RoleUser, Content: "plan"}})
+	if err != nil {
+		panic(err)
+	}
+	const token, micros = "token", int64(60_000_000)
+	return []CitusStatement{
+		{"append", appendSQL, appendArgs(session, user, b)},
+		{"load", loadSQL, []any{session, user, 20, false, true, nil, nil, nil}},
+		{"load after summary", loadSQL, []any{session, user, 20, true, true, nil, nil, nil}},
+		{"range", rangeSQL, []any{session, int64(0), int64(1 << 40), nil, user}},
+		{"take lease", takeLeaseSQL, []any{session, micros, token}},
+		{"renew lease", renewLeaseSQL, []any{session, token, micros}},
+		{"release lease", releaseLeaseSQL, []any{session, token}},
+		{"read summary", getSummarySQL, []any{session}},
+		{"save summary", saveSummarySQL, []any{session, int64(1), "narrative", "[]", int64(1)}},
+		{"save summary, release lease", saveReleaseSQL, []any{session, int64(1), "narrative", "[]", int64(1), token}},
+	}
+}

@@ -1,0 +1,180 @@
+package db_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/summary"
+)
+
+// citusSchema is a fresh distributed schema on the Citus coordinator of
+// CITUS_URL (dbtest.NewCitusSchema); without it the test is skipped.
+func citusSchema(t testing.TB) dbtest.Schema {
+	t.Helper()
+	return dbtest.NewCitusSchema(t)
+}
+
+// citusPool is a pool on a fresh distributed schema (citusSchema).
+func citusPool(t testing.TB) *sqlx.DB {
+	t.Helper()
+	return dbtest.Open(t, citusSchema(t).URL)
+}
+
+// TestCitusMessageStoreConformance runs the memory.MessageStore conformance
+// suite against a store on a distributed schema, through two replicas
+// (separate pools) taking every other call.
+func TestCitusMessageStoreConformance(t *testing.T) {
+	s := citusSchema(t)
+	r := &replicas{stores: [2]memory.MessageStore{
+		db.NewMessageStore(dbtest.Open(t, s.URL)),
+		db.NewMessageStore(dbtest.Open(t, s.URL)),
+	}}
+	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return r })
+}
+
+// TestCitusSummaryCapabilitiesConformance runs the summary capabilities'
+// suite (fold leases, saves under a lease, snapshots, reads after the
+// summary) on a distributed schema.
+func TestCitusSummaryCapabilitiesConformance(t *testing.T) {
+	d := citusPool(t)
+	memorytest.RunSummaryCapabilities(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d)}
+	})
+}
+
+// TestCitusSingleShard checks, on the plans Citus makes for them, that
+// every statement of a load, an append and a fold about one session runs
+// on one shard: EXPLAIN shows one task, and for strata_append and
+// strata_snapshot the task is the function call itself, delegated to the
+// worker that holds the session (its statements then run there, locally).
+func TestCitusSingleShard(t *testing.T) {
+	d := citusPool(t)
+	ctx := testCtx(t)
+	ms := db.NewMessageStore(d)
+	if err := ms.Create(ctx, "plan-s", "plan-u"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, ctx, ms, "plan-s", "plan-u", user("hello"))
+	for _, st := range db.CitusStatements("plan-s", "plan-u") {
+		var lines []string
+		if err := d.SelectContext(ctx, &lines, "EXPLAIN (COSTS OFF) "+st.SQL, st.Args...); err != nil {
+			t.Fatalf("%s: EXPLAIN: %v", st.Name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		// One distributed step with one task: no subplan gathered on the
+		// coordinator first, no INSERT … SELECT pulled to it.
+		if strings.Count(plan, "Task Count:") != 1 || !strings.Contains(plan, "Task Count: 1\n") ||
+			strings.Contains(plan, "Distributed Subplan") || strings.Contains(plan, "pull to coordinator") {
+			t.Errorf("%s: not a single-shard plan:\n%s", st.Name, plan)
+			continue
+		}
+		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_save_summary"} {
+			if strings.Contains(st.SQL, fn+"(") && !strings.Contains(plan, "Function Scan on "+fn) {
+				t.Errorf("%s: the call of %s is not delegated to the worker holding the session:\n%s", st.Name, fn, plan)
+			}
+		}
+		t.Logf("%s: one task\n%s", st.Name, plan)
+	}
+}
+
+// TestCitusFoldLeases runs the fold lease tests (one holder across
+// replicas and under contention, expiry and take-over, the save that
+// releases the lease, the save refused after a take-over) on a
+// distributed schema.
+func TestCitusFoldLeases(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, dbtest.Schema)
+	}{
+		{"ExclusiveAcrossReplicas", testFoldLeaseExclusiveAcrossReplicas},
+		{"Expires", testFoldLeaseExpires},
+		{"SingleHolderUnderContention", testFoldLeaseSingleHolderUnderContention},
+		{"SaveReleases", testFoldLeaseSaveReleases},
+		{"SaveRefusedAfterTakeOver", testFoldLeaseSaveRefusedAfterTakeOver},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, citusSchema(t)) })
+	}
+}
+
+// TestCitusManagersFoldOnce runs the two-replica fold test on a
+// distributed schema: two Managers on separate pools save and load turns
+// of the same sessions; the summarizer never runs twice at once for a
+// session nor folds covered messages, no cursor goes down, and every pair
+// is whole.
+func TestCitusManagersFoldOnce(t *testing.T) {
+	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		t.Run(string(policy), func(t *testing.T) { testManagersFoldOnce(t, policy, 2, citusSchema(t).URL) })
+	}
+}
+
+// TestCitusCapabilitiesConformance runs the conformance suites of the
+// optional capabilities (import, erasure, participants) and the erasure
+// scenarios with the catalogue on a distributed schema.
+func TestCitusCapabilitiesConformance(t *testing.T) {
+	d := citusPool(t)
+	s := db.NewMessageStore(d)
+	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
+	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
+		return memorytest.Stores{Messages: s, Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	})
+}
+
+// TestCitusMigrateKeepsDistribution: Distribute is idempotent, and
+// migrating a distributed schema down and up again (migration 15 drops and
+// re-creates strata_save_summary and replaces strata_snapshot) leaves every
+// function distributed with its search_path, and the stores working.
+func TestCitusMigrateKeepsDistribution(t *testing.T) {
+	d := citusPool(t)
+	ctx := testCtx(t)
+	if err := db.Distribute(ctx, d); err != nil {
+		t.Fatalf("second Distribute: %v", err)
+	}
+	if err := db.MigrateTo(ctx, d, 14); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	var fns []string
+	if err := d.SelectContext(ctx, &fns, `
+SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+ WHERE p.pronamespace = current_schema()::regnamespace AND o.distribution_argument_index = 0
+   AND EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')
+ ORDER BY 1`); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"strata_append", "strata_save_summary", "strata_snapshot"}; !slices.Equal(fns, want) {
+		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
+	}
+	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
+	res := mustAppend(t, ctx, ms, "again", "alice", user("q"), assistant("a"))
+	if err := sums.Save(ctx, summary.Summary{SessionID: "again", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	tail, sm, err := ms.Snapshot(ctx, "again", "alice", 5)
+	if err != nil || len(tail.Messages) != 2 || sm == nil || sm.UpToSeq != res.LastSeq {
+		t.Fatalf("Snapshot after down and up = %+v, %+v, %v", tail, sm, err)
+	}
+}
+
+// TestDistributeWithoutCitus: on plain PostgreSQL, Distribute refuses
+// with ErrNoCitus and changes nothing; Migrate does not try it.
+func TestDistributeWithoutCitus(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := testCtx(t)
+	if err := db.Distribute(ctx, d); !errors.Is(err, db.ErrNoCitus) {
+		t.Fatalf("Distribute without Citus: %v, want ErrNoCitus", err)
+	}
+	if err := db.Migrate(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
