@@ -26,6 +26,7 @@ var citusTables = []string{
 	"strata_session_index",
 	"strata_fold_leases",
 	"strata_arc_reactor_imports",
+	"strata_journals",
 }
 
 // citusFunctions are Strata's functions, each called with a session id

@@ -8,10 +8,12 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/strata-go/strata/catalog/catalogtest"
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -33,11 +35,11 @@ func citusPool(t testing.TB) *sqlx.DB {
 // (separate pools) taking every other call.
 func TestCitusMessageStoreConformance(t *testing.T) {
 	s := citusSchema(t)
-	r := &replicas{stores: [2]memory.MessageStore{
+	r := &replicas{stores: [2]store.Store{
 		db.NewMessageStore(dbtest.Open(t, s.URL)),
 		db.NewMessageStore(dbtest.Open(t, s.URL)),
 	}}
-	memorytest.Run(t, func(t *testing.T) memory.MessageStore { return r })
+	memorytest.Run(t, func(t *testing.T) store.Store { return r })
 }
 
 // TestCitusSummaryCapabilitiesConformance runs the summary capabilities'
@@ -45,9 +47,7 @@ func TestCitusMessageStoreConformance(t *testing.T) {
 // summary) on a distributed schema.
 func TestCitusSummaryCapabilitiesConformance(t *testing.T) {
 	d := citusPool(t)
-	memorytest.RunSummaryCapabilities(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: db.NewMessageStore(d), Summaries: db.NewSummaryStore(d)}
-	})
+	memorytest.RunSummaries(t, func(*testing.T) store.Store { return db.NewMessageStore(d) })
 }
 
 // TestCitusSingleShard checks, on the plans Citus makes for them, that
@@ -121,9 +121,9 @@ func TestCitusManagersFoldOnce(t *testing.T) {
 func TestCitusCapabilitiesConformance(t *testing.T) {
 	d := citusPool(t)
 	s := db.NewMessageStore(d)
-	memorytest.RunCapabilities(t, func(*testing.T) memory.MessageStore { return s })
-	memorytest.RunErasure(t, func(*testing.T) memorytest.Stores {
-		return memorytest.Stores{Messages: s, Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
+	memorytest.RunCapabilities(t, func(*testing.T) store.Store { return s })
+	catalogtest.RunErasure(t, func(*testing.T) catalogtest.Env {
+		return catalogtest.Env{Store: s, Summaries: db.NewSummaryStore(d), Index: db.NewCatalogIndex(d)}
 	})
 }
 

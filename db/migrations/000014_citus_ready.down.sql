@@ -1,5 +1,27 @@
 -- Undo 000014_citus_ready.up.sql: the catalogue's liveness trigger of
--- version 3 again (on a distributed schema, Citus refuses it).
+-- version 3 and the journal's triggers of version 13 again (on a
+-- distributed schema, Citus refuses them).
+CREATE OR REPLACE FUNCTION strata_journal_gone() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM strata_journals WHERE session_id = OLD.session_id;
+    RETURN NULL;
+END
+$fn$;
+
+DROP TRIGGER IF EXISTS strata_sessions_journal_gone ON strata_sessions;
+CREATE TRIGGER strata_sessions_journal_gone
+    AFTER UPDATE OF epoch, deleted_at ON strata_sessions
+    FOR EACH ROW
+    WHEN (NEW.deleted_at IS NOT NULL OR NEW.epoch IS DISTINCT FROM OLD.epoch)
+    EXECUTE FUNCTION strata_journal_gone();
+
+DROP TRIGGER IF EXISTS strata_sessions_journal_deleted ON strata_sessions;
+CREATE TRIGGER strata_sessions_journal_deleted
+    AFTER DELETE ON strata_sessions
+    FOR EACH ROW
+    EXECUTE FUNCTION strata_journal_gone();
+
 CREATE FUNCTION strata_session_index_live_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -10,6 +10,15 @@
 DROP TRIGGER IF EXISTS strata_session_index_live ON strata_session_index;
 DROP FUNCTION IF EXISTS strata_session_index_live_check();
 
+-- Citus refuses to distribute strata_sessions with triggers too: the
+-- journal's triggers (version 13) go, and the statements that end an
+-- incarnation (Delete's tombstone, Replace's new epoch) delete the
+-- session's journal themselves, in their transaction. A revived tombstone
+-- has no journal left (its Delete removed it).
+DROP TRIGGER IF EXISTS strata_sessions_journal_gone ON strata_sessions;
+DROP TRIGGER IF EXISTS strata_sessions_journal_deleted ON strata_sessions;
+DROP FUNCTION IF EXISTS strata_journal_gone();
+
 -- strata_append, as in version 11, in statements Citus runs on one shard,
 -- and runs on the worker holding the session when the function is
 -- distributed (db.Distribute): no volatile function inside a statement
