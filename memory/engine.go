@@ -278,7 +278,7 @@ func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, 
 	err := e.runner.Go("fold", func(context.Context) { e.run(ctx, sessionID, userID, why, st, r, prev) })
 	if err != nil { // closed
 		st.cur = nil
-		e.releaseLocked(sessionID, st)
+		st.refs-- // the run's hold, never taken (the caller still holds st)
 		cancel()
 		r.err = ErrClosed
 		close(r.attempt)
