@@ -7,45 +7,59 @@ import (
 	"time"
 
 	"github.com/strata-go/strata/internal/backoff"
-	"github.com/strata-go/strata/internal/clock"
 	"github.com/strata-go/strata/memory/store"
 )
 
-func recordEngine(clk clock.Clock) *engine {
-	return &engine{sessions: map[string]*slot{}, engineDeps: engineDeps{clk: clk,
-		cfg: Config{FailureCooldown: time.Second, MaxFailureCooldown: time.Minute}}}
+// recordEngine is the engine of a manager whose folds cool down for a
+// minute after a first failure, up to an hour.
+func recordEngine(t *testing.T) *engine {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.FailureCooldown, cfg.MaxFailureCooldown = time.Minute, time.Hour
+	m, err := NewManager(NewInMemoryStore(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m.eng
 }
 
 // A session's cool-down lives on its record: failures push the next try
 // back exponentially, a success clears it and drops the record, which is
-// kept no longer than something needs it.
+// kept no longer than something needs it. (Its course in time, through
+// loads and saves: TestCooldownAfterFailure.)
 func TestSessionRecordCooldown(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e := recordEngine(clk)
+	e := recordEngine(t)
 	if !e.coolReady("a") || len(e.sessions) != 0 {
 		t.Fatalf("a session never folded: ready %v, records %d", e.coolReady("a"), len(e.sessions))
 	}
 	e.coolFail("a")
+	before := time.Now()
 	e.coolFail("a")
+	after := time.Now()
 	if e.coolReady("a") || len(e.sessions) != 1 {
 		t.Fatalf("after two failures: ready %v, records %d", e.coolReady("a"), len(e.sessions))
+	}
+	d := backoff.Delay(time.Minute, time.Hour, 2)
+	e.mu.Lock()
+	st := e.sessions["a"]
+	until := st.until
+	st.until = time.Now().Add(-time.Nanosecond) // the delay has passed
+	e.mu.Unlock()
+	if until.Before(before.Add(d)) || until.After(after.Add(d)) {
+		t.Fatalf("second failure: cools down until %v, want %v after it", until, d)
 	}
 	if !e.coolReady("b") {
 		t.Fatal("another session cools down too")
 	}
-	clk.Advance(backoff.Delay(time.Second, time.Minute, 2) - time.Nanosecond)
-	if e.coolReady("a") {
-		t.Fatal("ready before the second failure's delay")
-	}
-	clk.Advance(time.Nanosecond)
 	if !e.coolReady("a") {
-		t.Fatal("not ready after the second failure's delay")
+		t.Fatal("not ready after the delay")
 	}
 	e.coolSucceed("a")
 	if len(e.sessions) != 0 {
 		t.Fatalf("a success left %d records", len(e.sessions))
 	}
-	// A saved session cooling down is not due.
+	// A save of a session cooling down is not due.
 	e.coolFail("c")
 	if e.saveDue("c", store.AppendResult{Total: 10}, nil) || !e.saveDue("d", store.AppendResult{Total: 10}, nil) {
 		t.Fatal("saveDue ignores the cool-down")
@@ -55,7 +69,7 @@ func TestSessionRecordCooldown(t *testing.T) {
 // The records are bounded: idle ones (a cool-down or a backlog only) are
 // dropped past maxIdleRecords, one in use never is.
 func TestSessionRecordsBounded(t *testing.T) {
-	e := recordEngine(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	e := recordEngine(t)
 	e.mu.Lock()
 	held := e.acquireLocked("held")
 	e.mu.Unlock()
@@ -80,7 +94,7 @@ func TestSessionRecordsBounded(t *testing.T) {
 // The record is shared by loads, saves, folds and deletes of a session at
 // once (run with -race).
 func TestSessionRecordConcurrent(t *testing.T) {
-	e := recordEngine(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	e := recordEngine(t)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
