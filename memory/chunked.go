@@ -25,7 +25,6 @@ import (
 type chunked struct {
 	cfg  Config
 	cost *trimmer.Trimmer
-	bl   *backlogs // the sessions' backlogs between folds (see backlogPolicy)
 }
 
 func (c chunked) loadSize() int { return c.cfg.RecentMessageCount + c.cfg.BufferMessageCount }

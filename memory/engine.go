@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-go/strata/internal/backoff"
 	"github.com/strata-go/strata/internal/bg"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -29,7 +30,6 @@ import (
 type engine struct {
 	engineDeps
 	runner *bg.Runner
-	cool   *cooldowns
 
 	// saveMu orders summary saves against Close: saves hold it shared and
 	// check closed, so none completes after Close has returned.
@@ -45,21 +45,43 @@ type engine struct {
 	// cannot finish within the grace.
 	meanFold atomic.Int64
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// sessions are the sessions' records (see slot), bounded by
+	// maxIdleRecords.
 	sessions map[string]*slot
 	// bp is the policy when it tracks sessions' backlogs between folds
 	// (chunked), nil otherwise.
 	bp backlogPolicy
 }
 
-// slot is the per-session coordination record; it lives while a fold runs
-// or a delete is in progress.
+// slot is a session's one record in this process: its fold run, the
+// lock that orders summary saves against deletes, its cool-down after
+// failed folds and, under a policy that tracks backlogs (chunked), its
+// backlog between folds. It lives while a fold runs or a delete is in
+// progress, and after that while it holds a cool-down or a backlog: at
+// most maxIdleRecords such idle records are kept (see evictLocked).
 type slot struct {
 	refs  int
 	cur   *foldRun   // the newest fold run, nil when none
 	write sync.Mutex // orders summary saves against deletes
 	gen   uint64     // bumped by a delete; guarded by write
+	// failures and until are the cool-down: consecutive failed folds and
+	// when folding may be tried again (exponential backoff). Guarded by
+	// engine.mu.
+	failures int
+	until    time.Time
+	// bl is the session's tracked backlog when tracking (chunked, see
+	// backlogPolicy). Guarded by engine.mu.
+	bl       tracked
+	tracking bool
 }
+
+// maxIdleRecords bounds the session records kept without a fold or a
+// delete in progress (a cool-down or a tracked backlog only). Past it
+// an eighth of them are dropped, picked at random: a dropped cool-down
+// lets the session's next fold try at once, a dropped backlog makes its
+// next save plan a fold again.
+const maxIdleRecords = 10_000
 
 // foldRun is one background fold of a session that callers can wait for.
 type foldRun struct {
@@ -116,16 +138,18 @@ func newEngine(d engineDeps) *engine {
 	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{},
 		closing: make(chan struct{})}
 	e.bp, _ = d.pol.(backlogPolicy)
-	e.cool = newCooldowns(d.cfg.FailureCooldown, d.cfg.MaxFailureCooldown, time.Now)
 	return e
 }
 
 // hierarchical reports whether summaries are on.
 func (e *engine) hierarchical() bool { return e.cfg.Enabled && e.summaries }
 
+// acquireLocked returns the session's record, made when it has none, and
+// holds it until releaseLocked. Callers hold e.mu.
 func (e *engine) acquireLocked(sessionID string) *slot {
 	st := e.sessions[sessionID]
 	if st == nil {
+		e.evictLocked()
 		st = &slot{}
 		e.sessions[sessionID] = st
 	}
@@ -133,11 +157,87 @@ func (e *engine) acquireLocked(sessionID string) *slot {
 	return st
 }
 
+// releaseLocked lets go of a record acquireLocked returned, dropping it
+// when nothing holds it and it keeps neither a cool-down nor a backlog.
 func (e *engine) releaseLocked(sessionID string, st *slot) {
 	st.refs--
-	if st.refs == 0 && e.sessions[sessionID] == st {
+	if st.refs == 0 && st.failures == 0 && !st.tracking && e.sessions[sessionID] == st {
 		delete(e.sessions, sessionID)
 	}
+}
+
+// evictLocked makes room for one more record when maxIdleRecords are
+// kept: it drops an eighth of the records nothing holds (map order, so
+// at random). Records in use are never dropped.
+func (e *engine) evictLocked() {
+	if len(e.sessions) < maxIdleRecords {
+		return
+	}
+	n := maxIdleRecords/8 + 1
+	for id, st := range e.sessions {
+		if n == 0 {
+			return
+		}
+		if st.refs == 0 {
+			delete(e.sessions, id)
+			n--
+		}
+	}
+}
+
+// coolingLocked reports whether the record's cool-down after failed
+// folds is still in force. Callers hold e.mu.
+func (e *engine) coolingLocked(st *slot) bool {
+	return e.cfg.FailureCooldown > 0 && st != nil && st.failures > 0 && time.Now().Before(st.until)
+}
+
+// coolReady reports whether the session may be folded now (no cool-down
+// in force).
+func (e *engine) coolReady(sessionID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.coolingLocked(e.sessions[sessionID])
+}
+
+// coolFail records a failed fold of the session and pushes its next try
+// back (Config.FailureCooldown, doubling up to MaxFailureCooldown).
+func (e *engine) coolFail(sessionID string) {
+	if e.cfg.FailureCooldown <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := e.acquireLocked(sessionID)
+	st.failures++
+	st.until = time.Now().Add(backoff.Delay(e.cfg.FailureCooldown, e.cfg.MaxFailureCooldown, st.failures))
+	e.releaseLocked(sessionID, st)
+}
+
+// coolSucceed clears the session's cool-down.
+func (e *engine) coolSucceed(sessionID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if st := e.sessions[sessionID]; st != nil && st.failures > 0 {
+		st.failures, st.until = 0, time.Time{}
+		st.refs++ // released at once: drops the record when nothing else keeps it
+		e.releaseLocked(sessionID, st)
+	}
+}
+
+// trackLocked makes t, measured by a read, the record's backlog, keeping
+// the larger count of saves reported since the read. Callers hold e.mu.
+func (st *slot) trackLocked(t tracked) {
+	if st.tracking && st.bl.epoch == t.epoch && st.bl.total > t.total {
+		t.total, t.partial = st.bl.total, true
+		t.messages = t.total - t.covered
+	}
+	st.bl, st.tracking = t, true
+}
+
+// knowsLocked reports whether the record tracks a measured backlog of the
+// session incarnation epoch. Callers hold e.mu.
+func (st *slot) knowsLocked(epoch int64) bool {
+	return st != nil && st.tracking && st.bl.epoch == epoch && !st.bl.countOnly
 }
 
 // request starts a background fold of the session, or joins the one
@@ -151,6 +251,12 @@ func (e *engine) request(sessionID, userID string, why trigger, fromSave bool) *
 	defer e.mu.Unlock()
 	st := e.acquireLocked(sessionID)
 	defer e.releaseLocked(sessionID, st)
+	return e.requestLocked(sessionID, userID, st, why, fromSave)
+}
+
+// requestLocked is request on the session's record st, which the caller
+// holds (acquireLocked) with e.mu.
+func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, fromSave bool) *foldRun {
 	prev := st.cur
 	if prev != nil && !prev.stopped.Load() {
 		if fromSave {
@@ -171,13 +277,66 @@ func (e *engine) request(sessionID, userID string, why trigger, fromSave bool) *
 	err := e.runner.Go("fold", func(context.Context) { e.run(ctx, sessionID, userID, why, st, r, prev) })
 	if err != nil { // closed
 		st.cur = nil
-		e.releaseLocked(sessionID, st)
+		st.refs-- // the run's hold, never taken (the caller still holds st)
 		cancel()
 		r.err = ErrClosed
 		close(r.attempt)
 		close(r.done)
 	}
 	return r
+}
+
+// loaded is a load's one call into the engine, once it has read the
+// session — the view v, the usable summary s, the messages after its
+// cursor — and its policy has decided how far the summary should reach
+// (cut, why; 0 when no fold is due). On the session's record it starts
+// tracking the backlog the read measured (chunked) unless already
+// tracked; it asks for a fold that is due but that the view does without
+// (why not triggerLoad) unless the session is cooling down; and when the
+// view needs the fold (triggerLoad) it starts or joins it and waits at
+// most wait for a summary that reaches cut — with a stale summary to show
+// meanwhile, not at all when the running attempt cannot reach cut or this
+// manager's folds take longer than the grace. It returns the newest
+// summary a fold stored meanwhile, and whether there was one. The load
+// never plans a fold: the fold plans under its lease.
+func (e *engine) loaded(ctx context.Context, sessionID, userID string, v view, s *summary.Summary, unfolded []store.Message, cut int64, why trigger, wait time.Duration) (*summary.Summary, bool) {
+	var fresh tracked
+	measure := false
+	if e.bp != nil {
+		e.mu.Lock()
+		measure = !e.sessions[sessionID].knowsLocked(v.epoch)
+		e.mu.Unlock()
+		if measure {
+			fresh = e.bp.track(v, s, unfolded) // priced outside the lock
+		}
+	}
+	if !measure && cut == 0 {
+		return nil, false
+	}
+	e.mu.Lock()
+	st := e.acquireLocked(sessionID)
+	if measure && !st.knowsLocked(v.epoch) { // else a plan or another load was first
+		st.trackLocked(fresh)
+	}
+	var run *foldRun
+	switch {
+	case cut == 0:
+	case why != triggerLoad: // due, but the view is complete without it
+		if !e.coolingLocked(st) {
+			e.requestLocked(sessionID, userID, st, why, false)
+		}
+	default:
+		run = e.requestLocked(sessionID, userID, st, triggerLoad, false)
+	}
+	e.releaseLocked(sessionID, st)
+	e.mu.Unlock()
+	if run == nil {
+		return nil, false
+	}
+	if s != nil {
+		wait = min(wait, e.expectedWait(run, e.cfg.LoadGrace, cut))
+	}
+	return run.wait(ctx, e, max(wait, 0), cut)
 }
 
 func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger, st *slot, r, prev *foldRun) {
@@ -222,7 +381,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 			// The saves that asked counted a backlog from before this fold
 			// stored its summary; the tracked backlog, which the fold has
 			// brought up to date, says whether one more fold is due.
-			if due, ok := e.trackedDue(sessionID); ok && !due {
+			if due, ok := e.trackedDueLocked(st); ok && !due {
 				again = false
 			}
 		}

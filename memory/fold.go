@@ -43,33 +43,9 @@ func (e *engine) plan(ctx context.Context, sessionID, userID string, why trigger
 	}
 	p.cut, p.why = e.pol.target(v, existing, p.unfolded, why != triggerLoad)
 	if e.bp != nil {
-		e.bp.measured(sessionID, v, existing, p.unfolded)
+		e.measured(sessionID, v, existing, p.unfolded)
 	}
 	return existing, p, nil
-}
-
-// saveDue reports whether a save that appended msgs (res) may need a fold:
-// always for a policy that does not track backlogs (parity folds after
-// every save past the trigger), else as the policy's tracked backlog says.
-func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.Message) bool {
-	return e.bp == nil || e.bp.saved(sessionID, res, msgs)
-}
-
-// trackedDue reports whether the session's backlog is tracked (ok) and,
-// if so, whether it fires a trigger.
-func (e *engine) trackedDue(sessionID string) (due, ok bool) {
-	if e.bp == nil {
-		return false, false
-	}
-	return e.bp.trackedDue(sessionID)
-}
-
-// forgetBacklog drops the session's tracked backlog (deleted, replaced or
-// rewritten): its next save plans a fold again.
-func (e *engine) forgetBacklog(sessionID string) {
-	if e.bp != nil {
-		e.bp.forget(sessionID)
-	}
 }
 
 // fold reads the session, asks the policy how far to fold, and folds: it
@@ -105,7 +81,7 @@ func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger
 		return existing, err
 	}
 	r.cut.Store(p.cut)
-	if !e.cool.ready(sessionID) {
+	if !e.coolReady(sessionID) {
 		return nil, errCoolingDown
 	}
 	j := &foldJob{sessionID: sessionID, userID: userID, st: st, gen: gen, epoch: p.v.epoch, saveLast: saveRelease,
@@ -143,9 +119,9 @@ func (e *engine) fold(ctx context.Context, sessionID, userID string, why trigger
 		return nil, err
 	}
 	if p.unfolded != nil {
-		e.bp.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
+		e.folded(sessionID, j.epoch, p.v.total-len(p.unfolded), existing, cur, p.unfolded)
 	}
-	e.cool.succeed(sessionID)
+	e.coolSucceed(sessionID)
 	e.observeDuration(time.Since(j.began))
 	e.stats.folds.Add(1)
 	j.rec.finish(e, ctx, sessionID, j.began, cur, nil)
@@ -221,7 +197,7 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrClosed) { // a fold Close abandoned did not fail
 				e.stats.foldFailures.Add(1)
-				e.cool.fail(j.sessionID)
+				e.coolFail(j.sessionID)
 			}
 			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
 			return nil, false, fmt.Errorf("summarize: %w", err)

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/strata-go/strata/memory/store"
@@ -38,19 +39,12 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 			return History{}, err
 		}
 	}
-	if e.bp != nil {
-		e.bp.seed(sessionID, v, s, unfolded)
-	}
 	cut, why := e.pol.target(v, s, unfolded, false)
-	if cut != 0 && why != triggerLoad && e.cool.ready(sessionID) {
-		e.request(sessionID, user, why, false) // due, but the view is complete without it
-	}
-	if cut == 0 || why != triggerLoad {
-		return e.pol.show(v, s, unfolded), nil
-	}
-	// The view needs the fold: start or join one, and wait for it a bounded
-	// time — the grace when a stale summary can be shown meanwhile, the fold
-	// wait for the first summary, never past ctx's deadline.
+	// The view needs the fold (why is triggerLoad): the engine starts or
+	// joins one and waits for it a bounded time — the grace when a stale
+	// summary can be shown meanwhile, the fold wait for the first summary,
+	// never past ctx's deadline. A fold due without being needed is only
+	// asked for.
 	wait := e.cfg.FoldWait
 	if s != nil {
 		wait = e.cfg.LoadGrace
@@ -59,11 +53,10 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 		left := time.Until(dl)
 		wait = min(wait, left-min(left/10, 50*time.Millisecond))
 	}
-	run := e.request(sessionID, user, triggerLoad, false)
-	if s != nil {
-		wait = min(wait, e.expectedWait(run, e.cfg.LoadGrace, cut))
+	fresh, ok := e.loaded(ctx, sessionID, user, v, s, unfolded, cut, why, wait)
+	if cut == 0 || why != triggerLoad {
+		return e.pol.show(v, s, unfolded), nil
 	}
-	fresh, ok := run.wait(ctx, e, max(wait, 0), cut)
 	ok = ok && fresh.Epoch == v.epoch && fresh.UpToSeq > cursorOf(s)
 	if ok && (covers(fresh, cut) || unfolded != nil) {
 		i := 0
@@ -125,6 +118,38 @@ func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view
 		}
 	}
 	return v, s, nil, nil
+}
+
+// readTail fetches at least the newest want messages (plus slack), growing
+// the fetch until the aligned window start has a known predecessor or the
+// whole session is in hand. Ownership is checked by the store in the same
+// step (ErrNotFound, ErrNotOwner).
+func (e *engine) readTail(ctx context.Context, sessionID, userID string, want int) (view, error) {
+	n := want + alignSlack
+	for {
+		t, err := e.store.Tail(ctx, sessionID, userID, n)
+		if err != nil {
+			return view{}, err
+		}
+		v := view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
+		if len(v.msgs) >= v.total || alignedStart(v.msgs, want) > 0 {
+			return v, nil
+		}
+		n *= 2
+	}
+}
+
+// after returns the session's messages with Seq > cursor, oldest first:
+// from v when v reaches back to the cursor, else read from the store.
+func (e *engine) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
+	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) || (v.all && cursor >= v.from) {
+		i := 0
+		for i < len(v.msgs) && v.msgs[i].Seq <= cursor {
+			i++
+		}
+		return v.msgs[i:], nil
+	}
+	return e.store.Range(ctx, sessionID, userID, cursor, math.MaxInt64, 0)
 }
 
 // usableSummary is the stored summary of the session's current epoch, nil

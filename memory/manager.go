@@ -183,7 +183,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 // pass) when a save or replace that left res in the session, having written
 // msgs, fires the policy's trigger and the session is not cooling down.
 func (m *Manager) afterSave(sessionID, user string, res store.AppendResult, msgs []store.Message) {
-	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.cool.ready(sessionID) && m.eng.saveDue(sessionID, res, msgs) {
+	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.saveDue(sessionID, res, msgs) {
 		m.eng.request(sessionID, user, triggerSave, true)
 	}
 }

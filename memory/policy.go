@@ -44,7 +44,7 @@ type backlog struct{ messages, turns, tokens int }
 
 func newPolicy(cfg Config, cost *trimmer.Trimmer) policy {
 	if cfg.Policy == PolicyChunked {
-		return chunked{cfg: cfg, cost: cost, bl: newBacklogs()}
+		return chunked{cfg: cfg, cost: cost}
 	}
 	return parity{cfg: cfg}
 }

@@ -52,7 +52,7 @@ func (e *engine) rewrite(ctx context.Context, sessionID string, fn func() error)
 	if err != nil {
 		return err
 	}
-	e.cool.succeed(sessionID)
+	e.coolSucceed(sessionID)
 	return nil
 }
 

@@ -1,9 +1,6 @@
 package memory
 
 import (
-	"context"
-	"math"
-
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
@@ -59,38 +56,6 @@ func (p *tailPrices) keep(s *summary.Summary, msgs []store.Message, sums, msgTok
 // assistant message that made the calls, and the message before the window
 // is known.
 const alignSlack = 8
-
-// readTail fetches at least the newest want messages (plus slack), growing
-// the fetch until the aligned window start has a known predecessor or the
-// whole session is in hand. Ownership is checked by the store in the same
-// step (ErrNotFound, ErrNotOwner).
-func (e *engine) readTail(ctx context.Context, sessionID, userID string, want int) (view, error) {
-	n := want + alignSlack
-	for {
-		t, err := e.store.Tail(ctx, sessionID, userID, n)
-		if err != nil {
-			return view{}, err
-		}
-		v := view{total: t.Total, epoch: t.Epoch, msgs: t.Messages}
-		if len(v.msgs) >= v.total || alignedStart(v.msgs, want) > 0 {
-			return v, nil
-		}
-		n *= 2
-	}
-}
-
-// after returns the session's messages with Seq > cursor, oldest first:
-// from v when v reaches back to the cursor, else read from the store.
-func (e *engine) after(ctx context.Context, sessionID, userID string, v view, cursor int64) ([]store.Message, error) {
-	if len(v.msgs) == v.total || (len(v.msgs) > 0 && v.msgs[0].Seq <= cursor) || (v.all && cursor >= v.from) {
-		i := 0
-		for i < len(v.msgs) && v.msgs[i].Seq <= cursor {
-			i++
-		}
-		return v.msgs[i:], nil
-	}
-	return e.store.Range(ctx, sessionID, userID, cursor, math.MaxInt64, 0)
-}
 
 // alignedStart is the index where the window of the newest want messages
 // starts, moved back so that it never starts with a tool result whose
