@@ -80,9 +80,6 @@ type foldSpend struct {
 	calls             int
 }
 
-// tokens is what counts against the session's daily budget.
-func (s foldSpend) tokens() int64 { return int64(s.in + s.out + s.estIn + s.estOut) }
-
 // summarizerInfo is implemented by the summarizers of package summary:
 // their name and model for the journal and the metrics.
 type summarizerInfo interface {
