@@ -117,6 +117,14 @@ func (r *replicas) SnapshotAfterSummary(ctx context.Context, sessionID, userID s
 	return r.next().SnapshotAfterSummary(ctx, sessionID, userID, n)
 }
 
+func (r *replicas) EditJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *store.Journal)) error {
+	return r.next().EditJournal(ctx, sessionID, epoch, edit)
+}
+
+func (r *replicas) ReadJournal(ctx context.Context, sessionID string, epoch int64) (store.Journal, error) {
+	return r.next().ReadJournal(ctx, sessionID, epoch)
+}
+
 func (r *replicas) TryLockFold(ctx context.Context, sessionID string, ttl time.Duration) (func(), func(context.Context, summary.Summary) error, bool, error) {
 	return r.next().TryLockFold(ctx, sessionID, ttl)
 }

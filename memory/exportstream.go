@@ -142,8 +142,8 @@ func (m *Manager) WriteExport(ctx context.Context, w io.Writer, sessionID, userI
 			}
 			buf.Truncate(buf.Len() - 1)
 		}
-		if jr := m.eng.journaler(); jr != nil {
-			j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+		{
+			j, err := m.store.ReadJournal(ctx, sessionID, t.Epoch)
 			if err != nil {
 				return fail(fmt.Errorf("journal: %w", err))
 			}

@@ -166,31 +166,24 @@ func (m *Manager) ForgetFact(ctx context.Context, sessionID, userID, key string)
 		rec := store.JournalRecord{At: time.Now().UTC(), Kind: "forget_fact", Outcome: "done",
 			Changes: factChanges(sum.Facts, out.Facts, nil, "forgotten")}
 		scrub := forgetFactScrub(*sum, out)
-		if m.eng.journaler() != nil && m.eng.journalsWithSummaries() {
-			// The journal loses the values, and records the erasure, in the
-			// save's own step (store.WithJournalEdit).
-			applied := false
-			sctx := store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; scrub(j); j.Add(rec, journalRetention) })
-			if err := m.store.SaveSummary(sctx, out); err != nil {
-				return fmt.Errorf("save summary: %w", err)
-			}
-			saved = out
-			if !applied {
-				journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { scrub(j); j.Add(rec, journalRetention) })
-			}
-			return nil
-		}
-		// The journal apart: it loses the values first, so that a failure
-		// after it leaves nothing erased behind and a retry completes the
-		// erasure; the record follows the save.
+		// The journal loses the values first, so that a failure after it
+		// leaves nothing erased behind and a retry completes the erasure;
+		// the save then carries the scrub and the record in its own step
+		// (store.WithJournalEdit), so no fold's record saved in between
+		// keeps a value; a save that cannot carry them (store.Compose's,
+		// with the summaries apart) is followed by them.
 		if err := m.eng.editJournal(ctx, sessionID, t.Epoch, scrub); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
-		if err := m.store.SaveSummary(ctx, out); err != nil {
+		applied := false
+		sctx := store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; scrub(j); j.Add(rec, journalRetention) })
+		if err := m.store.SaveSummary(sctx, out); err != nil {
 			return fmt.Errorf("save summary: %w", err)
 		}
 		saved = out
-		journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
+		if !applied {
+			journalErr = m.eng.editJournal(ctx, sessionID, t.Epoch, func(j *store.Journal) { scrub(j); j.Add(rec, journalRetention) })
+		}
 		return nil
 	})
 	if err != nil {

@@ -28,29 +28,20 @@ const journalWriteTimeout = 5 * time.Second
 // outcome and fact changes — the newest 200 of them, with totals over
 // every record ever appended. Values of erased messages and facts are not
 // in it: Forget and ForgetFact clear them from every record. A missing
-// session gives ErrNotFound, another user's ErrNotOwner; a message store
-// that keeps no journal (store.Journaler; both stores of this module
-// keep one) an error wrapping errors.ErrUnsupported.
+// session gives ErrNotFound, another user's ErrNotOwner. A message store
+// given with a summary store apart keeps the journal when it can
+// (store.Journaler), else the manager keeps it in process memory
+// (store.Compose).
 func (m *Manager) Journal(ctx context.Context, sessionID, userID string) (store.Journal, error) {
-	jr := m.eng.journaler()
-	if jr == nil {
-		return store.Journal{}, fmt.Errorf("memory: journal of %q: the message store keeps no journal: %w", sessionID, errors.ErrUnsupported)
-	}
 	t, err := m.store.Tail(ctx, sessionID, m.owner(sessionID, userID), 0)
 	if err != nil {
 		return store.Journal{}, fmt.Errorf("memory: journal of %q: %w", sessionID, err)
 	}
-	j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+	j, err := m.store.ReadJournal(ctx, sessionID, t.Epoch)
 	if err != nil {
 		return store.Journal{}, fmt.Errorf("memory: journal of %q: %w", sessionID, err)
 	}
 	return j, nil
-}
-
-// journaler is the message store's journal, nil when it keeps none.
-func (e *engine) journaler() store.Journaler {
-	jr, _ := e.store.(store.Journaler)
-	return jr
 }
 
 // editJournal applies edit to the journal of the session's incarnation
@@ -58,13 +49,9 @@ func (e *engine) journaler() store.Journaler {
 // within journalWriteTimeout. A failure is logged: the journal never fails
 // the operation it records.
 func (e *engine) editJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *store.Journal)) error {
-	jr := e.journaler()
-	if jr == nil {
-		return nil
-	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalWriteTimeout)
 	defer cancel()
-	err := jr.EditJournal(wctx, sessionID, epoch, edit)
+	err := e.store.EditJournal(wctx, sessionID, epoch, edit)
 	if err != nil {
 		e.log.WarnContext(ctx, "strata: journal write failed", "session_id", sessionID, "error", err)
 	}
@@ -105,12 +92,12 @@ func describe(svc summary.Service) (name, model string) {
 // Config.SessionDailyTokenBudget — fallback then says "budget".
 func (e *engine) summarizerFor(ctx context.Context, j *foldJob) (summary.Service, string) {
 	budget := int64(e.cfg.SessionDailyTokenBudget)
-	if budget <= 0 || e.journaler() == nil {
+	if budget <= 0 {
 		return e.svc, ""
 	}
 	if !j.rec.budgetRead {
 		j.rec.budgetRead = true
-		jr, err := e.journaler().ReadJournal(ctx, j.sessionID, j.epoch)
+		jr, err := e.store.ReadJournal(ctx, j.sessionID, j.epoch)
 		if err != nil {
 			e.log.WarnContext(ctx, "strata: journal read for the token budget failed", "session_id", j.sessionID, "error", err)
 		}
@@ -221,25 +208,13 @@ func (r *foldRecord) flushed(e *engine) {
 // the function appends the record after the save.
 func (e *engine) journaledSave(ctx context.Context, sessionID string, epoch int64, rec store.JournalRecord) (context.Context, func()) {
 	add := func(j *store.Journal) { j.Add(rec, journalRetention) }
-	if e.journaler() == nil {
-		return ctx, func() {}
-	}
 	applied := false
-	if e.journalsWithSummaries() {
-		ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; add(j) })
-	}
+	ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; add(j) })
 	return ctx, func() {
 		if !applied {
 			_ = e.editJournal(ctx, sessionID, epoch, add)
 		}
 	}
-}
-
-// journalsWithSummaries reports whether the message store keeps the
-// journal where the summary store keeps the summaries, so that a summary
-// save can write a journal record in its own step.
-func (e *engine) journalsWithSummaries() bool {
-	return e.journaler() != nil
 }
 
 // journalFold appends the record of a fold that did not save its last

@@ -51,8 +51,8 @@ func (m *Manager) Export(ctx context.Context, sessionID, userID string) (*Snapsh
 		}
 		snap := &Snapshot{Version: snapshot.Version, SessionID: sessionID, UserID: owner, ExportedAt: time.Now().UTC(),
 			Messages: make([]snapshot.Message, 0, len(msgs)), Summary: snapshot.FromSummary(before)}
-		if jr := m.eng.journaler(); jr != nil {
-			j, err := jr.ReadJournal(ctx, sessionID, t.Epoch)
+		{
+			j, err := m.store.ReadJournal(ctx, sessionID, t.Epoch)
 			if err != nil {
 				return fail(fmt.Errorf("journal: %w", err))
 			}

@@ -34,8 +34,10 @@ if [ "$full" = 1 ]; then
 	# CI=false: without a database the PostgreSQL tests skip instead of
 	# failing as they do under CI=true; the race run below runs them.
 	echo "test.sh: go test -count=5 -short ./... (no database)" >&2
+	began=$SECONDS
 	env -u DATABASE_URL -u STRATA_TEST_DATABASE_URL -u STRATA_PGBOUNCER_URL CI=false \
 		go test -count=5 -short ./... || status=$?
+	echo "test.sh: the five short runs took $((SECONDS - began)) s (load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))" >&2
 	[ "$status" = 0 ] || exit "$status"
 fi
 

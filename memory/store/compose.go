@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/strata-go/strata/record"
@@ -46,6 +47,12 @@ const undoTimeout = 10 * time.Second
 //     else of sums (a FoldLocker), else grants it at once: folds are then
 //     coordinated within one process only. Its save is nil.
 //   - SaveSummary cannot know of a session deleted in msgs: sums decides.
+//     It does not apply the journal edit its context carries
+//     (WithJournalEdit): the manager writes the edit right after the save.
+//   - The journal is kept by msgs when it is a Journaler; otherwise in
+//     process memory, for at most 10 000 sessions (past it an arbitrary
+//     session's is dropped), lost with the process and not shared with
+//     other replicas.
 func Compose(msgs Messages, sums SummaryStore) Store {
 	if s, ok := msgs.(Store); ok {
 		if sums == nil {
@@ -57,33 +64,87 @@ func Compose(msgs Messages, sums SummaryStore) Store {
 	}
 	c := &composed{msgs: msgs, sums: sums}
 	if j, ok := msgs.(Journaler); ok {
-		// The journal stays where the message store keeps it; a summary
-		// save of the summary store apart does not carry its edit (the
-		// manager then writes the edit right after the save).
-		return &composedJournal{composed: c, j: j}
+		// The journal stays where the message store keeps it.
+		c.journal = j
+	} else {
+		c.journal = &processJournals{m: map[string]Journal{}}
 	}
 	return c
 }
 
-// composedJournal is Compose's adapter over a message store that keeps
-// the fold journal (Journaler) and a summary store apart.
-type composedJournal struct {
-	*composed
-	j Journaler
+// maxProcessJournals bounds the journals Compose keeps in process memory
+// for a message store that keeps none (Journaler): past 10 000 sessions,
+// an arbitrary session's journal is dropped to make room.
+const maxProcessJournals = 10_000
+
+// processJournals is Compose's journal for a message store that keeps
+// none: in process memory, bounded (maxProcessJournals), lost with the
+// process, never shared with another replica. It keeps one incarnation's
+// journal per session id: an edit of an older epoch than the one kept is
+// ignored, of a newer one starts a new journal.
+type processJournals struct {
+	mu sync.Mutex
+	m  map[string]Journal
 }
 
-func (c *composedJournal) EditJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *Journal)) error {
-	return c.j.EditJournal(ctx, sessionID, epoch, edit)
+func (p *processJournals) EditJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *Journal)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j, ok := p.m[sessionID]
+	switch {
+	case ok && epoch < j.Epoch:
+		return nil // an incarnation the id no longer has
+	case !ok || j.Epoch != epoch:
+		j = Journal{Epoch: epoch}
+	}
+	if !ok && len(p.m) >= maxProcessJournals {
+		for k := range p.m {
+			delete(p.m, k)
+			break
+		}
+	}
+	j.Records = slices.Clone(j.Records)
+	edit(&j)
+	j.Epoch = epoch
+	p.m[sessionID] = j
+	return nil
 }
 
-func (c *composedJournal) ReadJournal(ctx context.Context, sessionID string, epoch int64) (Journal, error) {
-	return c.j.ReadJournal(ctx, sessionID, epoch)
+func (p *processJournals) ReadJournal(ctx context.Context, sessionID string, epoch int64) (Journal, error) {
+	if err := ctx.Err(); err != nil {
+		return Journal{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j, ok := p.m[sessionID]
+	if !ok || j.Epoch != epoch {
+		return Journal{Epoch: epoch}, nil
+	}
+	j.Records = slices.Clone(j.Records)
+	return j, nil
+}
+
+// EditJournal implements Journaler: the message store's journal when it
+// keeps one, else one in process memory (maxProcessJournals). A summary
+// save of the summary store apart does not carry a journal edit; the
+// manager then writes it right after the save.
+func (c *composed) EditJournal(ctx context.Context, sessionID string, epoch int64, edit func(j *Journal)) error {
+	return c.journal.EditJournal(ctx, sessionID, epoch, edit)
+}
+
+// ReadJournal implements Journaler (see EditJournal).
+func (c *composed) ReadJournal(ctx context.Context, sessionID string, epoch int64) (Journal, error) {
+	return c.journal.ReadJournal(ctx, sessionID, epoch)
 }
 
 // composed is Compose's adapter over a message store and a summary store.
 type composed struct {
-	msgs Messages
-	sums SummaryStore // nil: no summaries
+	msgs    Messages
+	sums    SummaryStore // nil: no summaries
+	journal Journaler    // the message store's, or processJournals
 }
 
 func (c *composed) Create(ctx context.Context, sessionID, userID string) error {
@@ -223,6 +284,23 @@ func (c *composed) undoImport(ctx context.Context, sessionID, userID string) err
 }
 
 func (c *composed) Forget(ctx context.Context, sessionID, userID string, seqs []int64, clean func(sum *record.Summary, epoch int64, erased []Message) *record.Summary) error {
+	if err := c.forget(ctx, sessionID, userID, seqs, clean); err != nil {
+		return err
+	}
+	// A journal kept in process memory takes the erasure's edit after it
+	// (a message store that keeps the journal applies it in its step).
+	edit := JournalEditOf(ctx)
+	if _, ok := c.journal.(*processJournals); !ok || edit == nil {
+		return nil
+	}
+	t, err := c.msgs.Tail(ctx, sessionID, userID, 0)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return c.journal.EditJournal(ctx, sessionID, t.Epoch, edit)
+}
+
+func (c *composed) forget(ctx context.Context, sessionID, userID string, seqs []int64, clean func(sum *record.Summary, epoch int64, erased []Message) *record.Summary) error {
 	fg, ok := c.msgs.(Forgetter)
 	if !ok {
 		return fmt.Errorf("%w: the message store cannot erase messages", errors.ErrUnsupported)

@@ -91,3 +91,60 @@ func TestCompose(t *testing.T) {
 		t.Fatalf("Forget over a message store that cannot erase: %v, want ErrUnsupported", err)
 	}
 }
+
+// Over a message store that keeps no journal, Compose keeps one in
+// process memory: per incarnation (an older epoch's edit is ignored, a
+// newer one starts afresh), and an erasure's edit reaches it.
+func TestComposeKeepsAJournalInProcess(t *testing.T) {
+	ctx := context.Background()
+	ms := memstore.New()
+	c := store.Compose(messagesOnly{ms}, summary.NewInMemoryStore(0))
+	if err := c.Create(ctx, "s", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Append(ctx, "s", "alice", store.Message{Role: store.RoleUser, Content: "my card is 4111"}, store.Message{Role: store.RoleAssistant, Content: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := store.JournalRecord{Kind: "fold", Outcome: "saved", Changes: []store.FactChange{{Op: "added", Key: "card", To: "4111"}}}
+	if err := c.EditJournal(ctx, "s", res.Epoch, func(j *store.Journal) { j.Add(rec, 10) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EditJournal(ctx, "s", res.Epoch-1, func(j *store.Journal) { j.Add(rec, 10) }); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := c.ReadJournal(ctx, "s", res.Epoch); err != nil || len(j.Records) != 1 || j.Records[0].Changes[0].To != "4111" {
+		t.Fatalf("journal %+v, %v; want the one record of this epoch", j, err)
+	}
+	// A message store that can erase but keeps no journal: the
+	// erasure's edit reaches the journal in process memory, a refused
+	// erasure's does not.
+	fc := store.Compose(erasing{ms, ms}, summary.NewInMemoryStore(0))
+	if err := fc.EditJournal(ctx, "s", res.Epoch, func(j *store.Journal) { j.Add(rec, 10) }); err != nil {
+		t.Fatal(err)
+	}
+	scrub := func(j *store.Journal) {
+		for i := range j.Records {
+			j.Records[i].Changes, j.Records[i].Scrubbed = nil, true
+		}
+	}
+	if err := fc.Forget(store.WithJournalEdit(ctx, scrub), "s", "alice", []int64{999}, nil); err == nil {
+		t.Fatal("forget of an unknown seq succeeded")
+	}
+	if j, _ := fc.ReadJournal(ctx, "s", res.Epoch); len(j.Records) != 1 || j.Records[0].Scrubbed {
+		t.Fatalf("a refused erasure edited the journal: %+v", j.Records)
+	}
+	if err := fc.Forget(store.WithJournalEdit(ctx, scrub), "s", "alice", []int64{res.LastSeq - 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := fc.ReadJournal(ctx, "s", res.Epoch); len(j.Records) != 1 || !j.Records[0].Scrubbed || j.Records[0].Changes != nil {
+		t.Fatalf("after the erasure: %+v", j.Records)
+	}
+}
+
+// erasing is a message store that can erase (a Forgetter) and keeps no
+// journal.
+type erasing struct {
+	store.Messages
+	store.Forgetter
+}

@@ -142,10 +142,10 @@ func (j *Journal) Add(r JournalRecord, keep int) {
 	}
 }
 
-// Journaler is an optional capability of a Store (both stores of this
-// module have it): it keeps each session's fold journal, bounded, with
-// the session — a delete, a replace or a re-creation of the id drops it.
-// A manager over a store without it keeps no journal.
+// Journaler is the journal part of the Store contract (a message store
+// outside it may have it too, and Compose then keeps the journal there):
+// it keeps each session's fold journal, bounded, with the session — a
+// delete, a replace or a re-creation of the id drops it.
 //
 // A Journaler that is a Forgetter applies the edit its Forget's context
 // carries (WithJournalEdit) to the session's journal in the same atomic

@@ -155,6 +155,7 @@ type Store interface {
 	Importer
 	Forgetter
 	ParticipantLister
+	Journaler
 
 	// Summary returns the session's stored summary, nil when it has none,
 	// whatever its epoch (the caller compares it with the session's). It
