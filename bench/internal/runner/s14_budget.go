@@ -122,6 +122,10 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	worstAfter, worstBig, worstAll := 0.0, 0.0, ""
 	priceLow, priced, lowest := 0, 0, 0.0
 	minCount, maxCount := math.MaxInt, 0
+	bpe, err := calib.NewBPE()
+	if err != nil {
+		return err
+	}
 	for _, enc := range encs {
 		srv, err := standin.New(budgetWindow, enc, nil)
 		if err != nil {
@@ -141,7 +145,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 				minCount, maxCount = min(minCount, count), max(maxCount, count)
 				n := len(p)
 				content := est.Cost(p) - n*trimmer.MessageOverheadTokens
-				x := calib.ClassFeatures(p, "")
+				x := calib.ClassFeatures(p, "", bpe)
 				rel := func(x float64) float64 { return (x - float64(count)) / float64(count) }
 				b := rel(float64(content) + x.Dot(prior) - x.Content(prior))
 				before, signedBefore = append(before, math.Abs(b)), append(signedBefore, b)
@@ -198,7 +202,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 		}
 	}
 	results := make([]budgetRun, len(jobs))
-	err := parallel(len(jobs), 2, func(i int) error {
+	err = parallel(len(jobs), 2, func(i int) error {
 		res, err := runBudgetConversation(ctx, jobs[i].l, jobs[i].enc, jobs[i].reports, turns, uint64(i/2))
 		results[i] = res
 		return err
