@@ -5,9 +5,12 @@
 // A prompt is described by a few features: how many characters of each
 // class its texts hold (internal/text's classes: ASCII letters, digits,
 // spaces, line breaks, punctuation, Hangul, kana, Han, CJK punctuation,
-// emoji, other), or, when prompts are priced by an estimator other than
-// the script-aware default (an exact tokenizer, a configured one), that
-// estimator's count of its texts; its number of messages; and a constant.
+// emoji, other) and their runs, and, with a BPE, how many tokens a real
+// byte-pair encoding (o200k_base) spends on its Hangul, its kana, its Han
+// and the rest of its texts; or, when prompts are priced by an estimator
+// other than the script-aware default (an exact tokenizer, a configured
+// one), that estimator's count of its texts; its number of messages; and
+// a constant.
 // The provider's count is modelled as a weighted sum of the features,
 //
 //	reported ≈ Σ w_class × characters_class + w_base × base + w_msg × messages + w_0
@@ -17,7 +20,12 @@
 // rates and OpenAI's chat framing (3 tokens per message plus its role, 3
 // more priming the reply), so that one report already moves the weights
 // of the classes that prompt is made of, three give a good fit, and a
-// class no report has seen keeps its default rate. Each sample's weight
+// class no report has seen keeps its default rate. The BPE features start
+// at weight 0: characters of one class cost a tokenizer more or less
+// depending on the words they make (a Hangul syllable between two thirds
+// of a token and two), which a real encoding's count tells where a
+// character count cannot, and the fit weighs the two by how well each
+// predicts the provider's reports. Each sample's weight
 // is capped by how far it lies from the fit of the others (a Huber
 // weight), so that one odd report moves little. The weights that price
 // prompts are the fitted ones raised by a margin: a small constant plus a
@@ -232,7 +240,7 @@ const (
 	ridgeContent = 1.0 / 256
 	ridgeFraming = 1.0 / 16
 	runScale     = 0.5
-	bpeScale     = 2
+	bpeScale     = 4
 	huberMin     = 0.03
 	irlsRounds   = 3
 )
