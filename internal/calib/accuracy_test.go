@@ -132,8 +132,9 @@ func quantile(xs []float64, p float64) float64 {
 
 // TestAccuracyAfterThreeCalls: for each language and encoding, varied
 // prompts (variedPrompt) are counted by the stand-in provider and reported
-// one by one to a fresh Table; each prompt from the fourth on is first
-// estimated with the weights fitted so far. The estimate is within 5% of
+// one by one to a fresh Table, with their class and BPE features (as a
+// manager prices a model calibrated by class); each prompt from the
+// fourth on is first estimated with the weights fitted so far. The estimate is within 5% of
 // the provider's count at p99 over the prompts of at least 1 000 tokens
 // (the ones a budget presses); over all prompts, down to about a hundred
 // tokens, within 8% and within 3 points of the best any weighting of the
