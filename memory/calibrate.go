@@ -22,6 +22,9 @@ type pricing struct {
 
 	mu    sync.Mutex
 	exact map[string]*trimmer.Trimmer // tiktoken encoding → trimmer pricing with it
+
+	bpeOnce sync.Once
+	bpe     *calib.BPE // the BPE features of models calibrated by class; nil if it could not be loaded
 }
 
 func newPricing(defaultEst bool) *pricing {
@@ -36,8 +39,9 @@ func newPricing(defaultEst bool) *pricing {
 // model, and, once ObserveUsage has reported the provider's counts, prices
 // as it learned from them: with no Config.Estimator set, at a rate per
 // character class (ASCII letters, digits, spaces, punctuation, Hangul,
-// kana, Han, …, fitted to the recent reports by regression pulled toward
-// the default estimator's rates), so that a prompt mixing scripts, JSON
+// kana, Han, …, and the tokens a real byte-pair encoding spends on the
+// Hangul, kana, Han and rest of each text, fitted to the recent reports by
+// regression pulled toward the default estimator's rates), so that a prompt mixing scripts, JSON
 // and code is priced by what each of its parts costs; otherwise the
 // estimator's count scaled. What it learns is shared by every view of the
 // same model, and so by all its sessions; the manager keeps the
@@ -110,6 +114,21 @@ func (m *Manager) baseTrimmer() (t *trimmer.Trimmer, exact bool) {
 	return t, true
 }
 
+// bpe returns the counter of the BPE features of the models calibrated by
+// character class, loading it on first use (nil, logged, when it cannot
+// be loaded: the fit then does without those features).
+func (m *Manager) bpe() *calib.BPE {
+	m.price.bpeOnce.Do(func() {
+		b, err := calib.NewBPE()
+		if err != nil {
+			m.log.Warn("strata memory: BPE features unavailable, calibrating by character class alone", "error", err)
+			return
+		}
+		m.price.bpe = b
+	})
+	return m.price.bpe
+}
+
 // byClass reports whether the view's model is calibrated by character
 // class: when its prompts are priced by the script-aware default
 // estimator (no Config.Estimator set, no exact tokenizer for the model);
@@ -124,7 +143,7 @@ func (m *Manager) byClass() bool {
 func (m *Manager) features(prompt []llms.ChatMessage, tools []llms.Tool) calib.Vector {
 	toolsText := calib.ToolsText(tools)
 	if m.byClass() {
-		return calib.ClassFeatures(prompt, toolsText)
+		return calib.ClassFeatures(prompt, toolsText, m.bpe())
 	}
 	base, _ := m.baseTrimmer()
 	n := 0
@@ -163,11 +182,12 @@ func (m *Manager) priceFor() (trimmer.Estimator, *framing) {
 // base weight; rounded up, at least 1 for a text that is not empty.
 func (m *Manager) weighted(w calib.Vector) trimmer.Estimator {
 	if m.byClass() {
+		bpe := m.bpe()
 		return trimmer.EstimatorFunc(func(text string) int {
 			if text == "" {
 				return 0
 			}
-			return max(1, int(math.Ceil(w.Text(text))))
+			return max(1, int(math.Ceil(w.Text(text, bpe))))
 		})
 	}
 	base, _ := m.baseTrimmer()

@@ -5,9 +5,12 @@
 // A prompt is described by a few features: how many characters of each
 // class its texts hold (internal/text's classes: ASCII letters, digits,
 // spaces, line breaks, punctuation, Hangul, kana, Han, CJK punctuation,
-// emoji, other), or, when prompts are priced by an estimator other than
-// the script-aware default (an exact tokenizer, a configured one), that
-// estimator's count of its texts; its number of messages; and a constant.
+// emoji, other) and their runs, and, with a BPE, how many tokens a real
+// byte-pair encoding (o200k_base) spends on its Hangul, its kana, its Han
+// and the rest of its texts; or, when prompts are priced by an estimator
+// other than the script-aware default (an exact tokenizer, a configured
+// one), that estimator's count of its texts; its number of messages; and
+// a constant.
 // The provider's count is modelled as a weighted sum of the features,
 //
 //	reported ≈ Σ w_class × characters_class + w_base × base + w_msg × messages + w_0
@@ -17,7 +20,12 @@
 // rates and OpenAI's chat framing (3 tokens per message plus its role, 3
 // more priming the reply), so that one report already moves the weights
 // of the classes that prompt is made of, three give a good fit, and a
-// class no report has seen keeps its default rate. Each sample's weight
+// class no report has seen keeps its default rate. The BPE features start
+// at weight 0: characters of one class cost a tokenizer more or less
+// depending on the words they make (a Hangul syllable between two thirds
+// of a token and two), which a real encoding's count tells where a
+// character count cannot, and the fit weighs the two by how well each
+// predicts the provider's reports. Each sample's weight
 // is capped by how far it lies from the fit of the others (a Huber
 // weight), so that one odd report moves little. The weights that price
 // prompts are the fitted ones raised by a margin: a small constant plus a
@@ -59,16 +67,20 @@ const (
 const (
 	// FeatRuns is the index of the first class's runs.
 	FeatRuns = int(text.NumClasses)
+	// FeatBPE is the index of the first of the BPE features: the tokens
+	// o200k_base spends on the prompt's Hangul, kana, Han and the rest of
+	// its texts (see BPE), in that order; 0 without a BPE.
+	FeatBPE = 2 * int(text.NumClasses)
 	// FeatBase is the base estimator's count of the prompt's texts, for
 	// a model priced by an estimator other than the script-aware default
 	// (its class features are then 0).
-	FeatBase = 2*int(text.NumClasses) + iota
+	FeatBase = FeatBPE + numBPE
 	// FeatMessages is the number of messages.
-	FeatMessages
+	FeatMessages = FeatBase + 1
 	// FeatConst is 1.
-	FeatConst
+	FeatConst = FeatBase + 2
 	// NumFeatures is the length of a Vector.
-	NumFeatures
+	NumFeatures = FeatBase + 3
 )
 
 // Vector holds one value per feature: a prompt's features, or the weights
@@ -95,12 +107,14 @@ func (v Vector) Content(w Vector) float64 {
 }
 
 // Text returns what weights w price one text at before rounding: its
-// class features weighted, and at least MinRatio of the default estimate
-// (the prior's), whatever the weights of its runs.
-func (w Vector) Text(s string) float64 {
+// class features (and, with a BPE, its BPE features) weighted, and at
+// least MinRatio of the default estimate (the prior's), whatever the
+// weights of its runs and BPE features.
+func (w Vector) Text(s string, bpe *BPE) float64 {
 	var t text.Tally
 	t.Add(s)
 	x := tallyVector(t)
+	bpe.add(&x, s, t)
 	return max(x.Dot(w), MinRatio*x.Dot(Prior()))
 }
 
@@ -116,7 +130,7 @@ func tallyVector(t text.Tally) Vector {
 // Prior returns the weights before any report: the script-aware default
 // estimator's rates per class (a quarter token per ASCII character, two
 // thirds per CJK character, one per emoji, a third per other character)
-// and nothing per run, the base estimator's count as it is, and OpenAI's
+// and nothing per run or BPE token, the base estimator's count as it is, and OpenAI's
 // framing.
 func Prior() Vector {
 	var p Vector
@@ -142,29 +156,41 @@ func scale() Vector {
 	for c := range text.NumClasses {
 		s[FeatRuns+int(c)] = runScale
 	}
+	for i := range numBPE {
+		s[FeatBPE+i] = bpeScale
+	}
 	return s
 }
 
 // ClassFeatures returns the features of a prompt priced by character
 // class: the class counts of every text the trimmer prices in it (each
 // message's content and, for an assistant message, each tool call's name
-// and arguments) and of toolsText (see ToolsText), its number of messages
-// (nil ones left out) and the constant.
-func ClassFeatures(prompt []llms.ChatMessage, toolsText string) Vector {
-	var t text.Tally
+// and arguments) and of toolsText (see ToolsText), with a BPE the BPE
+// features of those texts, its number of messages (nil ones left out) and
+// the constant.
+func ClassFeatures(prompt []llms.ChatMessage, toolsText string, bpe *BPE) Vector {
+	var v Vector
+	addText := func(s string) {
+		var t text.Tally
+		t.Add(s)
+		x := tallyVector(t)
+		bpe.add(&x, s, t)
+		for i := range v {
+			v[i] += x[i]
+		}
+	}
 	n := 0
 	for _, m := range prompt {
 		if m = chatmsg.Value(m); m == nil {
 			continue
 		}
 		n++
-		t.Add(m.GetContent())
+		addText(m.GetContent())
 		for _, fc := range chatmsg.ToolCalls(m) {
-			t.Add(fc.Name + fc.Arguments)
+			addText(fc.Name + fc.Arguments)
 		}
 	}
-	t.Add(toolsText)
-	v := tallyVector(t)
+	addText(toolsText)
 	v[FeatMessages], v[FeatConst] = float64(n), 1
 	return v
 }
@@ -214,6 +240,7 @@ const (
 	ridgeContent = 1.0 / 256
 	ridgeFraming = 1.0 / 16
 	runScale     = 0.5
+	bpeScale     = 4
 	huberMin     = 0.03
 	irlsRounds   = 3
 )
@@ -262,7 +289,7 @@ func (s Sample) check() error {
 
 // Table holds the calibrations of a manager: safe for concurrent use, and
 // bounded: at most MaxModels models, each with its last Window reports
-// (about 14 KB a model).
+// (about 15 KB a model).
 type Table struct {
 	mu     sync.Mutex
 	models *simplelru.LRU[string, *fit]
@@ -437,8 +464,11 @@ func solve(samples []Sample) Vector {
 	var w Vector
 	for j := range NumFeatures {
 		lo, hi := p[j]*MinRatio, p[j]*MaxRatio
-		if j >= FeatRuns && j < FeatBase {
+		if j >= FeatRuns && j < FeatBase { // runs and BPE tokens, prior 0
 			lo, hi = -sc[j]*MaxRatio, sc[j]*MaxRatio
+		}
+		if j < FeatRuns && slices.Contains(bpeClasses[:], text.Class(j)) {
+			lo = 0 // its BPE tokens may price it instead
 		}
 		w[j] = min(max(p[j]+sc[j]*delta[j], lo), hi)
 	}

@@ -70,12 +70,12 @@ func TestFirstReportsOutlierAndChange(t *testing.T) {
 	}
 	observe := func(msgs []llms.ChatMessage, reported int) {
 		t.Helper()
-		if err := tb.Observe("m", Sample{Reported: reported, Features: ClassFeatures(msgs, "")}); err != nil {
+		if err := tb.Observe("m", Sample{Reported: reported, Features: ClassFeatures(msgs, "", nil)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	probe := promptOf(korean, 4, 150)
-	px := ClassFeatures(probe, "")
+	px := ClassFeatures(probe, "", nil)
 	want := count(probe, 0.3, 1.2)
 	if e := relErr(px, Prior(), want); e < 0.3 {
 		t.Fatalf("the prior is %.0f%% off: the test does not test", 100*e)
@@ -97,7 +97,7 @@ func TestFirstReportsOutlierAndChange(t *testing.T) {
 	observe(p, 3*count(p, 0.3, 1.2)) // a report about something else
 	after, _ := tb.Fitted("m")
 	for _, q := range [][]llms.ChatMessage{probe, p, promptOf(korean, 1, 40), promptOf(korean, 8, 300)} {
-		qx := ClassFeatures(q, "")
+		qx := ClassFeatures(q, "", nil)
 		if d := math.Abs(qx.Dot(after)-qx.Dot(before)) / qx.Dot(before); d > 0.002 {
 			t.Fatalf("one outlier in a full window moved the estimate of a prompt of %d messages by %.1f%%", len(q), 100*d)
 		}
@@ -127,7 +127,7 @@ func TestOneReportMovesItsOwnClasses(t *testing.T) {
 	for range 3 {
 		p = append(p, llms.HumanChatMessage{Content: strings.Repeat("주문하신 상품은 어제 발송되었습니다. ", 12)})
 	}
-	if err := tb.Observe("m", Sample{Reported: count(p, 0.25, 2*2.0/3), Features: ClassFeatures(p, "")}); err != nil {
+	if err := tb.Observe("m", Sample{Reported: count(p, 0.25, 2*2.0/3), Features: ClassFeatures(p, "", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	w, _ := tb.Fitted("m")
@@ -144,7 +144,7 @@ func TestImplausibleReportsChangeNothing(t *testing.T) {
 	tb := New()
 	tb.Price("m")
 	p := promptOf(english, 3, 200)
-	x := ClassFeatures(p, "")
+	x := ClassFeatures(p, "", nil)
 	if err := tb.Observe("m", Sample{Reported: count(p, 0.3, 1), Features: x}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestBounded(t *testing.T) {
 	tb := New()
 	long := strings.Repeat("x", 10*MaxModelLen)
 	p := promptOf(english, 2, 100)
-	s := Sample{Reported: count(p, 0.3, 1), Features: ClassFeatures(p, "")}
+	s := Sample{Reported: count(p, 0.3, 1), Features: ClassFeatures(p, "", nil)}
 	for i := range 4 * MaxModels {
 		model := fmt.Sprintf("%d-%s", i, long)
 		tb.Price(model)
@@ -218,7 +218,7 @@ func TestBounded(t *testing.T) {
 func TestPriorIsTheDefaultEstimator(t *testing.T) {
 	for _, s := range []string{korean, english, "ご注文の商品は昨日発送されました。", "您订购的商品昨天已经发货了！",
 		"Die Kaffeemaschine ist schon wieder kaputt: 249,90 €", "Привет 👋🏽", `{"order_id":"#A-1","qty":3}`, "func main() {\n\tx := 1\n}", "\xff\xfe"} {
-		if got, want := Prior().Text(s), float64(trimmer.EstimateScript(s)); math.Abs(got-want) > 3 {
+		if got, want := Prior().Text(s, nil), float64(trimmer.EstimateScript(s)); math.Abs(got-want) > 3 {
 			t.Errorf("%q: prior %.2f, default estimator %.0f", s, got, want)
 		}
 	}
@@ -242,7 +242,7 @@ func TestFeaturesAreWhatTheTrimmerPrices(t *testing.T) {
 	runes := trimmer.EstimatorFunc(func(s string) int { return utf8.RuneCountInString(s) })
 	tr := trimmer.New(100_000, 0, runes)
 	want := tr.Cost(prompt) - len(prompt)*trimmer.MessageOverheadTokens + utf8.RuneCountInString("[tools]")
-	x := ClassFeatures(prompt, "[tools]")
+	x := ClassFeatures(prompt, "[tools]", nil)
 	got := 0.0
 	for c := range text.NumClasses {
 		got += x[c]
@@ -266,11 +266,11 @@ func TestConcurrentUse(t *testing.T) {
 				model := fmt.Sprintf("m%d", (g+i)%3)
 				w, _ := tb.Price(model)
 				p := prompts[(i/3)%len(prompts)]
-				if w.Text(p[1].GetContent()) <= 0 {
+				if w.Text(p[1].GetContent(), nil) <= 0 {
 					t.Error("non-positive price")
 					return
 				}
-				_ = tb.Observe(model, Sample{Reported: count(p, 0.3, 1.2), Features: ClassFeatures(p, "")})
+				_ = tb.Observe(model, Sample{Reported: count(p, 0.3, 1.2), Features: ClassFeatures(p, "", nil)})
 				tb.Fitted(model)
 			}
 		}()
@@ -282,7 +282,7 @@ func TestConcurrentUse(t *testing.T) {
 			t.Fatalf("m%d has no fit", m)
 		}
 		for _, p := range prompts {
-			if e := relErr(ClassFeatures(p, ""), w, count(p, 0.3, 1.2)); e > 0.03 {
+			if e := relErr(ClassFeatures(p, "", nil), w, count(p, 0.3, 1.2)); e > 0.03 {
 				t.Fatalf("m%d: fit %.1f%% off", m, 100*e)
 			}
 		}

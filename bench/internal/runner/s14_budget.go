@@ -125,6 +125,10 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 	worstAfter, worstBig, worstAll := 0.0, 0.0, ""
 	priceLow, priced, lowest := 0, 0, 0.0
 	minCount, maxCount := math.MaxInt, 0
+	bpe, err := calib.NewBPE()
+	if err != nil {
+		return err
+	}
 	for _, enc := range encs {
 		srv, err := standin.New(budgetWindow, enc, nil)
 		if err != nil {
@@ -144,7 +148,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 				minCount, maxCount = min(minCount, count), max(maxCount, count)
 				n := len(p)
 				content := est.Cost(p) - n*trimmer.MessageOverheadTokens
-				x := calib.ClassFeatures(p, "")
+				x := calib.ClassFeatures(p, "", bpe)
 				rel := func(x float64) float64 { return (x - float64(count)) / float64(count) }
 				b := rel(float64(content) + x.Dot(prior) - x.Content(prior))
 				before, signedBefore = append(before, math.Abs(b)), append(signedBefore, b)
@@ -175,7 +179,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 				pctStr(after.q(0.5)), pctStr(after.q(0.99)), pctStr(afterBig.q(0.99)), signedPct(median(signedPrice)), signedPct(slices.Min(signedPrice))})
 		}
 	}
-	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German, English and code; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** weighs the prompt's characters per class (ASCII letters, digits, spaces, line breaks, punctuation, Hangul, kana, Han, CJK punctuation, emoji, other) and their runs, its messages and a constant, with weights fitted to the model's last %d reports by ridge regression pulled toward the default estimator's rates (`internal/calib`); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, raises those weights by a 1/64 margin plus the 90th percentile of how much the fit underestimated recent reports before it saw them, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount), calib.Window)
+	out.printf("Generated chat prompts (a system prompt and 2–30 messages of 20–300 characters, ×3 for German, English and code; with tools, each user message answered by a tool call and a JSON result of 1–3 orders), %d per language and encoding, seed %d, of %s to %s tokens. The provider's count is the stand-in OpenAI server's: exact tiktoken with OpenAI's framing (3 tokens a message plus its role, 3 priming the reply, tool calls included). **Before** is an uncalibrated manager's estimate: the default script-aware estimator for the texts plus that framing. **After 3 calls** the model has reported three prompts of the language (and every earlier one): the **estimate** weighs the prompt's characters per class (ASCII letters, digits, spaces, line breaks, punctuation, Hangul, kana, Han, CJK punctuation, emoji, other) and their runs, the tokens a real byte-pair encoding (o200k_base, whatever the provider's) spends on its Hangul, its kana, its Han and the rest (weight 0 before any report), its messages and a constant, with weights fitted to the model's last %d reports by ridge regression pulled toward the default estimator's rates (`internal/calib`); the **price**, what `memory.Manager.ForModel(…).Prompt` fits prompts with, raises those weights by a 1/64 margin plus the 90th percentile of how much the fit underestimated recent reports before it saw them, so that it errs high. Errors are |estimate − count| ÷ count over every later prompt; \"≥ 1 000\" restricts them to prompts of at least 1 000 tokens, the ones a budget presses; signed medians say whether it errs low (−) or high (+).\n\n", prompts, budgetSeed, fmtInt(minCount), fmtInt(maxCount), calib.Window)
 	out.printf("%s", r.env.provenance(false))
 	out.printf("**Estimate of a prompt against the provider's count**\n\n%s\n", mdTable([]string{"conversation", "encoding",
 		"before: median error", "before: p99", "before: median signed", "after 3 calls, estimate: median error", "estimate: p99", "estimate: p99, ≥ 1 000 tokens",
@@ -201,7 +205,7 @@ func runBudget(ctx context.Context, r *runner, out *sectionOut) error {
 		}
 	}
 	results := make([]budgetRun, len(jobs))
-	err := parallel(len(jobs), 2, func(i int) error {
+	err = parallel(len(jobs), 2, func(i int) error {
 		res, err := runBudgetConversation(ctx, jobs[i].l, jobs[i].enc, jobs[i].reports, turns, uint64(i/2))
 		results[i] = res
 		return err
