@@ -93,7 +93,7 @@ func TestForgetWithSummariesOffCleansTheSummary(t *testing.T) {
 				t.Fatal(err)
 			}
 			sum, err := db.NewSummaryStore(d).Get(ctx, session)
-			if err != nil || sum == nil || !strings.Contains(fmt.Sprint(sum), "777") {
+			if err != nil || sum == nil || !strings.Contains(summaryText(sum), "777") {
 				t.Fatalf("the secret was not folded: %+v, %v", sum, err)
 			}
 			msgs, err := off.Messages(ctx, session, "alice", 0, 1)
@@ -107,10 +107,10 @@ func TestForgetWithSummariesOffCleansTheSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s := fmt.Sprint(stored); strings.Contains(s, "777") || strings.Contains(s, "4111") {
+			if s := summaryText(stored); strings.Contains(s, "777") || strings.Contains(s, "4111") {
 				t.Fatalf("the stored summary holds the erased message's content: %s", s)
 			}
-			if s, err := on.Summary(ctx, session, "alice"); err != nil || strings.Contains(fmt.Sprint(s), "777") {
+			if s, err := on.Summary(ctx, session, "alice"); err != nil || strings.Contains(summaryText(s), "777") {
 				t.Fatalf("the replica with summaries on shows %+v, %v", s, err)
 			}
 		})
@@ -238,4 +238,19 @@ func TestSummaryProvenanceRoundTrip(t *testing.T) {
 			t.Errorf("%s read back %+v", name, s)
 		}
 	}
+}
+
+// summaryText is what a summary says: its narrative and its facts' keys,
+// values and previous values — not its timestamps and numbers, whose
+// digits could match a secret's by chance.
+func summaryText(s *summary.Summary) string {
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s.Narrative)
+	for _, f := range s.Facts {
+		b.WriteString("\n" + f.Key + ": " + f.Value + " (" + f.Previous + ")")
+	}
+	return b.String()
 }

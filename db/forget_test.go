@@ -251,13 +251,19 @@ func TestForgetAcrossReplicas(t *testing.T) {
 			erased := map[string]bool{}
 			var wg sync.WaitGroup
 			wg.Add(2)
+			// Replica a erases after every fifth turn replica b saved, while
+			// b goes on (the channel is buffered): the erasures interleave
+			// with b's saves and folds, whatever the machine's speed.
+			saved := make(chan int, 64)
 			go func() { // replica b: the conversation, folding
 				defer wg.Done()
+				defer close(saved)
 				for i := range 40 {
 					if err := b.SaveTurn(ctx, "s", "alice", fmt.Sprintf("code-%03dx here", i), "ok"); err != nil {
 						t.Error(err)
 						return
 					}
+					saved <- i
 					if i%4 == 0 {
 						if _, err := b.Load(ctx, "s", "alice"); err != nil {
 							t.Error(err)
@@ -267,8 +273,10 @@ func TestForgetAcrossReplicas(t *testing.T) {
 			}()
 			go func() { // replica a: the erasures
 				defer wg.Done()
-				for range 8 {
-					time.Sleep(15 * time.Millisecond)
+				for n := range saved {
+					if n%5 != 4 {
+						continue
+					}
 					msgs, err := a.Messages(ctx, "s", "alice", 0, 0)
 					if err != nil || len(msgs) < 6 {
 						continue
