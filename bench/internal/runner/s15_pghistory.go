@@ -438,7 +438,7 @@ func (r *runner) pghToolRounds(ctx context.Context, pg *pgEnv, peer PGHistoryPee
 
 	type tally struct{ turns, valid, invalid, failed int }
 	var st, pe tally
-	var firstInvalid, firstFailed string
+	var firstInvalid, firstFailed, firstStrataFailed string
 	for ti, t := range tau {
 		sid := fmt.Sprintf("s15-tool-%d", ti)
 		h, err := indexed.Open(ctx, sid)
@@ -452,8 +452,11 @@ func (r *runner) pghToolRounds(ctx context.Context, pg *pgEnv, peer PGHistoryPee
 			hist, err := mgr.LoadHistory(ctx, sid, benchUser)
 			st.turns++
 			switch {
-			case err != nil && !errors.Is(err, store.ErrNotFound):
-				return fmt.Errorf("strata: %w", err)
+			case err != nil && !errors.Is(err, store.ErrNotFound): // not yet created: an empty history
+				st.failed++
+				if firstStrataFailed == "" {
+					firstStrataFailed = err.Error()
+				}
 			case trimmer.Validate(append(hist, user)) == nil:
 				st.valid++
 			default:
@@ -498,6 +501,9 @@ func (r *runner) pghToolRounds(ctx context.Context, pg *pgEnv, peer PGHistoryPee
 		{peer.Name + ", window buffer", fmtInt(pe.turns), fmtInt(pe.valid), fmtInt(pe.invalid), fmtInt(pe.failed)},
 	}
 	out.printf("%s\n", mdTable([]string{"system", "turns", "valid input", "invalid input (orphan tool result, …)", "load failed"}, rows))
+	if firstStrataFailed != "" {
+		out.printf("Strata's first load failure: `%s`.\n\n", strings.ReplaceAll(firstStrataFailed, "`", "'"))
+	}
 	if firstFailed != "" {
 		out.printf("The peer's first load failure: `%s`.\n\n", strings.ReplaceAll(firstFailed, "`", "'"))
 	}
