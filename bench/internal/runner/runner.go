@@ -13,9 +13,11 @@
 // same LoCoMo replay, and the budget as the provider counts it (the
 // estimate's error per language and encoding before and after
 // calibration, refused calls and window share against a stand-in OpenAI
-// server). The data sets are read in place from the shared data
-// directory. PostgreSQL parts run when a database URL
-// is given and are skipped, with a note, otherwise.
+// server), and Strata on Citus beside plain PostgreSQL (loads, durable
+// appends and the single-shard plans of its statements). The data sets
+// are read in place from the shared data directory. PostgreSQL parts run
+// when a database URL is given, the Citus section when a Citus
+// coordinator's is too, and are skipped, with a note, otherwise.
 package runner
 
 import (
