@@ -15,9 +15,14 @@
 BENCH_FLAGS ?=
 BENCH_CMD = go run ./bench/cmd/strata-bench -out bench $(BENCH_FLAGS)
 
+# Section 16 compares Strata on Citus with plain PostgreSQL: when the
+# citus extension is installed, scripts/with-citus.sh starts a throwaway
+# three-node cluster (coordinator and two workers, durable) beside the
+# PostgreSQL server and sets CITUS_URL; without Citus the section says it
+# was skipped.
 bench:
 	@export STRATA_BENCH_COMMAND="make bench" STRATA_PG_DURABLE=1; \
-	scripts/with-postgres.sh $(BENCH_CMD)
+	scripts/with-postgres.sh scripts/with-citus.sh $(BENCH_CMD)
 
 test:
 	./scripts/test.sh

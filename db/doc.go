@@ -46,6 +46,15 @@
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
 //
+// # Schema (version 17)
+//
+// Migration 000017 makes strata_append insert a batch's messages two per
+// INSERT (a turn: the session row's update and one INSERT), and merge
+// participants only for a batch by other authors than the owner: on
+// Citus every statement of a delegated function is planned afresh on the
+// worker on each call, so an append costs about one planning per
+// statement. What it stores is as in version 15.
+//
 // # Schema (version 15)
 //
 // Migration 000015 adds the function strata_save_summary, the one call

@@ -55,12 +55,13 @@ exec scripts/with-postgres.sh bash -c '
 		echo "test.sh: bench/peers: go vet ./... && go test -race -count=1 ./..." >&2
 		(cd bench/peers && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...) || status=$?
 	fi
-	# The Citus tests (TestCitus* of db and server) on a throwaway three-node Citus
-	# cluster that scripts/with-citus.sh starts when Citus is installed
-	# (one line says they are skipped otherwise).
+	# The Citus tests (TestCitus* of db and server, and bench section 16 in
+	# quick mode) on a throwaway three-node Citus cluster that
+	# scripts/with-citus.sh starts when Citus is installed (one line says
+	# they are skipped otherwise).
 	if [ "$full" = 1 ]; then
-		echo "test.sh: Citus: go test -race -count=1 -run ^TestCitus ./db/ ./server/" >&2
-		scripts/with-citus.sh go test -race -count=1 -run "^TestCitus" ./db/ ./server/ || status=$?
+		echo "test.sh: Citus: go test -race -count=1 -run ^TestCitus|^TestSection16Quick$ ./db/ ./server/ ./bench/internal/runner/" >&2
+		scripts/with-citus.sh go test -race -count=1 -run "^TestCitus|^TestSection16Quick$" ./db/ ./server/ ./bench/internal/runner/ || status=$?
 	fi
 	if [ "$full" = 1 ] && [ -n "${STRATA_PG_RESTART_CMD:-}" ]; then
 		echo "test.sh: server restart test (restarts the private server)" >&2

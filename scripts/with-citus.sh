@@ -11,15 +11,26 @@
 # replicate logically). When root, they run as the postgres OS user (or a
 # system user strata-pg). Each has a database strata_test with the citus
 # extension; the nodes reach each other with the password of the postgres
-# role, kept in pg_dist_authinfo. citus.shard_count is 4 on the cluster
-# (tests make a distributed schema each; production keeps Citus's 32).
+# role, kept in pg_dist_authinfo. citus.shard_count is 4 on a test cluster
+# (tests make a distributed schema each); a durable one (benchmarks) keeps
+# Citus's default of 32, as a deployment does.
+#
+# What a deployment of Strata on Citus needs of its nodes is what this
+# script sets: shared_preload_libraries = citus on every node, wal_level =
+# logical (shard moves, citus_move_shard_placement, replicate logically),
+# the citus extension in Strata's database on every node, and the nodes
+# reaching each other (pg_dist_authinfo here; .pgpass or certificates
+# elsewhere). Citus's other defaults are kept (citus.node_conninfo
+# sslmode=require between nodes, one cached connection per worker and
+# coordinator backend), and bench section 16 measures Strata on them.
 #
 # Without Citus (no citus.so in the server's library directory) the
-# command runs without CITUS_URL, and the Citus tests skip (one line says
-# so). An existing CITUS_URL is used as is.
+# command runs without CITUS_URL, and the Citus tests and bench section 16
+# skip (one line says so). An existing CITUS_URL is used as is.
 #
 # A cluster runs with fsync, synchronous_commit and full_page_writes off
-# unless STRATA_PG_DURABLE=1 (benchmarks), as scripts/with-postgres.sh.
+# unless STRATA_PG_DURABLE=1 (benchmarks: make bench), as
+# scripts/with-postgres.sh.
 #
 # The command's exit status is the script's.
 #
@@ -66,12 +77,12 @@ fi
 
 bindir="$(pg_bindir || true)"
 if [ -z "$bindir" ]; then
-	log "PostgreSQL is not installed: Citus tests will be skipped"
+	log "PostgreSQL is not installed: the Citus tests and bench section will be skipped"
 	run_plain "$@"
 fi
 libdir="$("$bindir/pg_config" --pkglibdir 2>/dev/null || echo "$(dirname "$bindir")/lib")"
 if [ ! -f "$libdir/citus.so" ]; then
-	log "Citus is not installed ($libdir/citus.so missing): Citus tests will be skipped"
+	log "Citus is not installed ($libdir/citus.so missing): the Citus tests and bench section will be skipped"
 	run_plain "$@"
 fi
 
@@ -116,7 +127,11 @@ mkdir -p "$tmp/sock"
 chmod 700 "$tmp"
 
 durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-[ "${STRATA_PG_DURABLE:-}" = 1 ] && durability=""
+shards=4
+if [ "${STRATA_PG_DURABLE:-}" = 1 ]; then
+	durability=""
+	shards=32
+fi
 
 psql_node() { # psql_node PORT SQL
 	as_pg "$bindir/psql" -X -q -v ON_ERROR_STOP=1 -h "$tmp/sock" -p "$1" -U postgres -d strata_test -c "$2" </dev/null
@@ -139,7 +154,7 @@ start_node() {
 		port_in_use "$port" && continue
 		if as_pg "$bindir/pg_ctl" -D "$tmp/$name" -l "$tmp/$name.log" -w -t 120 \
 			-o "-c listen_addresses=127.0.0.1 -p $port -k $tmp/sock -c max_connections=300 \
-				-c shared_preload_libraries=citus -c wal_level=logical -c citus.shard_count=4 \
+				-c shared_preload_libraries=citus -c wal_level=logical -c citus.shard_count=$shards \
 				-c shared_buffers=64MB $durability" \
 			start >/dev/null </dev/null; then
 			CLEANUP+=("as_pg ${bindir@Q}/pg_ctl -D ${tmp@Q}/$name -m immediate -w stop >/dev/null 2>&1 </dev/null")

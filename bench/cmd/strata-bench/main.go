@@ -42,7 +42,8 @@ func run(args []string) int {
 	dataDir := fs.String("data", "../shared/data", "directory holding locomo/ and taubench_airline/ (read in place)")
 	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL server for sections 3, 6, 8, 11 and 12 (default $DATABASE_URL; empty skips them)")
 	poolerURL := fs.String("pgbouncer-url", os.Getenv("STRATA_PGBOUNCER_URL"), "PgBouncer in transaction mode in front of the PostgreSQL server, for the pooled measurements of sections 3 and 11 (default $STRATA_PGBOUNCER_URL, which scripts/with-postgres.sh sets; empty skips them)")
-	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-14)")
+	citusURL := fs.String("citus-url", os.Getenv("CITUS_URL"), "Citus coordinator on the same machine, for section 16 (default $CITUS_URL, which scripts/with-citus.sh sets; empty skips it)")
+	sections := fs.String("sections", "", "comma-separated section numbers to run (default all: 1-16)")
 	quick := fs.Bool("quick", false, "smoke run: tiny subsets and short timings (numbers are meaningless)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +87,7 @@ func run(args []string) int {
 		DataDir:     *dataDir,
 		DatabaseURL: *dbURL,
 		PoolerURL:   *poolerURL,
+		CitusURL:    *citusURL,
 		Sections:    nums,
 		Quick:       *quick,
 		Command:     commandLine(args),

@@ -13,9 +13,11 @@
 // same LoCoMo replay, and the budget as the provider counts it (the
 // estimate's error per language and encoding before and after
 // calibration, refused calls and window share against a stand-in OpenAI
-// server). The data sets are read in place from the shared data
-// directory. PostgreSQL parts run when a database URL
-// is given and are skipped, with a note, otherwise.
+// server), and Strata on Citus beside plain PostgreSQL (loads, durable
+// appends and the single-shard plans of its statements). The data sets
+// are read in place from the shared data directory. PostgreSQL parts run
+// when a database URL is given, the Citus section when a Citus
+// coordinator's is too, and are skipped, with a note, otherwise.
 package runner
 
 import (
@@ -40,7 +42,7 @@ import (
 const ReportFile = "REPORT.md"
 
 // Sections lists the section numbers in report order.
-var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+var Sections = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
 // Options configures a run.
 type Options struct {
@@ -56,6 +58,9 @@ type Options struct {
 	// routing any database name to that server's database of the name;
 	// empty skips the pooled measurements.
 	PoolerURL string
+	// CitusURL is the coordinator of a Citus cluster on the same machine
+	// as DatabaseURL's server, for section 16; empty skips it.
+	CitusURL string
 	// Sections selects sections by number; empty runs all.
 	Sections []int
 	// Quick runs a tiny subset with short timings: a smoke test of every
@@ -213,6 +218,7 @@ var allSections = []section{
 	{13, "Peers on the same LoCoMo replay", runPeers},
 	{14, "The budget as the provider counts it", runBudget},
 	{15, "Beside langchaingo's PostgreSQL chat history", runPGHistory},
+	{16, "Strata on Citus beside plain PostgreSQL", runCitus},
 }
 
 // Run measures the selected sections and writes the report and plots to
