@@ -110,37 +110,68 @@ func ExtractFacts(msgs []llms.ChatMessage, known []Fact, protected Protected) []
 func extractFacts(msgs []llms.ChatMessage, sentAt []time.Time, known []Fact, scan func(string, llms.ChatMessageType) []finding, protected Protected) []Fact {
 	k := newKeyer(known, protected)
 	for i, m := range msgs {
+		k.addMessage(m, timeAt(sentAt, i), scan)
+	}
+	return k.facts
+}
+
+// FactsEach returns, for each message of in.Messages, the facts that
+// Summarize would find in that message alone with the same in.Known (and
+// its in.SentAt): what provenance traces facts to. The ledger's indexes
+// are built once for all messages, and each message's scan is memoised.
+func (s *Summarizer) FactsEach(in Input) [][]Fact {
+	out := make([][]Fact, len(in.Messages))
+	var base *keyer
+	for i, m := range in.Messages {
 		if m == nil {
 			continue
 		}
-		var at time.Time
-		if i < len(sentAt) {
-			at = sentAt[i]
+		if base == nil {
+			base = newKeyer(in.Known, s.protected)
 		}
-		role := m.GetType()
-		switch role {
-		case llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI, llms.ChatMessageTypeTool,
-			llms.ChatMessageTypeFunction, llms.ChatMessageTypeGeneric:
-		default:
-			continue
-		}
-		for _, mt := range scan(m.GetContent(), role) {
-			if mt.rel {
-				if v, ok := resolveRelative(mt.value, at); ok {
-					mt.value = v
-				}
+		k := base.fresh()
+		k.addMessage(m, timeAt(in.SentAt, i), s.memo.scan)
+		out[i] = k.facts
+	}
+	return out
+}
+
+// timeAt is sentAt[i], zero when missing.
+func timeAt(sentAt []time.Time, i int) time.Time {
+	if i < len(sentAt) {
+		return sentAt[i]
+	}
+	return time.Time{}
+}
+
+// addMessage adds the findings of message m, sent at at (zero: unknown),
+// to the run.
+func (k *keyer) addMessage(m llms.ChatMessage, at time.Time, scan func(string, llms.ChatMessageType) []finding) {
+	if m == nil {
+		return
+	}
+	role := m.GetType()
+	switch role {
+	case llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI, llms.ChatMessageTypeTool,
+		llms.ChatMessageTypeFunction, llms.ChatMessageTypeGeneric:
+	default:
+		return
+	}
+	for _, mt := range scan(m.GetContent(), role) {
+		if mt.rel {
+			if v, ok := resolveRelative(mt.value, at); ok {
+				mt.value = v
 			}
-			mt.stated = mt.stated || role == llms.ChatMessageTypeHuman
+		}
+		mt.stated = mt.stated || role == llms.ChatMessageTypeHuman
+		k.add(mt)
+	}
+	// Tool-call arguments carry the exact ids the agent acted on.
+	for _, call := range chatmsg.ToolCalls(m) {
+		for _, mt := range scan(call.Arguments, llms.ChatMessageTypeTool) {
 			k.add(mt)
 		}
-		// Tool-call arguments carry the exact ids the agent acted on.
-		for _, call := range chatmsg.ToolCalls(m) {
-			for _, mt := range scan(call.Arguments, llms.ChatMessageTypeTool) {
-				k.add(mt)
-			}
-		}
 	}
-	return k.facts
 }
 
 // keyMode says how repeated findings of one kind are keyed.
@@ -249,6 +280,14 @@ func newKeyer(known []Fact, protected Protected) *keyer {
 		sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
 	}
 	return k
+}
+
+// fresh returns a keyer of a new run against the same ledger: it shares
+// k's ledger indexes (known, spelling, knownVals, numbered), which a run
+// only reads, and starts its own facts.
+func (k *keyer) fresh() *keyer {
+	return &keyer{protected: k.protected, known: k.known, spelling: k.spelling, knownVals: k.knownVals, numbered: k.numbered,
+		pos: map[string]int{}, seen: map[string]int{}, runVals: map[string][]int{}, next: map[string]int{}}
 }
 
 func (k *keyer) add(f finding) {
