@@ -239,6 +239,10 @@ type keyer struct {
 	// worth trying for a new key of a stem.
 	numbered map[string][]numberedKnown
 	next     map[string]int
+	// heldKeys indexes numbered by canonical value, built per kind and
+	// stem when first asked (kind + "\x00" + stem -> canon(kind, value)
+	// -> the lowest numbered ledger key holding it); a ledger index too.
+	heldKeys map[string]map[string]string
 	// protected says which keys are contact or identity keys.
 	protected Protected
 }
@@ -255,7 +259,8 @@ func heldForm(v string) string { return strings.ToLower(strings.TrimPrefix(strin
 
 func newKeyer(known []Fact, protected Protected) *keyer {
 	k := &keyer{protected: protected, pos: map[string]int{}, known: map[string]string{}, seen: map[string]int{}, spelling: map[string]string{},
-		runVals: map[string][]int{}, knownVals: map[string]string{}, numbered: map[string][]numberedKnown{}, next: map[string]int{}}
+		runVals: map[string][]int{}, knownVals: map[string]string{}, numbered: map[string][]numberedKnown{}, next: map[string]int{},
+		heldKeys: map[string]map[string]string{}}
 	for _, f := range known {
 		if n := factkey.Normalize(f.Key); n != "" && strings.TrimSpace(f.Value) != "" {
 			k.known[n] = f.Value
@@ -286,7 +291,7 @@ func newKeyer(known []Fact, protected Protected) *keyer {
 // k's ledger indexes (known, spelling, knownVals, numbered), which a run
 // only reads, and starts its own facts.
 func (k *keyer) fresh() *keyer {
-	return &keyer{protected: k.protected, known: k.known, spelling: k.spelling, knownVals: k.knownVals, numbered: k.numbered,
+	return &keyer{protected: k.protected, known: k.known, spelling: k.spelling, knownVals: k.knownVals, numbered: k.numbered, heldKeys: k.heldKeys,
 		pos: map[string]int{}, seen: map[string]int{}, runVals: map[string][]int{}, next: map[string]int{}}
 }
 
@@ -331,12 +336,10 @@ func (k *keyer) add(f finding) {
 	k.seen[id] = -1
 	// A value the ledger already holds keeps its key (the lowest numbered
 	// one of its stem).
-	for _, nk := range k.numbered[f.base] {
-		if canon(f.kind, k.known[nk.key]) == canon(f.kind, f.value) {
-			k.seen[id] = len(k.facts)
-			k.emit(nk.key, f)
-			return
-		}
+	if key, ok := k.heldKey(f.kind, f.base, f.value); ok {
+		k.seen[id] = len(k.facts)
+		k.emit(key, f)
+		return
 	}
 	// An identifier or amount already held under another key (found earlier
 	// in this run, or in the ledger) is not repeated; short values such as
@@ -368,6 +371,27 @@ func (k *keyer) add(f finding) {
 		k.emit(key, f)
 		return
 	}
+}
+
+// heldKey returns the lowest numbered ledger key of stem base whose value
+// is value under kind's canonical form, if any.
+func (k *keyer) heldKey(kind, base, value string) (string, bool) {
+	list := k.numbered[base]
+	if len(list) == 0 {
+		return "", false
+	}
+	idx, ok := k.heldKeys[kind+"\x00"+base]
+	if !ok {
+		idx = make(map[string]string, len(list))
+		for _, nk := range list {
+			if c := canon(kind, k.known[nk.key]); idx[c] == "" {
+				idx[c] = nk.key
+			}
+		}
+		k.heldKeys[kind+"\x00"+base] = idx
+	}
+	key, ok := idx[canon(kind, value)]
+	return key, ok
 }
 
 // holds reports whether value is already a fact value of this run or of
