@@ -71,6 +71,14 @@ func BenchmarkFoldAppends(b *testing.B) {
 		{"off", func() memory.Config { c := loadConfig(); c.Enabled = false; return c }},
 		{"chunked", func() memory.Config { c := loadConfig(); c.Policy = memory.PolicyChunked; return c }},
 		{"parity", loadConfig},
+		// Chunked that never folds: what memory on costs a save besides
+		// folding.
+		{"nofold", func() memory.Config {
+			c := loadConfig()
+			c.Policy = memory.PolicyChunked
+			c.BufferMessageCount, c.SafetyTurns, c.FoldTokenFraction, c.FoldTokenThreshold = 1_000_000, 0, 0, 0
+			return c
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			f := newFixture(b)

@@ -64,6 +64,7 @@ const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AN
 // lease is one fold lease held by this process.
 type lease struct {
 	d       *sqlx.DB
+	cache   *summaryCache // the message store's, which saveRelease fills; nil: none
 	slice   time.Duration
 	session string
 	token   string
@@ -198,7 +199,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var held, gone, saved bool
-	err = queryJournaled(ctx, l.d, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
+	err = queryJournaled(ctx, l.d, l.cache, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}
@@ -240,5 +241,6 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 	if !ok {
 		return nil, nil, false, err
 	}
+	l.cache = s.cache
 	return l.release, l.saveRelease, true, nil
 }
