@@ -229,7 +229,9 @@ func newToken() (string, error) {
 // in the same statement and commit, one write instead of two, provided
 // the lease is still the caller's; it refuses (an error wrapping
 // summary.ErrStale, nothing written) when another holder took the lease
-// over after it expired. After a save that returned nil,
+// over after it expired. A save that journals (store.WithJournalEdit) and
+// writes leaves the summary in the store's summary cache (WithSummaryCache),
+// under the identity of the row it wrote. After a save that returned nil,
 // summary.ErrSessionGone or summary.ErrStale for a newer stored summary,
 // the lease is released and release does nothing; after any other error
 // release must still be called. The message store and the summary store
