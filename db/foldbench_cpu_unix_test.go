@@ -1,3 +1,5 @@
+//go:build unix
+
 package db_test
 
 import (
