@@ -326,11 +326,7 @@
 // or one whose release was lost to a broken connection, frees itself
 // within a slice. If a holder cannot renew (the database is unreachable)
 // its lease may lapse and another replica may fold too; the monotonic save
-// keeps that harmless. A lease's row commits without waiting for its WAL
-// to reach the disk (synchronous_commit off for that transaction alone): it
-// is visible to every other holder at once, and a server crash that loses
-// it only makes its holder's save store nothing, as after a take-over. The
-// save MessageStore.TryLockFold returns ends a
+// keeps that harmless. The save MessageStore.TryLockFold returns ends a
 // fold in one statement and one commit: it saves the summary as Save does and deletes
 // the lease, only while the lease is still the caller's (a holder whose
 // lapsed lease was taken over saves nothing).
