@@ -99,7 +99,8 @@ func takeLease(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID s
 		return nil, false, fmt.Errorf("db: fold lease for session %q: %w", sessionID, err)
 	}
 	l := &lease{d: d, slice: slice, session: sessionID, token: token}
-	err = insertLease(ctx, d, sessionID, min(ttl, slice), token)
+	var holder string
+	err = d.QueryRowxContext(ctx, takeLeaseSQL, sessionID, min(ttl, slice).Microseconds(), token).Scan(&holder)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -116,29 +117,6 @@ func takeLease(ctx context.Context, d *sqlx.DB, slice time.Duration, sessionID s
 		go l.renew(deadline)
 	}
 	return l, true, nil
-}
-
-// insertLease runs takeLeaseSQL in a transaction that commits without
-// waiting for its WAL to reach the disk (synchronous_commit off, for this
-// transaction alone): the lease is visible to every other holder at once,
-// and a server crash that loses it loses nothing else — its holder's save
-// then finds the lease gone and stores nothing (summary.ErrStale). A fold
-// thus waits for one durable commit, its save's, not two. sql.ErrNoRows:
-// another holder's lease is live.
-func insertLease(ctx context.Context, d *sqlx.DB, sessionID string, ttl time.Duration, token string) error {
-	tx, err := d.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-		return err
-	}
-	var holder string
-	if err := tx.QueryRowxContext(ctx, takeLeaseSQL, sessionID, ttl.Microseconds(), token).Scan(&holder); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // renew keeps the lease alive, one slice at a time, until release, the
