@@ -257,8 +257,8 @@ type options struct {
 // WithSummaryCache sets how many sessions' decoded summaries a
 // MessageStore keeps for its loads (default DefaultSummaryCacheSessions;
 // n <= 0 keeps none). A load of a session whose summary has not changed
-// since this store last read it then neither transfers nor decodes it
-// again. The memory it takes grows with the summaries' size: at most n
+// since this store last read it, or saved it through its fold lease (a
+// fold's last save), then neither transfers nor decodes it again. The memory it takes grows with the summaries' size: at most n
 // summaries' narratives and facts.
 func WithSummaryCache(n int) Option {
 	return func(o *options) { o.summaryCached = n }

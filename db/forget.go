@@ -58,6 +58,48 @@ func encodeLedger(sm summary.Summary) (string, error) {
 	return b.String(), nil
 }
 
+// ledgerOf is decodeLedger of encodeLedger(sm), without the JSON of the
+// facts: what a load reads back of a summary just saved.
+func ledgerOf(sm summary.Summary) (ledger, error) {
+	var l ledger
+	for _, f := range sm.Facts {
+		fj := factJSONOf(f)
+		if fj.Key == "" {
+			continue // decodeFacts drops it
+		}
+		if len(fj.Sources) == 0 {
+			fj.Sources = nil // omitted in JSON
+		} else {
+			fj.Sources = slices.Clone(fj.Sources)
+		}
+		l.facts = append(l.facts, fj.fact())
+	}
+	// What is stored beside the facts is small: read back through JSON.
+	var extra []factJSON
+	for _, f := range sm.Forgotten {
+		extra = append(extra, factJSON{Forgotten: &f})
+	}
+	if len(sm.SentenceSources) > 0 {
+		extra = append(extra, factJSON{Sentences: sm.SentenceSources})
+	}
+	if len(sm.ForgetKey) > 0 {
+		extra = append(extra, factJSON{ForgetKey: hex.EncodeToString(sm.ForgetKey)})
+	}
+	if len(extra) == 0 {
+		return l, nil
+	}
+	raw, err := json.Marshal(extra)
+	if err != nil {
+		return ledger{}, err
+	}
+	back, err := decodeLedger(raw)
+	if err != nil {
+		return ledger{}, err
+	}
+	back.facts = l.facts
+	return back, nil
+}
+
 // ledger is what facts_json holds: the facts and what encodeLedger stored
 // beside them.
 type ledger struct {
@@ -84,13 +126,9 @@ func (l ledger) fill(sm *summary.Summary) {
 // decodeLedger is decodeFacts that also returns what encodeLedger stored
 // beside the facts.
 func decodeLedger(raw []byte) (ledger, error) {
-	facts, err := decodeFacts(raw)
+	facts, extras, err := decodeElems(raw)
 	l := ledger{facts: facts}
-	var elems []factJSON
-	if json.Unmarshal(raw, &elems) != nil {
-		return l, err
-	}
-	for _, e := range elems {
+	for _, e := range extras {
 		switch {
 		case e.Key != "":
 		case e.Forgotten != nil:

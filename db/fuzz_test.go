@@ -2,6 +2,7 @@ package db
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -117,4 +118,40 @@ func TestDecodeFactsKeepsGoodOnes(t *testing.T) {
 	if err == nil || len(facts) != 2 || facts[0].Category != summary.Numeric || facts[1].Category != summary.General {
 		t.Errorf("decodeFacts = %+v, %v", facts, err)
 	}
+}
+
+// FuzzLedgerOf checks what a fold's save caches (ledgerOf) against what a
+// load decodes from the row it stored (decodeLedger of encodeLedger), for
+// the facts and provenance arbitrary facts_json decodes to, with text
+// PostgreSQL cannot store and empty provenance lists.
+func FuzzLedgerOf(f *testing.F) {
+	for _, seed := range []string{
+		`[]`, `[{"key":"k","value":"v","category":"ENTITY","extractedAt":"2024-01-02T03:04:05.123+02:00","sources":[3,1]}]`,
+		`[{"key":"a","value":"b\u0000c","previousValue":"x","mentions":2,"pinned":true,"stated":true},{"forgotten":{"key":"phone","digest":"00","words":1}},{"sentences":[{"digest":"d","seqs":[1]}]},{"forgetKey":"0a0b"}]`,
+		`[{"key":"k","value":"v","sources":[]},{"sentences":[{"digest":"d","seqs":[]}]}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		l, _ := decodeLedger(raw)
+		sm := summary.Summary{SessionID: "s", Facts: l.facts, Forgotten: l.forgotten, SentenceSources: l.sentences, ForgetKey: l.forgetKey}
+		for i := range sm.Facts { // what a summarizer may hand over
+			if i%2 == 0 && sm.Facts[i].Sources == nil {
+				sm.Facts[i].Sources = []int64{}
+			}
+			sm.Facts[i].Value += "\xff"
+		}
+		enc, err := encodeLedger(sm)
+		if err != nil {
+			return // not storable: nothing is saved, nothing cached
+		}
+		want, _ := decodeLedger([]byte(enc))
+		got, err := ledgerOf(sm)
+		if err != nil {
+			t.Fatalf("ledgerOf: %v (encodeLedger did not fail)", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ledgerOf\n%+v\ndecodeLedger(encodeLedger)\n%+v", got, want)
+		}
+	})
 }

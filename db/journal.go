@@ -136,8 +136,12 @@ func cleanJournal(j store.Journal) store.Journal {
 // fold's record, store.WithJournalEdit), runs it in one transaction with
 // the edit, applied only when the save wrote: a summary and its journal
 // record commit together, so no erasure comes between them. The save's
-// statement holds its lock on the session row until the commit.
-func queryJournaled(ctx context.Context, d *sqlx.DB, sm summary.Summary, saved *bool, query string, args []any, dest ...any) error {
+// statement holds its lock on the session row until the commit. In that
+// transaction, when the save wrote and cache is not nil, the identity of
+// the row written is read and the summary cached under it once committed
+// (summaryCache): the next load of the session, typically the next
+// fold's plan, neither receives nor decodes it again.
+func queryJournaled(ctx context.Context, d *sqlx.DB, cache *summaryCache, sm summary.Summary, saved *bool, query string, args []any, dest ...any) error {
 	edit := store.JournalEditOf(ctx)
 	if edit == nil {
 		return d.QueryRowxContext(ctx, query, args...).Scan(dest...)
@@ -150,10 +154,41 @@ func queryJournaled(ctx context.Context, d *sqlx.DB, sm summary.Summary, saved *
 	if err := tx.QueryRowxContext(ctx, query, args...).Scan(dest...); err != nil {
 		return err
 	}
+	var written *cachedSummary
 	if *saved {
 		if err := editJournalTx(ctx, tx, sm.SessionID, sm.Epoch, edit); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
+		if cache != nil && cache.max > 0 {
+			if written, err = writtenSummary(ctx, tx, sm); err != nil {
+				return err
+			}
+		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if written != nil {
+		cache.put(sm.SessionID, written)
+	}
+	return nil
+}
+
+// summaryIdentSQL reads the identity of a session's stored summary (see
+// summaryCache).
+const summaryIdentSQL = `SELECT epoch, version, updated_at FROM strata_summaries WHERE session_id = $1`
+
+// writtenSummary is the cache entry of sm, just saved within tx: the
+// identity of its row and what a load would decode of it. nil when the
+// ledger cannot be rebuilt (nothing is cached then).
+func writtenSummary(ctx context.Context, tx *sqlx.Tx, sm summary.Summary) (*cachedSummary, error) {
+	l, lerr := ledgerOf(sm)
+	if lerr != nil {
+		return nil, nil
+	}
+	cs := &cachedSummary{narrative: text.Clean(sm.Narrative), ledger: l}
+	if err := tx.QueryRowxContext(ctx, summaryIdentSQL, sm.SessionID).Scan(&cs.epoch, &cs.version, &cs.updatedAt); err != nil {
+		return nil, fmt.Errorf("read the summary's identity: %w", classify(ctx, err))
+	}
+	return cs, nil
 }

@@ -64,6 +64,7 @@ const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AN
 // lease is one fold lease held by this process.
 type lease struct {
 	d       *sqlx.DB
+	cache   *summaryCache // the message store's, which saveRelease fills; nil: none
 	slice   time.Duration
 	session string
 	token   string
@@ -198,7 +199,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var held, gone, saved bool
-	err = queryJournaled(ctx, l.d, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
+	err = queryJournaled(ctx, l.d, l.cache, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}
@@ -228,7 +229,9 @@ func newToken() (string, error) {
 // in the same statement and commit, one write instead of two, provided
 // the lease is still the caller's; it refuses (an error wrapping
 // summary.ErrStale, nothing written) when another holder took the lease
-// over after it expired. After a save that returned nil,
+// over after it expired. A save that journals (store.WithJournalEdit) and
+// writes leaves the summary in the store's summary cache (WithSummaryCache),
+// under the identity of the row it wrote. After a save that returned nil,
 // summary.ErrSessionGone or summary.ErrStale for a newer stored summary,
 // the lease is released and release does nothing; after any other error
 // release must still be called. The message store and the summary store
@@ -240,5 +243,6 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 	if !ok {
 		return nil, nil, false, err
 	}
+	l.cache = s.cache
 	return l.release, l.saveRelease, true, nil
 }

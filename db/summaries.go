@@ -150,7 +150,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
 	var gone, saved bool
-	err = queryJournaled(ctx, s.d, sm, &saved, saveSummarySQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq}, &gone, &saved)
+	err = queryJournaled(ctx, s.d, nil, sm, &saved, saveSummarySQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq}, &gone, &saved)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 
@@ -230,14 +230,7 @@ type factJSON struct {
 func encodeFacts(facts []summary.Fact) (string, error) {
 	out := make([]factJSON, len(facts))
 	for i, f := range facts {
-		out[i] = factJSON{Key: text.Clean(f.Key), Value: text.Clean(f.Value), Category: string(f.Category),
-			FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: text.Clean(f.Previous), Stated: f.Stated, Sources: f.Sources}
-		if f.Category == "" || !f.Category.Valid() {
-			out[i].Category = string(summary.ParseCategory(string(f.Category)))
-		}
-		if !f.ExtractedAt.IsZero() {
-			out[i].ExtractedAt = f.ExtractedAt.UTC().Format(time.RFC3339Nano)
-		}
+		out[i] = factJSONOf(f)
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
@@ -246,43 +239,75 @@ func encodeFacts(facts []summary.Fact) (string, error) {
 	return string(raw), nil
 }
 
+// factJSONOf is how facts_json stores f.
+func factJSONOf(f summary.Fact) factJSON {
+	fj := factJSON{Key: text.Clean(f.Key), Value: text.Clean(f.Value), Category: string(f.Category),
+		FirstSeq: f.FirstSeq, LastSeq: f.LastSeq, Mentions: f.Mentions, Pinned: f.Pinned, Previous: text.Clean(f.Previous), Stated: f.Stated, Sources: f.Sources}
+	if f.Category == "" || !f.Category.Valid() {
+		fj.Category = string(summary.ParseCategory(string(f.Category)))
+	}
+	if !f.ExtractedAt.IsZero() {
+		fj.ExtractedAt = f.ExtractedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return fj
+}
+
 // decodeFacts parses facts_json leniently: unknown fields are ignored, a
 // missing or unknown category becomes General, a missing or unparsable
 // extractedAt is zero. An element that is not a fact object with a
 // non-empty string key and a string value is dropped; a value that is not an array drops them all.
 // The error describes what was dropped.
 func decodeFacts(raw []byte) ([]summary.Fact, error) {
+	facts, _, err := decodeElems(raw)
+	return facts, err
+}
+
+// decodeElems is decodeFacts that also returns the elements that are no
+// facts (see decodeLedger), decoding every element once; extras is nil
+// when an element could not be decoded at all, as when the whole array
+// is decoded in one call.
+func decodeElems(raw []byte) (facts []summary.Fact, extras []factJSON, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, fmt.Errorf("facts_json is not a JSON array: %w", err)
+		return nil, nil, fmt.Errorf("facts_json is not a JSON array: %w", err)
 	}
-	var facts []summary.Fact
 	var errs []error
+	broken := false
 	for i, e := range elems {
 		var fj factJSON
 		if err := json.Unmarshal(e, &fj); err != nil {
 			errs = append(errs, fmt.Errorf("fact %d: %w", i, err))
+			broken = true
 			continue
 		}
 		if fj.Forgotten != nil || fj.Sentences != nil || fj.ForgetKey != "" {
-			continue // see decodeLedger
+			extras = append(extras, fj) // see decodeLedger
+			continue
 		}
 		if fj.Key == "" {
 			errs = append(errs, fmt.Errorf("fact %d: no key", i))
 			continue
 		}
-		f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category),
-			FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous, Stated: fj.Stated, Sources: fj.Sources}
-		if fj.ExtractedAt != "" {
-			if t, err := time.Parse(time.RFC3339Nano, fj.ExtractedAt); err == nil {
-				f.ExtractedAt = t
-			}
-		}
-		facts = append(facts, f)
+		facts = append(facts, fj.fact())
 	}
-	return facts, errors.Join(errs...)
+	if broken {
+		extras = nil
+	}
+	return facts, extras, errors.Join(errs...)
+}
+
+// fact is the fact fj encodes.
+func (fj factJSON) fact() summary.Fact {
+	f := summary.Fact{Key: fj.Key, Value: fj.Value, Category: summary.ParseCategory(fj.Category),
+		FirstSeq: fj.FirstSeq, LastSeq: fj.LastSeq, Mentions: fj.Mentions, Pinned: fj.Pinned, Previous: fj.Previous, Stated: fj.Stated, Sources: fj.Sources}
+	if fj.ExtractedAt != "" {
+		if t, err := time.Parse(time.RFC3339Nano, fj.ExtractedAt); err == nil {
+			f.ExtractedAt = t
+		}
+	}
+	return f
 }

@@ -239,9 +239,13 @@ func (e *engine) mergeOptions() summary.MergeOptions {
 // when a save asks and the session's tracked backlog does not say a fold is
 // due (untracked, or a save that raced a fold). A load asks only when its
 // own read found a fold due, and a tracked save only when its backlog fires
-// a trigger: those take the lease at once and plan once, under it.
+// a trigger: those take the lease at once and plan once, under it. So does
+// every save under parity, which asks only above its trigger, where each
+// save moves the verbatim window and so makes a fold due: planning first
+// would read the session twice per fold, to spare the lease's two writes
+// only to a save that a running fold already covered.
 func (e *engine) planFirst(sessionID string, why trigger) bool {
-	if why != triggerSave {
+	if why != triggerSave || e.bp == nil {
 		return false
 	}
 	due, ok := e.trackedDue(sessionID)

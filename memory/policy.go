@@ -79,6 +79,18 @@ func takeLast(v view, n int, mode Mode) History {
 // parity behaves as arc-reactor: takeLast up to the trigger; above it,
 // the facts and narrative of everything before the verbatim window of the
 // last RecentMessageCount messages, folded after every save.
+//
+// Its cost grows with the session: each fold reads every message before
+// the window and summarizes them all again from the originals, so a save
+// of a session of n messages costs O(n) and the session's folds O(n²).
+// The extractive summarizer memoises each message's scan, so what repeats
+// is keying the facts against the ledger as it now is, choosing the
+// narrative among every sentence, and tracing both to their messages
+// (summary benchmark BenchmarkParityRefold measures it per message). That
+// work cannot be carried over from the previous fold without changing its
+// result: the ledger it keys against changed with that fold, and the
+// narrative is chosen among all sentences at once. Saves that arrive while
+// a fold runs share the next fold.
 type parity struct{ cfg Config }
 
 func (p parity) takeLastN() int { return 2 * p.cfg.MaxConversationTurns }

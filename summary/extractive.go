@@ -117,15 +117,8 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 			m[k] = append(m[k], q)
 		}
 	}
-	for i, m := range req.Messages {
-		if m == nil {
-			continue
-		}
-		one := extractive.Input{Messages: req.Messages[i : i+1], Known: in.Known}
-		if i < len(req.SentAt) {
-			one.SentAt = req.SentAt[i : i+1]
-		}
-		for _, f := range e.x.Summarize(one).Facts {
+	for i, facts := range e.x.FactsEach(extractive.Input{Messages: req.Messages, SentAt: req.SentAt, Known: in.Known}) {
+		for _, f := range facts {
 			k := found{keyStem(f.Key), valueKey(f.Value)}
 			if n := len(byStem[k]); n == 0 || byStem[k][n-1] != req.Seqs[i] {
 				byStem[k] = append(byStem[k], req.Seqs[i])

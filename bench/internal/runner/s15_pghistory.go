@@ -266,12 +266,15 @@ type pghAppender struct {
 }
 
 // pghAppends is the append part: durable turns per second at 1/8/32
-// sessions, memory on and off, against the peer's two inserts.
+// sessions, memory on and off, against the peer's two inserts, each
+// system's window cut into slices taken in interleaved rounds, its
+// folding drained after each slice.
 func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, indexed PGHistory, out *sectionOut) error {
 	sessions := []int{1, 8, 32}
 	window := 4 * time.Second
+	appendRounds := 4
 	if r.opts.Quick {
-		sessions, window = []int{1, 8}, 300*time.Millisecond
+		sessions, window, appendRounds = []int{1, 8}, 300*time.Millisecond, 1
 	}
 	pairs := [][2]string{}
 	if l, err := r.loadLoCoMo(); err == nil {
@@ -338,59 +341,73 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 		res[i] = make([]result, len(sessions))
 	}
 	for j, k := range sessions {
+		// Each system's k sessions, kept across the rounds: a session goes
+		// on where its previous round stopped.
+		turnFns := make([][]func(ctx context.Context, u, a string) error, len(systems))
+		next := make([][]int, len(systems))
 		for i, sys := range systems {
-			r.progress("  langchaingo history: appends, %s, %d sessions", sys.name, k)
 			cellID := fmt.Sprintf("%d-%d", i, k)
-			turnFns := make([]func(ctx context.Context, u, a string) error, k)
+			next[i] = make([]int, k)
 			for s := range k {
 				fn, err := sys.open(ctx, cellID, s)
 				if err != nil {
 					return fmt.Errorf("%s: %w", sys.name, err)
 				}
-				turnFns[s] = fn
+				turnFns[i] = append(turnFns[i], fn)
+				next[i][s] = s
 			}
-			var turns atomic.Int64
-			var firstErr error
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			deadline := time.Now().Add(window)
-			t0 := time.Now()
-			for s := range k {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for t := s; time.Now().Before(deadline); t++ {
-						p := pairs[t%len(pairs)]
-						if err := turnFns[s](ctx, p[0], p[1]); err != nil {
-							mu.Lock()
-							if firstErr == nil {
-								firstErr = err
+		}
+		for round := range appendRounds {
+			for o := range systems {
+				i := (o + round) % len(systems) // each round starts with the next system
+				sys := systems[i]
+				r.progress("  langchaingo history: appends, %s, %d sessions, round %d of %d", sys.name, k, round+1, appendRounds)
+				var turns atomic.Int64
+				var firstErr error
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				deadline := time.Now().Add(window / time.Duration(appendRounds))
+				t0 := time.Now()
+				for s := range k {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for ; time.Now().Before(deadline); next[i][s]++ {
+							p := pairs[next[i][s]%len(pairs)]
+							if err := turnFns[i][s](ctx, p[0], p[1]); err != nil {
+								mu.Lock()
+								if firstErr == nil {
+									firstErr = err
+								}
+								mu.Unlock()
+								return
 							}
-							mu.Unlock()
-							return
+							turns.Add(1)
 						}
-						turns.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(t0)
-			if firstErr != nil {
-				return fmt.Errorf("%s, %d sessions: %w", sys.name, k, firstErr)
-			}
-			var drain time.Duration
-			if sys.drain != nil {
-				d0 := time.Now()
-				if err := sys.drain(ctx); err != nil {
-					return fmt.Errorf("%s: flush: %w", sys.name, err)
+					}()
 				}
-				drain = time.Since(d0)
+				wg.Wait()
+				elapsed := time.Since(t0)
+				if firstErr != nil {
+					return fmt.Errorf("%s, %d sessions: %w", sys.name, k, firstErr)
+				}
+				var drain time.Duration
+				if sys.drain != nil {
+					d0 := time.Now()
+					if err := sys.drain(ctx); err != nil {
+						return fmt.Errorf("%s: flush: %w", sys.name, err)
+					}
+					drain = time.Since(d0)
+				}
+				x := &res[i][j]
+				x.turns += turns.Load()
+				x.window += elapsed
+				x.drain += drain
 			}
-			res[i][j] = result{turns: turns.Load(), window: elapsed, drain: drain}
 		}
 	}
 
-	out.printf("### Durable appends with memory on and off\n\n*k* sessions, one writer each, save user/assistant turns (LoCoMo texts) for %s; then the system's background folding is waited for (`Manager.Flush`). **Sustained** turns/s counts the folding left over: turns ÷ (window + drain); *during* counts the window alone. Every turn is a durable commit (the peer's two inserts are two).\n\n", window)
+	out.printf("### Durable appends with memory on and off\n\n*k* sessions, one writer each, save user/assistant turns (LoCoMo texts) for %s in all, in %d interleaved rounds (each round gives every system a slice of %s, starting with the next system, so that a change in the machine's load falls on all of them; a session goes on from round to round); after each slice the system's background folding is waited for (`Manager.Flush`). **Sustained** turns/s counts the folding left over: turns ÷ (slices + drains); *during* counts the slices alone. Every turn is a durable commit (the peer's two inserts are two).\n\n", window, appendRounds, window/time.Duration(appendRounds))
 	headers := []string{"system"}
 	for _, k := range sessions {
 		headers = append(headers, fmt.Sprintf("%d session(s): sustained turns/s (during · drain)", k))

@@ -110,37 +110,68 @@ func ExtractFacts(msgs []llms.ChatMessage, known []Fact, protected Protected) []
 func extractFacts(msgs []llms.ChatMessage, sentAt []time.Time, known []Fact, scan func(string, llms.ChatMessageType) []finding, protected Protected) []Fact {
 	k := newKeyer(known, protected)
 	for i, m := range msgs {
+		k.addMessage(m, timeAt(sentAt, i), scan)
+	}
+	return k.facts
+}
+
+// FactsEach returns, for each message of in.Messages, the facts that
+// Summarize would find in that message alone with the same in.Known (and
+// its in.SentAt): what provenance traces facts to. The ledger's indexes
+// are built once for all messages, and each message's scan is memoised.
+func (s *Summarizer) FactsEach(in Input) [][]Fact {
+	out := make([][]Fact, len(in.Messages))
+	var base *keyer
+	for i, m := range in.Messages {
 		if m == nil {
 			continue
 		}
-		var at time.Time
-		if i < len(sentAt) {
-			at = sentAt[i]
+		if base == nil {
+			base = newKeyer(in.Known, s.protected)
 		}
-		role := m.GetType()
-		switch role {
-		case llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI, llms.ChatMessageTypeTool,
-			llms.ChatMessageTypeFunction, llms.ChatMessageTypeGeneric:
-		default:
-			continue
-		}
-		for _, mt := range scan(m.GetContent(), role) {
-			if mt.rel {
-				if v, ok := resolveRelative(mt.value, at); ok {
-					mt.value = v
-				}
+		k := base.fresh()
+		k.addMessage(m, timeAt(in.SentAt, i), s.memo.scan)
+		out[i] = k.facts
+	}
+	return out
+}
+
+// timeAt is sentAt[i], zero when missing.
+func timeAt(sentAt []time.Time, i int) time.Time {
+	if i < len(sentAt) {
+		return sentAt[i]
+	}
+	return time.Time{}
+}
+
+// addMessage adds the findings of message m, sent at at (zero: unknown),
+// to the run.
+func (k *keyer) addMessage(m llms.ChatMessage, at time.Time, scan func(string, llms.ChatMessageType) []finding) {
+	if m == nil {
+		return
+	}
+	role := m.GetType()
+	switch role {
+	case llms.ChatMessageTypeHuman, llms.ChatMessageTypeAI, llms.ChatMessageTypeTool,
+		llms.ChatMessageTypeFunction, llms.ChatMessageTypeGeneric:
+	default:
+		return
+	}
+	for _, mt := range scan(m.GetContent(), role) {
+		if mt.rel {
+			if v, ok := resolveRelative(mt.value, at); ok {
+				mt.value = v
 			}
-			mt.stated = mt.stated || role == llms.ChatMessageTypeHuman
+		}
+		mt.stated = mt.stated || role == llms.ChatMessageTypeHuman
+		k.add(mt)
+	}
+	// Tool-call arguments carry the exact ids the agent acted on.
+	for _, call := range chatmsg.ToolCalls(m) {
+		for _, mt := range scan(call.Arguments, llms.ChatMessageTypeTool) {
 			k.add(mt)
 		}
-		// Tool-call arguments carry the exact ids the agent acted on.
-		for _, call := range chatmsg.ToolCalls(m) {
-			for _, mt := range scan(call.Arguments, llms.ChatMessageTypeTool) {
-				k.add(mt)
-			}
-		}
 	}
-	return k.facts
 }
 
 // keyMode says how repeated findings of one kind are keyed.
@@ -208,6 +239,10 @@ type keyer struct {
 	// worth trying for a new key of a stem.
 	numbered map[string][]numberedKnown
 	next     map[string]int
+	// heldKeys indexes numbered by canonical value, built per kind and
+	// stem when first asked (kind + "\x00" + stem -> canon(kind, value)
+	// -> the lowest numbered ledger key holding it); a ledger index too.
+	heldKeys map[string]map[string]string
 	// protected says which keys are contact or identity keys.
 	protected Protected
 }
@@ -224,7 +259,8 @@ func heldForm(v string) string { return strings.ToLower(strings.TrimPrefix(strin
 
 func newKeyer(known []Fact, protected Protected) *keyer {
 	k := &keyer{protected: protected, pos: map[string]int{}, known: map[string]string{}, seen: map[string]int{}, spelling: map[string]string{},
-		runVals: map[string][]int{}, knownVals: map[string]string{}, numbered: map[string][]numberedKnown{}, next: map[string]int{}}
+		runVals: map[string][]int{}, knownVals: map[string]string{}, numbered: map[string][]numberedKnown{}, next: map[string]int{},
+		heldKeys: map[string]map[string]string{}}
 	for _, f := range known {
 		if n := factkey.Normalize(f.Key); n != "" && strings.TrimSpace(f.Value) != "" {
 			k.known[n] = f.Value
@@ -249,6 +285,14 @@ func newKeyer(known []Fact, protected Protected) *keyer {
 		sort.Slice(list, func(i, j int) bool { return list[i].n < list[j].n })
 	}
 	return k
+}
+
+// fresh returns a keyer of a new run against the same ledger: it shares
+// k's ledger indexes (known, spelling, knownVals, numbered), which a run
+// only reads, and starts its own facts.
+func (k *keyer) fresh() *keyer {
+	return &keyer{protected: k.protected, known: k.known, spelling: k.spelling, knownVals: k.knownVals, numbered: k.numbered, heldKeys: k.heldKeys,
+		pos: map[string]int{}, seen: map[string]int{}, runVals: map[string][]int{}, next: map[string]int{}}
 }
 
 func (k *keyer) add(f finding) {
@@ -292,12 +336,10 @@ func (k *keyer) add(f finding) {
 	k.seen[id] = -1
 	// A value the ledger already holds keeps its key (the lowest numbered
 	// one of its stem).
-	for _, nk := range k.numbered[f.base] {
-		if canon(f.kind, k.known[nk.key]) == canon(f.kind, f.value) {
-			k.seen[id] = len(k.facts)
-			k.emit(nk.key, f)
-			return
-		}
+	if key, ok := k.heldKey(f.kind, f.base, f.value); ok {
+		k.seen[id] = len(k.facts)
+		k.emit(key, f)
+		return
 	}
 	// An identifier or amount already held under another key (found earlier
 	// in this run, or in the ledger) is not repeated; short values such as
@@ -329,6 +371,27 @@ func (k *keyer) add(f finding) {
 		k.emit(key, f)
 		return
 	}
+}
+
+// heldKey returns the lowest numbered ledger key of stem base whose value
+// is value under kind's canonical form, if any.
+func (k *keyer) heldKey(kind, base, value string) (string, bool) {
+	list := k.numbered[base]
+	if len(list) == 0 {
+		return "", false
+	}
+	idx, ok := k.heldKeys[kind+"\x00"+base]
+	if !ok {
+		idx = make(map[string]string, len(list))
+		for _, nk := range list {
+			if c := canon(kind, k.known[nk.key]); idx[c] == "" {
+				idx[c] = nk.key
+			}
+		}
+		k.heldKeys[kind+"\x00"+base] = idx
+	}
+	key, ok := idx[canon(kind, value)]
+	return key, ok
 }
 
 // holds reports whether value is already a fact value of this run or of

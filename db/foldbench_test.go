@@ -1,0 +1,135 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-go/strata/db"
+	"github.com/strata-go/strata/internal/datasets"
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+// foldBenchSessions and foldBenchWindow shape BenchmarkFoldAppends: as
+// many sessions, one writer each, saving turns for the window.
+const (
+	foldBenchSessions = 32
+	foldBenchWindow   = 3 * time.Second
+)
+
+// foldBenchPairs are user/assistant texts: LoCoMo's first conversations
+// when ../shared/data holds them, else generated sentences.
+func foldBenchPairs(b *testing.B) [][2]string {
+	b.Helper()
+	var texts []string
+	if raw, err := os.ReadFile("../../shared/data/" + datasets.LoCoMoFile); err == nil {
+		samples, err := datasets.ParseLoCoMo(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range samples[:min(3, len(samples))] {
+			sessions, _ := s.Sessions()
+			for _, se := range sessions {
+				for _, t := range se.Turns {
+					texts = append(texts, t.Text)
+				}
+			}
+		}
+	}
+	if len(texts) < 2 {
+		for i := range 200 {
+			texts = append(texts, fmt.Sprintf("Message %d: my sister Anna moved to Lisbon on %d March and works as a nurse at the hospital there.", i, i%28+1))
+		}
+	}
+	var pairs [][2]string
+	for i := 0; i+1 < len(texts); i += 2 {
+		pairs = append(pairs, [2]string{texts[i], texts[i+1]})
+	}
+	return pairs
+}
+
+// BenchmarkFoldAppends is the durable append section of the benchmark
+// report in miniature, for profiling what folding costs appends: 32
+// sessions, one writer each, saving LoCoMo turns through a Manager over
+// the db stores with the extractive summarizer, memory off, chunked and
+// parity, then Manager.Flush. It reports sustained turns/s (turns over
+// window plus drain), and the CPU time per turn of this process and, when
+// the server runs on this machine, of PostgreSQL (all its databases): on
+// a shared machine the CPU per turn varies less than the rate. Run with
+// -benchtime=1x.
+func BenchmarkFoldAppends(b *testing.B) {
+	pairs := foldBenchPairs(b)
+	for _, c := range []struct {
+		name string
+		cfg  func() memory.Config
+	}{
+		{"off", func() memory.Config { c := loadConfig(); c.Enabled = false; return c }},
+		{"chunked", func() memory.Config { c := loadConfig(); c.Policy = memory.PolicyChunked; return c }},
+		{"parity", loadConfig},
+		// Chunked that never folds: what memory on costs a save besides
+		// folding.
+		{"nofold", func() memory.Config {
+			c := loadConfig()
+			c.Policy = memory.PolicyChunked
+			c.BufferMessageCount, c.SafetyTurns, c.FoldTokenFraction, c.FoldTokenThreshold = 1_000_000, 0, 0, 0
+			return c
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := newFixture(b)
+			f.d.SetMaxOpenConns(db.DefaultMaxOpenConns)
+			f.d.SetMaxIdleConns(db.DefaultMaxIdleConns)
+			ms, ss := db.NewMessageStore(f.d), db.NewSummaryStore(f.d)
+			m, err := memory.NewManager(ms, c.cfg(), memory.WithSummaries(ss, summary.NewExtractiveService()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			ctx := context.Background()
+			var turns atomic.Int64
+			var elapsed, goCPU, pgCPU time.Duration
+			pgOK := true
+			for b.Loop() {
+				var wg sync.WaitGroup
+				c0 := processCPU()
+				p0, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				t0 := time.Now()
+				deadline := t0.Add(foldBenchWindow)
+				for s := range foldBenchSessions {
+					wg.Go(func() {
+						session := fmt.Sprintf("fold-%s-%d", c.name, s)
+						for t := s; time.Now().Before(deadline); t++ {
+							p := pairs[t%len(pairs)]
+							if err := m.SaveTurn(ctx, session, "bench", p[0], p[1]); err != nil {
+								b.Error(err)
+								return
+							}
+							turns.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if err := m.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(t0)
+				goCPU += processCPU() - c0
+				p1, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				pgCPU += p1 - p0
+			}
+			n := float64(turns.Load())
+			b.ReportMetric(n/elapsed.Seconds(), "turns/s")
+			b.ReportMetric(float64(goCPU.Microseconds())/n, "go-cpu-µs/turn")
+			if pgOK {
+				b.ReportMetric(float64(pgCPU.Microseconds())/n, "pg-cpu-µs/turn")
+			}
+		})
+	}
+}
