@@ -288,7 +288,7 @@ var keyTable = []keySpec{
 		"chunked: fold when summary + unfolded messages exceed this fraction of max-context-window-tokens. Between 0 and 1 (0 = off).",
 		func(c *Config) *float64 { return &c.Memory.FoldTokenFraction }),
 	key(keySafetyTurns,
-		"chunked: fold at least every this many user turns. Must be >= 0 (0 = off).",
+		"chunked: fold once the unfolded messages (verbatim window included) hold this many user turns. Must be >= 0 (0 = off).",
 		func(c *Config) *int { return &c.Memory.SafetyTurns }),
 	key(keyFoldMode,
 		"chunked: incremental (existing summary + new messages) or full (re-summarize from the original messages).",

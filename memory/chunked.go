@@ -13,7 +13,9 @@ import (
 //
 //	token    summary + unfolded messages exceed the token threshold
 //	overflow more than K+B unfolded messages
-//	safety   SafetyTurns user turns since the last fold
+//	safety   SafetyTurns user turns among the unfolded messages (the
+//	         K kept verbatim by the last fold included, so with K = 10
+//	         and alternating turns it fires 10 new turns after a fold)
 //
 // with that priority (it only names the fold). A load that finds the tail
 // over K+B asks for a fold in the background and shows the whole tail at

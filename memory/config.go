@@ -127,7 +127,8 @@ type Config struct {
 	// usage its replies report (Manager.ObserveUsage). Manager.Config
 	// returns the estimator in use.
 	Estimator trimmer.Estimator
-	// SafetyTurns (chunked): fold at least every this many user turns, even
+	// SafetyTurns (chunked): fold once the messages no summary covers yet
+	// (the verbatim window included) hold this many user turns, even
 	// when small (default 15; 0 = off).
 	SafetyTurns int
 	// FoldMode (chunked) says what a fold sends to the summarizer:
