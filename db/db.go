@@ -252,6 +252,36 @@ type options struct {
 	logger        *slog.Logger
 	leaseSlice    time.Duration
 	summaryCached int
+	tailCached    int
+	tailBytes     int64
+	prepared      bool
+}
+
+// WithTailCache sets how many sessions' tails a MessageStore keeps for its
+// loads, and their size in all (defaults DefaultTailCacheSessions and
+// DefaultTailCacheBytes; sessions <= 0 or maxBytes <= 0 keeps none). A
+// load names the tail this store holds for the session in its one
+// statement, which checks it against the stored session under the same
+// snapshot and then sends only the messages stored after it — none when
+// nothing was — or, when the session's messages were otherwise changed
+// (an erasure, a replace, a delete and re-creation), the whole tail again.
+// A held tail is never returned without that check.
+func WithTailCache(sessions int, maxBytes int64) Option {
+	return func(o *options) { o.tailCached, o.tailBytes = sessions, maxBytes }
+}
+
+// WithPreparedStatements makes a MessageStore run its load and append
+// statements as named prepared statements (database/sql's Stmt, prepared
+// once on each pooled connection), which saves the server parsing and
+// planning them on every call. Off by default: use it only on a direct
+// connection to PostgreSQL, through a pooler in session mode, or through
+// PgBouncer 1.21 or later with max_prepared_statements set. Through a
+// pooler in transaction mode without that support (PgBouncer 1.20 and
+// earlier), each statement may run on a server connection the statement
+// was never prepared on — or on one where another client's statement has
+// the same name.
+func WithPreparedStatements() Option {
+	return func(o *options) { o.prepared = true }
 }
 
 // WithSummaryCache sets how many sessions' decoded summaries a
@@ -287,7 +317,8 @@ func WithFoldLeaseSlice(d time.Duration) Option {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice, summaryCached: DefaultSummaryCacheSessions}
+	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice, summaryCached: DefaultSummaryCacheSessions,
+		tailCached: DefaultTailCacheSessions, tailBytes: DefaultTailCacheBytes}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

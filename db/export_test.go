@@ -47,3 +47,9 @@ func MigrateTo(ctx context.Context, d *sqlx.DB, version uint) error {
 func WithDialer(dial func(ctx context.Context, network, address string) (net.Conn, error)) OpenOption {
 	return func(o *openOptions) { o.dial = dial }
 }
+
+// TailCacheUsage returns how many tails s holds and their counted size.
+func TailCacheUsage(s *MessageStore) (entries int, bytes int64) { return s.tails.usage() }
+
+// ErrNotRerun is errNotRerun, for the tests of prepared appends.
+var ErrNotRerun = errNotRerun

@@ -38,6 +38,8 @@ type MessageStore struct {
 	d     *sqlx.DB
 	opt   options
 	cache *summaryCache // the summaries Snapshot read last
+	tails *tailCache    // the tails the loads read last
+	stmts *statements   // the prepared statements (WithPreparedStatements)
 }
 
 var (
@@ -49,7 +51,8 @@ var (
 // been migrated (Migrate). The store never closes d.
 func NewMessageStore(d *sqlx.DB, opts ...Option) *MessageStore {
 	o := buildOptions(opts)
-	return &MessageStore{d: d, opt: o, cache: newSummaryCache(o.summaryCached)}
+	return &MessageStore{d: d, opt: o, cache: newSummaryCache(o.summaryCached),
+		tails: newTailCache(o.tailCached, o.tailBytes), stmts: newStatements(d, o.prepared)}
 }
 
 // firstUserMessageMax caps, in characters, the copy of a session's first
@@ -198,18 +201,36 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	// re-run: a broken connection is an error (ErrUnavailable) and the
 	// caller decides. On a pool made by Open (binary_parameters) the
 	// statement is one round trip and one commit.
-	conn, err := s.d.Conn(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer conn.Close()
 	var (
 		total, epoch, last sql.NullInt64
 		owner              sql.NullString
 	)
-	err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
-	if err != nil {
-		return fail(err)
+	if p := s.stmts.append; p != nil {
+		// Prepared (WithPreparedStatements): on the pool, by a Stmt that
+		// onceArg keeps from running twice.
+		st, err := p.get(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		args := appendArgs(sessionID, userID, b)
+		args[0] = &onceArg{v: sessionID}
+		err = st.QueryRowContext(ctx, args...).Scan(&total, &epoch, &last, &owner)
+		if errors.Is(err, errNotRerun) {
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	} else {
+		conn, err := s.d.Conn(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		defer conn.Close()
+		err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if !total.Valid {
 		return missing(owner)
@@ -274,25 +295,28 @@ func newBatch(msgs []store.Message) (*batch, error) {
 // selects, in the order of messageRow's fields.
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
-// loadSQL is the load path's one statement: a call of strata_snapshot
-// (migration 7) with ($1 session, $2 user, $3 the number of newest messages
+// loadSQL is the load path's one statement: a call of strata_load
+// (migration 18) with ($1 session, $2 user, $3 the number of newest messages
 // to read, $4 after: only those after the summary's cursor when the summary
 // belongs to the session's epoch, $5 whether to read the summary, $6..$8
 // the epoch, version and updated_at of the summary the caller already
-// holds, or NULL; see summaryCache). The function's one statement reads the
-// live session's owner, count and epoch and, only when $2 owns it, its
-// summary (unless it is the held one: then same is true and the narrative
-// and facts are not sent) and its newest messages, by a backward walk of the
-// (session_id, seq) primary key that stops after $3 rows (or at the
-// cursor): one statement, one snapshot, one round trip, so the ownership
-// decision, the messages and the summary cannot disagree, and the cost does
-// not grow with the session's history. The first row is the session's
-// (owner set, message columns NULL), the others are messages (owner NULL).
-// A missing or deleted session yields no row. PL/pgSQL plans the statement
-// once per server connection, with the planner held to index scans, so the
-// plan reads only the rows it returns even on a database nothing has
-// analyzed yet.
-const loadSQL = `SELECT * FROM strata_snapshot($1, $2, $3, $4, $5, $6, $7, $8)`
+// holds, or NULL (see summaryCache), $9..$13 the stamp of the tail the
+// caller already holds, or NULL (see tailCache)). The function's one
+// statement reads the live session's owner, count, epoch, seq counter and
+// erasures and, only when $2 owns it, its summary (unless it is the held
+// one: then same is true and the narrative and facts are not sent) and its
+// newest messages, by a backward walk of the (session_id, seq) primary key
+// that stops after $3 rows (or at the cursor, or at the held tail: since
+// is then the seq the rows follow, and no row is sent when nothing was
+// stored after it): one statement, one snapshot, one round trip, so the
+// ownership decision, the messages and the summary cannot disagree, and
+// the cost does not grow with the session's history. The first row is the
+// session's (owner set, message columns NULL), the others are messages
+// (owner NULL). A missing or deleted session yields no row. PL/pgSQL plans
+// the statement once per server connection, with the planner held to
+// index scans, so the plan reads only the rows it returns even on a
+// database nothing has analyzed yet.
+const loadSQL = `SELECT * FROM strata_load($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Tail implements memory.MessageStore with one statement (loadSQL, without
 // the summary) that checks ownership and reads only the n newest messages.
@@ -361,6 +385,8 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		known                    *cachedSummary
 		knownEpoch, knownVersion sql.NullInt64
 		knownUpdated             sql.NullTime
+		held                     = s.tails.get(sessionID)
+		heldStamp                [5]sql.NullInt64 // epoch, counter, erasures, after, limit
 	)
 	if withSummary {
 		known = s.cache.get(sessionID)
@@ -370,7 +396,13 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
 		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
 	}
-	rows, err := s.d.QueryContext(ctx, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated)
+	if held != nil {
+		for i, v := range [5]int64{held.epoch, held.counter, held.erasures, held.after, held.limit} {
+			heldStamp[i] = sql.NullInt64{Int64: v, Valid: true}
+		}
+	}
+	rows, err := s.query(ctx, s.stmts.load, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated,
+		heldStamp[0], heldStamp[1], heldStamp[2], heldStamp[3], heldStamp[4])
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
@@ -382,10 +414,14 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		CreatedAt, UpdatedAt    sql.NullTime
 		Same                    sql.NullBool
 	}
+	type stampCols struct {
+		Counter, Erasures, After, Since sql.NullInt64
+	}
 	var (
 		out   = store.Tail{Messages: make([]store.Message, 0, min(n, 256))}
 		owner sql.NullString
 		sr    summaryCols // from the session row
+		stamp stampCols   // from the session row
 		found bool
 		// Scanned into, row after row: Scan overwrites every column and
 		// copies what it keeps (the bytes of []byte columns included).
@@ -393,15 +429,17 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		total, epoch sql.NullInt64
 		r            messageRow
 		row          summaryCols
+		rowStamp     stampCols
 	)
 	for rows.Next() {
-		if err := rows.Scan(&rowOwner, &total, &epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
+		if err := rows.Scan(&rowOwner, &total, &epoch, &rowStamp.Counter, &rowStamp.Erasures, &rowStamp.After, &rowStamp.Since,
+			&r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
 			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt, &row.Same); err != nil {
 			return fail(classify(ctx, err))
 		}
 		if rowOwner.Valid { // the session row
-			found, owner, sr = true, rowOwner, row
+			found, owner, sr, stamp = true, rowOwner, row, rowStamp
 			out.Total, out.Epoch = int(total.Int64), epoch.Int64
 			continue
 		}
@@ -416,11 +454,16 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	}
 	switch {
 	case !found:
+		s.tails.drop(sessionID)
 		return fail(store.ErrNotFound)
 	case owner.String != userID:
 		return store.Tail{}, nil, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
 	}
+	if stamp.Since.Valid && (held == nil || stamp.Since.Int64 != held.counter) {
+		return fail(errors.New("the database confirmed a tail this store does not hold"))
+	}
 	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	s.keepTail(sessionID, held, &out, stamp.Counter.Int64, stamp.Erasures.Int64, stamp.After.Int64, stamp.Since, n)
 	if len(out.Messages) == 0 {
 		out.Messages = nil // no message, or none in range
 	}
@@ -451,6 +494,37 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	}
 	cs.ledger.fill(sm)
 	return out, sm, nil
+}
+
+// keepTail completes out, whose messages are the rows of a load that
+// asked for n messages, from held, the tail the load named, when the
+// database confirmed it (since: the rows are the messages stored after
+// since, held's counter), and caches the result, read after the cursor
+// after, with its stamp (epoch out.Epoch, counter, erasures). An
+// unchanged tail keeps its entry.
+func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.Tail, counter, erasures, after int64, since sql.NullInt64, n int) {
+	fresh := out.Messages
+	var base []store.Message // shared with the cache
+	if since.Valid {
+		base = held.newest(after, n-len(fresh))
+		out.Messages = make([]store.Message, 0, len(base)+len(fresh))
+		for _, m := range base {
+			out.Messages = append(out.Messages, m.Clone())
+		}
+		out.Messages = append(out.Messages, fresh...)
+		if len(fresh) == 0 && held.after == after && held.epoch == out.Epoch {
+			return // nothing new: held still answers this load
+		}
+	}
+	if n <= 0 {
+		return
+	}
+	kept := make([]store.Message, 0, len(base)+len(fresh))
+	kept = append(kept, base...)
+	for _, m := range fresh {
+		kept = append(kept, m.Clone())
+	}
+	s.tails.put(sessionID, newCachedTail(kept, out.Epoch, counter, erasures, after, n))
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its
@@ -609,6 +683,7 @@ func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) err
 		return fmt.Errorf("db: delete session %q: commit: %w", sessionID, classify(ctx, err))
 	}
 	s.cache.drop(sessionID)
+	s.tails.drop(sessionID)
 	return nil
 }
 
