@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -145,6 +146,7 @@ func rawTail(ctx context.Context, st *sqlx.Stmt, session string, n int) error {
 // history (summary blocks and verbatim window) from one Snapshot
 // statement. Compare with BenchmarkRawTail (benchstat, or the p50-ns
 // metric); the goal is at most 1.5 times the raw tail query.
+// BenchmarkLoadVsRawTail compares the ways a load can find the store.
 func BenchmarkLoad(b *testing.B) {
 	_, m := loadFixture(b)
 	ctx := context.Background()
@@ -158,6 +160,110 @@ func BenchmarkLoad(b *testing.B) {
 				}
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkLoadVsRawTail times, call by call in turn (interleaved, so
+// that the machine's load weighs on all alike), BenchmarkRawTail's
+// prepared query and Manager.Load four ways: tail=held is an agent loop's
+// load (this store read the session before: the statement confirms the
+// held tail and sends no message), tail=cold one that reads the whole
+// tail (the first by this process; WithTailCache(0, 0)), each with
+// prepared statements off (the default) and on (WithPreparedStatements).
+// And, at the store level (SnapshotAfterSummary, the load's statement),
+// a load after another replica appended a pair (untimed: tail=new, which
+// gets those two messages) beside a cold one of the same session. It
+// reports each median (µs) and its ratio to the raw tail query's.
+func BenchmarkLoadVsRawTail(b *testing.B) {
+	f, _ := loadFixture(b)
+	ctx := context.Background()
+	st, err := f.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, loadRows()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	other := db.NewMessageStore(f.d)
+	type variant struct {
+		name   string
+		before func(session string) error
+		op     func(session string) error
+	}
+	load := func(opts ...db.Option) func(string) error {
+		m, err := memory.NewManager(db.NewMessageStore(f.d, opts...), loadConfig(),
+			memory.WithSummaries(f.sums, summary.NewExtractiveService()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = m.Close() })
+		return func(session string) error {
+			h, err := m.Load(ctx, session, "bench")
+			if err == nil && h.Mode != "hierarchical" {
+				err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
+			}
+			return err
+		}
+	}
+	snap := func(opts ...db.Option) func(string) error {
+		ms := db.NewMessageStore(f.d, opts...)
+		return func(session string) error {
+			t, _, err := ms.SnapshotAfterSummary(ctx, session+"-new", "bench", loadRows())
+			if err == nil && len(t.Messages) == 0 {
+				err = errors.New("no message")
+			}
+			return err
+		}
+	}
+	appendPair := func(session string) error {
+		_, err := other.Append(ctx, session+"-new", "bench", user("another replica's question"), assistant("its answer"))
+		return err
+	}
+	variants := []variant{
+		{"raw", nil, func(session string) error { return rawTail(ctx, st, session, loadRows()) }},
+		{"held", nil, load()},
+		{"held-prepared", nil, load(db.WithPreparedStatements())},
+		{"cold", nil, load(db.WithTailCache(0, 0))},
+		{"cold-prepared", nil, load(db.WithTailCache(0, 0), db.WithPreparedStatements())},
+		{"store-new", appendPair, snap()},
+		{"store-new-prepared", appendPair, snap(db.WithPreparedStatements())},
+		{"store-cold", nil, snap(db.WithTailCache(0, 0))},
+		{"store-cold-prepared", nil, snap(db.WithTailCache(0, 0), db.WithPreparedStatements())},
+	}
+	for _, n := range loadSizes {
+		session := fmt.Sprint("load-", n)
+		seedSession(b, ctx, f.d, session+"-new", n)
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			ds := make([][]time.Duration, len(variants))
+			for _, v := range variants { // warm: prepared, held
+				if err := v.op(session); err != nil {
+					b.Fatal(v.name, err)
+				}
+			}
+			for b.Loop() {
+				for i, v := range variants {
+					if v.before != nil {
+						if err := v.before(session); err != nil {
+							b.Fatal(err)
+						}
+					}
+					t0 := time.Now()
+					if err := v.op(session); err != nil {
+						b.Fatal(v.name, err)
+					}
+					ds[i] = append(ds[i], time.Since(t0))
+				}
+			}
+			p50 := make([]time.Duration, len(variants))
+			for i := range ds {
+				slices.Sort(ds[i])
+				p50[i] = ds[i][len(ds[i])/2]
+			}
+			for i, v := range variants {
+				b.ReportMetric(float64(p50[i].Nanoseconds())/1e3, v.name+"-µs")
+				if i > 0 {
+					b.ReportMetric(float64(p50[i])/float64(p50[0]), v.name+"/raw")
+				}
+			}
 		})
 	}
 }
