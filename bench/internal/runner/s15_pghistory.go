@@ -107,11 +107,31 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		sizes = []int{20, 200}
 	}
 	cfg := chunkedConfig()
-	mgr, err := r.newManager(db.NewMessageStore(pg.d, db.WithLogger(r.quiet)), db.NewSummaryStore(pg.d, db.WithLogger(r.quiet)), summary.NewExtractiveService(), cfg)
-	if err != nil {
-		return err
+	// Strata four ways: the default store and one with prepared
+	// statements (db.WithPreparedStatements, for a direct connection),
+	// each in an agent loop's steady state (the store read the session
+	// before and holds its tail: the load's statement confirms it and
+	// sends no message) and cold (db.WithTailCache(0, 0): every load reads
+	// the whole tail, as the first load of a session by this process, or
+	// the first after another replica erased or replaced messages, does).
+	newMgr := func(opts ...db.Option) (*memory.Manager, error) {
+		return r.newManager(db.NewMessageStore(pg.d, append([]db.Option{db.WithLogger(r.quiet)}, opts...)...),
+			db.NewSummaryStore(pg.d, db.WithLogger(r.quiet)), summary.NewExtractiveService(), cfg)
 	}
-	defer mgr.Close()
+	var mgrs [4]*memory.Manager
+	for i, opts := range [][]db.Option{
+		nil,
+		{db.WithPreparedStatements()},
+		{db.WithTailCache(0, 0)},
+		{db.WithTailCache(0, 0), db.WithPreparedStatements()},
+	} {
+		m, err := newMgr(opts...)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		mgrs[i] = m
+	}
 
 	session := func(n int) string { return fmt.Sprintf("s15-load-%d", n) }
 	histories := map[string]map[int]lcschema.ChatMessageHistory{"plain": {}, "indexed": {}}
@@ -154,11 +174,19 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 			return len(msgs), nil
 		}
 	}
-	systems := []pghSystem{
-		{"Strata (chunked, memory on)", func(ctx context.Context, n int) (int, error) {
-			h, err := mgr.LoadHistory(ctx, session(n), benchUser)
+	strata := func(m *memory.Manager) func(ctx context.Context, n int) (int, error) {
+		return func(ctx context.Context, n int) (int, error) {
+			h, err := m.LoadHistory(ctx, session(n), benchUser)
 			return len(h), err
-		}},
+		}
+	}
+	// The rows of Strata; pghPeerIndexed is the peer's indexed window.
+	const pghStrataRows, pghPeerIndexed = 4, 6
+	systems := []pghSystem{
+		{"Strata (chunked, memory on), agent loop (tail held)", strata(mgrs[0])},
+		{"Strata, agent loop, prepared statements", strata(mgrs[1])},
+		{"Strata, cold (tail not held)", strata(mgrs[2])},
+		{"Strata, cold, prepared statements", strata(mgrs[3])},
 		{fmt.Sprintf("%s, window buffer (%d turns), no index", peer.Name, pghWindowTurns), window("plain")},
 		{fmt.Sprintf("%s, window buffer (%d turns), index on (session_id, id)", peer.Name, pghWindowTurns), window("indexed")},
 		{peer.Name + ", token buffer (2 000 tokens), index", func(ctx context.Context, n int) (int, error) {
@@ -208,7 +236,7 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		}
 	}
 
-	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Ratios are the peer's p50 over Strata's.\n\n",
+	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Strata runs four ways: in an agent loop's steady state (its store read the session before and holds the tail, so the load's one statement confirms it and sends no message) and cold (`db.WithTailCache(0, 0)`: every load reads the whole tail, as a first load by this process or the first after another replica erased or replaced messages does), each with the default settings and with `db.WithPreparedStatements` (a direct connection). Ratios in the peer's rows are the peer's p50 over Strata's agent-loop p50; in Strata's other rows, that row's p50 over the indexed window buffer's.\n\n",
 		len(seedText(1)), warm, pghLoadRounds, minOps, minTime, cfg.TriggerMessageCount, 2*pghWindowTurns)
 	headers := []string{"system"}
 	for _, n := range sizes {
@@ -222,8 +250,10 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		for j, n := range sizes {
 			c := cells[i][j]
 			cellText := fmt.Sprintf("%s / %s (%s)", fmtDur(c.s.pct(50)), fmtDur(c.s.pct(95)), fmtInt(c.msgs))
-			if i > 0 {
+			if i >= pghStrataRows {
 				cellText += " · " + fmtRatio(ratio(float64(c.s.pct(50)), float64(cells[0][j].s.pct(50))))
+			} else if i > 0 {
+				cellText += " · " + fmtRatio(ratio(float64(c.s.pct(50)), float64(cells[pghPeerIndexed][j].s.pct(50)))) + " of the indexed window's"
 			}
 			row = append(row, cellText)
 			ser.X = append(ser.X, float64(n))
@@ -238,13 +268,17 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 
 	st := cells[0]
 	first, last := st[0].s.pct(50), st[len(st)-1].s.pct(50)
-	peerIdx := cells[2][0].s.pct(50)
-	out.printf("**Goals (issue: faster than the peer at every size):** Strata's load p50 ≤ 1.0× the indexed window buffer's at %d messages: **%s** (Strata %s, peer %s); flat from %s to %s messages (≤ 1.2×): **%s**.\n\n",
-		sizes[0], fmtRatio(ratio(float64(first), float64(peerIdx))), fmtDur(first), fmtDur(peerIdx), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
-	out.headline("Against langchaingo's PostgreSQL history (§15, memory on): Strata's load p50 is %s the indexed window buffer's at %s messages and %s at %s (peer %s vs Strata %s); Strata from %s to %s messages: %s.",
-		fmtRatio(ratio(float64(first), float64(peerIdx))), fmtInt(sizes[0]),
-		fmtRatio(ratio(float64(last), float64(cells[2][len(sizes)-1].s.pct(50)))), fmtInt(sizes[len(sizes)-1]),
-		fmtDur(cells[2][len(sizes)-1].s.pct(50)), fmtDur(last), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
+	peerIdx := cells[pghPeerIndexed][0].s.pct(50)
+	cold := cells[2][0].s.pct(50)
+	prep, prepCold := cells[1][0].s.pct(50), cells[3][0].s.pct(50)
+	out.printf("**Goals (issue: faster than the peer at every size), on the agent loop's load with the default settings:** Strata's load p50 ≤ 1.0× the indexed window buffer's at %d messages: **%s** (Strata %s, peer %s; cold %s: %s); flat from %s to %s messages (≤ 1.2×): **%s**. With prepared statements (direct connection): %s at %d messages (cold %s).\n\n",
+		sizes[0], fmtRatio(ratio(float64(first), float64(peerIdx))), fmtDur(first), fmtDur(peerIdx), fmtDur(cold), fmtRatio(ratio(float64(cold), float64(peerIdx))),
+		fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))),
+		fmtRatio(ratio(float64(prep), float64(peerIdx))), sizes[0], fmtRatio(ratio(float64(prepCold), float64(peerIdx))))
+	out.headline("Against langchaingo's PostgreSQL history (§15, memory on): Strata's load p50 in an agent loop is %s the indexed window buffer's at %s messages (cold, tail not held: %s; prepared statements: %s) and %s at %s (peer %s vs Strata %s); Strata from %s to %s messages: %s.",
+		fmtRatio(ratio(float64(first), float64(peerIdx))), fmtInt(sizes[0]), fmtRatio(ratio(float64(cold), float64(peerIdx))), fmtRatio(ratio(float64(prep), float64(peerIdx))),
+		fmtRatio(ratio(float64(last), float64(cells[pghPeerIndexed][len(sizes)-1].s.pct(50)))), fmtInt(sizes[len(sizes)-1]),
+		fmtDur(cells[pghPeerIndexed][len(sizes)-1].s.pct(50)), fmtDur(last), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
 	return nil
 }
 
