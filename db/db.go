@@ -90,7 +90,8 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 //     trip and binds in a second, which a pooler may route to another server
 //     connection, running there whatever unnamed statement that connection
 //     last parsed. Strata's stores prepare no named statements either (a
-//     named statement lives on one server connection). Only []byte
+//     named statement lives on one server connection) unless
+//     WithPreparedStatements asks them to. Only []byte
 //     arguments change encoding (they are sent in binary), and the stores
 //     pass none;
 //   - bounds statements on the client, not with a start-up parameter: see

@@ -32,8 +32,11 @@ import (
 // session's row lock from the check to the commit; no owner is ever
 // looked up first and acted on later. The reads of the load path (Tail,
 // Snapshot) are one statement and, on a pool made by Open, one round trip
-// each. No statement is prepared under a name: every one works through a
-// connection pooler in transaction mode (see Open).
+// each; a load of a session whose tail the store holds receives only what
+// was stored since (see WithTailCache). By default no statement is
+// prepared under a name: every one works through a connection pooler in
+// transaction mode (see Open); WithPreparedStatements prepares the load and
+// the append, for direct connections.
 type MessageStore struct {
 	d     *sqlx.DB
 	opt   options
