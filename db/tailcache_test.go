@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
+	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/memory/memorytest"
 	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
@@ -624,4 +625,55 @@ func TestPreparedConformance(t *testing.T) {
 	t.Parallel()
 	ms := db.NewMessageStore(dbtest.New(t), db.WithPreparedStatements())
 	memorytest.Run(t, func(t *testing.T) store.Store { return ms })
+}
+
+// TestManagerLoadUsesHeldTail: a manager's repeated loads of a session
+// over this store (both policies, summaries on) are answered from the
+// held tail — shown by rewriting the stored contents behind the store's
+// back, which the next load does not show — and its own next turn is seen
+// by the load after it.
+func TestManagerLoadUsesHeldTail(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			s := dbtest.NewSchema(t)
+			ctx := testCtx(t)
+			r := newReplica(t, s.URL, hierarchicalConfig(policy), newRecordingService(0, nil))
+			d := dbtest.Open(t, s.URL)
+			for k := range 8 {
+				if err := r.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprint("q", k), fmt.Sprint("a", k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.mgr.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			verbatim := func() []string {
+				t.Helper()
+				h, err := r.mgr.Load(ctx, "s", "alice")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, m := range h.Messages {
+					out = append(out, m.GetContent())
+				}
+				return out
+			}
+			first := verbatim()
+			if _, err := d.ExecContext(ctx, `UPDATE strata_messages SET content = 'sneaky' WHERE session_id = 's'`); err != nil {
+				t.Fatal(err)
+			}
+			if got := verbatim(); !slices.Equal(got, first) || strings.Contains(strings.Join(got, " "), "sneaky") {
+				t.Fatalf("second load: %q, want the held %q", got, first)
+			}
+			if err := r.mgr.SaveTurn(ctx, "s", "alice", "q-last", "a-last"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(verbatim(), " "); !strings.Contains(got, "q-last") || !strings.Contains(got, "a-last") {
+				t.Fatalf("after a turn: %q", got)
+			}
+		})
+	}
 }
