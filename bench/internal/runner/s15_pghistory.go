@@ -181,7 +181,7 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		}
 	}
 	// The rows of Strata; pghPeerIndexed is the peer's indexed window.
-	const pghStrataRows, pghPeerIndexed = 4, 6
+	const pghStrataRows, pghPeerIndexed = 4, 5
 	systems := []pghSystem{
 		{"Strata (chunked, memory on), agent loop (tail held)", strata(mgrs[0])},
 		{"Strata, agent loop, prepared statements", strata(mgrs[1])},
