@@ -2,12 +2,15 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/strata-go/strata/memory/store"
 )
 
 // TailSQL is the Tail statement reading n messages, for the external
@@ -53,3 +56,31 @@ func TailCacheUsage(s *MessageStore) (entries int, bytes int64) { return s.tails
 
 // ErrNotRerun is errNotRerun, for the tests of prepared appends.
 var ErrNotRerun = errNotRerun
+
+// HeldLoads returns how many loads s answered from the tails it holds
+// without strata_load, and how many appends extended a held tail.
+func HeldLoads(s *MessageStore) (loads, extended int64) { return s.held.Load(), s.extended.Load() }
+
+// AppendAsOlderBuild appends msgs as a build before schema version 18
+// does: strata_append's result read by the four columns it had (total,
+// epoch, last_seq, owner). It works on every version from 9 on, for the
+// tests of older versions and of older replicas on a newer schema.
+func AppendAsOlderBuild(ctx context.Context, d *sqlx.DB, sessionID, userID string, msgs ...store.Message) (store.AppendResult, error) {
+	b, err := newBatch(msgs)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	var (
+		total, epoch, last sql.NullInt64
+		owner              sql.NullString
+	)
+	err = d.QueryRowContext(ctx, `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if !total.Valid {
+		return store.AppendResult{}, fmt.Errorf("append to %q as %q: owner %v: %w", sessionID, userID, owner, store.ErrNotFound)
+	}
+	return store.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
+}

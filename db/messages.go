@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -43,6 +44,9 @@ type MessageStore struct {
 	cache *summaryCache // the summaries Snapshot read last
 	tails *tailCache    // the tails the loads read last
 	stmts *statements   // the prepared statements (WithPreparedStatements)
+	// held counts the loads answered from the held tail (loadHeld) and
+	// extended the appends added to it (extendTail), for the tests.
+	held, extended atomic.Int64
 }
 
 var (
@@ -128,8 +132,11 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //   - The result row has the count after the append and the epoch, both
 //     from s, the last seq, and, only when s updated nothing, the live
 //     session's owner as the statement's snapshot saw it (NULL: missing or
-//     deleted), which tells ErrNotFound from ErrNotOwner.
-const appendSQL = `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+//     deleted), which tells ErrNotFound from ErrNotOwner; then (migration
+//     18) the session's erasures and the time the messages were stored,
+//     with which the store adds them to the tail it holds (see
+//     cachedTail.extended).
+const appendSQL = `SELECT total, epoch, last_seq, owner, erasures, created_at FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // maxParticipants bounds the participants recorded per session (see
 // store.ParticipantLister): the first 64 authors other than its owner.
@@ -205,8 +212,9 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	// caller decides. On a pool made by Open (binary_parameters) the
 	// statement is one round trip and one commit.
 	var (
-		total, epoch, last sql.NullInt64
-		owner              sql.NullString
+		total, epoch, last, erasures sql.NullInt64
+		owner                        sql.NullString
+		at                           sql.NullTime
 	)
 	if p := s.stmts.append; p != nil {
 		// Prepared (WithPreparedStatements): on the pool, by a Stmt that
@@ -217,7 +225,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 		}
 		args := appendArgs(sessionID, userID, b)
 		args[0] = &onceArg{v: sessionID}
-		err = st.QueryRowContext(ctx, args...).Scan(&total, &epoch, &last, &owner)
+		err = st.QueryRowContext(ctx, args...).Scan(&total, &epoch, &last, &owner, &erasures, &at)
 		if errors.Is(err, errNotRerun) {
 			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
@@ -230,7 +238,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 			return fail(err)
 		}
 		defer conn.Close()
-		err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
+		err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner, &erasures, &at)
 		if err != nil {
 			return fail(err)
 		}
@@ -238,7 +246,53 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	if !total.Valid {
 		return missing(owner)
 	}
+	if erasures.Valid && at.Valid {
+		s.extendTail(sessionID, userID, b, epoch.Int64, erasures.Int64, last.Int64, at.Time)
+	}
 	return store.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
+}
+
+// extendTail adds the messages of b, which an append by userID stored as
+// seqs up to last at the time at, to the tail the store holds for the
+// session when they follow it: same epoch and erasures, and the held
+// counter is the one the append raised (no other writer stored a message
+// in between). The added messages are what a load reads back: the
+// author as stored, the stored time, and the tool calls and metadata as
+// decoded from the JSON the statement stored. Otherwise the held tail is
+// left as it is: the next load checks it against the session in any case.
+func (s *MessageStore) extendTail(sessionID, userID string, b *batch, epoch, erasures, last int64, at time.Time) {
+	held := s.tails.get(sessionID)
+	n := int64(len(b.roles))
+	if held == nil || held.epoch != epoch || held.erasures != erasures || held.counter != last-n {
+		return
+	}
+	added := make([]store.Message, len(b.roles))
+	for i := range added {
+		r := messageRow{
+			Seq:        sql.NullInt64{Int64: last - n + 1 + int64(i), Valid: true},
+			Role:       sql.NullString{String: b.roles[i], Valid: true},
+			Content:    sql.NullString{String: b.contents[i], Valid: true},
+			ToolCallID: sql.NullString{String: b.toolCallIDs[i], Valid: true},
+			Name:       sql.NullString{String: b.names[i], Valid: true},
+			UserID:     sql.NullString{String: cmp.Or(b.authors[i], userID), Valid: true},
+			CreatedAt:  sql.NullTime{Time: at, Valid: true},
+		}
+		if b.toolCalls[i] != "" {
+			r.ToolCalls = []byte(b.toolCalls[i])
+		}
+		if b.metadata[i] != "" {
+			r.Metadata = []byte(b.metadata[i])
+		}
+		m, err := r.message()
+		if err != nil {
+			s.tails.swap(sessionID, held, nil)
+			return
+		}
+		added[i] = m
+	}
+	if t := held.extended(last, added); t != nil && s.tails.swap(sessionID, held, t) {
+		s.extended.Add(1)
+	}
 }
 
 // batch holds one Append's messages as parallel column arrays, the shape
@@ -400,6 +454,10 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
 	}
 	if held != nil {
+		t, sm, hit, err := s.loadHeld(ctx, op, after, withSummary, sessionID, userID, n, held, known)
+		if hit || err != nil {
+			return t, sm, err
+		}
 		for i, v := range [5]int64{held.epoch, held.counter, held.erasures, held.after, held.limit} {
 			heldStamp[i] = sql.NullInt64{Int64: v, Valid: true}
 		}
@@ -497,6 +555,97 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	}
 	cs.ledger.fill(sm)
 	return out, sm, nil
+}
+
+// heldSQL is the first statement of a load of a session whose tail the
+// store holds (see loadHeld): the live session's owner, count and stamp
+// (epoch, seq counter, erasures) by the strata_sessions primary key and,
+// only when $2 owns it, the identity of its summary (epoch, version,
+// updated_at, the cursor up_to_seq, and created_at; not its narrative or
+// facts) by the strata_summaries primary key. Plain SQL, no function: two
+// primary-key lookups PostgreSQL plans in a few microseconds. A missing or
+// deleted session yields no row.
+const heldSQL = `
+SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
+       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at
+  FROM strata_sessions s
+  LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
+ WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+
+// loadHeld answers a load (see load) from held, the tail the store holds
+// for the session, and known, the summary it holds, when heldSQL shows
+// that they are still the stored ones: the session's epoch, seq counter
+// and erasures are held's (no message was stored, erased or replaced
+// since it was read; see cachedTail), the load's cursor and limit are
+// within held's, and the stored summary, when there is one and the load
+// wants it, has known's identity. The result then comes from one
+// statement's snapshot (heldSQL's, which also decides ownership) and data
+// that snapshot proves current; hit is false otherwise, and the caller
+// reads the session by loadSQL, whose own snapshot gives the whole result.
+// A missing session returns store.ErrNotFound, another user's
+// memory.ErrNotOwner, as loadSQL's answer does.
+func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int,
+	held *cachedTail, known *cachedSummary) (t store.Tail, sm *summary.Summary, hit bool, err error) {
+	var (
+		owner                           sql.NullString
+		total, epoch, counter, erasures int64
+		sEpoch, sVersion, sUpTo         sql.NullInt64
+		sUpdated, sCreated              sql.NullTime
+	)
+	var row *sql.Row
+	if p := s.stmts.held; p != nil {
+		st, perr := p.get(ctx)
+		if perr != nil {
+			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
+		}
+		row = st.QueryRowContext(ctx, sessionID, userID)
+	} else {
+		row = s.d.QueryRowContext(ctx, heldSQL, sessionID, userID)
+	}
+	err = row.Scan(&owner, &total, &epoch, &counter, &erasures, &sEpoch, &sVersion, &sUpdated, &sUpTo, &sCreated)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		s.tails.drop(sessionID)
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, store.ErrNotFound)
+	case err != nil:
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, err))
+	case owner.String != userID:
+		return t, nil, false, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
+	}
+	var cursor int64
+	if after && sUpTo.Valid && sEpoch.Int64 == epoch {
+		cursor = sUpTo.Int64
+	}
+	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
+		held.after > cursor || int64(n) > held.limit {
+		return t, nil, false, nil
+	}
+	if withSummary && sUpTo.Valid && (known == nil || known.epoch != sEpoch.Int64 ||
+		known.version != sVersion.Int64 || !known.updatedAt.Equal(sUpdated.Time)) {
+		return t, nil, false, nil
+	}
+	s.held.Add(1)
+	t = store.Tail{Total: int(total), Epoch: epoch}
+	if base := held.newest(cursor, n); len(base) > 0 {
+		t.Messages = make([]store.Message, len(base))
+		for i, m := range base {
+			t.Messages[i] = m.Clone()
+		}
+	}
+	if !withSummary || !sUpTo.Valid {
+		return t, nil, true, nil
+	}
+	sm = &summary.Summary{
+		SessionID: sessionID,
+		Narrative: known.narrative,
+		UpToSeq:   sUpTo.Int64,
+		Epoch:     sEpoch.Int64,
+		Version:   sVersion.Int64,
+		CreatedAt: keptTime(sCreated.Time),
+		UpdatedAt: keptTime(sUpdated.Time),
+	}
+	known.ledger.fill(sm)
+	return t, sm, true, nil
 }
 
 // keepTail completes out, whose messages are the rows of a load that

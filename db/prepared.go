@@ -15,14 +15,15 @@ import (
 // WithPreparedStatements is given; each field is nil otherwise, and the
 // statement is then sent unnamed.
 type statements struct {
-	load, append *preparedStmt
+	load, held, append *preparedStmt
 }
 
 func newStatements(d *sqlx.DB, prepare bool) *statements {
 	if !prepare {
 		return &statements{}
 	}
-	return &statements{load: &preparedStmt{d: d.DB, query: loadSQL}, append: &preparedStmt{d: d.DB, query: appendSQL}}
+	return &statements{load: &preparedStmt{d: d.DB, query: loadSQL}, held: &preparedStmt{d: d.DB, query: heldSQL},
+		append: &preparedStmt{d: d.DB, query: appendSQL}}
 }
 
 // preparedStmt is one statement prepared on first use as a database/sql

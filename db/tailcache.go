@@ -54,9 +54,12 @@ type tailCache struct {
 // stored messages, raises it). after is the cursor the messages were read
 // after (the summary's, or 0) and limit how many of the newest messages
 // after it they are, tailAll when they are all of them.
+//
+// want is the number of messages the load asked for; a tail an append
+// extends (extended) keeps at most that many when it held all of them.
 type cachedTail struct {
 	epoch, counter, erasures, after int64
-	limit                           int64
+	limit, want                     int64
 	msgs                            []store.Message // oldest first
 	size                            int64
 }
@@ -83,6 +86,11 @@ func (c *tailCache) put(session string, t *cachedTail) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(session, t)
+}
+
+// putLocked is put with c.mu held.
+func (c *tailCache) putLocked(session string, t *cachedTail) {
 	if old, ok := c.m[session]; ok {
 		c.bytes -= old.size
 		delete(c.m, session)
@@ -99,6 +107,30 @@ func (c *tailCache) put(session string, t *cachedTail) {
 	}
 	c.m[session] = t
 	c.bytes += t.size
+}
+
+// swap caches t (nil: none) as session's tail only if old is still its entry, and
+// reports whether it did: an entry a concurrent load or append replaced
+// meanwhile is kept.
+func (c *tailCache) swap(session string, old, t *cachedTail) bool {
+	if c.max <= 0 || c.maxBytes <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[session] != old {
+		return false
+	}
+	if t == nil {
+		if old == nil {
+			return true
+		}
+		c.bytes -= old.size
+		delete(c.m, session)
+		return true
+	}
+	c.putLocked(session, t)
+	return true
 }
 
 // drop forgets session's tail.
@@ -148,12 +180,46 @@ func (t *cachedTail) newest(after int64, n int) []store.Message {
 // oldest first, which it keeps (the caller no longer changes or hands
 // them out).
 func newCachedTail(msgs []store.Message, epoch, counter, erasures, after int64, n int) *cachedTail {
-	t := &cachedTail{epoch: epoch, counter: counter, erasures: erasures, after: after, limit: int64(n), msgs: msgs}
+	t := &cachedTail{epoch: epoch, counter: counter, erasures: erasures, after: after, limit: int64(n), want: int64(n), msgs: msgs}
 	if len(msgs) < n {
 		t.limit = tailAll
 	}
-	for i := range msgs {
-		t.size += messageSize(&msgs[i])
-	}
+	t.count()
 	return t
+}
+
+// count sets t's size from its messages.
+func (t *cachedTail) count() {
+	t.size = 0
+	for i := range t.msgs {
+		t.size += messageSize(&t.msgs[i])
+	}
+}
+
+// extended is t followed by added, the messages an append stored right
+// after t's (their seqs follow t's counter, under t's epoch and erasures),
+// as the cache entry of the new counter; nil when added do not follow t.
+// It keeps what a tail of t's limit needs: the newest limit messages, or,
+// when t held all the messages after its cursor, all of them up to the
+// number its load asked for, beyond which it holds the newest that many.
+// added are kept as they are (the caller no longer changes them).
+func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail {
+	if len(added) == 0 || counter-int64(len(added)) != t.counter || added[0].Seq != t.counter+1 {
+		return nil
+	}
+	n := &cachedTail{epoch: t.epoch, counter: counter, erasures: t.erasures, after: t.after, limit: t.limit, want: t.want}
+	total := len(t.msgs) + len(added)
+	keep := int64(total)
+	if t.limit != tailAll {
+		keep = min(keep, t.limit)
+	} else if keep > t.want {
+		keep, n.limit = t.want, t.want
+	}
+	n.msgs = make([]store.Message, 0, keep)
+	if skip := total - int(keep); skip < len(t.msgs) {
+		n.msgs = append(n.msgs, t.msgs[max(skip, 0):]...)
+	}
+	n.msgs = append(n.msgs, added[max(len(added)-int(keep), 0):]...)
+	n.count()
+	return n
 }

@@ -234,8 +234,11 @@ func TestTailCacheBounds(t *testing.T) {
 // re-creations, imports and summary saves spread over two replicas (two
 // pools, each store with its tail cache), every load of both replicas —
 // Tail, Snapshot and SnapshotAfterSummary of random sizes — with the same
-// load by a store that caches nothing. Directly and through PgBouncer in
-// transaction mode (STRATA_PGBOUNCER_URL).
+// load by a store that caches nothing. Messages carry tool calls,
+// metadata, Korean text and other authors. Each replica must have
+// answered loads from its held tail without strata_load (HeldLoads) and
+// extended held tails by its appends. Directly, through PgBouncer in
+// transaction mode (STRATA_PGBOUNCER_URL), and with prepared statements.
 func TestTailCacheRandomAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	t.Run("direct", func(t *testing.T) {
@@ -273,8 +276,11 @@ func randomReplicas(t *testing.T, open func() *sqlx.DB, opts ...db.Option) {
 	msg := func() store.Message {
 		next++
 		m := user(fmt.Sprint("c", next))
-		if next%3 == 0 {
+		switch next % 3 {
+		case 0:
 			m = store.Message{Role: store.RoleAssistant, Content: fmt.Sprint("c", next), Metadata: map[string]string{"k": fmt.Sprint(next)}}
+		case 1:
+			m = richMessage(rng, next) // tool calls, metadata, Korean text, another author
 		}
 		return m
 	}
@@ -373,6 +379,15 @@ func randomReplicas(t *testing.T, open func() *sqlx.DB, opts ...db.Option) {
 			}
 		}
 		check(step, what)
+	}
+	// The loads after a replica's own append, and those of an unchanged
+	// session, come from its held tail, extended by the append.
+	for ri, r := range replicas {
+		loads, ext := db.HeldLoads(r)
+		t.Logf("replica %d: %d held loads, %d extended tails", ri, loads, ext)
+		if loads == 0 || ext == 0 {
+			t.Errorf("replica %d: %d held loads, %d extended tails: the hit path or the append's extension never ran", ri, loads, ext)
+		}
 	}
 }
 

@@ -101,3 +101,58 @@ BEGIN
      LIMIT p_limit;
 END
 $fn$;
+
+-- strata_append, as in version 15, returning also the session's erasures
+-- and the time its messages were stored (created_at; NULL when it stored
+-- none): with the epoch and the new seq counter (last_seq) they let the
+-- appending store add the messages, as stored, to the tail it holds
+-- (see tailCache). Only the result changed: two columns at its end, which
+-- callers that select total, epoch, last_seq and owner by name ignore; a
+-- changed result type needs the function dropped and created again.
+DROP FUNCTION IF EXISTS strata_append(TEXT, TEXT, TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT[], TEXT, BIGINT,
+    TEXT[], INT);
+CREATE FUNCTION strata_append(
+    p_session TEXT, p_user TEXT, p_roles TEXT[], p_contents TEXT[], p_tool_calls TEXT[],
+    p_tool_call_ids TEXT[], p_names TEXT[], p_metadata TEXT[], p_authors TEXT[], p_first_user TEXT, p_count BIGINT,
+    p_new TEXT[], p_max INT)
+RETURNS TABLE (total BIGINT, epoch BIGINT, last_seq BIGINT, owner TEXT, erasures BIGINT, created_at TIMESTAMPTZ)
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan
+AS $fn$
+#variable_conflict use_column
+DECLARE
+    v_start    TIMESTAMPTZ := clock_timestamp();
+    v_at       TIMESTAMPTZ;
+    v_total    BIGINT;
+    v_epoch    BIGINT;
+    v_counter  BIGINT;
+    v_erasures BIGINT;
+    i          INT;
+BEGIN
+    UPDATE strata_sessions
+       SET message_count      = message_count + p_count,
+           first_user_message = COALESCE(first_user_message, p_first_user),
+           last_activity      = GREATEST(last_activity, v_start),
+           participants       = strata_merge_participants(participants, p_new, p_max),
+           seq_counter        = seq_counter + p_count
+     WHERE session_id = p_session AND user_id = p_user AND deleted_at IS NULL
+    RETURNING message_count, epoch, seq_counter, erasures INTO v_total, v_epoch, v_counter, v_erasures;
+    IF NOT FOUND THEN
+        RETURN QUERY
+        SELECT NULL::bigint, NULL::bigint, NULL::bigint, s.user_id, NULL::bigint, NULL::timestamptz
+          FROM (SELECT 1) one
+          LEFT JOIN strata_sessions s ON s.session_id = p_session AND s.deleted_at IS NULL;
+        RETURN;
+    END IF;
+    v_at := clock_timestamp();
+    FOR i IN 1 .. p_count LOOP
+        INSERT INTO strata_messages
+               (seq, session_id, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at)
+        VALUES (v_counter - p_count + i, p_session, p_roles[i], p_contents[i], NULLIF(p_tool_calls[i], '')::jsonb,
+                p_tool_call_ids[i], p_names[i], NULLIF(p_metadata[i], '')::jsonb,
+                COALESCE(NULLIF(p_authors[i], ''), p_user), v_at);
+    END LOOP;
+    RETURN QUERY SELECT v_total, v_epoch, CASE WHEN p_count > 0 THEN v_counter END, NULL::text, v_erasures,
+           CASE WHEN p_count > 0 THEN v_at END;
+END
+$fn$;
