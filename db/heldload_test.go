@@ -48,7 +48,8 @@ func richMessage(rng *rand.Rand, i int) store.Message {
 // it holds, extended by its own appends, without strata_load (HeldLoads
 // counts them), and every such load equals, message for message (seq,
 // role, content, tool calls, metadata, author, stored time), the load of
-// a store just made, which holds nothing. Random turns (seed printed),
+// a store just made, which holds nothing; so does the load after a fold
+// saved a new summary (the plain statement sends it). Random turns (seed printed),
 // Tail, Snapshot and SnapshotAfterSummary, with and without a summary,
 // prepared statements off and on.
 func TestHeldLoadEqualsFreshStore(t *testing.T) {
@@ -112,17 +113,24 @@ func TestHeldLoadEqualsFreshStore(t *testing.T) {
 					if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gs, ws) {
 						t.Fatalf("seed %d, mode %d, turn %d:\n held %+v %+v\nfresh %+v %+v", seed, mode, turn, got, gs, want, ws)
 					}
-					if mode == 2 && turn == 10 {
-						// A summary appears: the next load misses once, then hits again.
-						err := db.NewSummaryStore(d).Save(ctx, summary.Summary{SessionID: "s", Epoch: got.Epoch,
-							UpToSeq: got.Messages[len(got.Messages)/2].Seq, Narrative: "요약", Facts: []summary.Fact{{Key: "k", Value: "v"}}})
+					if mode >= 1 && turn%5 == 4 {
+						// A fold saves a new summary (another replica's store): the
+						// next load still needs no strata_load — the plain statement
+						// sends the changed summary — and equals a fresh store's.
+						err := db.NewSummaryStore(dbtest.Open(t, s.URL)).Save(ctx, summary.Summary{SessionID: "s", Epoch: got.Epoch,
+							UpToSeq: got.Messages[len(got.Messages)/2].Seq, Narrative: fmt.Sprint("요약 ", turn),
+							Facts: []summary.Fact{{Key: "k", Value: fmt.Sprint("v", turn)}}})
 						if err != nil {
 							t.Fatal(err)
 						}
 						b, _ := db.HeldLoads(ms)
-						load(ms)
-						if a, _ := db.HeldLoads(ms); a != b {
-							t.Fatalf("a load after a new summary was answered from the held copies")
+						got, gs := load(ms)
+						if a, _ := db.HeldLoads(ms); a != b+1 {
+							t.Fatalf("seed %d, mode %d, turn %d: the load after a new summary ran strata_load", seed, mode, turn)
+						}
+						want, ws := load(db.NewMessageStore(dbtest.Open(t, s.URL)))
+						if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gs, ws) || gs == nil || gs.Narrative != fmt.Sprint("요약 ", turn) {
+							t.Fatalf("seed %d, mode %d, turn %d, after a new summary:\n held %+v %+v\nfresh %+v %+v", seed, mode, turn, got, gs, want, ws)
 						}
 					}
 				}

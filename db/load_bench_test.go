@@ -166,9 +166,11 @@ func BenchmarkLoad(b *testing.B) {
 
 // BenchmarkLoadVsRawTail times, call by call in turn (interleaved, so
 // that the machine's load weighs on all alike), BenchmarkRawTail's
-// prepared query and Manager.Load four ways: tail=held is an agent loop's
-// load (this store read the session before: the statement confirms the
-// held tail and sends no message), tail=cold one that reads the whole
+// prepared query and Manager.Load six ways: held is a repeated load of an
+// unchanged session (this store read it before: one plain statement
+// confirms the held tail and summary), loop an agent loop's load (the
+// store appended a turn, untimed, since its last load, which extended
+// its held tail), cold one that reads the whole
 // tail (the first by this process; WithTailCache(0, 0)), each with
 // prepared statements off (the default) and on (WithPreparedStatements).
 // And, at the store level (SnapshotAfterSummary, the load's statement),
@@ -218,10 +220,36 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 		_, err := other.Append(ctx, session+"-new", "bench", user("another replica's question"), assistant("its answer"))
 		return err
 	}
+	// loop is an agent loop's load: the store appended a turn (untimed)
+	// since its last load of the session (its own held tail, extended).
+	loop := func(suffix string, opts ...db.Option) (before, op func(string) error) {
+		ms := db.NewMessageStore(f.d, opts...)
+		m, err := memory.NewManager(ms, loadConfig(), memory.WithSummaries(f.sums, summary.NewExtractiveService()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = m.Close() })
+		before = func(session string) error {
+			_, err := ms.Append(ctx, session+suffix, "bench", user("the next question"), assistant("its answer"))
+			return err
+		}
+		op = func(session string) error {
+			h, err := m.Load(ctx, session+suffix, "bench")
+			if err == nil && h.Mode != "hierarchical" {
+				err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
+			}
+			return err
+		}
+		return before, op
+	}
+	loopBefore, loopOp := loop("-loop")
+	loopPBefore, loopPOp := loop("-loop-prepared", db.WithPreparedStatements())
 	variants := []variant{
 		{"raw", nil, func(session string) error { return rawTail(ctx, st, session, loadRows()) }},
 		{"held", nil, load()},
 		{"held-prepared", nil, load(db.WithPreparedStatements())},
+		{"loop", loopBefore, loopOp},
+		{"loop-prepared", loopPBefore, loopPOp},
 		{"cold", nil, load(db.WithTailCache(0, 0))},
 		{"cold-prepared", nil, load(db.WithTailCache(0, 0), db.WithPreparedStatements())},
 		{"store-new", appendPair, snap()},
@@ -232,6 +260,18 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 	for _, n := range loadSizes {
 		session := fmt.Sprint("load-", n)
 		seedSession(b, ctx, f.d, session+"-new", n)
+		for _, suffix := range []string{"-loop", "-loop-prepared"} {
+			seedSession(b, ctx, f.d, session+suffix, n)
+			t, err := f.messages.Tail(ctx, session+suffix, "bench", loadConfig().RecentMessageCount+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = f.sums.Save(ctx, summary.Summary{SessionID: session + suffix, Epoch: t.Epoch, UpToSeq: t.Messages[0].Seq,
+				Narrative: "The user asked about lorem ipsum; the assistant explained dolor sit amet."})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			ds := make([][]time.Duration, len(variants))
 			for _, v := range variants { // warm: prepared, held

@@ -468,28 +468,21 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		return fail(classify(ctx, err))
 	}
 	defer rows.Close()
-	type summaryCols struct {
-		Epoch, UpToSeq, Version sql.NullInt64
-		Narrative               sql.NullString
-		Facts                   []byte
-		CreatedAt, UpdatedAt    sql.NullTime
-		Same                    sql.NullBool
-	}
 	type stampCols struct {
 		Counter, Erasures, After, Since sql.NullInt64
 	}
 	var (
 		out   = store.Tail{Messages: make([]store.Message, 0, min(n, 256))}
 		owner sql.NullString
-		sr    summaryCols // from the session row
-		stamp stampCols   // from the session row
+		sr    loadSummaryCols // from the session row
+		stamp stampCols       // from the session row
 		found bool
 		// Scanned into, row after row: Scan overwrites every column and
 		// copies what it keeps (the bytes of []byte columns included).
 		rowOwner     sql.NullString
 		total, epoch sql.NullInt64
 		r            messageRow
-		row          summaryCols
+		row          loadSummaryCols
 		rowStamp     stampCols
 	)
 	for rows.Next() {
@@ -531,6 +524,116 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	if !withSummary || !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
+	return out, s.summaryOf(ctx, sessionID, known, &sr), nil
+}
+
+// heldSQL is the first statement of a load of a session whose tail the
+// store holds (see loadHeld): the live session's owner, count and stamp
+// (epoch, seq counter, erasures) by the strata_sessions primary key and,
+// only when $2 owns it, its summary's identity (epoch, version,
+// updated_at), cursor (up_to_seq) and created_at by the strata_summaries
+// primary key, with its narrative and facts only when $6 (the load wants
+// the summary) and the summary is not the one the caller holds ($3..$5
+// its epoch, version and updated_at, or NULL; same is then true). Plain
+// SQL, no function: two primary-key lookups PostgreSQL plans in a few
+// microseconds. A missing or deleted session yields no row.
+const heldSQL = `
+SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
+       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at, x.same,
+       CASE WHEN $6::boolean AND NOT x.same THEN c.narrative END,
+       CASE WHEN $6::boolean AND NOT x.same THEN c.facts_json END
+  FROM strata_sessions s
+  LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
+  CROSS JOIN LATERAL (SELECT COALESCE(c.epoch = $3::bigint AND c.version = $4::bigint
+                                      AND c.updated_at = $5::timestamptz, false) AS same) x
+ WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+
+// loadHeld answers a load (see load) from held, the tail the store holds
+// for the session, and known, the summary it holds, when heldSQL shows
+// that they are still the stored ones: the session's epoch, seq counter
+// and erasures are held's (no message was stored, erased or replaced
+// since it was read; see cachedTail), the load's cursor and limit are
+// within held's, and the stored summary, when there is one and the load
+// wants it, has known's identity. The result then comes from one
+// statement's snapshot (heldSQL's, which also decides ownership) and data
+// that snapshot proves current; hit is false otherwise, and the caller
+// reads the session by loadSQL, whose own snapshot gives the whole result.
+// A missing session returns store.ErrNotFound, another user's
+// memory.ErrNotOwner, as loadSQL's answer does.
+func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int,
+	held *cachedTail, known *cachedSummary) (t store.Tail, sm *summary.Summary, hit bool, err error) {
+	var (
+		owner                           sql.NullString
+		total, epoch, counter, erasures int64
+		sr                              loadSummaryCols
+		knownEpoch, knownVersion        sql.NullInt64
+		knownUpdated                    sql.NullTime
+	)
+	if known != nil {
+		knownEpoch = sql.NullInt64{Int64: known.epoch, Valid: true}
+		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
+		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
+	}
+	args := []any{sessionID, userID, knownEpoch, knownVersion, knownUpdated, withSummary}
+	var row *sql.Row
+	if p := s.stmts.held; p != nil {
+		st, perr := p.get(ctx)
+		if perr != nil {
+			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
+		}
+		row = st.QueryRowContext(ctx, args...)
+	} else {
+		row = s.d.QueryRowContext(ctx, heldSQL, args...)
+	}
+	err = row.Scan(&owner, &total, &epoch, &counter, &erasures,
+		&sr.Epoch, &sr.Version, &sr.UpdatedAt, &sr.UpToSeq, &sr.CreatedAt, &sr.Same, &sr.Narrative, &sr.Facts)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		s.tails.drop(sessionID)
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, store.ErrNotFound)
+	case err != nil:
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, err))
+	case owner.String != userID:
+		return t, nil, false, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
+	}
+	var cursor int64
+	if after && sr.UpToSeq.Valid && sr.Epoch.Int64 == epoch {
+		cursor = sr.UpToSeq.Int64
+	}
+	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
+		held.after > cursor || int64(n) > held.limit {
+		return t, nil, false, nil
+	}
+	s.held.Add(1)
+	t = store.Tail{Total: int(total), Epoch: epoch}
+	if base := held.newest(cursor, n); len(base) > 0 {
+		t.Messages = make([]store.Message, len(base))
+		for i, m := range base {
+			t.Messages[i] = m.Clone()
+		}
+	}
+	if !withSummary || !sr.UpToSeq.Valid {
+		return t, nil, true, nil
+	}
+	return t, s.summaryOf(ctx, sessionID, known, &sr), true, nil
+}
+
+// loadSummaryCols are the summary columns of a load's answer (loadSQL's,
+// heldSQL's): Narrative and Facts are NULL when Same, the summary the
+// caller holds.
+type loadSummaryCols struct {
+	Epoch, UpToSeq, Version sql.NullInt64
+	Narrative               sql.NullString
+	Facts                   []byte
+	CreatedAt, UpdatedAt    sql.NullTime
+	Same                    sql.NullBool
+}
+
+// summaryOf is the summary a load read (sr), from known, the one the
+// store holds, when it is the same, else decoded from sr and then held.
+// Facts that cannot be decoded are dropped with a logged warning, as
+// SummaryStore.Get does.
+func (s *MessageStore) summaryOf(ctx context.Context, sessionID string, known *cachedSummary, sr *loadSummaryCols) *summary.Summary {
 	var cs *cachedSummary
 	if sr.Same.Bool && known != nil {
 		cs = known // unchanged since this store read it: not sent, not decoded
@@ -554,98 +657,7 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		UpdatedAt: keptTime(sr.UpdatedAt.Time),
 	}
 	cs.ledger.fill(sm)
-	return out, sm, nil
-}
-
-// heldSQL is the first statement of a load of a session whose tail the
-// store holds (see loadHeld): the live session's owner, count and stamp
-// (epoch, seq counter, erasures) by the strata_sessions primary key and,
-// only when $2 owns it, the identity of its summary (epoch, version,
-// updated_at, the cursor up_to_seq, and created_at; not its narrative or
-// facts) by the strata_summaries primary key. Plain SQL, no function: two
-// primary-key lookups PostgreSQL plans in a few microseconds. A missing or
-// deleted session yields no row.
-const heldSQL = `
-SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
-       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at
-  FROM strata_sessions s
-  LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
- WHERE s.session_id = $1 AND s.deleted_at IS NULL`
-
-// loadHeld answers a load (see load) from held, the tail the store holds
-// for the session, and known, the summary it holds, when heldSQL shows
-// that they are still the stored ones: the session's epoch, seq counter
-// and erasures are held's (no message was stored, erased or replaced
-// since it was read; see cachedTail), the load's cursor and limit are
-// within held's, and the stored summary, when there is one and the load
-// wants it, has known's identity. The result then comes from one
-// statement's snapshot (heldSQL's, which also decides ownership) and data
-// that snapshot proves current; hit is false otherwise, and the caller
-// reads the session by loadSQL, whose own snapshot gives the whole result.
-// A missing session returns store.ErrNotFound, another user's
-// memory.ErrNotOwner, as loadSQL's answer does.
-func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int,
-	held *cachedTail, known *cachedSummary) (t store.Tail, sm *summary.Summary, hit bool, err error) {
-	var (
-		owner                           sql.NullString
-		total, epoch, counter, erasures int64
-		sEpoch, sVersion, sUpTo         sql.NullInt64
-		sUpdated, sCreated              sql.NullTime
-	)
-	var row *sql.Row
-	if p := s.stmts.held; p != nil {
-		st, perr := p.get(ctx)
-		if perr != nil {
-			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
-		}
-		row = st.QueryRowContext(ctx, sessionID, userID)
-	} else {
-		row = s.d.QueryRowContext(ctx, heldSQL, sessionID, userID)
-	}
-	err = row.Scan(&owner, &total, &epoch, &counter, &erasures, &sEpoch, &sVersion, &sUpdated, &sUpTo, &sCreated)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		s.tails.drop(sessionID)
-		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, store.ErrNotFound)
-	case err != nil:
-		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, err))
-	case owner.String != userID:
-		return t, nil, false, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
-	}
-	var cursor int64
-	if after && sUpTo.Valid && sEpoch.Int64 == epoch {
-		cursor = sUpTo.Int64
-	}
-	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
-		held.after > cursor || int64(n) > held.limit {
-		return t, nil, false, nil
-	}
-	if withSummary && sUpTo.Valid && (known == nil || known.epoch != sEpoch.Int64 ||
-		known.version != sVersion.Int64 || !known.updatedAt.Equal(sUpdated.Time)) {
-		return t, nil, false, nil
-	}
-	s.held.Add(1)
-	t = store.Tail{Total: int(total), Epoch: epoch}
-	if base := held.newest(cursor, n); len(base) > 0 {
-		t.Messages = make([]store.Message, len(base))
-		for i, m := range base {
-			t.Messages[i] = m.Clone()
-		}
-	}
-	if !withSummary || !sUpTo.Valid {
-		return t, nil, true, nil
-	}
-	sm = &summary.Summary{
-		SessionID: sessionID,
-		Narrative: known.narrative,
-		UpToSeq:   sUpTo.Int64,
-		Epoch:     sEpoch.Int64,
-		Version:   sVersion.Int64,
-		CreatedAt: keptTime(sCreated.Time),
-		UpdatedAt: keptTime(sUpdated.Time),
-	}
-	known.ledger.fill(sm)
-	return t, sm, true, nil
+	return sm
 }
 
 // keepTail completes out, whose messages are the rows of a load that

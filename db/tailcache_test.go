@@ -179,7 +179,23 @@ func TestTailCacheAfterSummaryCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := contents(tl.Messages); !slices.Equal(got, []string{"sneaky", "sneaky", "sneaky", "m9"}) {
+	// The held tail was read after no cursor (the first load) and the
+	// append extended it: it answers a Tail as well.
+	if got := contents(tl.Messages); !slices.Equal(got, []string{"m6", "m7", "m8", "m9"}) {
+		t.Fatalf("Tail: %q, want the held m6 m7 m8 and the appended m9", got)
+	}
+	// A tail held after a cursor does not answer a load from before it.
+	if _, err := f.d.ExecContext(ctx, `UPDATE strata_messages SET content = 'sneaky' WHERE session_id = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	other := db.NewMessageStore(f.d)
+	if _, _, err := other.SnapshotAfterSummary(ctx, "s", "alice", 4); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err = other.Tail(ctx, "s", "alice", 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := contents(tl.Messages); !slices.Equal(got, []string{"sneaky", "sneaky", "sneaky", "sneaky"}) {
 		t.Fatalf("Tail below the held cursor: %q, want a read of the stored rows", got)
 	}
 }
