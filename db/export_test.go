@@ -84,3 +84,8 @@ func AppendAsOlderBuild(ctx context.Context, d *sqlx.DB, sessionID, userID strin
 	}
 	return store.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
 }
+
+// HeldSQL is heldSQL, the first statement of a load whose tail the store
+// holds, for the tests of its plan. It takes ($1 session, $2 user, $3..$5
+// the held summary's identity or NULL, $6 whether the summary is wanted).
+const HeldSQL = heldSQL

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -369,5 +370,37 @@ func TestHeldLoadAgentLoopRace(t *testing.T) {
 	t.Logf("%d loads checked, %d held loads, %d extended tails", len(loads), held, ext)
 	if held == 0 {
 		t.Fatal("no load was answered from a held tail")
+	}
+}
+
+// TestHeldSQLPlan: the held load's plain statement is two primary-key
+// lookups (strata_sessions_pkey, strata_summaries_pkey), no scan of
+// either table and no function, planned and run on a database of 3 000
+// sessions with summaries.
+func TestHeldSQLPlan(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	if _, err := d.ExecContext(ctx, `
+INSERT INTO strata_sessions (session_id, user_id) SELECT 's' || g, 'alice' FROM generate_series(1, 3000) g;
+INSERT INTO strata_summaries (session_id, epoch, narrative, up_to_seq)
+SELECT session_id, epoch, 'n', 1 FROM strata_sessions;
+ANALYZE strata_sessions, strata_summaries`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	if err := d.SelectContext(ctx, &plan, `EXPLAIN `+db.HeldSQL, "s42", "alice", 1, 1, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	all := fmt.Sprint(plan)
+	t.Logf("plan:\n%s", all)
+	for _, want := range []string{"strata_sessions_pkey", "strata_summaries_pkey"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("plan without %s", want)
+		}
+	}
+	if strings.Contains(all, "Seq Scan") || strings.Contains(all, "strata_") && strings.Contains(all, "Function Scan") {
+		t.Errorf("plan scans a table or calls a function")
 	}
 }
