@@ -329,17 +329,37 @@
 // (WithTailCache: DefaultTailCacheSessions sessions and
 // DefaultTailCacheBytes in all by default), with its stamp: the session's
 // epoch, seq counter and erasures, the cursor it was read after and how
-// many messages it holds. The next load of the session passes the stamp in
-// its one statement (a call of strata_load), which compares it with the
-// session row under the statement's snapshot: when the epoch and erasures
-// match and the load asks for no more messages, after no earlier cursor,
-// than the held tail covers, only the messages stored after the held
-// counter are sent — none in an agent loop on one replica — and merged
-// with the held ones; otherwise the whole tail is sent again. So a tail
-// is never served without the database confirming it in the statement
-// that also checks ownership: another replica's append adds its messages,
-// its erasure, replace, delete or re-creation discards the held tail, and
-// a load costs one round trip either way. Callers get copies.
+// many messages it holds. Every change of a session's stored messages
+// changes its stamp under the session row's lock (an append or import
+// raises the counter, an erasure the erasures, a replace or re-creation
+// draws a new epoch).
+//
+// A load of a session whose tail the store holds first runs one plain
+// statement, no function: the live session row by its primary key (the
+// owner, count and stamp) and, for its owner, the summary row's identity
+// and cursor by its primary key, with the summary's narrative and facts
+// only when they are not the ones the store holds (see WithSummaryCache).
+// When the stamp is the held one and the load asks for no more messages,
+// after no earlier cursor, than the held tail covers, the load is answered
+// from the held tail and that statement's summary: one round trip, one
+// snapshot, which also decided ownership and proved the held messages
+// current. Otherwise the load calls strata_load with the stamp, which in
+// its own snapshot compares it again and sends only the messages stored
+// after the held counter when the epoch and erasures still match, the
+// whole tail when not; its answer alone makes the result. A load of a
+// session the store holds nothing for calls strata_load directly. So a
+// tail is never served without the database confirming it in the
+// statement that also checks ownership, and another replica's append,
+// erasure, replace, delete or re-creation is seen by the next load.
+//
+// An append (strata_append) returns the session's epoch, erasures, new
+// seq counter and the time its messages were stored; when the held tail's
+// stamp has that epoch and those erasures and its counter is the one the
+// append raised (no other writer in between), the store adds the messages
+// to the held tail as a load would read them back, keeping as many as its
+// loads ask for. In an agent loop on one replica (load, append, load …)
+// every load after the first is then the plain statement alone, a fold's
+// new summary included. Callers get copies.
 //
 // Deletion. MessageStore.Delete removes the session's messages, summary
 // and catalogue document and turns its row into a tombstone, in one
