@@ -86,6 +86,7 @@ func AppendAsOlderBuild(ctx context.Context, d *sqlx.DB, sessionID, userID strin
 }
 
 // HeldSQL is heldSQL, the first statement of a load whose tail the store
-// holds, for the tests of its plan. It takes ($1 session, $2 user, $3..$5
-// the held summary's identity or NULL, $6 whether the summary is wanted).
+// holds, for the tests of its plan. It takes ($1 session, $2 user, $3, $4
+// the held summary's epoch and version or -1, $5 whether the summary is
+// wanted).
 const HeldSQL = heldSQL

@@ -390,7 +390,7 @@ ANALYZE strata_sessions, strata_summaries`); err != nil {
 		t.Fatal(err)
 	}
 	var plan []string
-	if err := d.SelectContext(ctx, &plan, `EXPLAIN `+db.HeldSQL, "s42", "alice", 1, 1, time.Now(), true); err != nil {
+	if err := d.SelectContext(ctx, &plan, `EXPLAIN `+db.HeldSQL, "s42", "alice", 1, 1, true); err != nil {
 		t.Fatal(err)
 	}
 	all := fmt.Sprint(plan)

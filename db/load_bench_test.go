@@ -169,8 +169,9 @@ func BenchmarkLoad(b *testing.B) {
 // prepared query and Manager.Load six ways: held is a repeated load of an
 // unchanged session (this store read it before: one plain statement
 // confirms the held tail and summary), loop an agent loop's load (the
-// store appended a turn, untimed, since its last load, which extended
-// its held tail), cold one that reads the whole
+// store appended a turn and saved a new summary, as a fold does, untimed,
+// since its last load: the append extended its held tail, the plain
+// statement sends the new summary), cold one that reads the whole
 // tail (the first by this process; WithTailCache(0, 0)), each with
 // prepared statements off (the default) and on (WithPreparedStatements).
 // And, at the store level (SnapshotAfterSummary, the load's statement),
@@ -220,8 +221,10 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 		_, err := other.Append(ctx, session+"-new", "bench", user("another replica's question"), assistant("its answer"))
 		return err
 	}
-	// loop is an agent loop's load: the store appended a turn (untimed)
-	// since its last load of the session (its own held tail, extended).
+	// loop is an agent loop's load: the store appended a turn and a fold
+	// saved the summary covering all but the verbatim window, through the
+	// same store, as the manager's background fold does after each turn
+	// (untimed), since its last load.
 	loop := func(suffix string, opts ...db.Option) (before, op func(string) error) {
 		ms := db.NewMessageStore(f.d, opts...)
 		m, err := memory.NewManager(ms, loadConfig(), memory.WithSummaries(f.sums, summary.NewExtractiveService()))
@@ -230,8 +233,13 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 		}
 		b.Cleanup(func() { _ = m.Close() })
 		before = func(session string) error {
-			_, err := ms.Append(ctx, session+suffix, "bench", user("the next question"), assistant("its answer"))
-			return err
+			res, err := ms.Append(ctx, session+suffix, "bench", user("the next question"), assistant("its answer"))
+			if err != nil {
+				return err
+			}
+			return ms.SaveSummary(ctx, summary.Summary{SessionID: session + suffix, Epoch: res.Epoch,
+				UpToSeq:   res.LastSeq - int64(loadConfig().RecentMessageCount),
+				Narrative: "The user asked about lorem ipsum; the assistant explained dolor sit amet."})
 		}
 		op = func(session string) error {
 			h, err := m.Load(ctx, session+suffix, "bench")

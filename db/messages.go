@@ -532,20 +532,21 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 // (epoch, seq counter, erasures) by the strata_sessions primary key and,
 // only when $2 owns it, its summary's identity (epoch, version,
 // updated_at), cursor (up_to_seq) and created_at by the strata_summaries
-// primary key, with its narrative and facts only when $6 (the load wants
-// the summary) and the summary is not the one the caller holds ($3..$5
-// its epoch, version and updated_at, or NULL; same is then true). Plain
-// SQL, no function: two primary-key lookups PostgreSQL plans in a few
-// microseconds. A missing or deleted session yields no row.
+// primary key, with its narrative and facts only when $5 (the load wants
+// the summary) and the summary's epoch or version is not the one of the
+// summary the caller holds ($3, $4; -1 for none). The caller compares
+// updated_at, the rest of the identity, itself (a comparison of a
+// timestamptz parameter costs the server more than the rest of the
+// statement's planning). Plain SQL, no function: two primary-key lookups
+// PostgreSQL plans in a few microseconds. A missing or deleted session
+// yields no row.
 const heldSQL = `
 SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
-       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at, x.same,
-       CASE WHEN $6::boolean AND NOT x.same THEN c.narrative END,
-       CASE WHEN $6::boolean AND NOT x.same THEN c.facts_json END
+       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at,
+       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.narrative END,
+       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.facts_json END
   FROM strata_sessions s
   LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
-  CROSS JOIN LATERAL (SELECT COALESCE(c.epoch = $3::bigint AND c.version = $4::bigint
-                                      AND c.updated_at = $5::timestamptz, false) AS same) x
  WHERE s.session_id = $1 AND s.deleted_at IS NULL`
 
 // loadHeld answers a load (see load) from held, the tail the store holds
@@ -566,15 +567,12 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 		owner                           sql.NullString
 		total, epoch, counter, erasures int64
 		sr                              loadSummaryCols
-		knownEpoch, knownVersion        sql.NullInt64
-		knownUpdated                    sql.NullTime
+		knownEpoch, knownVersion        int64 = -1, -1 // none: epochs and versions are positive
 	)
 	if known != nil {
-		knownEpoch = sql.NullInt64{Int64: known.epoch, Valid: true}
-		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
-		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
+		knownEpoch, knownVersion = known.epoch, known.version
 	}
-	args := []any{sessionID, userID, knownEpoch, knownVersion, knownUpdated, withSummary}
+	args := []any{sessionID, userID, knownEpoch, knownVersion, withSummary}
 	var row *sql.Row
 	if p := s.stmts.held; p != nil {
 		st, perr := p.get(ctx)
@@ -586,7 +584,7 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 		row = s.d.QueryRowContext(ctx, heldSQL, args...)
 	}
 	err = row.Scan(&owner, &total, &epoch, &counter, &erasures,
-		&sr.Epoch, &sr.Version, &sr.UpdatedAt, &sr.UpToSeq, &sr.CreatedAt, &sr.Same, &sr.Narrative, &sr.Facts)
+		&sr.Epoch, &sr.Version, &sr.UpdatedAt, &sr.UpToSeq, &sr.CreatedAt, &sr.Narrative, &sr.Facts)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		s.tails.drop(sessionID)
@@ -603,6 +601,15 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
 		held.after > cursor || int64(n) > held.limit {
 		return t, nil, false, nil
+	}
+	if withSummary && sr.UpToSeq.Valid {
+		sr.Same.Bool = known != nil && known.epoch == sr.Epoch.Int64 && known.version == sr.Version.Int64 &&
+			known.updatedAt.Equal(sr.UpdatedAt.Time)
+		if !sr.Same.Bool && !sr.Narrative.Valid {
+			// Same epoch and version, another updated_at (deleted and
+			// saved again): not sent, read by loadSQL.
+			return t, nil, false, nil
+		}
 	}
 	s.held.Add(1)
 	t = store.Tail{Total: int(total), Epoch: epoch}
