@@ -261,19 +261,23 @@ type options struct {
 // WithTailCache sets how many sessions' tails a MessageStore keeps for its
 // loads, and their size in all (defaults DefaultTailCacheSessions and
 // DefaultTailCacheBytes; sessions <= 0 or maxBytes <= 0 keeps none). A
-// load names the tail this store holds for the session in its one
-// statement, which checks it against the stored session under the same
-// snapshot and then sends only the messages stored after it — none when
-// nothing was — or, when the session's messages were otherwise changed
-// (an erasure, a replace, a delete and re-creation), the whole tail again.
-// A held tail is never returned without that check.
+// load of a session whose tail this store holds first checks it by one
+// plain primary-key statement against the stored session and, when the
+// session's stamp is unchanged, answers from it under that statement's
+// snapshot; otherwise it names the held tail to its load statement, which
+// checks it under its own snapshot and sends only the messages stored
+// after it or, when the session's messages were otherwise changed (an
+// erasure, a replace, a delete and re-creation), the whole tail again. The
+// store's own appends extend the tail it holds. A held tail is never
+// returned without the database's check.
 func WithTailCache(sessions int, maxBytes int64) Option {
 	return func(o *options) { o.tailCached, o.tailBytes = sessions, maxBytes }
 }
 
-// WithPreparedStatements makes a MessageStore run its load and append
-// statements as named prepared statements (database/sql's Stmt, prepared
-// once on each pooled connection), which saves the server parsing and
+// WithPreparedStatements makes a MessageStore run its load statements (the
+// held tail's check and the load) and its append statement as named
+// prepared statements (database/sql's Stmt, prepared once on each pooled
+// connection), which saves the server parsing and
 // planning them on every call. Off by default: use it only on a direct
 // connection to PostgreSQL, through a pooler in session mode, or through
 // PgBouncer 1.21 or later with max_prepared_statements set. Through a
