@@ -404,3 +404,56 @@ ANALYZE strata_sessions, strata_summaries`); err != nil {
 		t.Errorf("plan scans a table or calls a function")
 	}
 }
+
+// TestManagerAgentLoopHeldLoads: a manager's agent loop — save a turn
+// (its fold runs and saves a new summary), load — on one store answers
+// every load after the first from the held tail, extended by the turn's
+// append, with the new summary sent by the plain statement; and every
+// load shows what a manager over a fresh store shows. Parity and chunked.
+func TestManagerAgentLoopHeldLoads(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			s := dbtest.NewSchema(t)
+			ctx := testCtx(t)
+			cfg := hierarchicalConfig(policy)
+			r := newReplica(t, s.URL, cfg, newRecordingService(0, nil))
+			shown := func(m *memory.Manager) (string, memory.Mode) {
+				t.Helper()
+				h, err := m.Load(ctx, "s", "alice")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, msg := range h.Messages {
+					out = append(out, msg.GetContent())
+				}
+				return fmt.Sprint(out), h.Mode
+			}
+			misses := 0
+			for k := range 20 {
+				if err := r.mgr.SaveTurn(ctx, "s", "alice", fmt.Sprint("질문 ", k), fmt.Sprint("answer ", k)); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.mgr.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				before, _ := db.HeldLoads(r.d)
+				got, mode := shown(r.mgr)
+				if after, _ := db.HeldLoads(r.d); after != before+1 && k > 0 {
+					misses++
+				}
+				fresh := newReplica(t, s.URL, cfg, newRecordingService(0, nil))
+				if want, wmode := shown(fresh.mgr); got != want || mode != wmode {
+					t.Fatalf("turn %d: held %s %s\nfresh %s %s", k, mode, got, wmode, want)
+				}
+			}
+			loads, ext := db.HeldLoads(r.d)
+			t.Logf("%d held loads, %d extended tails, %d loads after the first not held", loads, ext, misses)
+			if misses > 0 {
+				t.Errorf("%d of the agent loop's loads after the first ran strata_load", misses)
+			}
+		})
+	}
+}
