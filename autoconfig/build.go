@@ -184,7 +184,11 @@ func BuildRuntime(ctx context.Context, cfg *Config, opts ...BuildOption) (_ *Run
 				return nil, fmt.Errorf("datasource: migrate: %w", err)
 			}
 		}
-		store = db.NewMessageStore(d, db.WithLogger(o.logger))
+		dbOpts := []db.Option{db.WithLogger(o.logger)}
+		if cfg.Datasource.PreparedStatements {
+			dbOpts = append(dbOpts, db.WithPreparedStatements())
+		}
+		store = db.NewMessageStore(d, dbOpts...)
 	} else {
 		mem = memstore.New(memstore.WithMaxSessions(cfg.Store.MaxSessions),
 			memstore.WithMaxSessionsPerUser(cfg.Store.MaxSessionsPerUser),

@@ -175,6 +175,35 @@ func TestBuildDatasource(t *testing.T) {
 	}
 }
 
+// TestBuildPreparedStatements: datasource.prepared-statements reaches the
+// message store (its load and append are prepared statements on the
+// pool's connection); without it nothing is prepared.
+func TestBuildPreparedStatements(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{false, true} {
+		schema := dbtest.NewEmptySchema(t)
+		rt := buildRuntime(t, []string{}, smallWindow(keyDatasourceURL+"="+schema.URL,
+			fmt.Sprintf("%s=%v", keyPreparedStatements, on)))
+		rt.DB.SetMaxOpenConns(1) // one connection: the one asked below
+		ctx := context.Background()
+		conversation(t, rt.Manager, "prep", 1)
+		if _, err := rt.Manager.Load(ctx, "prep", "dana"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := rt.DB.GetContext(ctx, &n, `SELECT count(*) FROM pg_prepared_statements
+			WHERE statement LIKE '%strata_load(%' OR statement LIKE '%strata_append(%'`); err != nil {
+			t.Fatal(err)
+		}
+		if (n == 2) != on || (!on && n != 0) {
+			t.Errorf("prepared-statements=%v: %d of the load and append statements prepared", on, n)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestBuildSpringDatasourceWithoutMigration(t *testing.T) {
 	t.Parallel()
 	schema := dbtest.NewEmptySchema(t)

@@ -147,6 +147,11 @@ type DatasourceConfig struct {
 	// MigrateOnStart applies the schema migrations when the stores are built
 	// (default true).
 	MigrateOnStart bool
+	// PreparedStatements runs the message store's load and append
+	// statements as named prepared statements (db.WithPreparedStatements;
+	// default false): only on a direct connection, a session-mode pooler,
+	// or PgBouncer 1.21+ with max_prepared_statements.
+	PreparedStatements bool
 }
 
 // SpringConfig is arc-reactor's datasource switch (spring.datasource.*).

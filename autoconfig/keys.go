@@ -29,6 +29,7 @@ const (
 	keySessionTokenBudget  = "arc.reactor.memory.summarizer.session-daily-token-budget"
 	keyDatasourceURL       = "arc.reactor.memory.datasource.url"
 	keyMigrateOnStart      = "arc.reactor.memory.datasource.migrate-on-start"
+	keyPreparedStatements  = "arc.reactor.memory.datasource.prepared-statements"
 	keyMaxMessageBytes     = "arc.reactor.memory.store.max-message-bytes"
 	keyMaxSummaries        = "arc.reactor.memory.store.max-summaries"
 	keyMaxSessions         = "arc.reactor.memory.store.max-sessions"
@@ -222,6 +223,9 @@ var keyTable = []keySpec{
 	key(keyMigrateOnStart,
 		"Apply Strata's schema migrations when the stores are built (idempotent; safe with several replicas). Migrations need a direct connection to PostgreSQL: behind a transaction-mode pooler (PgBouncer, Supabase's port 6543, a managed PgBouncer) set the pooled URL as the datasource with migrate-on-start: false, and run `strata migrate up` with the direct URL (--set arc.reactor.memory.datasource.url=postgres://…direct… or DATABASE_URL); through a pooler that refuses start-up parameters a migration is refused with that advice. The stores themselves work through such a pooler.",
 		func(c *Config) *bool { return &c.Datasource.MigrateOnStart }),
+	key(keyPreparedStatements,
+		"Run the message store's load and append statements as named prepared statements, which spares the server parsing and planning them on every call. Only on a direct connection to PostgreSQL, a session-mode pooler, or PgBouncer 1.21+ with max_prepared_statements set: through a transaction-mode pooler without that support (PgBouncer 1.20 and earlier) a statement can reach a server connection it was not prepared on, or one where another client's statement has its name.",
+		func(c *Config) *bool { return &c.Datasource.PreparedStatements }),
 
 	// Strata: store limits.
 	key(keyMaxMessageBytes,

@@ -298,6 +298,10 @@ UPDATE strata_messages SET user_id = metadata->>'arc_reactor_user_id'
  WHERE session_id = $1 AND coalesce(metadata->>'arc_reactor_user_id', '') <> ''
    AND user_id IS DISTINCT FROM metadata->>'arc_reactor_user_id'`
 
+// arcRewrittenSQL records that a session's stored messages were
+// rewritten (arcAuthorsSQL), as an erasure does.
+const arcRewrittenSQL = `UPDATE strata_sessions SET erasures = erasures + 1 WHERE session_id = $1`
+
 // arcParticipantsSQL adds a shared session's authors other than its
 // owner to its participants, first writers first, up to 64 in all.
 const arcParticipantsSQL = `
@@ -312,6 +316,13 @@ UPDATE strata_sessions s
 // and, where the schema records them, its participants.
 func (a *arcImporter) arcAuthors(ctx context.Context, q sqlx.ExecerContext, id string) error {
 	if _, err := q.ExecContext(ctx, arcAuthorsSQL, id); err != nil {
+		return err
+	}
+	// Stored messages were rewritten: the session's stamp changes after
+	// the rewrite, so a tail a MessageStore read before it is read again
+	// (see tailCache). On every call, so that a run that failed here is
+	// repaired by the next.
+	if _, err := q.ExecContext(ctx, arcRewrittenSQL, id); err != nil {
 		return err
 	}
 	if !a.participants {

@@ -37,6 +37,11 @@ func seedSession(tb testing.TB, ctx context.Context, d *sqlx.DB, session string,
 	if _, err := d.ExecContext(ctx, messagesSQL, session, n); err != nil {
 		tb.Fatal(err)
 	}
+	// The session's seq counter, as appends keep it: its greatest seq.
+	if _, err := d.ExecContext(ctx, `UPDATE strata_sessions SET seq_counter = (SELECT max(seq) FROM strata_messages WHERE session_id = $1)
+		WHERE session_id = $1`, session); err != nil {
+		tb.Fatal(err)
+	}
 	if _, err := d.ExecContext(ctx, `ANALYZE strata_sessions, strata_messages`); err != nil {
 		tb.Fatal(err)
 	}

@@ -24,8 +24,9 @@ func CitusStatements(session, user string) []CitusStatement {
 	const token, micros = "token", int64(60_000_000)
 	return []CitusStatement{
 		{"append", appendSQL, appendArgs(session, user, b)},
-		{"load", loadSQL, []any{session, user, 20, false, true, nil, nil, nil}},
-		{"load after summary", loadSQL, []any{session, user, 20, true, true, nil, nil, nil}},
+		{"load", loadSQL, []any{session, user, 20, false, true, nil, nil, nil, nil, nil, nil, nil, nil}},
+		{"load after summary", loadSQL, []any{session, user, 20, true, true, nil, nil, nil, nil, nil, nil, nil, nil}},
+		{"load, tail held", loadSQL, []any{session, user, 20, true, true, nil, nil, nil, int64(1), int64(1), int64(0), int64(0), 20}},
 		{"range", rangeSQL, []any{session, int64(0), int64(1 << 40), nil, user}},
 		{"take lease", takeLeaseSQL, []any{session, micros, token}},
 		{"renew lease", renewLeaseSQL, []any{session, token, micros}},

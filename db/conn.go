@@ -160,10 +160,51 @@ func (c *timedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 	return c.conn.BeginTx(ctx, opts)
 }
 
-// PrepareContext implements driver.ConnPrepareContext. Strata's stores
-// prepare nothing (see Open); this serves other users of the pool.
+// PrepareContext implements driver.ConnPrepareContext: the statement runs
+// under the same bound as the others (timedStmt). Strata's stores prepare
+// nothing unless WithPreparedStatements is given (see Open).
 func (c *timedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.conn.PrepareContext(ctx, query)
+	st, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &timedStmt{Stmt: st, c: c}, nil
+}
+
+// timedStmt is a prepared statement of a timedConn, bounded as its
+// connection's statements are.
+type timedStmt struct {
+	driver.Stmt
+	c *timedConn
+}
+
+// QueryContext implements driver.StmtQueryContext; the statement's
+// deadline lasts until its rows are closed.
+func (s *timedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := s.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return nil, errors.New("db: the driver's prepared statement cannot take a context")
+	}
+	sctx, cancel := s.c.bound(ctx)
+	rows, err := q.QueryContext(sctx, args)
+	if err != nil {
+		err = s.c.timedOut(ctx, sctx, err)
+		cancel()
+		return nil, err
+	}
+	return &timedRows{Rows: rows, c: s.c, ctx: ctx, sctx: sctx, cancel: cancel}, nil
+}
+
+// ExecContext implements driver.StmtExecContext.
+func (s *timedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := s.Stmt.(driver.StmtExecContext)
+	if !ok {
+		return nil, errors.New("db: the driver's prepared statement cannot take a context")
+	}
+	sctx, cancel := s.c.bound(ctx)
+	defer cancel()
+	res, err := e.ExecContext(sctx, args)
+	return res, s.c.timedOut(ctx, sctx, err)
 }
 
 // Prepare implements driver.Conn.

@@ -90,7 +90,8 @@ func WithStatementTimeout(d time.Duration) OpenOption {
 //     trip and binds in a second, which a pooler may route to another server
 //     connection, running there whatever unnamed statement that connection
 //     last parsed. Strata's stores prepare no named statements either (a
-//     named statement lives on one server connection). Only []byte
+//     named statement lives on one server connection) unless
+//     WithPreparedStatements asks them to. Only []byte
 //     arguments change encoding (they are sent in binary), and the stores
 //     pass none;
 //   - bounds statements on the client, not with a start-up parameter: see
@@ -252,6 +253,40 @@ type options struct {
 	logger        *slog.Logger
 	leaseSlice    time.Duration
 	summaryCached int
+	tailCached    int
+	tailBytes     int64
+	prepared      bool
+}
+
+// WithTailCache sets how many sessions' tails a MessageStore keeps for its
+// loads, and their size in all (defaults DefaultTailCacheSessions and
+// DefaultTailCacheBytes; sessions <= 0 or maxBytes <= 0 keeps none). A
+// load of a session whose tail this store holds first checks it by one
+// plain primary-key statement against the stored session and, when the
+// session's stamp is unchanged, answers from it under that statement's
+// snapshot; otherwise it names the held tail to its load statement, which
+// checks it under its own snapshot and sends only the messages stored
+// after it or, when the session's messages were otherwise changed (an
+// erasure, a replace, a delete and re-creation), the whole tail again. The
+// store's own appends extend the tail it holds. A held tail is never
+// returned without the database's check.
+func WithTailCache(sessions int, maxBytes int64) Option {
+	return func(o *options) { o.tailCached, o.tailBytes = sessions, maxBytes }
+}
+
+// WithPreparedStatements makes a MessageStore run its load statements (the
+// held tail's check and the load) and its append statement as named
+// prepared statements (database/sql's Stmt, prepared once on each pooled
+// connection), which saves the server parsing and
+// planning them on every call. Off by default: use it only on a direct
+// connection to PostgreSQL, through a pooler in session mode, or through
+// PgBouncer 1.21 or later with max_prepared_statements set. Through a
+// pooler in transaction mode without that support (PgBouncer 1.20 and
+// earlier), each statement may run on a server connection the statement
+// was never prepared on — or on one where another client's statement has
+// the same name.
+func WithPreparedStatements() Option {
+	return func(o *options) { o.prepared = true }
 }
 
 // WithSummaryCache sets how many sessions' decoded summaries a
@@ -287,7 +322,8 @@ func WithFoldLeaseSlice(d time.Duration) Option {
 }
 
 func buildOptions(opts []Option) options {
-	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice, summaryCached: DefaultSummaryCacheSessions}
+	o := options{logger: slog.Default(), leaseSlice: DefaultFoldLeaseSlice, summaryCached: DefaultSummaryCacheSessions,
+		tailCached: DefaultTailCacheSessions, tailBytes: DefaultTailCacheBytes}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

@@ -31,11 +31,24 @@
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
+// WithPreparedStatements makes a MessageStore prepare its load and append
+// statements under a name instead (database/sql's Stmt, prepared once on
+// each pooled connection), which spares the server parsing and planning
+// them on every call. It is off by default and is only for a direct
+// connection, a pooler in session mode, or PgBouncer 1.21 or later with
+// max_prepared_statements set: through a transaction-mode pooler without
+// that support a statement may reach a server connection it was never
+// prepared on, or one where another client's statement has its name
+// (lib/pq names them "1", "2", … on each connection). A prepared append is
+// still never run twice: database/sql would run a Stmt again on another
+// connection after driver.ErrBadConn, and Append refuses that second run
+// (store.ErrUnavailable).
+//
 // # Citus
 //
 // Distribute makes a migrated schema a distributed one on Citus: the
 // session tables by session_id, colocated with strata_sessions, and
-// the functions strata_append, strata_snapshot and strata_save_summary on
+// the functions strata_append, strata_snapshot, strata_load and strata_save_summary on
 // their session argument, so that a load, an append and a summary's save
 // are each one call Citus delegates to the worker holding the session, and
 // every other statement names its session and runs on one shard. No
@@ -45,6 +58,18 @@
 // proposed row (EXCLUDED), and Replace draws its new epoch in a statement
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
+//
+// # Schema (version 18)
+//
+// Migration 000018 adds the function strata_load, the load's one call
+// (loadSQL) in place of strata_snapshot: it also takes the stamp of the
+// tail the caller holds (see Loads below) and returns the session's stamp,
+// and then sends only the messages stored after the held ones. Every
+// change of a session's stored messages changes its stamp under the
+// session row's lock: appends and imports raise seq_counter, an erasure
+// (Forget, or the arc-reactor import's rewrite of shared sessions'
+// authors) raises erasures, a replace or a re-creation draws a new epoch.
+// strata_snapshot stays for replicas of the previous version.
 //
 // # Schema (version 17)
 //
@@ -179,8 +204,9 @@
 //	last_activity       TIMESTAMPTZ NOT NULL   time of the latest append
 //	epoch               BIGINT NOT NULL        this incarnation's epoch
 //	deleted_at          TIMESTAMPTZ NULL       set while the row is a tombstone
-//	erasures            BIGINT NOT NULL        (version 8) Forgets of this session:
-//	                                           a catalogue write checks it
+//	erasures            BIGINT NOT NULL        (version 8) Forgets of this session
+//	                                           (and rewrites of its stored messages):
+//	                                           a catalogue write and a held tail check it
 //	seq_counter         BIGINT NOT NULL        (version 11) the greatest seq drawn
 //	                                           for the id, kept by a tombstone
 //	index (user_id)   "sessions of a user" (last_activity is deliberately
@@ -293,19 +319,56 @@
 // back, so a user+assistant pair is stored whole or not at all and
 // concurrent pairs never interleave. It runs on a connection of its own
 // (*sql.Conn), so database/sql never re-runs it after a broken connection,
-// which could store it twice. An Append without messages only reads the
+// which could store it twice (prepared, WithPreparedStatements, it refuses
+// the second run instead). An Append without messages only reads the
 // session's count and epoch.
 //
 // Loads. Tail is one statement: the session's count plus a backward index
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
 // (store.Store) is Tail plus the session's summary in one statement (a
-// call of strata_snapshot): a manager over this store, with summaries
+// call of strata_load): a manager over this store, with summaries
 // kept by it (its own, or a SummaryStore on the same pool), loads in one
 // round trip.
 // SnapshotAfterSummary is Snapshot whose index scan also stops at the
 // summary's cursor: a chunked manager, which shows every message its
 // summary does not cover and none before, reads only those.
+//
+// Held tails. A MessageStore keeps the tail each load read, per session
+// (WithTailCache: DefaultTailCacheSessions sessions and
+// DefaultTailCacheBytes in all by default), with its stamp: the session's
+// epoch, seq counter and erasures, the cursor it was read after and how
+// many messages it holds. Every change of a session's stored messages
+// changes its stamp under the session row's lock (an append or import
+// raises the counter, an erasure the erasures, a replace or re-creation
+// draws a new epoch).
+//
+// A load of a session whose tail the store holds first runs one plain
+// statement, no function: the live session row by its primary key (the
+// owner, count and stamp) and, for its owner, the summary row's identity
+// and cursor by its primary key, with the summary's narrative and facts
+// only when they are not the ones the store holds (see WithSummaryCache).
+// When the stamp is the held one and the load asks for no more messages,
+// after no earlier cursor, than the held tail covers, the load is answered
+// from the held tail and that statement's summary: one round trip, one
+// snapshot, which also decided ownership and proved the held messages
+// current. Otherwise the load calls strata_load with the stamp, which in
+// its own snapshot compares it again and sends only the messages stored
+// after the held counter when the epoch and erasures still match, the
+// whole tail when not; its answer alone makes the result. A load of a
+// session the store holds nothing for calls strata_load directly. So a
+// tail is never served without the database confirming it in the
+// statement that also checks ownership, and another replica's append,
+// erasure, replace, delete or re-creation is seen by the next load.
+//
+// An append (strata_append) returns the session's epoch, erasures, new
+// seq counter and the time its messages were stored; when the held tail's
+// stamp has that epoch and those erasures and its counter is the one the
+// append raised (no other writer in between), the store adds the messages
+// to the held tail as a load would read them back, keeping as many as its
+// loads ask for. In an agent loop on one replica (load, append, load …)
+// every load after the first is then the plain statement alone, a fold's
+// new summary included. Callers get copies.
 //
 // Deletion. MessageStore.Delete removes the session's messages, summary
 // and catalogue document and turns its row into a tombstone, in one

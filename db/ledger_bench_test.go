@@ -36,7 +36,9 @@ SELECT seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, cr
 // directly and through PgBouncer in transaction mode (skipped without
 // one). It reports the medians, that of the load's statement
 // (MessageStore.SnapshotAfterSummary) alone too, and the ratio load/tail
-// (goal ≤ 1.5).
+// (goal ≤ 1.5); directly, also the load of a manager whose store prepares
+// its statements (WithPreparedStatements) and its ratio to the tail query.
+// The loads after the first find the session's tail held (WithTailCache).
 func BenchmarkFullLedgerLoad(b *testing.B) {
 	for _, via := range []string{"direct", "pgbouncer"} {
 		b.Run(via, func(b *testing.B) {
@@ -67,6 +69,17 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer m.Close()
+			// Directly, also a manager whose store prepares its statements
+			// (db.WithPreparedStatements, which PgBouncer 1.20 and earlier
+			// in transaction mode cannot carry).
+			var mp *memory.Manager
+			if via == "direct" {
+				if mp, err = memory.NewManager(db.NewMessageStore(d, db.WithPreparedStatements()), cfg,
+					memory.WithSummaries(sums, summary.NewExtractiveService())); err != nil {
+					b.Fatal(err)
+				}
+				defer mp.Close()
+			}
 			for _, state := range []string{"fresh", "analyzed"} {
 				if state == "analyzed" {
 					if _, err := admin.ExecContext(ctx, "ANALYZE"); err != nil {
@@ -74,7 +87,7 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 					}
 				}
 				b.Run(state, func(b *testing.B) {
-					load, snap, tail := loadVsTail(b, ctx, m, ms, d)
+					load, snap, tail, prep := loadVsTail(b, ctx, m, ms, d, mp)
 					if state == "fresh" {
 						var analyzed bool
 						if err := admin.GetContext(ctx, &analyzed, `SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL
@@ -88,6 +101,10 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 					b.ReportMetric(float64(tail.Microseconds()), "tail-p50-µs")
 					b.ReportMetric(float64(snap.Microseconds()), "snapshot-p50-µs")
 					b.ReportMetric(float64(load)/float64(tail), "load/tail")
+					if mp != nil {
+						b.ReportMetric(float64(prep.Microseconds()), "load-prepared-p50-µs")
+						b.ReportMetric(float64(prep)/float64(tail), "load-prepared/tail")
+					}
 				})
 			}
 			if st := m.Stats(); st.SummarizerCalls != 0 || st.Fallbacks != 0 {
@@ -101,9 +118,9 @@ func BenchmarkFullLedgerLoad(b *testing.B) {
 // MessageStore.SnapshotAfterSummary calls (the load's one statement,
 // without the manager's assembly) and as many tail queries, call by call in turn, and
 // returns the three medians.
-func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.MessageStore, d *sqlx.DB) (load, snap, tail time.Duration) {
+func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.MessageStore, d *sqlx.DB, mp *memory.Manager) (load, snap, tail, prep time.Duration) {
 	b.Helper()
-	var loads, snaps, tails []time.Duration
+	var loads, snaps, tails, preps []time.Duration
 	tailOnce := func() error {
 		rows, err := d.QueryContext(ctx, tail10SQL, "ledger")
 		if err != nil {
@@ -148,9 +165,19 @@ func loadVsTail(b *testing.B, ctx context.Context, m *memory.Manager, ms *db.Mes
 			b.Fatal(err)
 		}
 		tails = append(tails, time.Since(t0))
+		if mp != nil {
+			t0 = time.Now()
+			if _, err := mp.Load(ctx, "ledger", "bench"); err != nil {
+				b.Fatal(err)
+			}
+			preps = append(preps, time.Since(t0))
+		}
 	}
-	for _, ds := range [][]time.Duration{loads, snaps, tails} {
+	for _, ds := range [][]time.Duration{loads, snaps, tails, preps} {
 		slices.Sort(ds)
 	}
-	return loads[len(loads)/2], snaps[len(snaps)/2], tails[len(tails)/2]
+	if len(preps) > 0 {
+		prep = preps[len(preps)/2]
+	}
+	return loads[len(loads)/2], snaps[len(snaps)/2], tails[len(tails)/2], prep
 }

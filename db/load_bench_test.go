@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -145,6 +146,7 @@ func rawTail(ctx context.Context, st *sqlx.Stmt, session string, n int) error {
 // history (summary blocks and verbatim window) from one Snapshot
 // statement. Compare with BenchmarkRawTail (benchstat, or the p50-ns
 // metric); the goal is at most 1.5 times the raw tail query.
+// BenchmarkLoadVsRawTail compares the ways a load can find the store.
 func BenchmarkLoad(b *testing.B) {
 	_, m := loadFixture(b)
 	ctx := context.Background()
@@ -158,6 +160,158 @@ func BenchmarkLoad(b *testing.B) {
 				}
 				return err
 			})
+		})
+	}
+}
+
+// BenchmarkLoadVsRawTail times, call by call in turn (interleaved, so
+// that the machine's load weighs on all alike), BenchmarkRawTail's
+// prepared query and Manager.Load six ways: held is a repeated load of an
+// unchanged session (this store read it before: one plain statement
+// confirms the held tail and summary), loop an agent loop's load (the
+// store appended a turn and saved a new summary, as a fold does, untimed,
+// since its last load: the append extended its held tail, the plain
+// statement sends the new summary), cold one that reads the whole
+// tail (the first by this process; WithTailCache(0, 0)), each with
+// prepared statements off (the default) and on (WithPreparedStatements).
+// And, at the store level (SnapshotAfterSummary, the load's statement),
+// a load after another replica appended a pair (untimed: tail=new, which
+// gets those two messages) beside a cold one of the same session. It
+// reports each median (µs) and its ratio to the raw tail query's.
+func BenchmarkLoadVsRawTail(b *testing.B) {
+	f, _ := loadFixture(b)
+	ctx := context.Background()
+	st, err := f.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, loadRows()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	other := db.NewMessageStore(f.d)
+	type variant struct {
+		name   string
+		before func(session string) error
+		op     func(session string) error
+	}
+	load := func(opts ...db.Option) func(string) error {
+		m, err := memory.NewManager(db.NewMessageStore(f.d, opts...), loadConfig(),
+			memory.WithSummaries(f.sums, summary.NewExtractiveService()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = m.Close() })
+		return func(session string) error {
+			h, err := m.Load(ctx, session, "bench")
+			if err == nil && h.Mode != "hierarchical" {
+				err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
+			}
+			return err
+		}
+	}
+	snap := func(opts ...db.Option) func(string) error {
+		ms := db.NewMessageStore(f.d, opts...)
+		return func(session string) error {
+			t, _, err := ms.SnapshotAfterSummary(ctx, session+"-new", "bench", loadRows())
+			if err == nil && len(t.Messages) == 0 {
+				err = errors.New("no message")
+			}
+			return err
+		}
+	}
+	appendPair := func(session string) error {
+		_, err := other.Append(ctx, session+"-new", "bench", user("another replica's question"), assistant("its answer"))
+		return err
+	}
+	// loop is an agent loop's load: the store appended a turn and a fold
+	// saved the summary covering all but the verbatim window, through the
+	// same store, as the manager's background fold does after each turn
+	// (untimed), since its last load.
+	loop := func(suffix string, opts ...db.Option) (before, op func(string) error) {
+		ms := db.NewMessageStore(f.d, opts...)
+		m, err := memory.NewManager(ms, loadConfig(), memory.WithSummaries(f.sums, summary.NewExtractiveService()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = m.Close() })
+		before = func(session string) error {
+			res, err := ms.Append(ctx, session+suffix, "bench", user("the next question"), assistant("its answer"))
+			if err != nil {
+				return err
+			}
+			return ms.SaveSummary(ctx, summary.Summary{SessionID: session + suffix, Epoch: res.Epoch,
+				UpToSeq:   res.LastSeq - int64(loadConfig().RecentMessageCount),
+				Narrative: "The user asked about lorem ipsum; the assistant explained dolor sit amet."})
+		}
+		op = func(session string) error {
+			h, err := m.Load(ctx, session+suffix, "bench")
+			if err == nil && h.Mode != "hierarchical" {
+				err = fmt.Errorf("mode %s, want hierarchical", h.Mode)
+			}
+			return err
+		}
+		return before, op
+	}
+	loopBefore, loopOp := loop("-loop")
+	loopPBefore, loopPOp := loop("-loop-prepared", db.WithPreparedStatements())
+	variants := []variant{
+		{"raw", nil, func(session string) error { return rawTail(ctx, st, session, loadRows()) }},
+		{"held", nil, load()},
+		{"held-prepared", nil, load(db.WithPreparedStatements())},
+		{"loop", loopBefore, loopOp},
+		{"loop-prepared", loopPBefore, loopPOp},
+		{"cold", nil, load(db.WithTailCache(0, 0))},
+		{"cold-prepared", nil, load(db.WithTailCache(0, 0), db.WithPreparedStatements())},
+		{"store-new", appendPair, snap()},
+		{"store-new-prepared", appendPair, snap(db.WithPreparedStatements())},
+		{"store-cold", nil, snap(db.WithTailCache(0, 0))},
+		{"store-cold-prepared", nil, snap(db.WithTailCache(0, 0), db.WithPreparedStatements())},
+	}
+	for _, n := range loadSizes {
+		session := fmt.Sprint("load-", n)
+		seedSession(b, ctx, f.d, session+"-new", n)
+		for _, suffix := range []string{"-loop", "-loop-prepared"} {
+			seedSession(b, ctx, f.d, session+suffix, n)
+			t, err := f.messages.Tail(ctx, session+suffix, "bench", loadConfig().RecentMessageCount+1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			err = f.sums.Save(ctx, summary.Summary{SessionID: session + suffix, Epoch: t.Epoch, UpToSeq: t.Messages[0].Seq,
+				Narrative: "The user asked about lorem ipsum; the assistant explained dolor sit amet."})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			ds := make([][]time.Duration, len(variants))
+			for _, v := range variants { // warm: prepared, held
+				if err := v.op(session); err != nil {
+					b.Fatal(v.name, err)
+				}
+			}
+			for b.Loop() {
+				for i, v := range variants {
+					if v.before != nil {
+						if err := v.before(session); err != nil {
+							b.Fatal(err)
+						}
+					}
+					t0 := time.Now()
+					if err := v.op(session); err != nil {
+						b.Fatal(v.name, err)
+					}
+					ds[i] = append(ds[i], time.Since(t0))
+				}
+			}
+			p50 := make([]time.Duration, len(variants))
+			for i := range ds {
+				slices.Sort(ds[i])
+				p50[i] = ds[i][len(ds[i])/2]
+			}
+			for i, v := range variants {
+				b.ReportMetric(float64(p50[i].Nanoseconds())/1e3, v.name+"-µs")
+				if i > 0 {
+					b.ReportMetric(float64(p50[i])/float64(p50[0]), v.name+"/raw")
+				}
+			}
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,12 +33,20 @@ import (
 // session's row lock from the check to the commit; no owner is ever
 // looked up first and acted on later. The reads of the load path (Tail,
 // Snapshot) are one statement and, on a pool made by Open, one round trip
-// each. No statement is prepared under a name: every one works through a
-// connection pooler in transaction mode (see Open).
+// each; a load of a session whose tail the store holds receives only what
+// was stored since (see WithTailCache). By default no statement is
+// prepared under a name: every one works through a connection pooler in
+// transaction mode (see Open); WithPreparedStatements prepares the load and
+// the append, for direct connections.
 type MessageStore struct {
 	d     *sqlx.DB
 	opt   options
 	cache *summaryCache // the summaries Snapshot read last
+	tails *tailCache    // the tails the loads read last
+	stmts *statements   // the prepared statements (WithPreparedStatements)
+	// held counts the loads answered from the held tail (loadHeld) and
+	// extended the appends added to it (extendTail), for the tests.
+	held, extended atomic.Int64
 }
 
 var (
@@ -49,7 +58,8 @@ var (
 // been migrated (Migrate). The store never closes d.
 func NewMessageStore(d *sqlx.DB, opts ...Option) *MessageStore {
 	o := buildOptions(opts)
-	return &MessageStore{d: d, opt: o, cache: newSummaryCache(o.summaryCached)}
+	return &MessageStore{d: d, opt: o, cache: newSummaryCache(o.summaryCached),
+		tails: newTailCache(o.tailCached, o.tailBytes), stmts: newStatements(d, o.prepared)}
 }
 
 // firstUserMessageMax caps, in characters, the copy of a session's first
@@ -122,8 +132,11 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //   - The result row has the count after the append and the epoch, both
 //     from s, the last seq, and, only when s updated nothing, the live
 //     session's owner as the statement's snapshot saw it (NULL: missing or
-//     deleted), which tells ErrNotFound from ErrNotOwner.
-const appendSQL = `SELECT total, epoch, last_seq, owner FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+//     deleted), which tells ErrNotFound from ErrNotOwner; then (migration
+//     18) the session's erasures and the time the messages were stored,
+//     with which the store adds them to the tail it holds (see
+//     cachedTail.extended).
+const appendSQL = `SELECT total, epoch, last_seq, owner, erasures, created_at FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // maxParticipants bounds the participants recorded per session (see
 // store.ParticipantLister): the first 64 authors other than its owner.
@@ -198,23 +211,88 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	// re-run: a broken connection is an error (ErrUnavailable) and the
 	// caller decides. On a pool made by Open (binary_parameters) the
 	// statement is one round trip and one commit.
-	conn, err := s.d.Conn(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer conn.Close()
 	var (
-		total, epoch, last sql.NullInt64
-		owner              sql.NullString
+		total, epoch, last, erasures sql.NullInt64
+		owner                        sql.NullString
+		at                           sql.NullTime
 	)
-	err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner)
-	if err != nil {
-		return fail(err)
+	if p := s.stmts.append; p != nil {
+		// Prepared (WithPreparedStatements): on the pool, by a Stmt that
+		// onceArg keeps from running twice.
+		st, err := p.get(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		args := appendArgs(sessionID, userID, b)
+		args[0] = &onceArg{v: sessionID}
+		err = st.QueryRowContext(ctx, args...).Scan(&total, &epoch, &last, &owner, &erasures, &at)
+		if errors.Is(err, errNotRerun) {
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	} else {
+		conn, err := s.d.Conn(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		defer conn.Close()
+		err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner, &erasures, &at)
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if !total.Valid {
 		return missing(owner)
 	}
+	if erasures.Valid && at.Valid {
+		s.extendTail(sessionID, userID, b, epoch.Int64, erasures.Int64, last.Int64, at.Time)
+	}
 	return store.AppendResult{Total: int(total.Int64), LastSeq: last.Int64, Epoch: epoch.Int64}, nil
+}
+
+// extendTail adds the messages of b, which an append by userID stored as
+// seqs up to last at the time at, to the tail the store holds for the
+// session when they follow it: same epoch and erasures, and the held
+// counter is the one the append raised (no other writer stored a message
+// in between). The added messages are what a load reads back: the
+// author as stored, the stored time, and the tool calls and metadata as
+// decoded from the JSON the statement stored. Otherwise the held tail is
+// left as it is: the next load checks it against the session in any case.
+func (s *MessageStore) extendTail(sessionID, userID string, b *batch, epoch, erasures, last int64, at time.Time) {
+	held := s.tails.get(sessionID)
+	n := int64(len(b.roles))
+	if held == nil || held.epoch != epoch || held.erasures != erasures || held.counter != last-n {
+		return
+	}
+	added := make([]store.Message, len(b.roles))
+	for i := range added {
+		r := messageRow{
+			Seq:        sql.NullInt64{Int64: last - n + 1 + int64(i), Valid: true},
+			Role:       sql.NullString{String: b.roles[i], Valid: true},
+			Content:    sql.NullString{String: b.contents[i], Valid: true},
+			ToolCallID: sql.NullString{String: b.toolCallIDs[i], Valid: true},
+			Name:       sql.NullString{String: b.names[i], Valid: true},
+			UserID:     sql.NullString{String: cmp.Or(b.authors[i], userID), Valid: true},
+			CreatedAt:  sql.NullTime{Time: at, Valid: true},
+		}
+		if b.toolCalls[i] != "" {
+			r.ToolCalls = []byte(b.toolCalls[i])
+		}
+		if b.metadata[i] != "" {
+			r.Metadata = []byte(b.metadata[i])
+		}
+		m, err := r.message()
+		if err != nil {
+			s.tails.swap(sessionID, held, nil)
+			return
+		}
+		added[i] = m
+	}
+	if t := held.extended(last, added); t != nil && s.tails.swap(sessionID, held, t) {
+		s.extended.Add(1)
+	}
 }
 
 // batch holds one Append's messages as parallel column arrays, the shape
@@ -274,25 +352,28 @@ func newBatch(msgs []store.Message) (*batch, error) {
 // selects, in the order of messageRow's fields.
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
-// loadSQL is the load path's one statement: a call of strata_snapshot
-// (migration 7) with ($1 session, $2 user, $3 the number of newest messages
+// loadSQL is the load path's one statement: a call of strata_load
+// (migration 18) with ($1 session, $2 user, $3 the number of newest messages
 // to read, $4 after: only those after the summary's cursor when the summary
 // belongs to the session's epoch, $5 whether to read the summary, $6..$8
 // the epoch, version and updated_at of the summary the caller already
-// holds, or NULL; see summaryCache). The function's one statement reads the
-// live session's owner, count and epoch and, only when $2 owns it, its
-// summary (unless it is the held one: then same is true and the narrative
-// and facts are not sent) and its newest messages, by a backward walk of the
-// (session_id, seq) primary key that stops after $3 rows (or at the
-// cursor): one statement, one snapshot, one round trip, so the ownership
-// decision, the messages and the summary cannot disagree, and the cost does
-// not grow with the session's history. The first row is the session's
-// (owner set, message columns NULL), the others are messages (owner NULL).
-// A missing or deleted session yields no row. PL/pgSQL plans the statement
-// once per server connection, with the planner held to index scans, so the
-// plan reads only the rows it returns even on a database nothing has
-// analyzed yet.
-const loadSQL = `SELECT * FROM strata_snapshot($1, $2, $3, $4, $5, $6, $7, $8)`
+// holds, or NULL (see summaryCache), $9..$13 the stamp of the tail the
+// caller already holds, or NULL (see tailCache)). The function's one
+// statement reads the live session's owner, count, epoch, seq counter and
+// erasures and, only when $2 owns it, its summary (unless it is the held
+// one: then same is true and the narrative and facts are not sent) and its
+// newest messages, by a backward walk of the (session_id, seq) primary key
+// that stops after $3 rows (or at the cursor, or at the held tail: since
+// is then the seq the rows follow, and no row is sent when nothing was
+// stored after it): one statement, one snapshot, one round trip, so the
+// ownership decision, the messages and the summary cannot disagree, and
+// the cost does not grow with the session's history. The first row is the
+// session's (owner set, message columns NULL), the others are messages
+// (owner NULL). A missing or deleted session yields no row. PL/pgSQL plans
+// the statement once per server connection, with the planner held to
+// index scans, so the plan reads only the rows it returns even on a
+// database nothing has analyzed yet.
+const loadSQL = `SELECT * FROM strata_load($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Tail implements memory.MessageStore with one statement (loadSQL, without
 // the summary) that checks ownership and reads only the n newest messages.
@@ -361,6 +442,8 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		known                    *cachedSummary
 		knownEpoch, knownVersion sql.NullInt64
 		knownUpdated             sql.NullTime
+		held                     = s.tails.get(sessionID)
+		heldStamp                [5]sql.NullInt64 // epoch, counter, erasures, after, limit
 	)
 	if withSummary {
 		known = s.cache.get(sessionID)
@@ -370,38 +453,47 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		knownVersion = sql.NullInt64{Int64: known.version, Valid: true}
 		knownUpdated = sql.NullTime{Time: known.updatedAt, Valid: true}
 	}
-	rows, err := s.d.QueryContext(ctx, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated)
+	if held != nil {
+		t, sm, hit, err := s.loadHeld(ctx, op, after, withSummary, sessionID, userID, n, held, known)
+		if hit || err != nil {
+			return t, sm, err
+		}
+		for i, v := range [5]int64{held.epoch, held.counter, held.erasures, held.after, held.limit} {
+			heldStamp[i] = sql.NullInt64{Int64: v, Valid: true}
+		}
+	}
+	rows, err := s.query(ctx, s.stmts.load, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated,
+		heldStamp[0], heldStamp[1], heldStamp[2], heldStamp[3], heldStamp[4])
 	if err != nil {
 		return fail(classify(ctx, err))
 	}
 	defer rows.Close()
-	type summaryCols struct {
-		Epoch, UpToSeq, Version sql.NullInt64
-		Narrative               sql.NullString
-		Facts                   []byte
-		CreatedAt, UpdatedAt    sql.NullTime
-		Same                    sql.NullBool
+	type stampCols struct {
+		Counter, Erasures, After, Since sql.NullInt64
 	}
 	var (
 		out   = store.Tail{Messages: make([]store.Message, 0, min(n, 256))}
 		owner sql.NullString
-		sr    summaryCols // from the session row
+		sr    loadSummaryCols // from the session row
+		stamp stampCols       // from the session row
 		found bool
 		// Scanned into, row after row: Scan overwrites every column and
 		// copies what it keeps (the bytes of []byte columns included).
 		rowOwner     sql.NullString
 		total, epoch sql.NullInt64
 		r            messageRow
-		row          summaryCols
+		row          loadSummaryCols
+		rowStamp     stampCols
 	)
 	for rows.Next() {
-		if err := rows.Scan(&rowOwner, &total, &epoch, &r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
+		if err := rows.Scan(&rowOwner, &total, &epoch, &rowStamp.Counter, &rowStamp.Erasures, &rowStamp.After, &rowStamp.Since,
+			&r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
 			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt, &row.Same); err != nil {
 			return fail(classify(ctx, err))
 		}
 		if rowOwner.Valid { // the session row
-			found, owner, sr = true, rowOwner, row
+			found, owner, sr, stamp = true, rowOwner, row, rowStamp
 			out.Total, out.Epoch = int(total.Int64), epoch.Int64
 			continue
 		}
@@ -416,17 +508,139 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	}
 	switch {
 	case !found:
+		s.tails.drop(sessionID)
 		return fail(store.ErrNotFound)
 	case owner.String != userID:
 		return store.Tail{}, nil, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
 	}
+	if stamp.Since.Valid && (held == nil || stamp.Since.Int64 != held.counter) {
+		return fail(errors.New("the database confirmed a tail this store does not hold"))
+	}
 	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	s.keepTail(sessionID, held, &out, stamp.Counter.Int64, stamp.Erasures.Int64, stamp.After.Int64, stamp.Since, n)
 	if len(out.Messages) == 0 {
 		out.Messages = nil // no message, or none in range
 	}
 	if !withSummary || !sr.UpToSeq.Valid {
 		return out, nil, nil
 	}
+	return out, s.summaryOf(ctx, sessionID, known, &sr), nil
+}
+
+// heldSQL is the first statement of a load of a session whose tail the
+// store holds (see loadHeld): the live session's owner, count and stamp
+// (epoch, seq counter, erasures) by the strata_sessions primary key and,
+// only when $2 owns it, its summary's identity (epoch, version,
+// updated_at), cursor (up_to_seq) and created_at by the strata_summaries
+// primary key, with its narrative and facts only when $5 (the load wants
+// the summary) and the summary's epoch or version is not the one of the
+// summary the caller holds ($3, $4; -1 for none). The caller compares
+// updated_at, the rest of the identity, itself (a comparison of a
+// timestamptz parameter costs the server more than the rest of the
+// statement's planning). Plain SQL, no function: two primary-key lookups
+// PostgreSQL plans in a few microseconds. A missing or deleted session
+// yields no row.
+const heldSQL = `
+SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
+       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at,
+       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.narrative END,
+       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.facts_json END
+  FROM strata_sessions s
+  LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
+ WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+
+// loadHeld answers a load (see load) from held, the tail the store holds
+// for the session, and known, the summary it holds, when heldSQL shows
+// that they are still the stored ones: the session's epoch, seq counter
+// and erasures are held's (no message was stored, erased or replaced
+// since it was read; see cachedTail), the load's cursor and limit are
+// within held's, and the stored summary, when there is one and the load
+// wants it, has known's identity. The result then comes from one
+// statement's snapshot (heldSQL's, which also decides ownership) and data
+// that snapshot proves current; hit is false otherwise, and the caller
+// reads the session by loadSQL, whose own snapshot gives the whole result.
+// A missing session returns store.ErrNotFound, another user's
+// memory.ErrNotOwner, as loadSQL's answer does.
+func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int,
+	held *cachedTail, known *cachedSummary) (t store.Tail, sm *summary.Summary, hit bool, err error) {
+	var (
+		owner                           sql.NullString
+		total, epoch, counter, erasures int64
+		sr                              loadSummaryCols
+		knownEpoch, knownVersion        int64 = -1, -1 // none: epochs and versions are positive
+	)
+	if known != nil {
+		knownEpoch, knownVersion = known.epoch, known.version
+	}
+	args := []any{sessionID, userID, knownEpoch, knownVersion, withSummary}
+	var row *sql.Row
+	if p := s.stmts.held; p != nil {
+		st, perr := p.get(ctx)
+		if perr != nil {
+			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
+		}
+		row = st.QueryRowContext(ctx, args...)
+	} else {
+		row = s.d.QueryRowContext(ctx, heldSQL, args...)
+	}
+	err = row.Scan(&owner, &total, &epoch, &counter, &erasures,
+		&sr.Epoch, &sr.Version, &sr.UpdatedAt, &sr.UpToSeq, &sr.CreatedAt, &sr.Narrative, &sr.Facts)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		s.tails.drop(sessionID)
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, store.ErrNotFound)
+	case err != nil:
+		return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, err))
+	case owner.String != userID:
+		return t, nil, false, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
+	}
+	var cursor int64
+	if after && sr.UpToSeq.Valid && sr.Epoch.Int64 == epoch {
+		cursor = sr.UpToSeq.Int64
+	}
+	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
+		held.after > cursor || int64(n) > held.limit {
+		return t, nil, false, nil
+	}
+	if withSummary && sr.UpToSeq.Valid {
+		sr.Same.Bool = known != nil && known.epoch == sr.Epoch.Int64 && known.version == sr.Version.Int64 &&
+			known.updatedAt.Equal(sr.UpdatedAt.Time)
+		if !sr.Same.Bool && !sr.Narrative.Valid {
+			// Same epoch and version, another updated_at (deleted and
+			// saved again): not sent, read by loadSQL.
+			return t, nil, false, nil
+		}
+	}
+	s.held.Add(1)
+	t = store.Tail{Total: int(total), Epoch: epoch}
+	if base := held.newest(cursor, n); len(base) > 0 {
+		t.Messages = make([]store.Message, len(base))
+		for i, m := range base {
+			t.Messages[i] = m.Clone()
+		}
+	}
+	if !withSummary || !sr.UpToSeq.Valid {
+		return t, nil, true, nil
+	}
+	return t, s.summaryOf(ctx, sessionID, known, &sr), true, nil
+}
+
+// loadSummaryCols are the summary columns of a load's answer (loadSQL's,
+// heldSQL's): Narrative and Facts are NULL when Same, the summary the
+// caller holds.
+type loadSummaryCols struct {
+	Epoch, UpToSeq, Version sql.NullInt64
+	Narrative               sql.NullString
+	Facts                   []byte
+	CreatedAt, UpdatedAt    sql.NullTime
+	Same                    sql.NullBool
+}
+
+// summaryOf is the summary a load read (sr), from known, the one the
+// store holds, when it is the same, else decoded from sr and then held.
+// Facts that cannot be decoded are dropped with a logged warning, as
+// SummaryStore.Get does.
+func (s *MessageStore) summaryOf(ctx context.Context, sessionID string, known *cachedSummary, sr *loadSummaryCols) *summary.Summary {
 	var cs *cachedSummary
 	if sr.Same.Bool && known != nil {
 		cs = known // unchanged since this store read it: not sent, not decoded
@@ -450,7 +664,38 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		UpdatedAt: keptTime(sr.UpdatedAt.Time),
 	}
 	cs.ledger.fill(sm)
-	return out, sm, nil
+	return sm
+}
+
+// keepTail completes out, whose messages are the rows of a load that
+// asked for n messages, from held, the tail the load named, when the
+// database confirmed it (since: the rows are the messages stored after
+// since, held's counter), and caches the result, read after the cursor
+// after, with its stamp (epoch out.Epoch, counter, erasures). An
+// unchanged tail keeps its entry.
+func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.Tail, counter, erasures, after int64, since sql.NullInt64, n int) {
+	fresh := out.Messages
+	var base []store.Message // shared with the cache
+	if since.Valid {
+		base = held.newest(after, n-len(fresh))
+		out.Messages = make([]store.Message, 0, len(base)+len(fresh))
+		for _, m := range base {
+			out.Messages = append(out.Messages, m.Clone())
+		}
+		out.Messages = append(out.Messages, fresh...)
+		if len(fresh) == 0 && held.after == after && held.epoch == out.Epoch {
+			return // nothing new: held still answers this load
+		}
+	}
+	if n <= 0 {
+		return
+	}
+	kept := make([]store.Message, 0, len(base)+len(fresh))
+	kept = append(kept, base...)
+	for _, m := range fresh {
+		kept = append(kept, m.Clone())
+	}
+	s.tails.put(sessionID, newCachedTail(kept, out.Epoch, counter, erasures, after, n))
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its
@@ -609,6 +854,7 @@ func (s *MessageStore) Delete(ctx context.Context, sessionID, userID string) err
 		return fmt.Errorf("db: delete session %q: commit: %w", sessionID, classify(ctx, err))
 	}
 	s.cache.drop(sessionID)
+	s.tails.drop(sessionID)
 	return nil
 }
 

@@ -217,6 +217,27 @@ func TestOpenStatementTimeout(t *testing.T) {
 		t.Errorf("statement_timeout in the DSN: %q, want 1234ms", got)
 	}
 	checkStatementTimeout(t, ctx, s.URL, s.Name)
+
+	// A prepared statement (WithPreparedStatements) is bounded too: an
+	// append held up by checkStatementTimeout's slow trigger, still in place.
+	d, err := db.Open(ctx, s.URL, db.WithStatementTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ms := db.NewMessageStore(d, db.WithPreparedStatements())
+	start := time.Now()
+	_, err = ms.Append(ctx, "s", "alice", user("q2"), assistant("slow"))
+	var pqErr *pq.Error
+	if !errors.Is(err, store.ErrUnavailable) || !errors.As(err, &pqErr) || pqErr.Code != "57014" {
+		t.Fatalf("prepared Append past the statement timeout = %v, want ErrUnavailable wrapping SQLSTATE 57014", err)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("the prepared append was cancelled after %v, want about 200ms", el)
+	}
+	if tail, err := ms.Tail(ctx, "s", "alice", 10); err != nil || tail.Total != 2 {
+		t.Errorf("after the timed-out prepared append: %+v, %v; want the 2 earlier messages", tail, err)
+	}
 }
 
 // checkStatementTimeout: on a pool made from url with a 200ms statement

@@ -99,7 +99,7 @@ func (s *MessageStore) Replace(ctx context.Context, sessionID, userID string, ms
 	if len(msgs) > 0 {
 		var total, ep, last sql.NullInt64
 		var owner sql.NullString
-		err = tx.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &ep, &last, &owner)
+		err = tx.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &ep, &last, &owner, new(sql.NullInt64), new(sql.NullTime))
 		if err != nil {
 			return fail("append", err)
 		}

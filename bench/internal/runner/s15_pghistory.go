@@ -40,6 +40,31 @@ const pghLoadRounds = 3
 type pghSystem struct {
 	name string
 	load func(ctx context.Context, n int) (int, error) // messages handed to the model
+	// before, when not nil, runs untimed before each timed load (an agent
+	// loop's turn).
+	before func(ctx context.Context, n int) error
+}
+
+// measureAfter is measure with before run untimed ahead of every call of
+// fn, warm-up calls included; before's first error stops it.
+func measureAfter(warm, minIters int, minTime time.Duration, before func() error, fn func()) (samples, error) {
+	for range warm {
+		if err := before(); err != nil {
+			return nil, err
+		}
+		fn()
+	}
+	var out samples
+	began := time.Now()
+	for len(out) < minIters || time.Since(began) < minTime {
+		if err := before(); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		fn()
+		out = append(out, time.Since(t0))
+	}
+	return out, nil
 }
 
 func runPGHistory(ctx context.Context, r *runner, out *sectionOut) error {
@@ -107,25 +132,59 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		sizes = []int{20, 200}
 	}
 	cfg := chunkedConfig()
-	mgr, err := r.newManager(db.NewMessageStore(pg.d, db.WithLogger(r.quiet)), db.NewSummaryStore(pg.d, db.WithLogger(r.quiet)), summary.NewExtractiveService(), cfg)
-	if err != nil {
-		return err
+	// Strata four ways: the default store and one with prepared
+	// statements (db.WithPreparedStatements, for a direct connection),
+	// each in an agent loop's steady state (the store read the session
+	// before and holds its tail: the load's statement confirms it and
+	// sends no message) and cold (db.WithTailCache(0, 0): every load reads
+	// the whole tail, as the first load of a session by this process, or
+	// the first after another replica erased or replaced messages, does).
+	newMgr := func(opts ...db.Option) (*memory.Manager, error) {
+		return r.newManager(db.NewMessageStore(pg.d, append([]db.Option{db.WithLogger(r.quiet)}, opts...)...),
+			db.NewSummaryStore(pg.d, db.WithLogger(r.quiet)), summary.NewExtractiveService(), cfg)
 	}
-	defer mgr.Close()
+	var mgrs [6]*memory.Manager
+	for i, opts := range [][]db.Option{
+		nil,
+		{db.WithPreparedStatements()},
+		{db.WithTailCache(0, 0)},
+		{db.WithTailCache(0, 0), db.WithPreparedStatements()},
+		nil,                           // the true agent loop's
+		{db.WithPreparedStatements()}, // the true agent loop's, prepared
+	} {
+		m, err := newMgr(opts...)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		mgrs[i] = m
+	}
 
 	session := func(n int) string { return fmt.Sprintf("s15-load-%d", n) }
+	// The sessions of the true agent loops (load, append a turn, load …),
+	// one per manager, seeded as session(n) is; they grow by a turn before
+	// every load.
+	loopSession := func(n, i int) string { return fmt.Sprintf("s15-loop-%d-%d", i, n) }
 	histories := map[string]map[int]lcschema.ChatMessageHistory{"plain": {}, "indexed": {}}
 	for _, n := range sizes {
 		r.progress("  langchaingo history: seeding %s messages", fmtInt(n))
 		if err := seedPG(ctx, pg.d, session(n), n); err != nil {
 			return err
 		}
-		if n > cfg.TriggerMessageCount {
-			// The summary covering all but the verbatim window, as a
-			// session of this length has after its folds: no fold runs
-			// while timing.
-			if err := storeCoveringSummary(ctx, db.NewMessageStore(pg.d), db.NewSummaryStore(pg.d), session(n)); err != nil {
-				return err
+		for _, id := range []string{session(n), loopSession(n, 4), loopSession(n, 5)} {
+			if id != session(n) {
+				if err := seedPG(ctx, pg.d, id, n); err != nil {
+					return err
+				}
+			}
+			if n > cfg.TriggerMessageCount {
+				// The summary covering all but the verbatim window, as a
+				// session of this length has after its folds: no fold runs
+				// while timing (but in the true agent loops, whose turns
+				// fold as they would in production).
+				if err := storeCoveringSummary(ctx, db.NewMessageStore(pg.d), db.NewSummaryStore(pg.d), id); err != nil {
+					return err
+				}
 			}
 		}
 		for kind, t := range map[string]PGHistory{"plain": plain, "indexed": indexed} {
@@ -154,14 +213,40 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 			return len(msgs), nil
 		}
 	}
-	systems := []pghSystem{
-		{"Strata (chunked, memory on)", func(ctx context.Context, n int) (int, error) {
-			h, err := mgr.LoadHistory(ctx, session(n), benchUser)
+	strata := func(m *memory.Manager) func(ctx context.Context, n int) (int, error) {
+		return func(ctx context.Context, n int) (int, error) {
+			h, err := m.LoadHistory(ctx, session(n), benchUser)
 			return len(h), err
-		}},
-		{fmt.Sprintf("%s, window buffer (%d turns), no index", peer.Name, pghWindowTurns), window("plain")},
-		{fmt.Sprintf("%s, window buffer (%d turns), index on (session_id, id)", peer.Name, pghWindowTurns), window("indexed")},
-		{peer.Name + ", token buffer (2 000 tokens), index", func(ctx context.Context, n int) (int, error) {
+		}
+	}
+	loop := func(i int) pghSystem {
+		turn := 0
+		return pghSystem{
+			load: func(ctx context.Context, n int) (int, error) {
+				h, err := mgrs[i].LoadHistory(ctx, loopSession(n, i), benchUser)
+				return len(h), err
+			},
+			before: func(ctx context.Context, n int) error {
+				turn++
+				return mgrs[i].SaveTurn(ctx, loopSession(n, i), benchUser, fmt.Sprint("question ", turn), fmt.Sprint("answer ", turn))
+			},
+		}
+	}
+	trueLoop, trueLoopPrepared := loop(4), loop(5)
+	trueLoop.name = "Strata, true agent loop (load, append a turn, load …; loads timed)"
+	trueLoopPrepared.name = "Strata, true agent loop, prepared statements"
+	// The rows of Strata; pghPeerIndexed is the peer's indexed window.
+	const pghStrataRows, pghPeerIndexed = 6, 7
+	systems := []pghSystem{
+		{name: "Strata (chunked, memory on), agent loop (tail held)", load: strata(mgrs[0])},
+		{name: "Strata, agent loop, prepared statements", load: strata(mgrs[1])},
+		{name: "Strata, cold (tail not held)", load: strata(mgrs[2])},
+		{name: "Strata, cold, prepared statements", load: strata(mgrs[3])},
+		trueLoop,
+		trueLoopPrepared,
+		{name: fmt.Sprintf("%s, window buffer (%d turns), no index", peer.Name, pghWindowTurns), load: window("plain")},
+		{name: fmt.Sprintf("%s, window buffer (%d turns), index on (session_id, id)", peer.Name, pghWindowTurns), load: window("indexed")},
+		{name: peer.Name + ", token buffer (2 000 tokens), index", load: func(ctx context.Context, n int) (int, error) {
 			// LoadMemoryVariables of the token buffer never applies its
 			// limit (only SaveContext prunes), so it needs no model here.
 			tb := lcmemory.NewConversationTokenBuffer(nil, 2000, lcmemory.WithChatHistory(histories["indexed"][n]), lcmemory.WithReturnMessages(true))
@@ -193,13 +278,22 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 					r.progress("  langchaingo history: %s, %s messages", sys.name, fmtInt(n))
 				}
 				var loadErr error
-				s := measure(warm, minOps/pghLoadRounds, 0, minTime/pghLoadRounds, func() {
+				timedLoad := func() {
 					k, err := sys.load(ctx, n)
 					if err != nil && loadErr == nil {
 						loadErr = err
 					}
 					cells[i][j].msgs = k
-				})
+				}
+				var s samples
+				if sys.before != nil {
+					var err error
+					if s, err = measureAfter(warm, minOps/pghLoadRounds, minTime/pghLoadRounds, func() error { return sys.before(ctx, n) }, timedLoad); err != nil {
+						return fmt.Errorf("%s, %d messages: turn: %w", sys.name, n, err)
+					}
+				} else {
+					s = measure(warm, minOps/pghLoadRounds, 0, minTime/pghLoadRounds, timedLoad)
+				}
 				if loadErr != nil {
 					return fmt.Errorf("%s, %d messages: %w", sys.name, n, loadErr)
 				}
@@ -208,7 +302,7 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		}
 	}
 
-	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Ratios are the peer's p50 over Strata's.\n\n",
+	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Strata runs six ways: in an agent loop's steady state (its store read the session before and holds the tail and summary, so the load is one plain primary-key statement that confirms them), in a true agent loop (before each timed load, an untimed turn — a user and an assistant message — is saved through the manager, which extends the held tail and folds as in production; the session grows from N by a turn per load) and cold (`db.WithTailCache(0, 0)`: every load reads the whole tail, as a first load by this process or the first after another replica erased or replaced messages does), each with the default settings and with `db.WithPreparedStatements` (a direct connection). Ratios in the peer's rows are the peer's p50 over Strata's agent-loop p50; in Strata's other rows, that row's p50 over the indexed window buffer's.\n\n",
 		len(seedText(1)), warm, pghLoadRounds, minOps, minTime, cfg.TriggerMessageCount, 2*pghWindowTurns)
 	headers := []string{"system"}
 	for _, n := range sizes {
@@ -222,8 +316,10 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		for j, n := range sizes {
 			c := cells[i][j]
 			cellText := fmt.Sprintf("%s / %s (%s)", fmtDur(c.s.pct(50)), fmtDur(c.s.pct(95)), fmtInt(c.msgs))
-			if i > 0 {
+			if i >= pghStrataRows {
 				cellText += " · " + fmtRatio(ratio(float64(c.s.pct(50)), float64(cells[0][j].s.pct(50))))
+			} else if i > 0 {
+				cellText += " · " + fmtRatio(ratio(float64(c.s.pct(50)), float64(cells[pghPeerIndexed][j].s.pct(50)))) + " of the indexed window's"
 			}
 			row = append(row, cellText)
 			ser.X = append(ser.X, float64(n))
@@ -238,13 +334,19 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 
 	st := cells[0]
 	first, last := st[0].s.pct(50), st[len(st)-1].s.pct(50)
-	peerIdx := cells[2][0].s.pct(50)
-	out.printf("**Goals (issue: faster than the peer at every size):** Strata's load p50 ≤ 1.0× the indexed window buffer's at %d messages: **%s** (Strata %s, peer %s); flat from %s to %s messages (≤ 1.2×): **%s**.\n\n",
-		sizes[0], fmtRatio(ratio(float64(first), float64(peerIdx))), fmtDur(first), fmtDur(peerIdx), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
-	out.headline("Against langchaingo's PostgreSQL history (§15, memory on): Strata's load p50 is %s the indexed window buffer's at %s messages and %s at %s (peer %s vs Strata %s); Strata from %s to %s messages: %s.",
-		fmtRatio(ratio(float64(first), float64(peerIdx))), fmtInt(sizes[0]),
-		fmtRatio(ratio(float64(last), float64(cells[2][len(sizes)-1].s.pct(50)))), fmtInt(sizes[len(sizes)-1]),
-		fmtDur(cells[2][len(sizes)-1].s.pct(50)), fmtDur(last), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
+	peerIdx := cells[pghPeerIndexed][0].s.pct(50)
+	cold := cells[2][0].s.pct(50)
+	prep, prepCold := cells[1][0].s.pct(50), cells[3][0].s.pct(50)
+	tl, tlLast, tlPrep := cells[4][0].s.pct(50), cells[4][len(sizes)-1].s.pct(50), cells[5][0].s.pct(50)
+	out.printf("**Goals (issue: faster than the peer at every size), on the agent loop's load with the default settings:** Strata's load p50 ≤ 1.0× the indexed window buffer's at %d messages: **%s** (Strata %s, peer %s; cold %s: %s); flat from %s to %s messages (≤ 1.2×): **%s**. With prepared statements (direct connection): %s at %d messages (cold %s). True agent loop (a turn appended before each load): %s at %d messages (prepared %s), flat %s.\n\n",
+		sizes[0], fmtRatio(ratio(float64(first), float64(peerIdx))), fmtDur(first), fmtDur(peerIdx), fmtDur(cold), fmtRatio(ratio(float64(cold), float64(peerIdx))),
+		fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))),
+		fmtRatio(ratio(float64(prep), float64(peerIdx))), sizes[0], fmtRatio(ratio(float64(prepCold), float64(peerIdx))),
+		fmtRatio(ratio(float64(tl), float64(peerIdx))), sizes[0], fmtRatio(ratio(float64(tlPrep), float64(peerIdx))), fmtRatio(ratio(float64(tlLast), float64(tl))))
+	out.headline("Against langchaingo's PostgreSQL history (§15, memory on): Strata's load p50 in an agent loop is %s the indexed window buffer's at %s messages (cold, tail not held: %s; prepared statements: %s) and %s at %s (peer %s vs Strata %s); Strata from %s to %s messages: %s.",
+		fmtRatio(ratio(float64(first), float64(peerIdx))), fmtInt(sizes[0]), fmtRatio(ratio(float64(cold), float64(peerIdx))), fmtRatio(ratio(float64(prep), float64(peerIdx))),
+		fmtRatio(ratio(float64(last), float64(cells[pghPeerIndexed][len(sizes)-1].s.pct(50)))), fmtInt(sizes[len(sizes)-1]),
+		fmtDur(cells[pghPeerIndexed][len(sizes)-1].s.pct(50)), fmtDur(last), fmtInt(sizes[0]), fmtInt(sizes[len(sizes)-1]), fmtRatio(ratio(float64(last), float64(first))))
 	return nil
 }
 
