@@ -72,7 +72,7 @@ SELECT j.journal, r.n, r.record
 // DELETE of the records past the retention and an UPDATE of the header.
 // It returns the record's number, NULL when the session is gone or of
 // another epoch.
-const journalAppendSQL = `SELECT strata_journal_append($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, true)`
+const journalAppendSQL = `SELECT n FROM strata_journal_append($1, $2, $3::jsonb, $4::jsonb, $5, $6, $7, true) AS n`
 
 // EditJournal implements store.Journaler. When ctx says the edit is one
 // record appended (store.WithJournalRecord) it is one statement

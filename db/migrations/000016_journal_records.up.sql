@@ -13,33 +13,6 @@
 -- (strata_save_journaled). Records go with their session: Delete and
 -- Replace delete them with the header (db/messages.go, db/replace.go),
 -- and an append to a header of another epoch deletes the old ones.
-CREATE TABLE IF NOT EXISTS strata_journal_records (
-    session_id TEXT   NOT NULL,
-    epoch      BIGINT NOT NULL,
-    n          BIGINT NOT NULL,
-    record     JSONB  NOT NULL,
-    counts     JSONB  NOT NULL,
-    PRIMARY KEY (session_id, epoch, n)
-);
-
--- The records of the JSON journals move to rows; their counts as
--- store.JournalTotals counts one record.
-INSERT INTO strata_journal_records (session_id, epoch, n, record, counts)
-SELECT j.session_id, j.epoch, (r->>'n')::bigint, r, jsonb_build_object(
-           'records', 1,
-           'folds', CASE WHEN r->>'kind' = 'fold' AND r->>'outcome' = 'saved' THEN 1 ELSE 0 END,
-           'failed_folds', CASE WHEN r->>'kind' = 'fold' AND r->>'outcome' IN ('failed', 'abandoned') THEN 1 ELSE 0 END,
-           'fallbacks', CASE WHEN COALESCE(r->>'fallback', '') <> '' THEN 1 ELSE 0 END,
-           'calls', COALESCE((r->>'calls')::bigint, 0),
-           'input_tokens', COALESCE((r->>'input_tokens')::bigint, 0),
-           'output_tokens', COALESCE((r->>'output_tokens')::bigint, 0),
-           'estimated_input_tokens', COALESCE((r->>'estimated_input_tokens')::bigint, 0),
-           'estimated_output_tokens', COALESCE((r->>'estimated_output_tokens')::bigint, 0))
-  FROM strata_journals j, jsonb_array_elements(COALESCE(j.journal->'records', '[]'::jsonb)) r
-ON CONFLICT DO NOTHING;
-
-UPDATE strata_journals SET journal = journal - 'records' WHERE journal ? 'records';
-
 -- strata_journal_sum adds the counters of two store.JournalTotals.
 CREATE OR REPLACE FUNCTION strata_journal_sum(p_a JSONB, p_b JSONB)
 RETURNS JSONB
@@ -152,3 +125,33 @@ BEGIN
     RETURN QUERY SELECT v_held, v_gone, v_saved, v_epoch, v_version, v_updated;
 END
 $fn$;
+
+-- The table and its data last: on Citus no function may be created in a
+-- transaction after a parallel operation on a distributed table.
+CREATE TABLE IF NOT EXISTS strata_journal_records (
+    session_id TEXT   NOT NULL,
+    epoch      BIGINT NOT NULL,
+    n          BIGINT NOT NULL,
+    record     JSONB  NOT NULL,
+    counts     JSONB  NOT NULL,
+    PRIMARY KEY (session_id, epoch, n)
+);
+
+-- The records of the JSON journals move to rows; their counts as
+-- store.JournalTotals counts one record.
+INSERT INTO strata_journal_records (session_id, epoch, n, record, counts)
+SELECT j.session_id, j.epoch, (r->>'n')::bigint, r, jsonb_build_object(
+           'records', 1,
+           'folds', CASE WHEN r->>'kind' = 'fold' AND r->>'outcome' = 'saved' THEN 1 ELSE 0 END,
+           'failed_folds', CASE WHEN r->>'kind' = 'fold' AND r->>'outcome' IN ('failed', 'abandoned') THEN 1 ELSE 0 END,
+           'fallbacks', CASE WHEN COALESCE(r->>'fallback', '') <> '' THEN 1 ELSE 0 END,
+           'calls', COALESCE((r->>'calls')::bigint, 0),
+           'input_tokens', COALESCE((r->>'input_tokens')::bigint, 0),
+           'output_tokens', COALESCE((r->>'output_tokens')::bigint, 0),
+           'estimated_input_tokens', COALESCE((r->>'estimated_input_tokens')::bigint, 0),
+           'estimated_output_tokens', COALESCE((r->>'estimated_output_tokens')::bigint, 0))
+  FROM strata_journals j, jsonb_array_elements(COALESCE(j.journal->'records', '[]'::jsonb)) r
+ON CONFLICT DO NOTHING;
+
+UPDATE strata_journals SET journal = journal - 'records' WHERE journal ? 'records';
+
