@@ -144,8 +144,9 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		}
 	})
 	t.Run("ConcurrentEdits", func(t *testing.T) {
-		// Edits are atomic: 8 writers appending 10 records each lose none
-		// and number them 1 to 80 without a gap or a repeat.
+		// Edits are atomic: 8 writers appending 10 records each, as edits
+		// or as data, lose none and number them 1 to 80 without a gap or a
+		// repeat.
 		jr, _, id, epoch := setup(t)
 		var wg sync.WaitGroup
 		errs := make(chan error, 80)
@@ -154,7 +155,11 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 			go func() {
 				defer wg.Done()
 				for i := range 10 {
-					errs <- jr.EditJournal(ctx, id, epoch, func(j *store.Journal) { j.Add(rec(w*10+i), 200) })
+					r, actx := rec(w*10+i), ctx
+					if w%2 == 0 { // half the writers append as data (store.WithJournalRecord)
+						actx = store.WithJournalRecord(ctx, r, 200)
+					}
+					errs <- jr.EditJournal(actx, id, epoch, func(j *store.Journal) { j.Add(r, 200) })
 				}
 			}()
 		}
