@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -169,5 +170,63 @@ func TestFoldSaveIsOneStatement(t *testing.T) {
 	}
 	if st, _ := wc.get(); st != 1 {
 		t.Fatalf("a journal append took %d statements, want 1", st)
+	}
+}
+
+// TestJournalScrubRewritesOnlyAffectedRows: an edit that scrubs one
+// record (as an erasure does) and appends another rewrites that record's
+// row and inserts the new one; every other record's row is left as it was
+// (its row version, xmin, unchanged); what reads back is the edited
+// journal.
+func TestJournalScrubRewritesOnlyAffectedRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := testCtx(t)
+	res := mustAppend(t, ctx, f.messages, "s", "alice", user("q"), assistant("a"))
+	for i := range 10 {
+		r := store.JournalRecord{Kind: "fold", Outcome: "saved", At: time.Now(), Changes: []store.FactChange{{Op: "added", Key: "k", To: fmt.Sprint("v", i)}}}
+		if err := f.messages.EditJournal(store.WithJournalRecord(ctx, r, 200), "s", res.Epoch, func(j *store.Journal) { j.Add(r, 200) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	versions := func() map[int64]string {
+		t.Helper()
+		var rows []struct {
+			N    int64  `db:"n"`
+			Xmin string `db:"xmin"`
+		}
+		if err := f.d.SelectContext(ctx, &rows, `SELECT n, xmin::text AS xmin FROM strata_journal_records WHERE session_id = 's'`); err != nil {
+			t.Fatal(err)
+		}
+		m := map[int64]string{}
+		for _, r := range rows {
+			m[r.N] = r.Xmin
+		}
+		return m
+	}
+	before := versions()
+	err := f.messages.EditJournal(ctx, "s", res.Epoch, func(j *store.Journal) {
+		j.Records[3].Changes, j.Records[3].Scrubbed = nil, true
+		j.Add(store.JournalRecord{Kind: "forget", Outcome: "done", At: time.Now(), Seqs: []int64{1}}, 200)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := versions()
+	if len(after) != 11 {
+		t.Fatalf("%d record rows after the scrub, want 11", len(after))
+	}
+	for n := int64(1); n <= 10; n++ {
+		if changed := after[n] != before[n]; changed != (n == 4) {
+			t.Errorf("record %d: row rewritten %v, want %v", n, changed, n == 4)
+		}
+	}
+	j, err := f.messages.ReadJournal(ctx, "s", res.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Records) != 11 || !j.Records[3].Scrubbed || j.Records[3].Changes != nil || j.Records[4].Changes[0].To != "v4" ||
+		j.Records[10].Kind != "forget" || j.Totals.Records != 11 {
+		t.Fatalf("after the scrub: %+v", j)
 	}
 }
