@@ -27,19 +27,20 @@ var citusTables = []string{
 	"strata_fold_leases",
 	"strata_arc_reactor_imports",
 	"strata_journals",
+	"strata_journal_records",
 }
 
 // citusFunctions are Strata's functions, each called with a session id
 // as its first argument, which Distribute distributes on that argument:
 // Citus then runs a call on the worker holding the session's shard,
 // where its statements are local.
-var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary"}
+var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary", "strata_journal_append", "strata_save_journaled"}
 
 // citusHelpers are functions that Strata's functions call in their
 // statements, which Distribute creates on every node (distributed without
 // a distribution argument), so that a call delegated to a worker finds
 // them.
-var citusHelpers = []string{"strata_merge_participants"}
+var citusHelpers = []string{"strata_merge_participants", "strata_journal_sum"}
 
 // citusCustomPlans are the functions of citusFunctions that Distribute
 // gives PostgreSQL's default plan_cache_mode: a statement of theirs is not

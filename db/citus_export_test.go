@@ -14,7 +14,8 @@ type CitusStatement struct {
 // CitusStatements are the statements of a load (Snapshot, Tail and the
 // read after a summary: strata_snapshot; Range), an append
 // (strata_append) and a fold (the lease's take, renewal and release, the
-// summary's read, save, and save with the lease's release) about session
+// summary's read, save, save with the lease's release, and with the
+// journal's append) about session
 // as user.
 func CitusStatements(session, user string) []CitusStatement {
 	b, err := newBatch([]store.Message{{Role: store.RoleUser, Content: "plan"}})
@@ -22,6 +23,10 @@ func CitusStatements(session, user string) []CitusStatement {
 		panic(err)
 	}
 	const token, micros = "token", int64(60_000_000)
+	rec, err := appendOf(store.JournalRecord{Kind: "fold", Outcome: "saved", InputTokens: 1}, 200)
+	if err != nil {
+		panic(err)
+	}
 	return []CitusStatement{
 		{"append", appendSQL, appendArgs(session, user, b)},
 		{"load", loadSQL, []any{session, user, 20, false, true, nil, nil, nil, nil, nil, nil, nil, nil}},
@@ -34,5 +39,8 @@ func CitusStatements(session, user string) []CitusStatement {
 		{"read summary", getSummarySQL, []any{session}},
 		{"save summary", saveSummarySQL, []any{session, int64(1), "narrative", "[]", int64(1)}},
 		{"save summary, release lease", saveReleaseSQL, []any{session, int64(1), "narrative", "[]", int64(1), token}},
+		{"journal append", journalAppendSQL, []any{session, int64(1), rec.record, rec.counts, rec.day, rec.spent, 200}},
+		{"save summary, release lease, journal", saveJournaledSQL, []any{session, int64(1), "narrative", "[]", int64(1), token,
+			rec.record, rec.counts, rec.day, rec.spent, 200}},
 	}
 }

@@ -50,6 +50,14 @@ func TestCitusSummaryCapabilitiesConformance(t *testing.T) {
 	memorytest.RunSummaries(t, func(*testing.T) store.Store { return db.NewMessageStore(d) })
 }
 
+// TestCitusJournalConformance runs the journal's suite (appends as data
+// and as edits, retention, totals, scrubs, the journal going with its
+// session) on a distributed schema.
+func TestCitusJournalConformance(t *testing.T) {
+	d := citusPool(t)
+	memorytest.RunJournal(t, func(*testing.T) memory.MessageStore { return db.NewMessageStore(d) })
+}
+
 // TestCitusSingleShard checks, on the plans Citus makes for them, that
 // every statement of a load, an append and a fold about one session runs
 // on one shard: EXPLAIN shows one task, and for strata_append and
@@ -76,7 +84,7 @@ func TestCitusSingleShard(t *testing.T) {
 			t.Errorf("%s: not a single-shard plan:\n%s", st.Name, plan)
 			continue
 		}
-		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary"} {
+		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary", "strata_journal_append", "strata_save_journaled"} {
 			if strings.Contains(st.SQL, fn+"(") && !strings.Contains(plan, "Function Scan on "+fn) {
 				t.Errorf("%s: the call of %s is not delegated to the worker holding the session:\n%s", st.Name, fn, plan)
 			}
@@ -151,7 +159,7 @@ SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::
  ORDER BY 1`); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"strata_append", "strata_load", "strata_save_summary", "strata_snapshot"}; !slices.Equal(fns, want) {
+	if want := []string{"strata_append", "strata_journal_append", "strata_load", "strata_save_journaled", "strata_save_summary", "strata_snapshot"}; !slices.Equal(fns, want) {
 		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
 	}
 	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)

@@ -271,13 +271,25 @@
 //	updated_at   TIMESTAMPTZ NOT NULL
 //
 // strata_journals (version 13) — each session's fold journal
-// (MessageStore.EditJournal, store.Journaler); a trigger on strata_sessions deletes it
-// with its session (tombstone, new epoch, or row removed):
+// (MessageStore.EditJournal, store.Journaler), its header; Delete and
+// Replace delete it, and its records, with the session:
 //
 //	session_id  TEXT PRIMARY KEY
 //	epoch       BIGINT NOT NULL         the incarnation journaled
-//	journal     JSONB NOT NULL          store.Journal: newest records + totals
+//	journal     JSONB NOT NULL          store.Journal without its records
+//	                                    (since version 16): totals, rolled, day
 //	updated_at  TIMESTAMPTZ NOT NULL    refreshed by every edit
+//
+// strata_journal_records (version 16) — the kept records of a journal,
+// one row each; an append inserts one and deletes those past the
+// retention (strata_journal_append), never rewriting the others:
+//
+//	session_id  TEXT NOT NULL
+//	epoch       BIGINT NOT NULL         the incarnation
+//	n           BIGINT NOT NULL         the record's number (JournalRecord.N)
+//	record      JSONB NOT NULL          store.JournalRecord
+//	counts      JSONB NOT NULL          what it adds to the totals
+//	PRIMARY KEY (session_id, epoch, n)
 //
 // # Guarantees
 //

@@ -77,10 +77,14 @@ func TestFoldSaveFillsSummaryCache(t *testing.T) {
 			}
 			sm := randomSummary(rng, session, tail.Epoch, int64(2+round))
 			journaled := false
+			rec := store.JournalRecord{Kind: "fold", Outcome: "saved", At: time.Now()}
 			jctx := store.WithJournalEdit(ctx, func(j *store.Journal) {
 				journaled = true
-				j.Add(store.JournalRecord{Kind: "fold", Outcome: "saved", At: time.Now()}, 10)
+				j.Add(rec, 10)
 			})
+			if i%2 == 0 { // the record as data: the save's one statement (strata_save_journaled)
+				jctx = store.WithJournalRecord(jctx, rec, 10)
+			}
 			if err := save(jctx, sm); err != nil {
 				t.Fatalf("seed %d, summary %d: save: %v", seed, i, err)
 			}

@@ -198,8 +198,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
-	var held, gone, saved bool
-	err = queryJournaled(ctx, l.d, l.cache, sm, &saved, saveReleaseSQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, l.token}, &held, &gone, &saved)
+	held, gone, saved, err := saveJournaled(ctx, l.d, l.cache, sm, facts, l.token)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}
@@ -230,7 +229,8 @@ func newToken() (string, error) {
 // the lease is still the caller's; it refuses (an error wrapping
 // summary.ErrStale, nothing written) when another holder took the lease
 // over after it expired. A save that journals (store.WithJournalEdit) and
-// writes leaves the summary in the store's summary cache (WithSummaryCache),
+// writes appends the record in the same statement when it is one record
+// (store.WithJournalRecord), and leaves the summary in the store's summary cache (WithSummaryCache),
 // under the identity of the row it wrote. After a save that returned nil,
 // summary.ErrSessionGone or summary.ErrStale for a newer stored summary,
 // the lease is released and release does nothing; after any other error

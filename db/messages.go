@@ -815,7 +815,8 @@ const deleteSessionSQL = `
 WITH m AS (DELETE FROM strata_messages        WHERE session_id = $1),
      c AS (DELETE FROM strata_summaries       WHERE session_id = $1),
      x AS (DELETE FROM strata_session_index   WHERE session_id = $1),
-     j AS (DELETE FROM strata_journals        WHERE session_id = $1)
+     j AS (DELETE FROM strata_journals        WHERE session_id = $1),
+     r AS (DELETE FROM strata_journal_records WHERE session_id = $1)
 UPDATE strata_sessions
    SET user_id = NULL, deleted_at = now(), message_count = 0,
        first_user_message = NULL, participants = '{}', last_activity = now()

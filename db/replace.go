@@ -33,7 +33,8 @@ const nextEpochSQL = `SELECT nextval('strata_session_epoch_seq')`
 const replaceClearSQL = `
 WITH m AS (DELETE FROM strata_messages      WHERE session_id = $1),
      c AS (DELETE FROM strata_summaries     WHERE session_id = $1),
-     j AS (DELETE FROM strata_journals      WHERE session_id = $1)
+     j AS (DELETE FROM strata_journals      WHERE session_id = $1),
+     r AS (DELETE FROM strata_journal_records WHERE session_id = $1)
 DELETE FROM strata_session_index WHERE session_id = $1`
 
 // replaceOwnerSQL reads the live session's owner when replaceSQL matched

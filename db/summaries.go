@@ -149,8 +149,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
-	var gone, saved bool
-	err = queryJournaled(ctx, s.d, nil, sm, &saved, saveSummarySQL, []any{sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq}, &gone, &saved)
+	_, gone, saved, err := saveJournaled(ctx, s.d, nil, sm, facts, nil)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 

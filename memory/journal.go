@@ -207,14 +207,21 @@ func (r *foldRecord) flushed(e *engine) {
 // from the summary. Otherwise, and when the save did not apply the edit,
 // the function appends the record after the save.
 func (e *engine) journaledSave(ctx context.Context, sessionID string, epoch int64, rec store.JournalRecord) (context.Context, func()) {
-	add := func(j *store.Journal) { j.Add(rec, journalRetention) }
 	applied := false
-	ctx = store.WithJournalEdit(ctx, func(j *store.Journal) { applied = true; add(j) })
+	ctx = store.WithJournalEdit(store.WithJournalRecord(ctx, rec, journalRetention), func(j *store.Journal) { applied = true; j.Add(rec, journalRetention) })
 	return ctx, func() {
 		if !applied {
-			_ = e.editJournal(ctx, sessionID, epoch, add)
+			e.appendJournal(ctx, sessionID, epoch, rec)
 		}
 	}
+}
+
+// appendJournal appends rec to the journal of the session's incarnation
+// epoch, as editJournal does, telling the store it is one record appended
+// (store.WithJournalRecord), which a database appends without reading the
+// journal.
+func (e *engine) appendJournal(ctx context.Context, sessionID string, epoch int64, rec store.JournalRecord) {
+	_ = e.editJournal(store.WithJournalRecord(ctx, rec, journalRetention), sessionID, epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
 }
 
 // journalFold appends the record of a fold that did not save its last
@@ -233,7 +240,7 @@ func (e *engine) journalFold(ctx context.Context, sessionID string, r foldRecord
 		outcome, class = foldOutcome(ctx, err)
 	}
 	rec := r.record(e, outcome, class)
-	_ = e.editJournal(ctx, sessionID, r.epoch, func(j *store.Journal) { j.Add(rec, journalRetention) })
+	e.appendJournal(ctx, sessionID, r.epoch, rec)
 }
 
 // foldOutcome classifies how a fold ended.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -143,8 +144,9 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 		}
 	})
 	t.Run("ConcurrentEdits", func(t *testing.T) {
-		// Edits are atomic: 8 writers appending 10 records each lose none
-		// and number them 1 to 80 without a gap or a repeat.
+		// Edits are atomic: 8 writers appending 10 records each, as edits
+		// or as data, lose none and number them 1 to 80 without a gap or a
+		// repeat.
 		jr, _, id, epoch := setup(t)
 		var wg sync.WaitGroup
 		errs := make(chan error, 80)
@@ -153,7 +155,11 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 			go func() {
 				defer wg.Done()
 				for i := range 10 {
-					errs <- jr.EditJournal(ctx, id, epoch, func(j *store.Journal) { j.Add(rec(w*10+i), 200) })
+					r, actx := rec(w*10+i), ctx
+					if w%2 == 0 { // half the writers append as data (store.WithJournalRecord)
+						actx = store.WithJournalRecord(ctx, r, 200)
+					}
+					errs <- jr.EditJournal(actx, id, epoch, func(j *store.Journal) { j.Add(r, 200) })
 				}
 			}()
 		}
@@ -175,6 +181,73 @@ func RunJournal(t *testing.T, newStore func(t *testing.T) memory.MessageStore) {
 			if r.N != int64(i+1) {
 				t.Fatalf("record %d numbered %d", i+1, r.N)
 			}
+		}
+	})
+	t.Run("Model", func(t *testing.T) {
+		// Seeded random appends — as data (store.WithJournalRecord, which a
+		// database appends as one row) or as edits — of folds of every
+		// outcome, erasures and fallbacks over several UTC days, with
+		// scrubs of some records between them, leave exactly the journal
+		// Journal.Add and the scrubs make of an empty one: the same
+		// records, numbers, totals, rolled totals and day's tokens, after
+		// every step, well past the retention.
+		jr, _, id, epoch := setup(t)
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, 16))
+		keep := 1 + rng.IntN(12)
+		want := store.Journal{Epoch: epoch}
+		when := at
+		outcomes := []string{"saved", "saved", "stale", "failed", "abandoned"}
+		for step := range 120 {
+			if rng.IntN(5) == 0 {
+				mod, rem := int64(1+rng.IntN(3)), int64(rng.IntN(3))
+				scrub := func(j *store.Journal) {
+					for i := range j.Records {
+						if r := &j.Records[i]; r.N%mod == rem {
+							r.Changes, r.Scrubbed = nil, true
+						}
+					}
+				}
+				scrub(&want)
+				if err := jr.EditJournal(ctx, id, epoch, scrub); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				when = when.Add(time.Duration(rng.IntN(10)) * time.Hour)
+				r := store.JournalRecord{At: when, Kind: "fold", Outcome: outcomes[rng.IntN(len(outcomes))], Calls: rng.IntN(3),
+					InputTokens: rng.IntN(500), OutputTokens: rng.IntN(50), EstimatedInputTokens: rng.IntN(2) * rng.IntN(300),
+					FromSeq: int64(step), ToSeq: int64(step + 1), Summarizer: "extractive", Duration: time.Duration(rng.IntN(1e6))}
+				switch rng.IntN(4) {
+				case 0:
+					r.Kind, r.Outcome, r.Seqs, r.Calls, r.InputTokens, r.OutputTokens = "forget", "done", []int64{int64(step)}, 0, 0, 0
+				case 1:
+					r.Fallback = "budget"
+				}
+				for k := range rng.IntN(3) {
+					r.Changes = append(r.Changes, store.FactChange{Op: "added", Key: fmt.Sprintf("k%d_%d", step, k), To: "v é"})
+				}
+				want.Add(r, keep)
+				actx := ctx
+				if rng.IntN(2) == 0 {
+					actx = store.WithJournalRecord(ctx, r, keep)
+				}
+				if err := jr.EditJournal(actx, id, epoch, func(j *store.Journal) { j.Add(r, keep) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := jr.ReadJournal(ctx, id, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Fatalf("seed %d, keep %d, step %d: the journal is\n%s\nwant\n%s", seed, keep, step, g, w)
+			}
+		}
+		if want.Rolled.Records == 0 {
+			t.Fatalf("seed %d: nothing rolled out", seed)
 		}
 	})
 	t.Run("GoesWithTheSession", func(t *testing.T) {

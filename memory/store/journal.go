@@ -183,3 +183,29 @@ func JournalEditOf(ctx context.Context) func(j *Journal) {
 	edit, _ := ctx.Value(journalEditKey{}).(func(j *Journal))
 	return edit
 }
+
+type journalRecordKey struct{}
+
+// journalAppend is what WithJournalRecord carries.
+type journalAppend struct {
+	rec  JournalRecord
+	keep int
+}
+
+// WithJournalRecord returns ctx saying that the journal edit it comes
+// with — the edit given to EditJournal, or the one WithJournalEdit makes
+// ctx carry to a save — is exactly Journal.Add(rec, keep): one record
+// appended. A Journaler may then append rec as data (in PostgreSQL, one
+// row inserted, without reading the journal) rather than calling the
+// edit; having appended it so, it still calls the edit once, on a
+// scratch journal, so that the caller learns the record was applied.
+func WithJournalRecord(ctx context.Context, rec JournalRecord, keep int) context.Context {
+	return context.WithValue(ctx, journalRecordKey{}, journalAppend{rec: rec, keep: keep})
+}
+
+// JournalRecordOf returns the record and retention ctx carries
+// (WithJournalRecord); ok is false when it carries none.
+func JournalRecordOf(ctx context.Context) (rec JournalRecord, keep int, ok bool) {
+	a, ok := ctx.Value(journalRecordKey{}).(journalAppend)
+	return a.rec, a.keep, ok
+}
