@@ -80,6 +80,16 @@
 // worker on each call, so an append costs about one planning per
 // statement. What it stores is as in version 15.
 //
+// # Schema (version 16)
+//
+// Migration 000016 stores a fold journal one row per record
+// (strata_journal_records, see below), with the totals in strata_journals:
+// appending a record (strata_journal_append) inserts it, deletes what
+// falls past the retention and updates the totals, never reading the
+// other records, and a fold's save with its record is one call
+// (strata_save_journaled). Existing JSON journals are moved into rows,
+// and back by the down migration.
+//
 // # Schema (version 15)
 //
 // Migration 000015 adds the function strata_save_summary, the one call
