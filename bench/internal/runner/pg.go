@@ -37,7 +37,7 @@ func (r *runner) postgres(ctx context.Context) (*pgEnv, error) {
 		r.pgErr = errNoPostgres
 		return nil, r.pgErr
 	}
-	r.pg, r.pgErr = openPG(ctx, r.opts.DatabaseURL)
+	r.pg, r.pgErr = openPG(ctx, r.opts.DatabaseURL, "strata_bench_")
 	if r.pgErr == nil {
 		var v, fsync, sync, fpw string
 		if err := r.pg.d.GetContext(ctx, &v, "SHOW server_version"); err == nil {
@@ -74,7 +74,9 @@ func (r *runner) pgSummary() string {
 	}
 }
 
-func openPG(ctx context.Context, base string) (*pgEnv, error) {
+// openPG creates a schema of its own, named prefix and random hex digits,
+// on the server of base and migrates it.
+func openPG(ctx context.Context, base, prefix string) (*pgEnv, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	adminURL, err := db.WithDSNParams(base, map[string]string{"application_name": "strata-bench-admin"})
@@ -87,7 +89,7 @@ func openPG(ctx context.Context, base string) (*pgEnv, error) {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	p := &pgEnv{admin: admin, schema: "strata_bench_" + hex.EncodeToString(b[:])}
+	p := &pgEnv{admin: admin, schema: prefix + hex.EncodeToString(b[:])}
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+pq.QuoteIdentifier(p.schema)); err != nil {
 		_ = admin.Close()
 		return nil, fmt.Errorf("create schema: %w", err)

@@ -2,10 +2,8 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -82,56 +80,17 @@ func runCitus(ctx context.Context, r *runner, out *sectionOut) error {
 	return r.citusAppends(ctx, targets, out)
 }
 
-// citusEnv is the section's distributed schema on the coordinator.
-type citusEnv struct {
-	admin  *sqlx.DB
-	schema string
-	url    string
-	d      *sqlx.DB
-}
-
-func (c *citusEnv) close() {
-	if c.d != nil {
-		_ = c.d.Close()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, _ = c.admin.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+pq.QuoteIdentifier(c.schema)+" CASCADE")
-	_ = c.admin.Close()
-}
-
 // openCitus creates, migrates and distributes a schema of its own on the
-// coordinator of base, as a deployment would: migrate up, then
+// coordinator of base, as a deployment would: migrate up (openPG), then
 // distribute, over the coordinator's URL.
-func openCitus(ctx context.Context, base string) (*citusEnv, error) {
+func openCitus(ctx context.Context, base string) (*pgEnv, error) {
+	c, err := openPG(ctx, base, "strata_bench_citus_")
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	adminURL, err := db.WithDSNParams(base, map[string]string{"application_name": "strata-bench-admin"})
-	if err != nil {
-		return nil, err
-	}
-	admin, err := db.Open(ctx, adminURL)
-	if err != nil {
-		return nil, err
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	c := &citusEnv{admin: admin, schema: "strata_bench_citus_" + hex.EncodeToString(b[:])}
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+pq.QuoteIdentifier(c.schema)); err != nil {
-		_ = admin.Close()
-		return nil, fmt.Errorf("create schema: %w", err)
-	}
-	c.url, err = db.WithDSNParams(base, map[string]string{"search_path": c.schema, "application_name": c.schema})
-	if err == nil {
-		c.d, err = db.Open(ctx, c.url)
-	}
-	if err == nil {
-		err = db.Migrate(ctx, c.d)
-	}
-	if err == nil {
-		err = db.Distribute(ctx, c.d)
-	}
-	if err != nil {
+	if err := db.Distribute(ctx, c.d); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -289,7 +248,7 @@ func (r *runner) citusAppends(ctx context.Context, targets []citusTarget, out *s
 // query) and shows the plan Citus makes for each, checked: one task, no
 // subplan gathered on the coordinator, and Strata's functions delegated
 // to the worker holding the session.
-func (r *runner) citusPlans(ctx context.Context, cz *citusEnv, out *sectionOut) error {
+func (r *runner) citusPlans(ctx context.Context, cz *pgEnv, out *sectionOut) error {
 	rec := &recorder{}
 	base, err := pq.NewConnector(cz.url)
 	if err != nil {
