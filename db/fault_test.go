@@ -39,54 +39,8 @@ func TestAppendKilledMidTransaction(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := testCtx(t)
-	for _, q := range []string{
-		`CREATE FUNCTION strata_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN
-		   IF NEW.content = 'slow' THEN PERFORM pg_sleep(30); END IF;
-		   RETURN NEW;
-		 END $$`,
-		`CREATE TRIGGER strata_test_slow BEFORE INSERT ON strata_messages
-		 FOR EACH ROW EXECUTE FUNCTION strata_test_slow()`,
-	} {
-		if _, err := f.d.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	mustAppend(t, ctx, f.messages, "s", "alice", user("q0"), assistant("a0"))
-
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.messages.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
-		done <- err
-	}()
-	// Wait until the append is inside its transaction, sleeping in the
-	// trigger, then kill its backend.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var n int
-		if err := dbtest.Admin(t).GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'PgSleep'`, f.schema.Name); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the append never reached the trigger")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	terminateBackends(t, ctx, f.schema.Name)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Append did not return after its backend was terminated")
-	}
-	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Append = %v, want a wrapped connection error marked ErrUnavailable", err)
-	}
-	t.Logf("surfaced error: %v", err)
+	appendKilledInTrigger(t, ctx, f, f.messages)
 
 	// Nothing half-written, and the store works again at once.
 	assertConsistent(t, ctx, f, "s")
@@ -338,4 +292,60 @@ func TestPooledConnectionsEndedByServerAreNotHandedOut(t *testing.T) {
 			t.Fatalf("round %d: the first append after the server ended the pooled connections: %v", round, err)
 		}
 	}
+}
+
+// appendKilledInTrigger makes an insert of a message "slow" sleep in a
+// trigger on strata_messages, starts ms.Append of a turn ("q1", "slow")
+// in session "s" as alice, waits until its backend sleeps in that trigger,
+// terminates the schema's backends and checks that Append returns a
+// wrapped connection error marked store.ErrUnavailable. The trigger stays
+// (the caller drops strata_test_slow).
+func appendKilledInTrigger(t *testing.T, ctx context.Context, f *fixture, ms *db.MessageStore) {
+	t.Helper()
+	for _, q := range []string{
+		`CREATE FUNCTION strata_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		   IF NEW.content = 'slow' THEN PERFORM pg_sleep(30); END IF;
+		   RETURN NEW;
+		 END $$`,
+		`CREATE TRIGGER strata_test_slow BEFORE INSERT ON strata_messages
+		 FOR EACH ROW EXECUTE FUNCTION strata_test_slow()`,
+	} {
+		if _, err := f.d.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ms.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
+		done <- err
+	}()
+	// Wait until the append is inside its statement, sleeping in the
+	// trigger, then kill its backend.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := dbtest.Admin(t).GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event = 'PgSleep'`, f.schema.Name); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the append never reached the trigger")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	terminateBackends(t, ctx, f.schema.Name)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Append did not return after its backend was terminated")
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Append = %v, want a wrapped connection error marked ErrUnavailable", err)
+	}
+	t.Logf("surfaced error: %v", err)
 }

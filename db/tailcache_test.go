@@ -590,51 +590,8 @@ func TestPreparedAppendNotRerun(t *testing.T) {
 	f := newFixture(t)
 	ctx := testCtx(t)
 	ms := db.NewMessageStore(f.d, db.WithPreparedStatements())
-	for _, q := range []string{
-		`CREATE FUNCTION strata_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN
-		   IF NEW.content = 'slow' THEN PERFORM pg_sleep(30); END IF;
-		   RETURN NEW;
-		 END $$`,
-		`CREATE TRIGGER strata_test_slow BEFORE INSERT ON strata_messages
-		 FOR EACH ROW EXECUTE FUNCTION strata_test_slow()`,
-	} {
-		if _, err := f.d.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 	mustAppend(t, ctx, ms, "s", "alice", user("q0"), assistant("a0"))
-	done := make(chan error, 1)
-	go func() {
-		_, err := ms.Append(ctx, "s", "alice", user("q1"), assistant("slow"))
-		done <- err
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var n int
-		if err := dbtest.Admin(t).GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = $1 AND wait_event = 'PgSleep'`, f.schema.Name); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the append never reached the trigger")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	terminateBackends(t, ctx, f.schema.Name)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("Append did not return after its backend was terminated (run again?)")
-	}
-	if err == nil || !strings.HasPrefix(err.Error(), "db: append") || !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Append = %v, want a wrapped connection error marked ErrUnavailable", err)
-	}
-	t.Logf("surfaced error: %v", err)
+	appendKilledInTrigger(t, ctx, f, ms)
 	var n int
 	if err := f.d.GetContext(ctx, &n, `SELECT count(*) FROM strata_messages WHERE session_id = 's' AND content = 'q1'`); err != nil {
 		t.Fatal(err)
