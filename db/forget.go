@@ -29,16 +29,7 @@ func encodeLedger(sm summary.Summary) (string, error) {
 	if err != nil {
 		return raw, err
 	}
-	var extra []factJSON
-	for _, f := range sm.Forgotten {
-		extra = append(extra, factJSON{Forgotten: &f})
-	}
-	if len(sm.SentenceSources) > 0 {
-		extra = append(extra, factJSON{Sentences: sm.SentenceSources})
-	}
-	if len(sm.ForgetKey) > 0 {
-		extra = append(extra, factJSON{ForgetKey: hex.EncodeToString(sm.ForgetKey)})
-	}
+	extra := ledgerExtras(sm)
 	if len(extra) == 0 {
 		return raw, nil
 	}
@@ -75,16 +66,7 @@ func ledgerOf(sm summary.Summary) (ledger, error) {
 		l.facts = append(l.facts, fj.fact())
 	}
 	// What is stored beside the facts is small: read back through JSON.
-	var extra []factJSON
-	for _, f := range sm.Forgotten {
-		extra = append(extra, factJSON{Forgotten: &f})
-	}
-	if len(sm.SentenceSources) > 0 {
-		extra = append(extra, factJSON{Sentences: sm.SentenceSources})
-	}
-	if len(sm.ForgetKey) > 0 {
-		extra = append(extra, factJSON{ForgetKey: hex.EncodeToString(sm.ForgetKey)})
-	}
+	extra := ledgerExtras(sm)
 	if len(extra) == 0 {
 		return l, nil
 	}
@@ -317,4 +299,21 @@ func messagesOf(rows []messageRow) ([]store.Message, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// ledgerExtras are the entries stored after sm's facts in facts_json:
+// its forgotten entries, its sentences' sources and its forget key, in
+// that order (none when sm has none of them).
+func ledgerExtras(sm summary.Summary) []factJSON {
+	var extra []factJSON
+	for _, f := range sm.Forgotten {
+		extra = append(extra, factJSON{Forgotten: &f})
+	}
+	if len(sm.SentenceSources) > 0 {
+		extra = append(extra, factJSON{Sentences: sm.SentenceSources})
+	}
+	if len(sm.ForgetKey) > 0 {
+		extra = append(extra, factJSON{ForgetKey: hex.EncodeToString(sm.ForgetKey)})
+	}
+	return extra
 }
