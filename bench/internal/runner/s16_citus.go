@@ -172,7 +172,7 @@ func (r *runner) citusLoads(ctx context.Context, targets []citusTarget, out *sec
 	out.printf("\n### Load latency\n\n`Manager.LoadHistory` of a session of %d messages whose summary covers all but the verbatim window (hierarchical, chunked policy), one caller: steady is the same session loaded again and again (an agent loop), cold a session this process has not loaded before.\n\n", citusLoadMessages)
 	out.printf("%s\n", mdTable([]string{"database", "load", "loads", "p50", "p95", "p50 ÷ plain"}, rows))
 	c := results[len(results)-1]
-	out.headline("Strata on Citus (coordinator + workers, one machine%s): load p50 %s× plain PostgreSQL steady, %s× cold",
+	out.headline("Strata on Citus (coordinator + workers, one machine%s): load p50 %s plain PostgreSQL steady, %s cold",
 		durableLabel(r), fmtRatio(ratio(float64(c.steady.pct(50)), float64(plain.steady.pct(50)))),
 		fmtRatio(ratio(float64(c.cold.pct(50)), float64(plain.cold.pct(50)))))
 	return nil
@@ -235,7 +235,7 @@ func (r *runner) citusAppends(ctx context.Context, targets []citusTarget, out *s
 			rows = append(rows, []string{fmtInt(lv.sessions), t.name, fmtInt(w.turns), fmtFloat(w.tps()), fmtDur(w.lat.pct(50)), fmtDur(w.lat.pct(95)),
 				fmtRatio(ratio(w.tps(), plain.tps()))})
 		}
-		ratios = append(ratios, fmt.Sprintf("%s× at %d", fmtRatio(ratio(runs[l][len(targets)-1].tps(), plain.tps())), lv.sessions))
+		ratios = append(ratios, fmt.Sprintf("%s at %d", fmtRatio(ratio(runs[l][len(targets)-1].tps(), plain.tps())), lv.sessions))
 	}
 	out.printf("\n### Durable appends\n\n`Manager.SaveTurn` (memory off: one `strata_append` call per turn, a user/assistant pair, committed), one writer per session; on Citus the call is delegated to the worker holding the session.\n\n")
 	out.printf("%s\n", mdTable([]string{"sessions", "database", "turns", "turns/s", "p50", "p95", "turns/s ÷ plain"}, rows))
