@@ -99,17 +99,25 @@ func timed(b *testing.B, op func() error) {
 func BenchmarkRawTail(b *testing.B) {
 	f, _ := loadFixture(b)
 	ctx := context.Background()
-	st, err := f.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, loadRows()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := rawTailStmt(b, ctx, f)
 	for _, n := range loadSizes {
 		session := fmt.Sprint("load-", n)
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			timed(b, func() error { return rawTail(ctx, st, session, loadRows()) })
 		})
 	}
+}
+
+// rawTailStmt prepares the baseline query (rawTailSQL for loadRows
+// messages) on f's pool, closed when b ends.
+func rawTailStmt(b *testing.B, ctx context.Context, f *fixture) *sqlx.Stmt {
+	b.Helper()
+	st, err := f.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, loadRows()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // rawTail runs the baseline query and scans every row.
@@ -181,11 +189,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkLoadVsRawTail(b *testing.B) {
 	f, _ := loadFixture(b)
 	ctx := context.Background()
-	st, err := f.d.PreparexContext(ctx, fmt.Sprintf(rawTailSQL, loadRows()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := rawTailStmt(b, ctx, f)
 	other := db.NewMessageStore(f.d)
 	type variant struct {
 		name   string
