@@ -34,7 +34,7 @@ var citusTables = []string{
 // as its first argument, which Distribute distributes on that argument:
 // Citus then runs a call on the worker holding the session's shard,
 // where its statements are local.
-var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary", "strata_journal_append", "strata_save_journaled"}
+var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load", "strata_tail", "strata_save_summary", "strata_journal_append", "strata_save_journaled"}
 
 // citusHelpers are functions that Strata's functions call in their
 // statements, which Distribute creates on every node (distributed without

@@ -32,6 +32,8 @@ func CitusStatements(session, user string) []CitusStatement {
 		{"load", loadSQL, []any{session, user, 20, false, true, nil, nil, nil, nil, nil, nil, nil, nil}},
 		{"load after summary", loadSQL, []any{session, user, 20, true, true, nil, nil, nil, nil, nil, nil, nil, nil}},
 		{"load, tail held", loadSQL, []any{session, user, 20, true, true, nil, nil, nil, int64(1), int64(1), int64(0), int64(0), 20}},
+		{"held load check", heldSQL, []any{session}},
+		{"delete summary", deleteSummarySQL, []any{session}},
 		{"range", rangeSQL, []any{session, int64(0), int64(1 << 40), nil, user}},
 		{"take lease", takeLeaseSQL, []any{session, micros, token}},
 		{"renew lease", renewLeaseSQL, []any{session, token, micros}},

@@ -84,7 +84,7 @@ func TestCitusSingleShard(t *testing.T) {
 			t.Errorf("%s: not a single-shard plan:\n%s", st.Name, plan)
 			continue
 		}
-		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_load", "strata_save_summary", "strata_journal_append", "strata_save_journaled"} {
+		for _, fn := range []string{"strata_append", "strata_snapshot", "strata_load", "strata_tail", "strata_save_summary", "strata_journal_append", "strata_save_journaled"} {
 			if strings.Contains(st.SQL, fn+"(") && !strings.Contains(plan, "Function Scan on "+fn) {
 				t.Errorf("%s: the call of %s is not delegated to the worker holding the session:\n%s", st.Name, fn, plan)
 			}
@@ -159,7 +159,7 @@ SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::
  ORDER BY 1`); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"strata_append", "strata_journal_append", "strata_load", "strata_save_journaled", "strata_save_summary", "strata_snapshot"}; !slices.Equal(fns, want) {
+	if want := []string{"strata_append", "strata_journal_append", "strata_load", "strata_save_journaled", "strata_save_summary", "strata_snapshot", "strata_tail"}; !slices.Equal(fns, want) {
 		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
 	}
 	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)

@@ -48,7 +48,7 @@
 //
 // Distribute makes a migrated schema a distributed one on Citus: the
 // session tables by session_id, colocated with strata_sessions, and
-// the functions strata_append, strata_snapshot, strata_load and strata_save_summary on
+// the functions strata_append, strata_snapshot, strata_load, strata_tail and strata_save_summary on
 // their session argument, so that a load, an append and a summary's save
 // are each one call Citus delegates to the worker holding the session, and
 // every other statement names its session and runs on one shard. No
@@ -58,6 +58,17 @@
 // proposed row (EXCLUDED), and Replace draws its new epoch in a statement
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
+//
+// # Schema (version 19)
+//
+// Migration 000019 adds strata_sessions.summary_writes, raised by every
+// save of the session's summary (strata_save_summary) and every delete of
+// it alone (SummaryStore.Delete), in the statement that writes it, and
+// the function strata_tail, strata_load returning also summary_writes and
+// the summary's identity: with the epoch, seq counter and erasures it is
+// the stamp of the tail and summary a store holds, so the check of a held
+// load (heldSQL) reads the session row alone. strata_load stays for
+// replicas of the previous version.
 //
 // # Schema (version 18)
 //

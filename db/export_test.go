@@ -16,7 +16,7 @@ import (
 // TailSQL is the Tail statement reading n messages, for the external
 // tests, which inspect its cost. It takes ($1 session, $2 user).
 func TailSQL(n int) string {
-	return fmt.Sprintf(`SELECT * FROM strata_load($1, $2, %d, false, false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`, n)
+	return fmt.Sprintf(`SELECT * FROM strata_tail($1, $2, %d, false, false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`, n)
 }
 
 // SnapshotSQL is the Snapshot statement reading n messages, for the
@@ -24,13 +24,13 @@ func TailSQL(n int) string {
 // $3..$5 the epoch, version and updated_at of the summary the caller holds,
 // or NULL).
 func SnapshotSQL(n int) string {
-	return fmt.Sprintf(`SELECT * FROM strata_load($1, $2, %d, false, true, $3, $4, $5, NULL, NULL, NULL, NULL, NULL)`, n)
+	return fmt.Sprintf(`SELECT * FROM strata_tail($1, $2, %d, false, true, $3, $4, $5, NULL, NULL, NULL, NULL, NULL)`, n)
 }
 
 // SnapshotAfterSQL is the SnapshotAfterSummary statement reading n
 // messages, for the external tests, as SnapshotSQL.
 func SnapshotAfterSQL(n int) string {
-	return fmt.Sprintf(`SELECT * FROM strata_load($1, $2, %d, true, true, $3, $4, $5, NULL, NULL, NULL, NULL, NULL)`, n)
+	return fmt.Sprintf(`SELECT * FROM strata_tail($1, $2, %d, true, true, $3, $4, $5, NULL, NULL, NULL, NULL, NULL)`, n)
 }
 
 // MigrateTo migrates d up or down to version, for the tests of a

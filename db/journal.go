@@ -312,10 +312,10 @@ func cleanRecord(r store.JournalRecord) store.JournalRecord {
 // saveJournaledSQL is saveReleaseSQL ($6 the lease holder, or NULL for
 // saveSummarySQL) with the append of a fold's record ($7–$11, see
 // journalAppendSQL) when the save wrote, in one call
-// (strata_save_journaled, migration 16), which returns the identity of
-// the summary row written.
+// (strata_save_journaled, migration 19), which returns the identity of
+// the summary row written and the session's summary_writes after it.
 const saveJournaledSQL = `
-SELECT held, gone, saved, s_epoch, s_version, s_updated_at
+SELECT held, gone, saved, s_epoch, s_version, s_updated_at, s_up_to, s_created_at, summary_writes
   FROM strata_save_journaled($1, $2, $3, $4::jsonb, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11)`
 
 // saveJournaled saves sm (its ledger encoded as facts) as saveSummarySQL
@@ -333,8 +333,12 @@ SELECT held, gone, saved, s_epoch, s_version, s_updated_at
 // that identity. Either way, when the save wrote and cache is not nil,
 // the summary is cached under the identity of the row written once
 // committed (summaryCache): the next load of the session, typically the
-// next fold's plan, neither receives nor decodes it again.
-func saveJournaled(ctx context.Context, d *sqlx.DB, cache *summaryCache, sm summary.Summary, facts string, holder any) (held, gone, saved bool, err error) {
+// next fold's plan, neither receives nor decodes it again. In the one
+// statement's case, the tail tails holds for the session (nil: none) also
+// takes the summary's new identity and summary_writes when that statement
+// was the only write of the summary since the tail was read (see
+// heldAfterSave): the next load is still answered from it.
+func saveJournaled(ctx context.Context, d *sqlx.DB, cache *summaryCache, tails *tailCache, sm summary.Summary, facts string, holder any) (held, gone, saved bool, err error) {
 	held = true
 	edit := store.JournalEditOf(ctx)
 	save := func(q sqlx.QueryerContext) error {
@@ -352,10 +356,10 @@ func saveJournaled(ctx context.Context, d *sqlx.DB, cache *summaryCache, sm summ
 		if err != nil {
 			return false, false, false, fmt.Errorf("journal: %w", err)
 		}
-		var ep, ver sql.NullInt64
-		var at sql.NullTime
+		var ep, ver, upTo, writes sql.NullInt64
+		var at, created sql.NullTime
 		err = d.QueryRowxContext(ctx, saveJournaledSQL, sm.SessionID, sm.Epoch, text.Clean(sm.Narrative), facts, sm.UpToSeq, holder,
-			a.record, a.counts, a.day, a.spent, keep).Scan(&held, &gone, &saved, &ep, &ver, &at)
+			a.record, a.counts, a.day, a.spent, keep).Scan(&held, &gone, &saved, &ep, &ver, &at, &upTo, &created, &writes)
 		if err != nil {
 			return false, false, false, err
 		}
@@ -366,6 +370,10 @@ func saveJournaled(ctx context.Context, d *sqlx.DB, cache *summaryCache, sm summ
 					cs.epoch, cs.version, cs.updatedAt = ep.Int64, ver.Int64, at.Time
 					cache.put(sm.SessionID, cs)
 				}
+			}
+			if tails != nil && ep.Valid && writes.Valid {
+				tails.heldAfterSave(sm.SessionID, writes.Int64, summaryIdent{ok: true, epoch: ep.Int64, version: ver.Int64,
+					upTo: upTo.Int64, createdAt: created.Time, updatedAt: at.Time})
 			}
 		}
 		return held, gone, saved, nil

@@ -65,6 +65,7 @@ const releaseLeaseSQL = `DELETE FROM strata_fold_leases WHERE session_id = $1 AN
 type lease struct {
 	d       *sqlx.DB
 	cache   *summaryCache // the message store's, which saveRelease fills; nil: none
+	tails   *tailCache    // the message store's, whose tail saveRelease updates; nil: none
 	slice   time.Duration
 	session string
 	token   string
@@ -198,7 +199,7 @@ func (l *lease) saveRelease(ctx context.Context, sm summary.Summary) error {
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
-	held, gone, saved, err := saveJournaled(ctx, l.d, l.cache, sm, facts, l.token)
+	held, gone, saved, err := saveJournaled(ctx, l.d, l.cache, l.tails, sm, facts, l.token)
 	if err != nil {
 		return saveResult(ctx, sm, false, false, err)
 	}
@@ -243,6 +244,6 @@ func (s *MessageStore) TryLockFold(ctx context.Context, sessionID string, ttl ti
 	if !ok {
 		return nil, nil, false, err
 	}
-	l.cache = s.cache
+	l.cache, l.tails = s.cache, s.tails
 	return l.release, l.saveRelease, true, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -228,7 +229,8 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 	// loop is an agent loop's load: the store appended a turn and a fold
 	// saved the summary covering all but the verbatim window, through the
 	// same store, as the manager's background fold does after each turn
-	// (untimed), since its last load.
+	// (untimed), since its last load: under the fold lease, with the
+	// fold's journal record.
 	loop := func(suffix string, opts ...db.Option) (before, op func(string) error) {
 		ms := db.NewMessageStore(f.d, opts...)
 		m, err := memory.NewManager(ms, loadConfig(), memory.WithSummaries(f.sums, summary.NewExtractiveService()))
@@ -241,7 +243,14 @@ func BenchmarkLoadVsRawTail(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			return ms.SaveSummary(ctx, summary.Summary{SessionID: session + suffix, Epoch: res.Epoch,
+			release, save, ok, err := ms.TryLockFold(ctx, session+suffix, time.Minute)
+			if err != nil || !ok {
+				return fmt.Errorf("fold lease: %v, %w", ok, err)
+			}
+			defer release()
+			rec := store.JournalRecord{Kind: "fold", Outcome: "saved", Trigger: "save"}
+			jctx := store.WithJournalEdit(store.WithJournalRecord(ctx, rec, 200), func(j *store.Journal) { j.Add(rec, 200) })
+			return save(jctx, summary.Summary{SessionID: session + suffix, Epoch: res.Epoch,
 				UpToSeq:   res.LastSeq - int64(loadConfig().RecentMessageCount),
 				Narrative: "The user asked about lorem ipsum; the assistant explained dolor sit amet."})
 		}

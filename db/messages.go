@@ -352,16 +352,17 @@ func newBatch(msgs []store.Message) (*batch, error) {
 // selects, in the order of messageRow's fields.
 const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, metadata, user_id, created_at`
 
-// loadSQL is the load path's one statement: a call of strata_load
-// (migration 18) with ($1 session, $2 user, $3 the number of newest messages
+// loadSQL is the load path's one statement: a call of strata_tail
+// (migration 19) with ($1 session, $2 user, $3 the number of newest messages
 // to read, $4 after: only those after the summary's cursor when the summary
 // belongs to the session's epoch, $5 whether to read the summary, $6..$8
 // the epoch, version and updated_at of the summary the caller already
 // holds, or NULL (see summaryCache), $9..$13 the stamp of the tail the
 // caller already holds, or NULL (see tailCache)). The function's one
-// statement reads the live session's owner, count, epoch, seq counter and
-// erasures and, only when $2 owns it, its summary (unless it is the held
-// one: then same is true and the narrative and facts are not sent) and its
+// statement reads the live session's owner, count, epoch, seq counter,
+// erasures and summary_writes and, only when $2 owns it, its summary's
+// identity and cursor, with its narrative and facts only when $5 and it is
+// not the held one (then same is true), and its
 // newest messages, by a backward walk of the (session_id, seq) primary key
 // that stops after $3 rows (or at the cursor, or at the held tail: since
 // is then the seq the rows follow, and no row is sent when nothing was
@@ -373,7 +374,7 @@ const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, meta
 // the statement once per server connection, with the planner held to
 // index scans, so the plan reads only the rows it returns even on a
 // database nothing has analyzed yet.
-const loadSQL = `SELECT * FROM strata_load($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+const loadSQL = `SELECT * FROM strata_tail($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // Tail implements memory.MessageStore with one statement (loadSQL, without
 // the summary) that checks ownership and reads only the n newest messages.
@@ -469,7 +470,7 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	}
 	defer rows.Close()
 	type stampCols struct {
-		Counter, Erasures, After, Since sql.NullInt64
+		Counter, Erasures, After, Since, Writes sql.NullInt64
 	}
 	var (
 		out   = store.Tail{Messages: make([]store.Message, 0, min(n, 256))}
@@ -489,7 +490,8 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		if err := rows.Scan(&rowOwner, &total, &epoch, &rowStamp.Counter, &rowStamp.Erasures, &rowStamp.After, &rowStamp.Since,
 			&r.Seq, &r.Role, &r.Content, &r.ToolCalls, &r.ToolCallID,
 			&r.Name, &r.Metadata, &r.UserID, &r.CreatedAt,
-			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt, &row.Same); err != nil {
+			&row.Epoch, &row.Narrative, &row.Facts, &row.UpToSeq, &row.Version, &row.CreatedAt, &row.UpdatedAt, &row.Same,
+			&rowStamp.Writes); err != nil {
 			return fail(classify(ctx, err))
 		}
 		if rowOwner.Valid { // the session row
@@ -517,7 +519,8 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 		return fail(errors.New("the database confirmed a tail this store does not hold"))
 	}
 	slices.SortFunc(out.Messages, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
-	s.keepTail(sessionID, held, &out, stamp.Counter.Int64, stamp.Erasures.Int64, stamp.After.Int64, stamp.Since, n)
+	s.keepTail(sessionID, held, &out, tailStamp{epoch: out.Epoch, counter: stamp.Counter.Int64, erasures: stamp.Erasures.Int64,
+		writes: stamp.Writes.Int64, sum: identOf(&sr)}, stamp.After.Int64, stamp.Since, n)
 	if len(out.Messages) == 0 {
 		out.Messages = nil // no message, or none in range
 	}
@@ -529,62 +532,46 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 
 // heldSQL is the first statement of a load of a session whose tail the
 // store holds (see loadHeld): the live session's owner, count and stamp
-// (epoch, seq counter, erasures) by the strata_sessions primary key and,
-// only when $2 owns it, its summary's identity (epoch, version,
-// updated_at), cursor (up_to_seq) and created_at by the strata_summaries
-// primary key, with its narrative and facts only when $5 (the load wants
-// the summary) and the summary's epoch or version is not the one of the
-// summary the caller holds ($3, $4; -1 for none). The caller compares
-// updated_at, the rest of the identity, itself (a comparison of a
-// timestamptz parameter costs the server more than the rest of the
-// statement's planning). Plain SQL, no function: two primary-key lookups
-// PostgreSQL plans in a few microseconds. A missing or deleted session
-// yields no row.
+// (epoch, seq counter, erasures, summary_writes) by the strata_sessions
+// primary key. The stamp covers the summary too (see cachedTail), so the
+// summary's row is not read. Plain SQL, no function: one primary-key
+// lookup, which PostgreSQL plans in a few microseconds and Citus routes to
+// one shard by its fast path. A missing or deleted session yields no row.
 const heldSQL = `
-SELECT s.user_id, s.message_count, s.epoch, s.seq_counter, s.erasures,
-       c.epoch, c.version, c.updated_at, c.up_to_seq, c.created_at,
-       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.narrative END,
-       CASE WHEN $5::boolean AND (c.epoch <> $3::bigint OR c.version <> $4::bigint) THEN c.facts_json END
-  FROM strata_sessions s
-  LEFT JOIN strata_summaries c ON c.session_id = $1 AND s.user_id = $2
- WHERE s.session_id = $1 AND s.deleted_at IS NULL`
+SELECT user_id, message_count, epoch, seq_counter, erasures, summary_writes
+  FROM strata_sessions
+ WHERE session_id = $1 AND deleted_at IS NULL`
 
 // loadHeld answers a load (see load) from held, the tail the store holds
 // for the session, and known, the summary it holds, when heldSQL shows
-// that they are still the stored ones: the session's epoch, seq counter
-// and erasures are held's (no message was stored, erased or replaced
-// since it was read; see cachedTail), the load's cursor and limit are
-// within held's, and the stored summary, when there is one and the load
-// wants it, has known's identity. The result then comes from one
-// statement's snapshot (heldSQL's, which also decides ownership) and data
-// that snapshot proves current; hit is false otherwise, and the caller
-// reads the session by loadSQL, whose own snapshot gives the whole result.
-// A missing session returns store.ErrNotFound, another user's
-// memory.ErrNotOwner, as loadSQL's answer does.
+// that they are still the stored ones: the session's epoch, seq counter,
+// erasures and summary_writes are held's (no message was stored, erased or
+// replaced, and no summary saved or deleted, since it was read; see
+// cachedTail), the load's cursor and limit are within held's, and, when
+// the load wants the summary and held's read found one, known is that
+// summary. The result then comes from one statement's snapshot (heldSQL's,
+// which also decides ownership) and data that snapshot proves current;
+// hit is false otherwise, and the caller reads the session by loadSQL,
+// whose own snapshot gives the whole result. A missing session returns
+// store.ErrNotFound, another user's memory.ErrNotOwner, as loadSQL's
+// answer does.
 func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSummary bool, sessionID, userID string, n int,
 	held *cachedTail, known *cachedSummary) (t store.Tail, sm *summary.Summary, hit bool, err error) {
 	var (
-		owner                           sql.NullString
-		total, epoch, counter, erasures int64
-		sr                              loadSummaryCols
-		knownEpoch, knownVersion        int64 = -1, -1 // none: epochs and versions are positive
+		owner                                   sql.NullString
+		total, epoch, counter, erasures, writes int64
 	)
-	if known != nil {
-		knownEpoch, knownVersion = known.epoch, known.version
-	}
-	args := []any{sessionID, userID, knownEpoch, knownVersion, withSummary}
 	var row *sql.Row
 	if p := s.stmts.held; p != nil {
 		st, perr := p.get(ctx)
 		if perr != nil {
 			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
 		}
-		row = st.QueryRowContext(ctx, args...)
+		row = st.QueryRowContext(ctx, sessionID)
 	} else {
-		row = s.d.QueryRowContext(ctx, heldSQL, args...)
+		row = s.d.QueryRowContext(ctx, heldSQL, sessionID)
 	}
-	err = row.Scan(&owner, &total, &epoch, &counter, &erasures,
-		&sr.Epoch, &sr.Version, &sr.UpdatedAt, &sr.UpToSeq, &sr.CreatedAt, &sr.Narrative, &sr.Facts)
+	err = row.Scan(&owner, &total, &epoch, &counter, &erasures, &writes)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		s.tails.drop(sessionID)
@@ -595,21 +582,17 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 		return t, nil, false, fmt.Errorf("db: %s of session %q as %q: %w", op, sessionID, userID, memory.ErrNotOwner)
 	}
 	var cursor int64
-	if after && sr.UpToSeq.Valid && sr.Epoch.Int64 == epoch {
-		cursor = sr.UpToSeq.Int64
+	if after {
+		cursor = held.sum.cursor(epoch)
 	}
-	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
+	if held.epoch != epoch || held.counter != counter || held.erasures != erasures || held.writes != writes ||
 		held.after > cursor || int64(n) > held.limit {
 		return t, nil, false, nil
 	}
-	if withSummary && sr.UpToSeq.Valid {
-		sr.Same.Bool = known != nil && known.epoch == sr.Epoch.Int64 && known.version == sr.Version.Int64 &&
-			known.updatedAt.Equal(sr.UpdatedAt.Time)
-		if !sr.Same.Bool && !sr.Narrative.Valid {
-			// Same epoch and version, another updated_at (deleted and
-			// saved again): not sent, read by loadSQL.
-			return t, nil, false, nil
-		}
+	withSummary = withSummary && held.sum.ok
+	if withSummary && (known == nil || known.epoch != held.sum.epoch || known.version != held.sum.version ||
+		!known.updatedAt.Equal(held.sum.updatedAt)) {
+		return t, nil, false, nil // the summary is not the one held: loadSQL sends it
 	}
 	s.held.Add(1)
 	t = store.Tail{Total: int(total), Epoch: epoch}
@@ -619,10 +602,17 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 			t.Messages[i] = m.Clone()
 		}
 	}
-	if !withSummary || !sr.UpToSeq.Valid {
+	if !withSummary {
 		return t, nil, true, nil
 	}
-	return t, s.summaryOf(ctx, sessionID, known, &sr), true, nil
+	return t, s.summaryOf(ctx, sessionID, known, &loadSummaryCols{
+		Epoch:     sql.NullInt64{Int64: held.sum.epoch, Valid: true},
+		UpToSeq:   sql.NullInt64{Int64: held.sum.upTo, Valid: true},
+		Version:   sql.NullInt64{Int64: held.sum.version, Valid: true},
+		CreatedAt: sql.NullTime{Time: held.sum.createdAt, Valid: true},
+		UpdatedAt: sql.NullTime{Time: held.sum.updatedAt, Valid: true},
+		Same:      sql.NullBool{Bool: true, Valid: true},
+	}), true, nil
 }
 
 // loadSummaryCols are the summary columns of a load's answer (loadSQL's,
@@ -671,9 +661,8 @@ func (s *MessageStore) summaryOf(ctx context.Context, sessionID string, known *c
 // asked for n messages, from held, the tail the load named, when the
 // database confirmed it (since: the rows are the messages stored after
 // since, held's counter), and caches the result, read after the cursor
-// after, with its stamp (epoch out.Epoch, counter, erasures). An
-// unchanged tail keeps its entry.
-func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.Tail, counter, erasures, after int64, since sql.NullInt64, n int) {
+// after, with its stamp st. An unchanged tail keeps its entry.
+func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.Tail, st tailStamp, after int64, since sql.NullInt64, n int) {
 	fresh := out.Messages
 	var base []store.Message // shared with the cache
 	if since.Valid {
@@ -683,8 +672,26 @@ func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.T
 			out.Messages = append(out.Messages, m.Clone())
 		}
 		out.Messages = append(out.Messages, fresh...)
-		if len(fresh) == 0 && held.after == after && held.epoch == out.Epoch {
+		// held, followed by the rows when they are all the messages
+		// stored since (as an append extends it), with the new stamp:
+		// it keeps its own cursor and limit, which may answer more loads
+		// than this one's.
+		next := held
+		if len(fresh) > 0 {
+			added := make([]store.Message, len(fresh))
+			for i, m := range fresh {
+				added[i] = m.Clone()
+			}
+			next = held.extended(st.counter, added)
+		}
+		switch {
+		case next == held && held.writes == st.writes && held.sum.equal(st.sum):
 			return // nothing new: held still answers this load
+		case next != nil && n > 0:
+			c := *next // the messages are shared: neither entry changes them
+			c.writes, c.sum = st.writes, st.sum
+			s.tails.put(sessionID, &c)
+			return
 		}
 	}
 	if n <= 0 {
@@ -695,7 +702,7 @@ func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.T
 	for _, m := range fresh {
 		kept = append(kept, m.Clone())
 	}
-	s.tails.put(sessionID, newCachedTail(kept, out.Epoch, counter, erasures, after, n))
+	s.tails.put(sessionID, newCachedTail(kept, st, after, n))
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its

@@ -149,7 +149,7 @@ func (s *SummaryStore) Save(ctx context.Context, sm summary.Summary) error {
 	if err != nil {
 		return fmt.Errorf("db: save summary of session %q: %w", sm.SessionID, err)
 	}
-	_, gone, saved, err := saveJournaled(ctx, s.d, nil, sm, facts, nil)
+	_, gone, saved, err := saveJournaled(ctx, s.d, nil, nil, sm, facts, nil)
 	return saveResult(ctx, sm, gone, saved, err)
 }
 
@@ -180,14 +180,22 @@ func saveResult(ctx context.Context, sm summary.Summary, gone, saved bool, err e
 	return nil
 }
 
+// deleteSummarySQL deletes a session's summary and raises the session's
+// summary_writes (see cachedTail) in one statement: the session row's
+// update runs first, so a delete locks the session row, then the summary
+// row, in the order a save does. A session without a row (a summary saved
+// for an id no message store knows) has no held tail to invalidate.
+const deleteSummarySQL = `
+WITH c AS (DELETE FROM strata_summaries WHERE session_id = $1)
+UPDATE strata_sessions SET summary_writes = summary_writes + 1 WHERE session_id = $1`
+
 // Delete implements summary.Store. Deleting an absent summary is not an
 // error.
 func (s *SummaryStore) Delete(ctx context.Context, sessionID string) error {
 	if !text.Storable(sessionID) {
 		return nil
 	}
-	const q = `DELETE FROM strata_summaries WHERE session_id = $1`
-	if _, err := s.d.ExecContext(ctx, q, sessionID); err != nil {
+	if _, err := s.d.ExecContext(ctx, deleteSummarySQL, sessionID); err != nil {
 		return fmt.Errorf("db: delete summary of session %q: %w", sessionID, classify(ctx, err))
 	}
 	return nil

@@ -3,6 +3,7 @@ package db
 import (
 	"math"
 	"sync"
+	"time"
 
 	"github.com/strata-go/strata/memory/store"
 )
@@ -55,13 +56,56 @@ type tailCache struct {
 // after (the summary's, or 0) and limit how many of the newest messages
 // after it they are, tailAll when they are all of them.
 //
+// The stamp also covers the session's summary: writes is the session's
+// summary_writes (every save or delete of the summary alone raises it;
+// the summary's other writers change the epoch or the erasures) and sum
+// the identity of the summary the same read found, so a session row with
+// this stamp proves that summary still stored (see heldSQL).
+//
 // want is the number of messages the load asked for; a tail an append
 // extends (extended) keeps at most that many when it held all of them.
 type cachedTail struct {
 	epoch, counter, erasures, after int64
+	writes                          int64
+	sum                             summaryIdent
 	limit, want                     int64
 	msgs                            []store.Message // oldest first
 	size                            int64
+}
+
+// summaryIdent is the identity of a session's stored summary as one read
+// found it: none (ok false), or its epoch, version and update time, which
+// name one written state of the row (a save raises the version within an
+// epoch, a new epoch restarts it), with its cursor and creation time.
+type summaryIdent struct {
+	ok                   bool
+	epoch, version, upTo int64
+	createdAt, updatedAt time.Time
+}
+
+// identOf is the identity of the summary whose columns a load read (sr;
+// none when its cursor is NULL).
+func identOf(sr *loadSummaryCols) summaryIdent {
+	if !sr.UpToSeq.Valid {
+		return summaryIdent{}
+	}
+	return summaryIdent{ok: true, epoch: sr.Epoch.Int64, version: sr.Version.Int64, upTo: sr.UpToSeq.Int64,
+		createdAt: sr.CreatedAt.Time, updatedAt: sr.UpdatedAt.Time}
+}
+
+// equal reports whether i and o name the same written summary.
+func (i summaryIdent) equal(o summaryIdent) bool {
+	return i.ok == o.ok && i.epoch == o.epoch && i.version == o.version && i.upTo == o.upTo &&
+		i.createdAt.Equal(o.createdAt) && i.updatedAt.Equal(o.updatedAt)
+}
+
+// cursor is the cursor a load reading after the summary uses in a
+// session of epoch: the summary's when it belongs to that epoch, else 0.
+func (i summaryIdent) cursor(epoch int64) int64 {
+	if i.ok && i.epoch == epoch {
+		return i.upTo
+	}
+	return 0
 }
 
 func newTailCache(max int, maxBytes int64) *tailCache {
@@ -133,6 +177,29 @@ func (c *tailCache) swap(session string, old, t *cachedTail) bool {
 	return true
 }
 
+// heldAfterSave gives session's tail the summary part of the stamp a save
+// of its summary left: writes, the session's summary_writes after the
+// save, and sum, the summary's identity then, both read under the session
+// row's lock the save held, so no other write of the summary comes
+// between them. The rest of the tail's stamp (epoch, seq counter,
+// erasures) is as true, or as stale, as it was, for the next load to
+// check. A tail read after the save (summary_writes not below writes)
+// keeps its own.
+func (c *tailCache) heldAfterSave(session string, writes int64, sum summaryIdent) {
+	if c.max <= 0 || c.maxBytes <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m[session]
+	if old == nil || old.writes >= writes {
+		return
+	}
+	t := *old // the messages are shared: neither entry changes them
+	t.writes, t.sum = writes, sum
+	c.m[session] = &t
+}
+
 // drop forgets session's tail.
 func (c *tailCache) drop(session string) {
 	c.mu.Lock()
@@ -175,12 +242,19 @@ func (t *cachedTail) newest(after int64, n int) []store.Message {
 	return t.msgs[i:]
 }
 
-// newCachedTail is the cache entry of a tail read with stamp (epoch,
-// counter, erasures) after the cursor after, asking for n messages: msgs,
-// oldest first, which it keeps (the caller no longer changes or hands
-// them out).
-func newCachedTail(msgs []store.Message, epoch, counter, erasures, after int64, n int) *cachedTail {
-	t := &cachedTail{epoch: epoch, counter: counter, erasures: erasures, after: after, limit: int64(n), want: int64(n), msgs: msgs}
+// tailStamp is what a load read of a session's stamp: its epoch, seq
+// counter, erasures and summary_writes, and its summary's identity.
+type tailStamp struct {
+	epoch, counter, erasures, writes int64
+	sum                              summaryIdent
+}
+
+// newCachedTail is the cache entry of a tail read with stamp st after the
+// cursor after, asking for n messages: msgs, oldest first, which it keeps
+// (the caller no longer changes or hands them out).
+func newCachedTail(msgs []store.Message, st tailStamp, after int64, n int) *cachedTail {
+	t := &cachedTail{epoch: st.epoch, counter: st.counter, erasures: st.erasures, writes: st.writes, sum: st.sum,
+		after: after, limit: int64(n), want: int64(n), msgs: msgs}
 	if len(msgs) < n {
 		t.limit = tailAll
 	}
@@ -207,7 +281,8 @@ func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail 
 	if len(added) == 0 || counter-int64(len(added)) != t.counter || added[0].Seq != t.counter+1 {
 		return nil
 	}
-	n := &cachedTail{epoch: t.epoch, counter: counter, erasures: t.erasures, after: t.after, limit: t.limit, want: t.want}
+	n := &cachedTail{epoch: t.epoch, counter: counter, erasures: t.erasures, writes: t.writes, sum: t.sum,
+		after: t.after, limit: t.limit, want: t.want}
 	total := len(t.msgs) + len(added)
 	keep := int64(total)
 	if t.limit != tailAll {

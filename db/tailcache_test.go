@@ -79,14 +79,20 @@ func TestTailCacheSendsOnlyNewMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("newest 3 after another replica's append", tail(ms, 3), "a2", "q3", "a3")
-	// More than the held tail asked for: read again.
-	want("more than held", tail(ms, 10), "sneaky-1", "sneaky-2", "sneaky-3", "sneaky-4", "q3", "a3")
+	// The rows sent follow the held tail, which held every message: it
+	// holds all six now.
+	want("all held, extended by the rows sent", tail(ms, 10), "q1", "a1", "q2", "a2", "q3", "a3")
+	// More than a held tail asked for: read again.
+	fresh := db.NewMessageStore(d)
+	want("a fresh store's newest 3", tail(fresh, 3), "sneaky-4", "q3", "a3")
+	want("more than held", tail(fresh, 10), "sneaky-1", "sneaky-2", "sneaky-3", "sneaky-4", "q3", "a3")
 
 	// An erasure, by another replica: read again, the erased message gone.
 	if _, err := d.ExecContext(ctx, `UPDATE strata_messages SET content = 'v' || seq WHERE session_id = 's'`); err != nil {
 		t.Fatal(err)
 	}
-	want("held again", tail(ms, 20), "sneaky-1", "sneaky-2", "sneaky-3", "sneaky-4", "q3", "a3")
+	want("held again", tail(ms, 20), "q1", "a1", "q2", "a2", "q3", "a3")
+	want("held again, the fresh store", tail(fresh, 20), "sneaky-1", "sneaky-2", "sneaky-3", "sneaky-4", "q3", "a3")
 	if err := other.Forget(ctx, "s", "alice", []int64{2}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +580,7 @@ func TestPreparedStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		joined := strings.Join(names, "\n")
-		hasLoad, hasAppend := strings.Contains(joined, "strata_load("), strings.Contains(joined, "strata_append(")
+		hasLoad, hasAppend := strings.Contains(joined, "strata_tail("), strings.Contains(joined, "strata_append(")
 		if hasLoad != prepared || hasAppend != prepared {
 			t.Errorf("prepared=%v: prepared statements %q", prepared, names)
 		}

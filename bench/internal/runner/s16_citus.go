@@ -343,7 +343,7 @@ func citusSingleShard(sqlText, plan string) string {
 	case strings.Contains(plan, "Distributed Subplan"), strings.Contains(plan, "pull to coordinator"):
 		return "a subplan gathered on the coordinator"
 	}
-	for _, fn := range []string{"strata_append", "strata_load", "strata_save_summary", "strata_save_journaled", "strata_journal_append"} {
+	for _, fn := range []string{"strata_append", "strata_load", "strata_tail", "strata_save_summary", "strata_save_journaled", "strata_journal_append"} {
 		if strings.Contains(sqlText, fn+"(") && !strings.Contains(plan, "Function Scan on "+fn) {
 			return fn + " not delegated to the worker"
 		}
