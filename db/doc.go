@@ -360,7 +360,7 @@
 // scan that stops after n rows, so loading costs the same for 100 or
 // 100 000 stored messages. Range is a forward index range scan. Snapshot
 // (store.Store) is Tail plus the session's summary in one statement (a
-// call of strata_load): a manager over this store, with summaries
+// call of strata_tail): a manager over this store, with summaries
 // kept by it (its own, or a SummaryStore on the same pool), loads in one
 // round trip.
 // SnapshotAfterSummary is Snapshot whose index scan also stops at the
@@ -370,26 +370,27 @@
 // Held tails. A MessageStore keeps the tail each load read, per session
 // (WithTailCache: DefaultTailCacheSessions sessions and
 // DefaultTailCacheBytes in all by default), with its stamp: the session's
-// epoch, seq counter and erasures, the cursor it was read after and how
-// many messages it holds. Every change of a session's stored messages
-// changes its stamp under the session row's lock (an append or import
-// raises the counter, an erasure the erasures, a replace or re-creation
-// draws a new epoch).
+// epoch, seq counter, erasures and summary_writes, the identity of the
+// summary the same read found, the cursor it was read after and how many
+// messages it holds. Every change of a session's stored messages or
+// summary changes its stamp under the session row's lock (an append or
+// import raises the counter, an erasure the erasures, a save or delete of
+// the summary summary_writes, a replace or re-creation draws a new epoch).
 //
 // A load of a session whose tail the store holds first runs one plain
 // statement, no function: the live session row by its primary key (the
-// owner, count and stamp) and, for its owner, the summary row's identity
-// and cursor by its primary key, with the summary's narrative and facts
-// only when they are not the ones the store holds (see WithSummaryCache).
-// When the stamp is the held one and the load asks for no more messages,
-// after no earlier cursor, than the held tail covers, the load is answered
-// from the held tail and that statement's summary: one round trip, one
-// snapshot, which also decided ownership and proved the held messages
-// current. Otherwise the load calls strata_load with the stamp, which in
+// owner, count and stamp). When the stamp is the held one and the load
+// asks for no more messages, after no earlier cursor, than the held tail
+// covers, the load is answered from the held tail and the summary the
+// store holds under the held identity (see WithSummaryCache): one round
+// trip, one snapshot, which also decided ownership and proved the held
+// messages and summary current. A fold's save under this store's lease
+// gives its held tail the summary part of the stamp it left, so the load
+// after a fold is still answered so. Otherwise the load calls strata_tail with the stamp, which in
 // its own snapshot compares it again and sends only the messages stored
 // after the held counter when the epoch and erasures still match, the
 // whole tail when not; its answer alone makes the result. A load of a
-// session the store holds nothing for calls strata_load directly. So a
+// session the store holds nothing for calls strata_tail directly. So a
 // tail is never served without the database confirming it in the
 // statement that also checks ownership, and another replica's append,
 // erasure, replace, delete or re-creation is seen by the next load.

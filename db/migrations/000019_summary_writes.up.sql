@@ -19,7 +19,6 @@
 -- not something Strata's memory does (a session's delete or replace
 -- removes it with the session): a fleet that deletes summaries by hand
 -- finishes its rollout before relying on held loads.
-ALTER TABLE strata_sessions ADD COLUMN IF NOT EXISTS summary_writes BIGINT NOT NULL DEFAULT 0;
 
 -- strata_save_summary as in version 15, the session row updated (its
 -- summary_writes raised) in place of being read FOR KEY SHARE: the row
@@ -214,3 +213,7 @@ BEGIN
     RETURN QUERY SELECT v_held, v_gone, v_saved, v_epoch, v_version, v_updated, v_up_to, v_created, v_writes;
 END
 $fn$;
+
+-- The column last: on Citus no function may be created in a transaction
+-- after a parallel operation on a distributed table.
+ALTER TABLE strata_sessions ADD COLUMN IF NOT EXISTS summary_writes BIGINT NOT NULL DEFAULT 0;
