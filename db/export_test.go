@@ -90,3 +90,15 @@ func AppendAsOlderBuild(ctx context.Context, d *sqlx.DB, sessionID, userID strin
 // the held summary's epoch and version or -1, $5 whether the summary is
 // wanted).
 const HeldSQL = heldSQL
+
+// HeldOwner runs the held load's check (heldStmt, a named statement the
+// server keeps prepared) for session on d and returns the owner it read.
+func HeldOwner(ctx context.Context, d *sqlx.DB, session string) (string, error) {
+	var owner sql.NullString
+	var a, b, c, e, f int64
+	err := heldStmt.queryRow(ctx, d, []any{session}, &owner, &a, &b, &c, &e, &f)
+	return owner.String, err
+}
+
+// HeldStmtName is the name under which the server keeps heldStmt.
+var HeldStmtName = heldStmt.name

@@ -542,6 +542,12 @@ SELECT user_id, message_count, epoch, seq_counter, erasures, summary_writes
   FROM strata_sessions
  WHERE session_id = $1 AND deleted_at IS NULL`
 
+// heldStmt is heldSQL as a statement each server connection keeps
+// prepared (see namedStmt): without WithPreparedStatements, a held load's
+// check is not parsed or planned again on a server connection that ran
+// it before, through a transaction-mode pooler too.
+var heldStmt = newNamedStmt(heldSQL, "text")
+
 // loadHeld answers a load (see load) from held, the tail the store holds
 // for the session, and known, the summary it holds, when heldSQL shows
 // that they are still the stored ones: the session's epoch, seq counter,
@@ -561,17 +567,16 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 		owner                                   sql.NullString
 		total, epoch, counter, erasures, writes int64
 	)
-	var row *sql.Row
+	dest := []any{&owner, &total, &epoch, &counter, &erasures, &writes}
 	if p := s.stmts.held; p != nil {
 		st, perr := p.get(ctx)
 		if perr != nil {
 			return t, nil, false, fmt.Errorf("db: %s of session %q: %w", op, sessionID, classify(ctx, perr))
 		}
-		row = st.QueryRowContext(ctx, sessionID)
+		err = st.QueryRowContext(ctx, sessionID).Scan(dest...)
 	} else {
-		row = s.d.QueryRowContext(ctx, heldSQL, sessionID)
+		err = heldStmt.queryRow(ctx, s.d, []any{sessionID}, dest...)
 	}
-	err = row.Scan(&owner, &total, &epoch, &counter, &erasures, &writes)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		s.tails.drop(sessionID)

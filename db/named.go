@@ -1,0 +1,119 @@
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// namedStmt is a statement the server keeps prepared by name (SQL PREPARE)
+// on each of its connections, run by EXECUTE over the simple query
+// protocol: one round trip that neither parses nor plans the statement
+// again once the server connection has it, on any pool, through any
+// connection pooler. database/sql's prepared statements
+// (WithPreparedStatements) need a client connection that stays on one
+// server connection, which a transaction-mode pooler does not give; here
+// the statement's name is its text's hash, so a server connection that
+// has a statement of that name has this statement, whichever client
+// prepared it, and one that does not (error 26000, before anything runs)
+// is given it in the same round trip as the retried call: PREPARE and
+// EXECUTE in one simple query, one implicit transaction, one server
+// connection. PostgreSQL analyzes a prepared statement again when it runs
+// under another search_path than the one it was planned under, so the
+// tables it reads are always those of the caller's schema.
+//
+// The arguments are SQL literals (see literal), which the server parses
+// as EXECUTE's parameters: no text of the caller becomes SQL.
+type namedStmt struct {
+	name    string
+	query   string
+	prepare string // PREPARE name(types) AS query;
+}
+
+// newNamedStmt is the named statement of query, whose parameters $1… have
+// types (SQL type names).
+func newNamedStmt(query string, types ...string) namedStmt {
+	h := sha256.Sum256([]byte(strings.Join(types, ",") + "\x00" + query))
+	name := "strata_" + hex.EncodeToString(h[:10])
+	return namedStmt{name: name, query: query, prepare: "PREPARE " + name + "(" + strings.Join(types, ", ") + ") AS " + query + ";"}
+}
+
+// errNoSuchStatement is SQLSTATE 26000 (invalid_sql_statement_name): the
+// server connection has no prepared statement of that name. Nothing ran.
+const errNoSuchStatement = "26000"
+
+// errStatementExists is SQLSTATE 42P05 (duplicate_prepared_statement):
+// the PREPARE of a retried call reached a server connection that has the
+// statement already (a pooler's other connection). Nothing ran.
+const errStatementExists = "42P05"
+
+// namedAttempts bounds the calls queryRow makes by name: behind a
+// transaction-mode pooler a retried call may reach a server connection
+// that has the statement (42P05) and the call after it one that has not
+// (26000) again, while the pooler's connections are being given it.
+const namedAttempts = 4
+
+// queryRow runs the statement with args and scans its one row into dest,
+// as QueryRowContext and Scan do (sql.ErrNoRows when none). A server
+// connection without the statement gets it in the retried call's round
+// trip (PREPARE, then EXECUTE); a retried call that reaches one that has
+// it already runs EXECUTE alone again. After namedAttempts calls that
+// found the statement neither missing nor present as expected, the
+// statement runs unnamed (parsed and planned for this call, as any
+// parameterized query). Errors other than those two are returned as they
+// are.
+func (n namedStmt) queryRow(ctx context.Context, d *sqlx.DB, args []any, dest ...any) error {
+	lits := make([]string, len(args))
+	for i, a := range args {
+		l, err := literal(a)
+		if err != nil {
+			return err
+		}
+		lits[i] = l
+	}
+	exec := "EXECUTE " + n.name + "(" + strings.Join(lits, ", ") + ")"
+	q := exec
+	for range namedAttempts {
+		err := d.QueryRowContext(ctx, q).Scan(dest...)
+		switch {
+		case isCode(err, errNoSuchStatement):
+			q = n.prepare + " " + exec
+		case isCode(err, errStatementExists):
+			q = exec
+		default:
+			return err
+		}
+	}
+	return d.QueryRowContext(ctx, n.query, args...).Scan(dest...)
+}
+
+// literal is a as an SQL literal: a string quoted (pq.QuoteLiteral), an
+// integer or a boolean as written, nil as NULL.
+func literal(a any) (string, error) {
+	switch v := a.(type) {
+	case nil:
+		return "NULL", nil
+	case string:
+		return pq.QuoteLiteral(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case int:
+		return strconv.Itoa(v), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	}
+	return "", fmt.Errorf("db: named statement: no literal for a %T parameter", a)
+}
+
+// isCode reports whether err is a PostgreSQL error of SQLSTATE code.
+func isCode(err error, code string) bool {
+	var pqErr *pq.Error
+	return err != nil && errors.As(err, &pqErr) && string(pqErr.Code) == code
+}
