@@ -43,13 +43,20 @@ var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load",
 var citusHelpers = []string{"strata_merge_participants", "strata_journal_sum"}
 
 // citusCustomPlans are the functions of citusFunctions that Distribute
-// gives PostgreSQL's default plan_cache_mode: a statement of theirs is not
-// one Citus plans by its fast path (strata_append's owner lookup after a
-// refused append is a join), and Citus prunes such a statement to one shard from its
-// parameters' values, which a generic plan lacks ("could not create
-// distributed plan"). The others' statements each read or write one table
-// by the session's id, which Citus prunes in a generic plan too, so they
-// keep the plan cached once per connection.
+// gives plan_cache_mode = force_custom_plan: on Citus each of their
+// statements is planned with the call's values, every call. A generic
+// plan is no cheaper there: Citus keeps, beside a reused plan of a
+// statement on a distributed table, the plan of the statement on the
+// local shard, and Citus 13.2 misses that cache on every execution (it
+// looks it up in the plan's empty task list), so it deparses, parses and
+// plans the shard's statement again and adds one more plan to the cached
+// plan's memory, about 140 kB per call of strata_append, never freed while
+// the worker's connection lives. With custom plans nothing is cached, so
+// nothing grows, and a call costs less. strata_append also needs them for
+// its owner lookup after a refused append, a join, which Citus prunes to
+// one shard from its parameters' values, which a generic plan lacks
+// ("could not create distributed plan"). The others keep the migrations'
+// force_generic_plan.
 var citusCustomPlans = []string{"strata_append"}
 
 // ErrNoCitus is the error (wrapped) of Distribute on a database without
@@ -62,8 +69,8 @@ var ErrNoCitus = errors.New("the citus extension is not installed in this databa
 // it), and Strata's functions become distributed functions on their
 // session argument, colocated with strata_sessions, with search_path fixed
 // to the current schema (a call delegated to a worker does not carry the
-// caller's search_path) and, where Citus needs it, PostgreSQL's default
-// plan_cache_mode (citusCustomPlans). It is idempotent: what is already
+// caller's search_path) and, where Citus needs it, custom plans
+// (citusCustomPlans). It is idempotent: what is already
 // distributed is left as it is, and it ends by setting the functions'
 // settings again, which a migration that replaces a function resets
 // (Migrate runs it again on a distributed schema for that reason). Run it
@@ -130,7 +137,7 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
        EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
                   AND o.distribution_argument_index IS NOT NULL),
        COALESCE(p.proconfig @> ARRAY['search_path=' || quote_ident(n.nspname)], false),
-       EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'plan\_cache\_mode=%')
+       COALESCE(p.proconfig @> ARRAY['plan_cache_mode=force_custom_plan'], false)
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = current_schema() AND p.proname = ANY($1)
  ORDER BY p.proname`, pq.Array(citusFunctions))
@@ -138,13 +145,13 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 	}
 	type fn struct {
-		name, sig, parent, schema  string
-		done, hasPath, hasPlanMode bool
+		name, sig, parent, schema string
+		done, hasPath, hasCustom  bool
 	}
 	var fns []fn
 	for rows.Next() {
 		var f fn
-		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done, &f.hasPath, &f.hasPlanMode); err != nil {
+		if err := rows.Scan(&f.name, &f.sig, &f.parent, &f.schema, &f.done, &f.hasPath, &f.hasCustom); err != nil {
 			_ = rows.Close()
 			return fmt.Errorf("distribute functions: %w", classify(ctx, err))
 		}
@@ -160,8 +167,8 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		if !f.hasPath {
 			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema)))
 		}
-		if f.hasPlanMode && slices.Contains(citusCustomPlans, f.name) {
-			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s RESET plan_cache_mode`, f.sig))
+		if !f.hasCustom && slices.Contains(citusCustomPlans, f.name) {
+			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan`, f.sig))
 		}
 		for _, stmt := range stmts {
 			if _, err := d.ExecContext(ctx, stmt); err != nil {

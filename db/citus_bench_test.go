@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +111,58 @@ func BenchmarkCitusAppend(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "appends/s")
 		})
+	}
+}
+
+// BenchmarkCitusAppendTurns measures durable turns (one append of a
+// user/assistant pair, one strata_append call, committed) with one writer
+// per session at 1, 8 and 32 sessions, on plain PostgreSQL and on Citus,
+// the two interleaved at each level, as bench section 16 does: compare
+// the turns/s metrics of a level (the goal: Citus at least half of plain
+// PostgreSQL). b.N is the number of turns of a level, shared by its
+// writers:
+//
+//	STRATA_PG_DURABLE=1 scripts/with-postgres.sh scripts/with-citus.sh \
+//	    go test -run '^$' -bench CitusAppendTurns -benchtime 400x -count 3 ./db/
+func BenchmarkCitusAppendTurns(b *testing.B) {
+	ctx := context.Background()
+	stores := make([]*db.MessageStore, len(citusBenchTargets))
+	for i, target := range citusBenchTargets {
+		d := target.pool(b)
+		d.SetMaxOpenConns(32)
+		d.SetMaxIdleConns(32)
+		stores[i] = db.NewMessageStore(d)
+		for s := range 32 {
+			if err := stores[i].Create(ctx, fmt.Sprint("turns-", s), "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, sessions := range []int{1, 8, 32} {
+		for i, target := range citusBenchTargets {
+			ms := stores[i]
+			b.Run(fmt.Sprintf("sessions=%d/%s", sessions, target.name), func(b *testing.B) {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				t0 := time.Now()
+				for s := range sessions {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						session := fmt.Sprint("turns-", s)
+						for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+							if _, err := ms.Append(ctx, session, "bench",
+								user("What is the weather in Lisbon tomorrow?"),
+								assistant("Sunny, 24 °C, a light breeze from the north-west.")); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "turns/s")
+			})
+		}
 	}
 }

@@ -1,8 +1,12 @@
 package db_test
 
 import (
+	"database/sql"
 	"errors"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,6 +166,23 @@ SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::
 	if want := []string{"strata_append", "strata_journal_append", "strata_load", "strata_save_journaled", "strata_save_summary", "strata_snapshot", "strata_tail"}; !slices.Equal(fns, want) {
 		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
 	}
+	// Migration 18 re-created strata_append with force_generic_plan;
+	// Distribute, run again by Migrate, gives it custom plans again, on
+	// the coordinator and on every worker.
+	var modes []string
+	if err := d.SelectContext(ctx, &modes, `
+WITH f AS (SELECT format('%I.%I(%s)', current_schema(), p.proname,
+                  (SELECT string_agg(format_type(a, NULL), ',') FROM unnest(p.proargtypes) a)) AS sig FROM pg_proc p
+            WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = 'strata_append')
+SELECT c FROM f, pg_proc p, unnest(p.proconfig) c WHERE p.oid = f.sig::regprocedure AND c LIKE 'plan\_cache\_mode=%'
+UNION ALL
+SELECT r.result FROM f, run_command_on_workers(format($$SELECT c FROM pg_proc p, unnest(p.proconfig) c
+  WHERE p.oid = %L::regprocedure AND c LIKE 'plan\_cache\_mode=%%'$$, f.sig)) r`); err != nil {
+		t.Fatal(err)
+	}
+	if len(modes) < 2 || slices.ContainsFunc(modes, func(m string) bool { return m != "plan_cache_mode=force_custom_plan" }) {
+		t.Fatalf("strata_append's plan_cache_mode on the coordinator and the workers after down and up: %q, want force_custom_plan on each", modes)
+	}
 	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
 	res := mustAppend(t, ctx, ms, "again", "alice", user("q"), assistant("a"))
 	if err := sums.Save(ctx, summary.Summary{SessionID: "again", Epoch: res.Epoch, UpToSeq: res.LastSeq, Narrative: "n"}); err != nil {
@@ -184,5 +205,78 @@ func TestDistributeWithoutCitus(t *testing.T) {
 	}
 	if err := db.Migrate(ctx, d); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCitusAppendLeavesNoPlanBehind: strata_append's statements on the
+// worker holding the session cache nothing that grows with the calls.
+// With generic plans Citus 13.2 adds a plan of each statement on the local
+// shard to the function's cached plans on every call (about 140 kB per
+// append, kept as long as the connection lives), which custom plans
+// (citusCustomPlans) avoid. The appends run over one connection to that
+// worker, where Citus plans and runs them as in a call delegated to it;
+// the memory of the connection's cached plans after 150 appends must be
+// that after 10.
+func TestCitusAppendLeavesNoPlanBehind(t *testing.T) {
+	s := citusSchema(t)
+	d := dbtest.Open(t, s.URL)
+	ctx := testCtx(t)
+	const session, owner = "no-plan-behind", "alice"
+	mustAppend(t, ctx, db.NewMessageStore(d), session, owner, user("hello"))
+	var host string
+	var port int
+	if err := d.QueryRowContext(ctx, `
+SELECT nodename, nodeport FROM pg_dist_shard_placement
+ WHERE shardid = get_shard_id_for_distribution_column(format('%I.strata_sessions', current_schema()), $1::text)`,
+		session).Scan(&host, &port); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	w, err := db.Open(ctx, u.String())
+	if err != nil {
+		t.Skipf("the worker %s does not take the coordinator's credentials: %v", u.Host, err)
+	}
+	defer w.Close()
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var appendSt db.CitusStatement
+	for _, st := range db.CitusStatements(session, owner) {
+		if st.Name == "append" {
+			appendSt = st
+		}
+	}
+	plans := func(appends int) int64 {
+		t.Helper()
+		for range appends {
+			var total int64
+			var epoch, last, erasures sql.NullInt64
+			var gotOwner sql.NullString
+			var at sql.NullTime
+			if err := conn.QueryRowContext(ctx, appendSt.SQL, appendSt.Args...).Scan(&total, &epoch, &last, &gotOwner, &erasures, &at); err != nil {
+				t.Fatalf("append on the worker: %v", err)
+			}
+			if !last.Valid || gotOwner.Valid {
+				t.Fatalf("append on the worker refused: last seq %v, owner %v", last, gotOwner)
+			}
+		}
+		var bytes int64
+		if err := conn.QueryRowContext(ctx,
+			`SELECT COALESCE(sum(total_bytes), 0) FROM pg_backend_memory_contexts WHERE name = 'CachedPlan'`).Scan(&bytes); err != nil {
+			t.Fatal(err)
+		}
+		return bytes
+	}
+	before := plans(10)
+	after := plans(140)
+	t.Logf("cached plans on the worker's connection: %d bytes after 10 appends, %d after 150", before, after)
+	if after > before+64<<10 {
+		t.Fatalf("cached plans on the worker's connection grew from %d to %d bytes over 140 appends", before, after)
 	}
 }
