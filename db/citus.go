@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -34,6 +33,22 @@ var citusTables = []string{
 // as its first argument, which Distribute distributes on that argument:
 // Citus then runs a call on the worker holding the session's shard,
 // where its statements are local.
+//
+// Distribute gives each of them plan_cache_mode =
+// force_custom_plan: on Citus each of their statements is planned with the
+// call's values, every call. A generic plan is no cheaper there: Citus
+// keeps, beside a reused plan of a statement on a distributed table, the
+// plan of the statement on the local shard, and Citus 13.2 misses that
+// cache on every execution (it looks it up in the plan's empty task list),
+// so it deparses, parses and plans the shard's statement again and adds
+// one more plan to the cached plan's memory, about 140 kB per call of
+// strata_append or strata_load, never freed while the worker's connection
+// lives. With custom plans nothing is cached, so nothing grows, and a call
+// costs less. strata_append also needs them for its owner lookup after a
+// refused append, a join, which Citus prunes to one shard from its
+// parameters' values, which a generic plan lacks ("could not create
+// distributed plan"). On plain PostgreSQL the functions keep the
+// migrations' settings.
 var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load", "strata_tail", "strata_save_summary", "strata_journal_append", "strata_save_journaled"}
 
 // citusHelpers are functions that Strata's functions call in their
@@ -41,23 +56,6 @@ var citusFunctions = []string{"strata_append", "strata_snapshot", "strata_load",
 // a distribution argument), so that a call delegated to a worker finds
 // them.
 var citusHelpers = []string{"strata_merge_participants", "strata_journal_sum"}
-
-// citusCustomPlans are the functions of citusFunctions that Distribute
-// gives plan_cache_mode = force_custom_plan: on Citus each of their
-// statements is planned with the call's values, every call. A generic
-// plan is no cheaper there: Citus keeps, beside a reused plan of a
-// statement on a distributed table, the plan of the statement on the
-// local shard, and Citus 13.2 misses that cache on every execution (it
-// looks it up in the plan's empty task list), so it deparses, parses and
-// plans the shard's statement again and adds one more plan to the cached
-// plan's memory, about 140 kB per call of strata_append, never freed while
-// the worker's connection lives. With custom plans nothing is cached, so
-// nothing grows, and a call costs less. strata_append also needs them for
-// its owner lookup after a refused append, a join, which Citus prunes to
-// one shard from its parameters' values, which a generic plan lacks
-// ("could not create distributed plan"). The others keep the migrations'
-// force_generic_plan.
-var citusCustomPlans = []string{"strata_append"}
 
 // ErrNoCitus is the error (wrapped) of Distribute on a database without
 // the citus extension.
@@ -69,8 +67,7 @@ var ErrNoCitus = errors.New("the citus extension is not installed in this databa
 // it), and Strata's functions become distributed functions on their
 // session argument, colocated with strata_sessions, with search_path fixed
 // to the current schema (a call delegated to a worker does not carry the
-// caller's search_path) and, where Citus needs it, custom plans
-// (citusCustomPlans). It is idempotent: what is already
+// caller's search_path) and custom plans (see citusFunctions). It is idempotent: what is already
 // distributed is left as it is, and it ends by setting the functions'
 // settings again, which a migration that replaces a function resets
 // (Migrate runs it again on a distributed schema for that reason). Run it
@@ -167,7 +164,7 @@ SELECT p.proname, p.oid::regprocedure::text, format('%I.%I', n.nspname, 'strata_
 		if !f.hasPath {
 			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s SET search_path = %s`, f.sig, pq.QuoteIdentifier(f.schema)))
 		}
-		if !f.hasCustom && slices.Contains(citusCustomPlans, f.name) {
+		if !f.hasCustom {
 			stmts = append(stmts, fmt.Sprintf(`ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan`, f.sig))
 		}
 		for _, stmt := range stmts {

@@ -166,22 +166,25 @@ SELECT p.proname FROM pg_proc p JOIN pg_dist_object o ON o.classid = 'pg_proc'::
 	if want := []string{"strata_append", "strata_journal_append", "strata_load", "strata_save_journaled", "strata_save_summary", "strata_snapshot", "strata_tail"}; !slices.Equal(fns, want) {
 		t.Fatalf("distributed functions with a search_path after down and up: %v, want %v", fns, want)
 	}
-	// Migration 18 re-created strata_append with force_generic_plan;
-	// Distribute, run again by Migrate, gives it custom plans again, on
-	// the coordinator and on every worker.
+	// Migrations re-create functions with force_generic_plan (18
+	// strata_append, 19 strata_save_journaled); Distribute, run again by
+	// Migrate, gives every distributed function custom plans again, on the
+	// coordinator and on every worker.
 	var modes []string
 	if err := d.SelectContext(ctx, &modes, `
 WITH f AS (SELECT format('%I.%I(%s)', current_schema(), p.proname,
                   (SELECT string_agg(format_type(a, NULL), ',') FROM unnest(p.proargtypes) a)) AS sig FROM pg_proc p
-            WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = 'strata_append')
+            WHERE p.pronamespace = current_schema()::regnamespace
+              AND p.proname IN ('strata_append', 'strata_snapshot', 'strata_load', 'strata_tail', 'strata_save_summary',
+                                'strata_journal_append', 'strata_save_journaled'))
 SELECT c FROM f, pg_proc p, unnest(p.proconfig) c WHERE p.oid = f.sig::regprocedure AND c LIKE 'plan\_cache\_mode=%'
 UNION ALL
 SELECT r.result FROM f, run_command_on_workers(format($$SELECT c FROM pg_proc p, unnest(p.proconfig) c
   WHERE p.oid = %L::regprocedure AND c LIKE 'plan\_cache\_mode=%%'$$, f.sig)) r`); err != nil {
 		t.Fatal(err)
 	}
-	if len(modes) < 2 || slices.ContainsFunc(modes, func(m string) bool { return m != "plan_cache_mode=force_custom_plan" }) {
-		t.Fatalf("strata_append's plan_cache_mode on the coordinator and the workers after down and up: %q, want force_custom_plan on each", modes)
+	if len(modes) < 3*7 || slices.ContainsFunc(modes, func(m string) bool { return m != "plan_cache_mode=force_custom_plan" }) {
+		t.Fatalf("the functions' plan_cache_mode on the coordinator and the workers after down and up: %q, want force_custom_plan for each on each", modes)
 	}
 	ms, sums := db.NewMessageStore(d), db.NewSummaryStore(d)
 	res := mustAppend(t, ctx, ms, "again", "alice", user("q"), assistant("a"))
@@ -208,8 +211,9 @@ func TestDistributeWithoutCitus(t *testing.T) {
 	}
 }
 
-// TestCitusAppendLeavesNoPlanBehind: strata_append's statements on the
-// worker holding the session cache nothing that grows with the calls.
+// TestCitusAppendLeavesNoPlanBehind: strata_append's and strata_tail's
+// statements on the worker holding the session cache nothing that grows
+// with the calls.
 // With generic plans Citus 13.2 adds a plan of each statement on the local
 // shard to the function's cached plans on every call (about 140 kB per
 // append, kept as long as the connection lives), which custom plans
@@ -246,10 +250,13 @@ SELECT nodename, nodeport FROM pg_dist_shard_placement
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var appendSt db.CitusStatement
+	var appendSt, loadSt db.CitusStatement
 	for _, st := range db.CitusStatements(session, owner) {
-		if st.Name == "append" {
+		switch st.Name {
+		case "append":
 			appendSt = st
+		case "load, tail held":
+			loadSt = st
 		}
 	}
 	plans := func(appends int) int64 {
@@ -265,6 +272,17 @@ SELECT nodename, nodeport FROM pg_dist_shard_placement
 			if !last.Valid || gotOwner.Valid {
 				t.Fatalf("append on the worker refused: last seq %v, owner %v", last, gotOwner)
 			}
+			rows, err := conn.QueryContext(ctx, loadSt.SQL, loadSt.Args...)
+			if err != nil {
+				t.Fatalf("load on the worker: %v", err)
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil || n == 0 {
+				t.Fatalf("load on the worker: %d rows, %v", n, err)
+			}
 		}
 		var bytes int64
 		if err := conn.QueryRowContext(ctx,
@@ -275,8 +293,8 @@ SELECT nodename, nodeport FROM pg_dist_shard_placement
 	}
 	before := plans(10)
 	after := plans(140)
-	t.Logf("cached plans on the worker's connection: %d bytes after 10 appends, %d after 150", before, after)
+	t.Logf("cached plans on the worker's connection: %d bytes after 10 appends and loads, %d after 150", before, after)
 	if after > before+64<<10 {
-		t.Fatalf("cached plans on the worker's connection grew from %d to %d bytes over 140 appends", before, after)
+		t.Fatalf("cached plans on the worker's connection grew from %d to %d bytes over 140 appends and loads", before, after)
 	}
 }
