@@ -102,3 +102,7 @@ func HeldOwner(ctx context.Context, d *sqlx.DB, session string) (string, error) 
 
 // HeldStmtName is the name under which the server keeps heldStmt.
 var HeldStmtName = heldStmt.name
+
+// Literal is literal: a parameter as the SQL literal a named statement's
+// EXECUTE passes.
+func Literal(a any) (string, error) { return literal(a) }

@@ -376,6 +376,12 @@ const messageColumns = `seq, role, content, tool_calls, tool_call_id, name, meta
 // database nothing has analyzed yet.
 const loadSQL = `SELECT * FROM strata_tail($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
+// loadStmt is loadSQL as a statement each server connection keeps
+// prepared (see namedStmt): without WithPreparedStatements, a load is not
+// parsed or planned again on a server connection that ran one before.
+var loadStmt = newNamedStmt(loadSQL, "text", "text", "int", "boolean", "boolean", "bigint", "bigint", "timestamptz",
+	"bigint", "bigint", "bigint", "bigint", "int")
+
 // Tail implements memory.MessageStore with one statement (loadSQL, without
 // the summary) that checks ownership and reads only the n newest messages.
 func (s *MessageStore) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
@@ -463,8 +469,15 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 			heldStamp[i] = sql.NullInt64{Int64: v, Valid: true}
 		}
 	}
-	rows, err := s.query(ctx, s.stmts.load, loadSQL, sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated,
-		heldStamp[0], heldStamp[1], heldStamp[2], heldStamp[3], heldStamp[4])
+	args := []any{sessionID, userID, n, after, withSummary, knownEpoch, knownVersion, knownUpdated,
+		heldStamp[0], heldStamp[1], heldStamp[2], heldStamp[3], heldStamp[4]}
+	var rows *sql.Rows
+	var err error
+	if s.stmts.load != nil {
+		rows, err = s.query(ctx, s.stmts.load, loadSQL, args...)
+	} else {
+		rows, err = loadStmt.query(ctx, s.d, args)
+	}
 	if err != nil {
 		return fail(classify(ctx, err))
 	}

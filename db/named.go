@@ -3,11 +3,14 @@ package db
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -33,7 +36,7 @@ import (
 // as EXECUTE's parameters: no text of the caller becomes SQL.
 type namedStmt struct {
 	name    string
-	query   string
+	text    string
 	prepare string // PREPARE name(types) AS query;
 }
 
@@ -42,7 +45,7 @@ type namedStmt struct {
 func newNamedStmt(query string, types ...string) namedStmt {
 	h := sha256.Sum256([]byte(strings.Join(types, ",") + "\x00" + query))
 	name := "strata_" + hex.EncodeToString(h[:10])
-	return namedStmt{name: name, query: query, prepare: "PREPARE " + name + "(" + strings.Join(types, ", ") + ") AS " + query + ";"}
+	return namedStmt{name: name, text: query, prepare: "PREPARE " + name + "(" + strings.Join(types, ", ") + ") AS " + query + ";"}
 }
 
 // errNoSuchStatement is SQLSTATE 26000 (invalid_sql_statement_name): the
@@ -61,15 +64,34 @@ const errStatementExists = "42P05"
 const namedAttempts = 4
 
 // queryRow runs the statement with args and scans its one row into dest,
-// as QueryRowContext and Scan do (sql.ErrNoRows when none). A server
-// connection without the statement gets it in the retried call's round
-// trip (PREPARE, then EXECUTE); a retried call that reaches one that has
-// it already runs EXECUTE alone again. After namedAttempts calls that
-// found the statement neither missing nor present as expected, the
-// statement runs unnamed (parsed and planned for this call, as any
-// parameterized query). Errors other than those two are returned as they
-// are.
+// as QueryRowContext and Scan do (sql.ErrNoRows when none); see run.
 func (n namedStmt) queryRow(ctx context.Context, d *sqlx.DB, args []any, dest ...any) error {
+	return n.run(ctx, args, func(q string, args ...any) error {
+		return d.QueryRowContext(ctx, q, args...).Scan(dest...)
+	})
+}
+
+// query runs the statement with args, as QueryContext does; see run.
+func (n namedStmt) query(ctx context.Context, d *sqlx.DB, args []any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	err := n.run(ctx, args, func(q string, args ...any) error {
+		var err error
+		rows, err = d.QueryContext(ctx, q, args...)
+		return err
+	})
+	return rows, err
+}
+
+// run calls call with EXECUTE of the statement with args as literals. A
+// server connection without the statement gets it in the retried call's
+// round trip (PREPARE, then EXECUTE); a retried call that reaches one that
+// has it already runs EXECUTE alone again; one whose plan of it no longer
+// matches its result type (a migration changed what it reads) gets it
+// anew (DEALLOCATE, PREPARE, EXECUTE). Each of those errors comes before
+// anything ran. After namedAttempts calls the statement runs unnamed, with
+// args as parameters (parsed and planned for this call, as any
+// parameterized query). Other errors are returned as they are.
+func (n namedStmt) run(ctx context.Context, args []any, call func(q string, args ...any) error) error {
 	lits := make([]string, len(args))
 	for i, a := range args {
 		l, err := literal(a)
@@ -81,22 +103,38 @@ func (n namedStmt) queryRow(ctx context.Context, d *sqlx.DB, args []any, dest ..
 	exec := "EXECUTE " + n.name + "(" + strings.Join(lits, ", ") + ")"
 	q := exec
 	for range namedAttempts {
-		err := d.QueryRowContext(ctx, q).Scan(dest...)
+		err := call(q)
 		switch {
 		case isCode(err, errNoSuchStatement):
 			q = n.prepare + " " + exec
 		case isCode(err, errStatementExists):
 			q = exec
+		case isCode(err, errPlanChanged):
+			q = "DEALLOCATE " + n.name + "; " + n.prepare + " " + exec
 		default:
 			return err
 		}
 	}
-	return d.QueryRowContext(ctx, n.query, args...).Scan(dest...)
+	return call(n.text, args...)
 }
 
+// errPlanChanged is SQLSTATE 0A000 (feature_not_supported), which a
+// prepared statement's execution returns when what it reads changed its
+// result type since it was prepared ("cached plan must not change result
+// type"). Nothing ran.
+const errPlanChanged = "0A000"
+
 // literal is a as an SQL literal: a string quoted (pq.QuoteLiteral), an
-// integer or a boolean as written, nil as NULL.
+// integer or a boolean as written, a time as PostgreSQL reads a
+// timestamptz, nil (or a driver.Valuer's nil) as NULL.
 func literal(a any) (string, error) {
+	if v, ok := a.(driver.Valuer); ok {
+		x, err := v.Value()
+		if err != nil {
+			return "", fmt.Errorf("db: named statement: %w", err)
+		}
+		a = x
+	}
 	switch v := a.(type) {
 	case nil:
 		return "NULL", nil
@@ -108,6 +146,8 @@ func literal(a any) (string, error) {
 		return strconv.Itoa(v), nil
 	case bool:
 		return strconv.FormatBool(v), nil
+	case time.Time:
+		return pq.QuoteLiteral(string(pq.FormatTimestamp(v))), nil
 	}
 	return "", fmt.Errorf("db: named statement: no literal for a %T parameter", a)
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -17,8 +18,9 @@ import (
 // TestNamedHeldStatement: the held load's check, a statement each server
 // connection keeps prepared by name (SQL PREPARE, run by EXECUTE): it is
 // prepared on a connection that lacks it in the call's own round trip,
-// again after DEALLOCATE ALL (a pooler's reset), reads the caller's schema
-// after the connection's search_path changed, takes any session id as a
+// again after DEALLOCATE ALL (a pooler's reset) and after a column it
+// returns changed type, reads the caller's schema after the connection's
+// search_path changed, takes any session id as a
 // literal (quotes, backslashes, Korean), and answers right through a
 // transaction-mode pooler whose server connections have it or not.
 func TestNamedHeldStatement(t *testing.T) {
@@ -75,6 +77,13 @@ func TestNamedHeldStatement(t *testing.T) {
 	if _, err := db.HeldOwner(ctx, d, "missing"); !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("a missing session: %v, want sql.ErrNoRows", err)
 	}
+	// A migration changes the type of a column the statement returns: the
+	// connection's plan of it no longer fits ("cached plan must not change
+	// result type") and the call prepares it anew.
+	if _, err := d.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %q.strata_sessions ALTER COLUMN summary_writes TYPE numeric`, b.Name)); err != nil {
+		t.Fatal(err)
+	}
+	check("after a column's type changed", "bob")
 
 	t.Run("pooler", func(t *testing.T) {
 		t.Parallel()
@@ -125,4 +134,46 @@ func TestNamedHeldStatement(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+// TestNamedLiterals: every parameter a named statement takes reaches the
+// server as the value a parameterized query would pass (strings with
+// quotes, backslashes and Korean; integers; booleans; times with their
+// microseconds and zone; NULL and sql.Null* values), and an unsupported
+// type is an error, not a guess.
+func TestNamedLiterals(t *testing.T) {
+	t.Parallel()
+	d := dbtest.New(t)
+	ctx := testCtx(t)
+	seoul := time.FixedZone("KST", 9*3600)
+	for _, c := range []struct {
+		v   any
+		typ string
+	}{
+		{"plain", "text"}, {`o'brien`, "text"}, {`back\slash \' ''`, "text"}, {"세션 하나", "text"}, {"", "text"},
+		{int64(-9007199254740993), "bigint"}, {42, "int"}, {true, "boolean"}, {false, "boolean"},
+		{time.Date(2026, 11, 27, 15, 4, 5, 123456000, time.UTC), "timestamptz"},
+		{time.Date(1999, 1, 2, 3, 4, 5, 6000, seoul), "timestamptz"},
+		{nil, "text"}, {sql.NullInt64{}, "bigint"}, {sql.NullInt64{Int64: 7, Valid: true}, "bigint"},
+		{sql.NullTime{Time: time.Date(2026, 1, 1, 0, 0, 0, 1000, time.UTC), Valid: true}, "timestamptz"},
+		{sql.NullTime{}, "timestamptz"},
+	} {
+		lit, err := db.Literal(c.v)
+		if err != nil {
+			t.Fatalf("%#v: %v", c.v, err)
+		}
+		var same sql.NullBool
+		if err := d.GetContext(ctx, &same, fmt.Sprintf(`SELECT (%s)::%s IS NOT DISTINCT FROM $1::%s`, lit, c.typ, c.typ), c.v); err != nil {
+			t.Fatalf("%#v as %s: %v", c.v, lit, err)
+		}
+		if !same.Bool {
+			t.Errorf("%#v: the literal %s is not the parameter's value", c.v, lit)
+		}
+	}
+	if _, err := db.Literal(3.5); err == nil {
+		t.Error("a float became a literal")
+	}
+	if _, err := db.Literal([]byte("x")); err == nil {
+		t.Error("bytes became a literal")
+	}
 }
