@@ -310,19 +310,23 @@ func (r *runner) citusPlans(ctx context.Context, cz *pgEnv, out *sectionOut) err
 	var rows [][]string
 	var failed []string
 	for _, st := range stmts {
-		var lines []string
-		if err := cz.d.SelectContext(ctx, &lines, "EXPLAIN (COSTS OFF) "+st.sql, st.args...); err != nil {
+		lines, err := explainRecorded(ctx, cz.d, st)
+		if err != nil {
 			return fmt.Errorf("EXPLAIN %s: %w", oneLine(st.sql, 80), err)
 		}
 		plan := strings.Join(lines, "\n") + "\n"
-		verdict := citusSingleShard(st.sql, plan)
+		shown := st.sql
+		if st.prepare != "" {
+			shown = st.prepare[strings.Index(st.prepare, " AS ")+4:] // the named statement's SQL
+		}
+		verdict := citusSingleShard(shown, plan)
 		if verdict != "" {
 			failed = append(failed, fmt.Sprintf("%s (%s): %s", st.op, oneLine(st.sql, 80), verdict))
 			verdict = "**no: " + verdict + "**"
 		} else {
 			verdict = "yes"
 		}
-		rows = append(rows, []string{st.op, "`" + strings.ReplaceAll(oneLine(st.sql, 90), "|", "\\|") + "`", citusPlanShape(plan), verdict})
+		rows = append(rows, []string{st.op, "`" + strings.ReplaceAll(oneLine(shown, 90), "|", "\\|") + "`", citusPlanShape(plan), verdict})
 	}
 	out.printf("\n### Single-shard plans\n\nEvery statement Strata sent for %s on the distributed schema (recorded at the driver, deduplicated), and the plan Citus makes for it (`EXPLAIN`, with the statement's own arguments): one task, no subplan gathered on the coordinator, and Strata's functions delegated to the worker holding the session.\n\n",
 		"12 appends, a fold under its lease, a summary save and read, two hierarchical loads and a range read")
@@ -392,6 +396,9 @@ func oneLine(s string, n int) string {
 type recorded struct {
 	op, sql string
 	args    []any
+	// prepare is, for a statement the server keeps by name (SQL PREPARE,
+	// run by EXECUTE: sql is the EXECUTE), its PREPARE.
+	prepare string
 }
 
 // recorder notes the distinct statements sent through a recording
@@ -401,6 +408,7 @@ type recorder struct {
 	op    string
 	seen  []string
 	stmts []recorded
+	named map[string]string // PREPARE by statement name
 }
 
 func (r *recorder) start(op string) { r.mu.Lock(); r.op = op; r.mu.Unlock() }
@@ -408,11 +416,30 @@ func (r *recorder) start(op string) { r.mu.Lock(); r.op = op; r.mu.Unlock() }
 func (r *recorder) note(query string, args []driver.NamedValue) {
 	q := strings.TrimSpace(query)
 	head := strings.ToUpper(strings.Fields(q + " x")[0])
-	if !slices.Contains([]string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"}, head) {
-		return // BEGIN, COMMIT, SET …
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var prepare string
+	switch {
+	case head == "PREPARE" || head == "DEALLOCATE":
+		// A named statement given to the server connection with its call
+		// ("PREPARE name(…) AS …; EXECUTE name(…)").
+		i := strings.LastIndex(q, "; EXECUTE ")
+		if i < 0 {
+			return
+		}
+		prepare, q = q[:i+1], q[i+2:]
+		if head == "DEALLOCATE" {
+			prepare = strings.TrimSpace(prepare[strings.Index(prepare, ";")+1:])
+		}
+		if r.named == nil {
+			r.named = map[string]string{}
+		}
+		r.named[namedStatement(prepare)] = prepare
+	case head == "EXECUTE":
+		prepare = r.named[namedStatement(q)]
+	case !slices.Contains([]string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"}, head):
+		return // BEGIN, COMMIT, SET …
+	}
 	if r.op == "" || slices.Contains(r.seen, q) {
 		return
 	}
@@ -421,13 +448,50 @@ func (r *recorder) note(query string, args []driver.NamedValue) {
 	for i, a := range args {
 		vals[i] = a.Value
 	}
-	r.stmts = append(r.stmts, recorded{op: r.op, sql: q, args: vals})
+	r.stmts = append(r.stmts, recorded{op: r.op, sql: q, args: vals, prepare: prepare})
 }
 
 func (r *recorder) statements() []recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.stmts)
+	out := slices.Clone(r.stmts)
+	for i := range out {
+		if out[i].prepare == "" && strings.HasPrefix(out[i].sql, "EXECUTE ") {
+			// Noted before its PREPARE: the first call on a server
+			// connection, which lacked the statement.
+			out[i].prepare = r.named[namedStatement(out[i].sql)]
+		}
+	}
+	return out
+}
+
+// namedStatement is the name q (PREPARE name(…) … or EXECUTE name(…))
+// gives its statement.
+func namedStatement(q string) string {
+	f := strings.Fields(q + " x x")[1]
+	return f[:strings.Index(f+"(", "(")]
+}
+
+// explainRecorded is the plan (EXPLAIN (COSTS OFF)) of st: of its EXECUTE
+// on a connection given its PREPARE for a named statement.
+func explainRecorded(ctx context.Context, d *sqlx.DB, st recorded) ([]string, error) {
+	if st.prepare == "" {
+		var lines []string
+		err := d.SelectContext(ctx, &lines, "EXPLAIN (COSTS OFF) "+st.sql, st.args...)
+		return lines, err
+	}
+	conn, err := d.Connx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, st.prepare); err != nil {
+		return nil, err
+	}
+	defer func() { _, _ = conn.ExecContext(ctx, "DEALLOCATE ALL") }()
+	var lines []string
+	err = conn.SelectContext(ctx, &lines, "EXPLAIN (COSTS OFF) "+st.sql)
+	return lines, err
 }
 
 // recordingConnector opens lib/pq connections that note their queries.
