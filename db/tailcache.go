@@ -3,6 +3,7 @@ package db
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-go/strata/memory/store"
 )
@@ -60,8 +61,12 @@ type tailCache struct {
 type cachedTail struct {
 	epoch, counter, erasures, after int64
 	limit, want                     int64
-	msgs                            []store.Message // oldest first
-	size                            int64
+	// msgs are the messages, oldest first; their array's capacity past
+	// them belongs to the one entry extended from this one (see
+	// extended), which grown marks as taken.
+	msgs  []store.Message
+	size  int64
+	grown atomic.Bool
 }
 
 func newTailCache(max int, maxBytes int64) *tailCache {
@@ -172,7 +177,7 @@ func (t *cachedTail) newest(after int64, n int) []store.Message {
 	for i > 0 && len(t.msgs)-i < n && t.msgs[i-1].Seq > after {
 		i--
 	}
-	return t.msgs[i:]
+	return t.msgs[i:len(t.msgs):len(t.msgs)]
 }
 
 // newCachedTail is the cache entry of a tail read with stamp (epoch,
@@ -203,6 +208,14 @@ func (t *cachedTail) count() {
 // when t held all the messages after its cursor, all of them up to the
 // number its load asked for, beyond which it holds the newest that many.
 // added are kept as they are (the caller no longer changes them).
+//
+// An append costs what it adds, not the tail's length: the first
+// extension of t writes added into the spare capacity of t's array, after
+// t's messages, which no reader of t looks at (t.msgs ends before it), and
+// shares the array; only when the array is full, or t was extended before
+// (its spare capacity is another entry's), are the kept messages copied
+// into a new array with room for as many again. An array so holds at
+// most twice the messages its newest entry keeps.
 func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail {
 	if len(added) == 0 || counter-int64(len(added)) != t.counter || added[0].Seq != t.counter+1 {
 		return nil
@@ -215,8 +228,22 @@ func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail 
 	} else if keep > t.want {
 		keep, n.limit = t.want, t.want
 	}
-	n.msgs = make([]store.Message, 0, keep)
-	if skip := total - int(keep); skip < len(t.msgs) {
+	skip := total - int(keep)
+	if skip <= len(t.msgs) && cap(t.msgs)-len(t.msgs) >= len(added) && t.grown.CompareAndSwap(false, true) {
+		// In place: t's spare capacity is claimed by this extension alone.
+		all := append(t.msgs, added...)
+		n.msgs = all[skip:]
+		n.size = t.size
+		for i := range t.msgs[:skip] {
+			n.size -= messageSize(&t.msgs[i])
+		}
+		for i := range added {
+			n.size += messageSize(&added[i])
+		}
+		return n
+	}
+	n.msgs = make([]store.Message, 0, 2*keep)
+	if skip < len(t.msgs) {
 		n.msgs = append(n.msgs, t.msgs[max(skip, 0):]...)
 	}
 	n.msgs = append(n.msgs, added[max(len(added)-int(keep), 0):]...)
