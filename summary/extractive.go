@@ -142,7 +142,7 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 	texts := make([]string, len(req.Messages))
 	for i, m := range req.Messages {
 		if m != nil {
-			texts[i] = " " + strings.Join(words(strings.ToLower(m.GetContent())), " ") + " "
+			texts[i] = wordText(m.GetContent())
 		}
 	}
 	for _, sent := range sentences(res.Narrative) {
