@@ -143,7 +143,10 @@ func BenchmarkFoldAppends(b *testing.B) {
 // (Manager.Flush) after each slice, so that a change in the machine's load
 // falls on all three. It reports each system's sustained turns/s (turns
 // over slices plus drains) and the ratios the report's goals name:
-// chunked ÷ off and parity ÷ off. Run with -benchtime=1x.
+// chunked ÷ off and parity ÷ off, and the same from the CPU time a turn
+// costs (this process and, when the server runs on this machine,
+// PostgreSQL), which varies less on a shared machine. Run with
+// -benchtime=1x.
 func BenchmarkFoldAppendsInterleaved(b *testing.B) {
 	const rounds, slice = 8, 400 * time.Millisecond
 	pairs := foldBenchPairs(b)
@@ -169,7 +172,8 @@ func BenchmarkFoldAppendsInterleaved(b *testing.B) {
 	}
 	ctx := context.Background()
 	turns := make([]int64, len(systems))
-	spent := make([]time.Duration, len(systems))
+	spent, goCPU, pgCPU := make([]time.Duration, len(systems)), make([]time.Duration, len(systems)), make([]time.Duration, len(systems))
+	pgOK := true
 	next := make([][]int, len(systems))
 	for i := range next {
 		next[i] = make([]int, foldBenchSessions)
@@ -184,6 +188,9 @@ func BenchmarkFoldAppendsInterleaved(b *testing.B) {
 				m := managers[i]
 				var n atomic.Int64
 				var wg sync.WaitGroup
+				p0, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				c0 := processCPU()
 				t0 := time.Now()
 				deadline := t0.Add(slice)
 				for s := range foldBenchSessions {
@@ -205,6 +212,10 @@ func BenchmarkFoldAppendsInterleaved(b *testing.B) {
 				}
 				turns[i] += n.Load()
 				spent[i] += time.Since(t0)
+				goCPU[i] += processCPU() - c0
+				p1, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				pgCPU[i] += p1 - p0
 			}
 		}
 	}
@@ -214,4 +225,19 @@ func BenchmarkFoldAppendsInterleaved(b *testing.B) {
 	}
 	b.ReportMetric(rate(1)/rate(0), "chunked/off")
 	b.ReportMetric(rate(2)/rate(0), "parity/off")
+	// The CPU a turn costs, this process's and the server's: on a shared
+	// machine it varies less than the rate, and when the machine is the
+	// bottleneck its inverse ratio is what the rates' ratio tends to.
+	cpu := func(i int) float64 {
+		c := goCPU[i]
+		if pgOK {
+			c += pgCPU[i]
+		}
+		return float64(c.Microseconds()) / float64(turns[i])
+	}
+	for i, s := range systems {
+		b.ReportMetric(cpu(i), s.name+"-cpu-µs/turn")
+	}
+	b.ReportMetric(cpu(0)/cpu(1), "cpu-chunked/off")
+	b.ReportMetric(cpu(0)/cpu(2), "cpu-parity/off")
 }
