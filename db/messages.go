@@ -695,7 +695,7 @@ func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.T
 	for _, m := range fresh {
 		kept = append(kept, m.Clone())
 	}
-	s.tails.put(sessionID, newCachedTail(kept, out.Epoch, counter, erasures, after, n))
+	s.tails.putRead(sessionID, newCachedTail(kept, out.Epoch, counter, erasures, after, n))
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its

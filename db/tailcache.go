@@ -83,14 +83,21 @@ func (c *tailCache) get(session string) *cachedTail {
 	return c.m[session]
 }
 
-// put caches t as session's tail (a tail too large for the cache drops
-// the session's entry instead).
-func (c *tailCache) put(session string, t *cachedTail) {
+// putRead caches t, the tail a load read, as session's tail unless the
+// entry held is newer: of the same session incarnation and erasures, with
+// a larger counter — an append that committed after the read's snapshot
+// extended the entry meanwhile (see MessageStore.extendTail), and
+// replacing it with the older read would leave every later append unable
+// to extend it and the next load unable to use it.
+func (c *tailCache) putRead(session string, t *cachedTail) {
 	if c.max <= 0 || c.maxBytes <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old := c.m[session]; old != nil && old.epoch == t.epoch && old.erasures == t.erasures && old.counter > t.counter {
+		return
+	}
 	c.putLocked(session, t)
 }
 

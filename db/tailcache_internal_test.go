@@ -112,7 +112,7 @@ func contents(msgs []store.Message) []string {
 // array that a reader's entry shows is reported.
 func TestTailExtendedRace(t *testing.T) {
 	c := newTailCache(8, 1<<20)
-	c.put("s", newCachedTail(tailMsgs("r", 1, 4), 1, 4, 0, 0, 10))
+	c.putRead("s", newCachedTail(tailMsgs("r", 1, 4), 1, 4, 0, 0, 10))
 	var mu sync.Mutex
 	var olds []*cachedTail
 	done := make(chan struct{})
@@ -165,4 +165,38 @@ func TestTailExtendedRace(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestTailPutReadKeepsNewer: a load's tail replaces the entry held unless
+// the entry is newer — same incarnation and erasures, a larger counter (an
+// append that committed after the load's snapshot extended it) — so the
+// tail appends extend is never set back by a read that raced them; an
+// entry of another incarnation or erasure count, or an older one, is
+// replaced.
+func TestTailPutReadKeepsNewer(t *testing.T) {
+	read := newCachedTail(tailMsgs("r", 1, 4), 1, 4, 0, 0, 10)
+	for _, c := range []struct {
+		name     string
+		held     *cachedTail
+		replaced bool
+	}{
+		{"none", nil, true},
+		{"extended past the read", newCachedTail(tailMsgs("r", 1, 6), 1, 6, 0, 0, 10), false},
+		{"same counter", newCachedTail(tailMsgs("r", 1, 4), 1, 4, 0, 0, 10), true},
+		{"older", newCachedTail(tailMsgs("r", 1, 3), 1, 3, 0, 0, 10), true},
+		{"other incarnation", newCachedTail(tailMsgs("r", 1, 6), 2, 6, 0, 0, 10), true},
+		{"other erasures", newCachedTail(tailMsgs("r", 1, 6), 1, 6, 1, 0, 10), true},
+	} {
+		tc := newTailCache(8, 1<<20)
+		if c.held != nil {
+			tc.swap("s", nil, c.held)
+		}
+		tc.putRead("s", read)
+		if got := tc.get("s"); (got == read) != c.replaced {
+			t.Errorf("%s: held %p after putRead, read %p, held before %p; want replaced %v", c.name, got, read, c.held, c.replaced)
+		}
+		if _, bytes := tc.usage(); bytes != tc.get("s").size {
+			t.Errorf("%s: cache counts %d bytes, its entry %d", c.name, bytes, tc.get("s").size)
+		}
+	}
 }
