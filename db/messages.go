@@ -598,6 +598,14 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 	if after && sr.UpToSeq.Valid && sr.Epoch.Int64 == epoch {
 		cursor = sr.UpToSeq.Int64
 	}
+	if held.counter != counter {
+		// An append that committed before this statement's snapshot may
+		// have extended the entry since it was taken (its writer goes on
+		// while a fold plans): the snapshot checks whichever is held now.
+		if now := s.tails.get(sessionID); now != nil && now.counter == counter {
+			held = now
+		}
+	}
 	if held.epoch != epoch || held.counter != counter || held.erasures != erasures ||
 		held.after > cursor || int64(n) > held.limit {
 		return t, nil, false, nil
