@@ -106,3 +106,21 @@ var HeldStmtName = heldStmt.name
 // Literal is literal: a parameter as the SQL literal a named statement's
 // EXECUTE passes.
 func Literal(a any) (string, error) { return literal(a) }
+
+// HeldTail is the tail entry s holds for session, nil when none (opaque
+// to the external tests, for LoadHeldFrom).
+func HeldTail(s *MessageStore, session string) any {
+	if t := s.tails.get(session); t != nil {
+		return t
+	}
+	return nil
+}
+
+// LoadHeldFrom answers SnapshotAfterSummary(ctx, session, user, n) as a
+// load that took held (an entry HeldTail returned) from the cache before
+// its statement does, and reports whether the statement alone answered it
+// (no second read).
+func LoadHeldFrom(ctx context.Context, s *MessageStore, session, user string, n int, held any) (store.Tail, bool, error) {
+	t, _, hit, err := s.loadHeld(ctx, "load", true, true, session, user, n, held.(*cachedTail), s.cache.get(session))
+	return t, hit, err
+}

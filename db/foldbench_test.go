@@ -133,3 +133,111 @@ func BenchmarkFoldAppends(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFoldAppendsInterleaved is the durable append part of the
+// benchmark report's langchaingo section in miniature: 32 sessions, one
+// writer each, saving LoCoMo turns through three Managers over one pool
+// of db.DefaultMaxOpenConns connections — memory off, chunked, parity,
+// extractive summarizer — each given a slice of the window in turn,
+// starting with the next system every round, with its folding waited for
+// (Manager.Flush) after each slice, so that a change in the machine's load
+// falls on all three. It reports each system's sustained turns/s (turns
+// over slices plus drains) and the ratios the report's goals name:
+// chunked ÷ off and parity ÷ off, and the same from the CPU time a turn
+// costs (this process and, when the server runs on this machine,
+// PostgreSQL), which varies less on a shared machine. Run with
+// -benchtime=1x.
+func BenchmarkFoldAppendsInterleaved(b *testing.B) {
+	const rounds, slice = 8, 400 * time.Millisecond
+	pairs := foldBenchPairs(b)
+	f := newFixture(b)
+	f.d.SetMaxOpenConns(db.DefaultMaxOpenConns)
+	f.d.SetMaxIdleConns(db.DefaultMaxIdleConns)
+	off := loadConfig()
+	off.Enabled = false
+	chunked := loadConfig()
+	chunked.Policy = memory.PolicyChunked
+	systems := []struct {
+		name string
+		cfg  memory.Config
+	}{{"off", off}, {"chunked", chunked}, {"parity", loadConfig()}}
+	managers := make([]*memory.Manager, len(systems))
+	for i, s := range systems {
+		m, err := memory.NewManager(db.NewMessageStore(f.d), s.cfg, memory.WithSummaries(db.NewSummaryStore(f.d), summary.NewExtractiveService()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		managers[i] = m
+	}
+	ctx := context.Background()
+	turns := make([]int64, len(systems))
+	spent, goCPU, pgCPU := make([]time.Duration, len(systems)), make([]time.Duration, len(systems)), make([]time.Duration, len(systems))
+	pgOK := true
+	next := make([][]int, len(systems))
+	for i := range next {
+		next[i] = make([]int, foldBenchSessions)
+		for s := range next[i] {
+			next[i][s] = s
+		}
+	}
+	for b.Loop() {
+		for round := range rounds {
+			for o := range systems {
+				i := (o + round) % len(systems)
+				m := managers[i]
+				var n atomic.Int64
+				var wg sync.WaitGroup
+				p0, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				c0 := processCPU()
+				t0 := time.Now()
+				deadline := t0.Add(slice)
+				for s := range foldBenchSessions {
+					wg.Go(func() {
+						session := fmt.Sprintf("il-%s-%d", systems[i].name, s)
+						for ; time.Now().Before(deadline); next[i][s]++ {
+							p := pairs[next[i][s]%len(pairs)]
+							if err := m.SaveTurn(ctx, session, "bench", p[0], p[1]); err != nil {
+								b.Error(err)
+								return
+							}
+							n.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if err := m.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				turns[i] += n.Load()
+				spent[i] += time.Since(t0)
+				goCPU[i] += processCPU() - c0
+				p1, ok := serverCPU(os.Getenv("DATABASE_URL"))
+				pgOK = pgOK && ok
+				pgCPU[i] += p1 - p0
+			}
+		}
+	}
+	rate := func(i int) float64 { return float64(turns[i]) / spent[i].Seconds() }
+	for i, s := range systems {
+		b.ReportMetric(rate(i), s.name+"-turns/s")
+	}
+	b.ReportMetric(rate(1)/rate(0), "chunked/off")
+	b.ReportMetric(rate(2)/rate(0), "parity/off")
+	// The CPU a turn costs, this process's and the server's: on a shared
+	// machine it varies less than the rate, and when the machine is the
+	// bottleneck its inverse ratio is what the rates' ratio tends to.
+	cpu := func(i int) float64 {
+		c := goCPU[i]
+		if pgOK {
+			c += pgCPU[i]
+		}
+		return float64(c.Microseconds()) / float64(turns[i])
+	}
+	for i, s := range systems {
+		b.ReportMetric(cpu(i), s.name+"-cpu-µs/turn")
+	}
+	b.ReportMetric(cpu(0)/cpu(1), "cpu-chunked/off")
+	b.ReportMetric(cpu(0)/cpu(2), "cpu-parity/off")
+}

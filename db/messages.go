@@ -603,6 +603,14 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 	if after {
 		cursor = held.sum.cursor(epoch)
 	}
+	if held.counter != counter {
+		// An append that committed before this statement's snapshot may
+		// have extended the entry since it was taken (its writer goes on
+		// while a fold plans): the snapshot checks whichever is held now.
+		if now := s.tails.get(sessionID); now != nil && now.counter == counter {
+			held = now
+		}
+	}
 	if held.epoch != epoch || held.counter != counter || held.erasures != erasures || held.writes != writes ||
 		held.after > cursor || int64(n) > held.limit {
 		return t, nil, false, nil
@@ -706,9 +714,7 @@ func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.T
 		case next == held && held.writes == st.writes && held.sum.equal(st.sum):
 			return // nothing new: held still answers this load
 		case next != nil && n > 0:
-			c := *next // the messages are shared: neither entry changes them
-			c.writes, c.sum = st.writes, st.sum
-			s.tails.put(sessionID, &c)
+			s.tails.putRead(sessionID, next.restamped(st.writes, st.sum))
 			return
 		}
 	}
@@ -720,7 +726,7 @@ func (s *MessageStore) keepTail(sessionID string, held *cachedTail, out *store.T
 	for _, m := range fresh {
 		kept = append(kept, m.Clone())
 	}
-	s.tails.put(sessionID, newCachedTail(kept, st, after, n))
+	s.tails.putRead(sessionID, newCachedTail(kept, st, after, n))
 }
 
 // rangeSQL reads the session's owner and, only when $5 owns it, its

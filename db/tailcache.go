@@ -3,6 +3,7 @@ package db
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-go/strata/memory/store"
@@ -69,8 +70,12 @@ type cachedTail struct {
 	writes                          int64
 	sum                             summaryIdent
 	limit, want                     int64
-	msgs                            []store.Message // oldest first
-	size                            int64
+	// msgs are the messages, oldest first; their array's capacity past
+	// them belongs to the one entry extended from this one (see
+	// extended), which grown marks as taken.
+	msgs  []store.Message
+	size  int64
+	grown atomic.Bool
 }
 
 // summaryIdent is the identity of a session's stored summary as one read
@@ -122,14 +127,21 @@ func (c *tailCache) get(session string) *cachedTail {
 	return c.m[session]
 }
 
-// put caches t as session's tail (a tail too large for the cache drops
-// the session's entry instead).
-func (c *tailCache) put(session string, t *cachedTail) {
+// putRead caches t, the tail a load read, as session's tail unless the
+// entry held is newer: of the same session incarnation and erasures, with
+// a larger counter — an append that committed after the read's snapshot
+// extended the entry meanwhile (see MessageStore.extendTail), and
+// replacing it with the older read would leave every later append unable
+// to extend it and the next load unable to use it.
+func (c *tailCache) putRead(session string, t *cachedTail) {
 	if c.max <= 0 || c.maxBytes <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old := c.m[session]; old != nil && old.epoch == t.epoch && old.erasures == t.erasures && old.counter > t.counter {
+		return
+	}
 	c.putLocked(session, t)
 }
 
@@ -195,9 +207,15 @@ func (c *tailCache) heldAfterSave(session string, writes int64, sum summaryIdent
 	if old == nil || old.writes >= writes {
 		return
 	}
-	t := *old // the messages are shared: neither entry changes them
-	t.writes, t.sum = writes, sum
-	c.m[session] = &t
+	c.m[session] = old.restamped(writes, sum)
+}
+
+// restamped is t with the summary part of its stamp replaced (writes, sum):
+// the same messages, shared, without t's spare capacity, which stays t's
+// to give (see extended).
+func (t *cachedTail) restamped(writes int64, sum summaryIdent) *cachedTail {
+	return &cachedTail{epoch: t.epoch, counter: t.counter, erasures: t.erasures, writes: writes, sum: sum,
+		after: t.after, limit: t.limit, want: t.want, msgs: t.msgs[:len(t.msgs):len(t.msgs)], size: t.size}
 }
 
 // drop forgets session's tail.
@@ -239,7 +257,7 @@ func (t *cachedTail) newest(after int64, n int) []store.Message {
 	for i > 0 && len(t.msgs)-i < n && t.msgs[i-1].Seq > after {
 		i--
 	}
-	return t.msgs[i:]
+	return t.msgs[i:len(t.msgs):len(t.msgs)]
 }
 
 // tailStamp is what a load read of a session's stamp: its epoch, seq
@@ -277,6 +295,14 @@ func (t *cachedTail) count() {
 // when t held all the messages after its cursor, all of them up to the
 // number its load asked for, beyond which it holds the newest that many.
 // added are kept as they are (the caller no longer changes them).
+//
+// An append costs what it adds, not the tail's length: the first
+// extension of t writes added into the spare capacity of t's array, after
+// t's messages, which no reader of t looks at (t.msgs ends before it), and
+// shares the array; only when the array is full, or t was extended before
+// (its spare capacity is another entry's), are the kept messages copied
+// into a new array with room for as many again. An array so holds at
+// most twice the messages its newest entry keeps.
 func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail {
 	if len(added) == 0 || counter-int64(len(added)) != t.counter || added[0].Seq != t.counter+1 {
 		return nil
@@ -290,8 +316,22 @@ func (t *cachedTail) extended(counter int64, added []store.Message) *cachedTail 
 	} else if keep > t.want {
 		keep, n.limit = t.want, t.want
 	}
-	n.msgs = make([]store.Message, 0, keep)
-	if skip := total - int(keep); skip < len(t.msgs) {
+	skip := total - int(keep)
+	if skip <= len(t.msgs) && cap(t.msgs)-len(t.msgs) >= len(added) && t.grown.CompareAndSwap(false, true) {
+		// In place: t's spare capacity is claimed by this extension alone.
+		all := append(t.msgs, added...)
+		n.msgs = all[skip:]
+		n.size = t.size
+		for i := range t.msgs[:skip] {
+			n.size -= messageSize(&t.msgs[i])
+		}
+		for i := range added {
+			n.size += messageSize(&added[i])
+		}
+		return n
+	}
+	n.msgs = make([]store.Message, 0, 2*keep)
+	if skip < len(t.msgs) {
 		n.msgs = append(n.msgs, t.msgs[max(skip, 0):]...)
 	}
 	n.msgs = append(n.msgs, added[max(len(added)-int(keep), 0):]...)

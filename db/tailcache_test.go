@@ -672,3 +672,53 @@ func TestManagerLoadUsesHeldTail(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldLoadUsesEntryExtendedMeanwhile: a load that took the held tail
+// from the cache while an append of the session was committing — the
+// append extends the entry before the load's statement returns, as when a
+// fold plans while the session's writer goes on — is answered from the
+// extended entry, which the statement's snapshot proves current, without
+// a second read; when the append came from another replica (nothing
+// extended here) it is not, and the full read gives the same messages.
+func TestHeldLoadUsesEntryExtendedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	other := db.NewMessageStore(f.d)
+	for _, c := range []struct {
+		name    string
+		via     memory.MessageStore
+		wantHit bool
+	}{{"extended here", f.messages, true}, {"appended by another replica", other, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			session := "held-meanwhile-" + strings.ReplaceAll(c.name, " ", "-")
+			for i := range 3 {
+				mustAppend(t, ctx, f.messages, session, "u", user(fmt.Sprint("q", i)), assistant(fmt.Sprint("a", i)))
+			}
+			if _, _, err := f.messages.SnapshotAfterSummary(ctx, session, "u", 20); err != nil {
+				t.Fatal(err)
+			}
+			stale := db.HeldTail(f.messages, session)
+			if stale == nil {
+				t.Fatal("no tail held after a load")
+			}
+			mustAppend(t, ctx, c.via, session, "u", user("q3"), assistant("a3"))
+			got, hit, err := db.LoadHeldFrom(ctx, f.messages, session, "u", 20, stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hit != c.wantHit {
+				t.Fatalf("answered by the held tail: %v, want %v", hit, c.wantHit)
+			}
+			want, _, err := db.NewMessageStore(f.d).SnapshotAfterSummary(ctx, session, "u", 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hit && !slices.Equal(contents(got.Messages), contents(want.Messages)) {
+				t.Fatalf("held load read %q, a fresh read %q", contents(got.Messages), contents(want.Messages))
+			}
+			if full, _, err := f.messages.SnapshotAfterSummary(ctx, session, "u", 20); err != nil || !slices.Equal(contents(full.Messages), contents(want.Messages)) {
+				t.Fatalf("load read %q (%v), a fresh read %q", contents(full.Messages), err, contents(want.Messages))
+			}
+		})
+	}
+}

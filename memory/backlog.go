@@ -93,6 +93,8 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 	}
 	st := e.acquireLocked(sessionID)
 	defer e.releaseLocked(sessionID, st)
+	turns := userTurns(msgs)
+	st.logSaveLocked(loggedSave{epoch: res.Epoch, total: res.Total, n: len(msgs), turns: turns, tokens: tokens})
 	t, ok := st.bl, st.tracking
 	if !ok || t.epoch != res.Epoch || t.countOnly {
 		// Due: the fold plans and measures the backlog. Keep the count, so
@@ -108,7 +110,7 @@ func (e *engine) saveDue(sessionID string, res store.AppendResult, msgs []store.
 	// grows within an epoch, so the larger one is the newer.
 	t.total = max(t.total, res.Total)
 	t.messages = t.total - t.covered
-	t.turns += userTurns(msgs)
+	t.turns += turns
 	t.tokens += tokens
 	st.bl = t
 	return e.bp.due(t.backlog)
@@ -169,7 +171,7 @@ func (e *engine) forgetBacklog(sessionID string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if st := e.sessions[sessionID]; st != nil && st.tracking {
-		st.bl, st.tracking = tracked{}, false
+		st.bl, st.tracking, st.saves = tracked{}, false, nil
 		st.refs++ // released at once: drops the record when nothing else keeps it
 		e.releaseLocked(sessionID, st)
 	}

@@ -74,6 +74,32 @@ type slot struct {
 	// backlogPolicy). Guarded by engine.mu.
 	bl       tracked
 	tracking bool
+	// saves are this process's latest saves of the session (at most
+	// maxLoggedSaves, oldest first), so that a read that missed some of
+	// them can be completed with their turns and tokens (trackLocked).
+	// Guarded by engine.mu.
+	saves []loggedSave
+}
+
+// loggedSave is one save as saveDue counted it: the session incarnation,
+// the message count after its append (its messages are the n before),
+// and their user turns and tokens.
+type loggedSave struct {
+	epoch         int64
+	total, n      int
+	turns, tokens int
+}
+
+// maxLoggedSaves bounds slot.saves: the saves that can come between a
+// read and its measurement are those of the session's writers meanwhile.
+const maxLoggedSaves = 8
+
+// logSaveLocked records a save in the record's log. Callers hold e.mu.
+func (st *slot) logSaveLocked(s loggedSave) {
+	if len(st.saves) == maxLoggedSaves {
+		st.saves = append(st.saves[:0], st.saves[1:]...)
+	}
+	st.saves = append(st.saves, s)
 }
 
 // maxIdleRecords bounds the session records kept without a fold or a
@@ -225,11 +251,28 @@ func (e *engine) coolSucceed(sessionID string) {
 }
 
 // trackLocked makes t, measured by a read, the record's backlog, keeping
-// the larger count of saves reported since the read. Callers hold e.mu.
+// the larger count of saves reported since the read. The messages the
+// read missed are added with their turns and tokens when this process's
+// logged saves account for every one of them (saves counted before the
+// read measured, appended after its snapshot: the common case of a
+// session whose writer goes on while its fold plans); else — another
+// process's appends, or saves beyond the log — the record is partial:
+// they count as messages only. Callers hold e.mu.
 func (st *slot) trackLocked(t tracked) {
 	if st.tracking && st.bl.epoch == t.epoch && st.bl.total > t.total {
-		t.total, t.partial = st.bl.total, true
+		missed, n, turns, tokens := st.bl.total-t.total, 0, 0, 0
+		for _, s := range st.saves {
+			if s.epoch == t.epoch && s.total-s.n >= t.total && s.total <= st.bl.total {
+				n, turns, tokens = n+s.n, turns+s.turns, tokens+s.tokens
+			}
+		}
+		t.total = st.bl.total
 		t.messages = t.total - t.covered
+		if n == missed {
+			t.turns, t.tokens = t.turns+turns, t.tokens+tokens
+		} else {
+			t.partial = true
+		}
 	}
 	st.bl, st.tracking = t, true
 }

@@ -142,7 +142,7 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 	texts := make([]string, len(req.Messages))
 	for i, m := range req.Messages {
 		if m != nil {
-			texts[i] = " " + strings.Join(words(strings.ToLower(m.GetContent())), " ") + " "
+			texts[i] = wordText(m.GetContent())
 		}
 	}
 	for _, sent := range sentences(res.Narrative) {
@@ -160,6 +160,7 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 			ws = ws[:len(ws)-1] // the cut word may be partial
 		}
 		called, isCall := strings.CutPrefix(body, "Assistant called ")
+		needle := " " + strings.Join(ws, " ") + " "
 		for i, m := range req.Messages {
 			if m == nil {
 				continue
@@ -178,7 +179,7 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 				who == "Assistant" && m.GetType() == llms.ChatMessageTypeAI,
 				// A piece of a sentence the split left without its speaker.
 				who == "" && !isCall && (m.GetType() == llms.ChatMessageTypeHuman || m.GetType() == llms.ChatMessageTypeAI):
-				if strings.Contains(texts[i], " "+strings.Join(ws, " ")+" ") {
+				if strings.Contains(texts[i], needle) {
 					src = append(src, req.Seqs[i])
 				}
 			}

@@ -453,3 +453,60 @@ func words(text string) []string {
 	}
 	return out
 }
+
+// wordText is the words of text lower-cased, each followed by a space,
+// after a leading space — " " + strings.Join(words(strings.ToLower(text)),
+// " ") + " " — built in one pass: what a word sequence is searched in
+// (" w1 w2 " found in it means the words follow each other in text).
+func wordText(text string) string {
+	out := make([]byte, 1, len(text)+2)
+	out[0] = ' '
+	start := -1 // where the current word begins in out, -1 between words
+	end := func() {
+		w := out[start:]
+		i, j := 0, len(w)
+		for i < j && isWordEdge(w[i]) {
+			i++
+		}
+		for j > i && isWordEdge(w[j-1]) {
+			j--
+		}
+		out = out[:start+copy(w, w[i:j])]
+		if i < j {
+			out = append(out, ' ')
+		}
+		start = -1
+	}
+	for _, c := range text {
+		var in bool
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			in = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("@#._-/:+", byte(c)) >= 0
+		} else {
+			c = unicode.ToLower(c)
+			in = unicode.IsLetter(c) || unicode.IsDigit(c)
+		}
+		switch {
+		case in:
+			if start < 0 {
+				start = len(out)
+			}
+			out = utf8.AppendRune(out, c)
+		case start >= 0:
+			end()
+		}
+	}
+	if start >= 0 {
+		end()
+	}
+	if len(out) == 1 {
+		return "  "
+	}
+	return string(out)
+}
+
+// isWordEdge reports whether b is one of the characters words trims from
+// a word's ends.
+func isWordEdge(b byte) bool { return strings.IndexByte("._-/:+", b) >= 0 }

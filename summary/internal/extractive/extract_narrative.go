@@ -42,7 +42,12 @@ type candidate struct {
 	// and what is derived from it, such as a title — follows a change of
 	// subject even when the new one carries no facts yet.
 	topic bool
+	aim   bool // a user's sentence that states an aim (isAim)
 }
+
+// isAim reports whether a user's sentence states an aim ("I need …",
+// "now I am planning …") and is not small talk.
+func isAim(text string) bool { return aimWords.MatchString(text) && !smallTalk.MatchString(text) }
 
 func (c candidate) render() string {
 	if c.who == "" {
@@ -270,7 +275,7 @@ func within(found []finding, start, end int) []finding {
 func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo) []candidate {
 	var cands []candidate
 	addScored := func(who string, sc scoredSentence) {
-		cands = append(cands, candidate{who: who, text: sc.text, shape: sc.shape, score: sc.score, order: len(cands)})
+		cands = append(cands, candidate{who: who, text: sc.text, shape: sc.shape, score: sc.score, order: len(cands), aim: sc.aim})
 	}
 	add := func(who, text string) { addScored(who, memo.sentence(text, who)) }
 	for _, sent := range text.Sentences(carried) {
@@ -338,7 +343,7 @@ func narrativeCandidates(carried string, msgs []llms.ChatMessage, memo *scanMemo
 	// Carried sentences come first, so the newest aim wins, and one carried
 	// over from an earlier fold stays until a newer one replaces it.
 	for i := len(cands) - 1; i >= 0; i-- {
-		if c := cands[i]; c.who == "User" && i != goal && aimWords.MatchString(c.text) && !smallTalk.MatchString(c.text) {
+		if c := cands[i]; c.who == "User" && i != goal && c.aim {
 			cands[i].topic = true
 			break
 		}

@@ -32,10 +32,17 @@ type sentKey struct {
 }
 
 // scoredSentence is one narrative sentence of a message, its score and
-// its shape (sentenceShape).
+// its shape (sentenceShape); aim: said by the user, it states an aim
+// (isAim).
 type scoredSentence struct {
 	text, shape string
 	score       int
+	aim         bool
+}
+
+// scored is text, said by who, with its findings, as a scoredSentence.
+func scored(text, who string, found []finding) scoredSentence {
+	return scoredSentence{text: text, shape: sentenceShape(text), score: scoreSentence(text, who, found), aim: who == "User" && isAim(text)}
 }
 
 type scanKey struct {
@@ -73,7 +80,7 @@ func (c *scanMemo) sentences(content, who string) []scoredSentence {
 	}
 	found := c.scan(content, whoRole(who))
 	for _, s := range messageSentences(content) {
-		out = append(out, scoredSentence{text: s.text, shape: sentenceShape(s.text), score: scoreSentence(s.text, who, within(found, s.start, s.end))})
+		out = append(out, scored(s.text, who, within(found, s.start, s.end)))
 	}
 	c.mu.Lock()
 	c.sents.Add(key, out)
@@ -96,7 +103,7 @@ func (c *scanMemo) sentence(text, who string) scoredSentence {
 	if ok {
 		return sc
 	}
-	sc = scoredSentence{text: text, shape: sentenceShape(text), score: scoreSentence(text, who, c.scan(text, whoRole(who)))}
+	sc = scored(text, who, c.scan(text, whoRole(who)))
 	c.mu.Lock()
 	c.scores.Add(key, sc)
 	c.mu.Unlock()
