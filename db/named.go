@@ -63,9 +63,15 @@ const errStatementExists = "42P05"
 // (26000) again, while the pooler's connections are being given it.
 const namedAttempts = 4
 
-// queryRow runs the statement with args and scans its one row into dest,
-// as QueryRowContext and Scan do (sql.ErrNoRows when none); see run.
-func (n namedStmt) queryRow(ctx context.Context, d *sqlx.DB, args []any, dest ...any) error {
+// rowQueryer is what queryRow runs a statement on: a pool (*sqlx.DB,
+// *sql.DB) or one of its connections (*sql.Conn).
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// queryRow runs the statement with args on d and scans its one row into
+// dest, as QueryRowContext and Scan do (sql.ErrNoRows when none); see run.
+func (n namedStmt) queryRow(ctx context.Context, d rowQueryer, args []any, dest ...any) error {
 	return n.run(ctx, args, func(q string, args ...any) error {
 		return d.QueryRowContext(ctx, q, args...).Scan(dest...)
 	})

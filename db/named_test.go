@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/strata-go/strata/db"
 	"github.com/strata-go/strata/db/dbtest"
@@ -139,7 +140,8 @@ func TestNamedHeldStatement(t *testing.T) {
 // TestNamedLiterals: every parameter a named statement takes reaches the
 // server as the value a parameterized query would pass (strings with
 // quotes, backslashes and Korean; integers; booleans; times with their
-// microseconds and zone; NULL and sql.Null* values), and an unsupported
+// microseconds and zone; NULL and sql.Null* values; text arrays whose
+// elements quote, escape and nest), and an unsupported
 // type is an error, not a guess.
 func TestNamedLiterals(t *testing.T) {
 	t.Parallel()
@@ -157,6 +159,8 @@ func TestNamedLiterals(t *testing.T) {
 		{nil, "text"}, {sql.NullInt64{}, "bigint"}, {sql.NullInt64{Int64: 7, Valid: true}, "bigint"},
 		{sql.NullTime{Time: time.Date(2026, 1, 1, 0, 0, 0, 1000, time.UTC), Valid: true}, "timestamptz"},
 		{sql.NullTime{}, "timestamptz"},
+		{pq.Array([]string{`a'b`, `c\d`, "세션", "", `"q"`, "{x,y}", "NULL", " spaced "}), "text[]"},
+		{pq.Array([]string{}), "text[]"}, {sql.NullString{String: "it's", Valid: true}, "text"}, {sql.NullString{}, "text"},
 	} {
 		lit, err := db.Literal(c.v)
 		if err != nil {
