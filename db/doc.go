@@ -22,27 +22,39 @@
 //
 // The stores work through a connection pooler in transaction mode
 // (PgBouncer's pool_mode = transaction and the poolers built like it) as
-// they do directly: on a pool made by Open no statement is prepared under a
-// name (lib/pq's binary_parameters sends each one unnamed, in one round
-// trip), no start-up parameter beyond lib/pq's own is sent, statements are
+// they do directly: no statement is prepared by the protocol under a name
+// (lib/pq's binary_parameters sends each one unnamed, in one round trip),
+// no start-up parameter beyond lib/pq's own is sent, statements are
 // bounded on the client rather than by a session setting, and nothing
 // relies on session state (fold leases are rows, not advisory locks).
 // Migrate is the exception: it needs a direct connection, and is refused
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
+// The load's two statements and the append are named statements the
+// server keeps per server connection (SQL PREPARE, under a name that is a
+// hash of the statement's text, run by EXECUTE over the simple query
+// protocol with their arguments as literals): one round trip that neither
+// parses nor plans them again on a server connection that ran them
+// before. Whichever client's call reaches a server connection, one that
+// has a statement of that name has this statement; one that lacks it
+// (a new connection, a pooler's reset, DEALLOCATE) refuses before running
+// anything, and the call is made again with the PREPARE in the same round
+// trip; PostgreSQL analyzes a prepared statement again under another
+// search_path, so it reads the caller's schema. Each server connection
+// keeps these three statements, no more.
+//
 // WithPreparedStatements makes a MessageStore prepare its load and append
-// statements under a name instead (database/sql's Stmt, prepared once on
-// each pooled connection), which spares the server parsing and planning
-// them on every call. It is off by default and is only for a direct
-// connection, a pooler in session mode, or PgBouncer 1.21 or later with
-// max_prepared_statements set: through a transaction-mode pooler without
-// that support a statement may reach a server connection it was never
-// prepared on, or one where another client's statement has its name
-// (lib/pq names them "1", "2", … on each connection). A prepared append is
-// still never run twice: database/sql would run a Stmt again on another
-// connection after driver.ErrBadConn, and Append refuses that second run
-// (store.ErrUnavailable).
+// statements by the protocol instead (database/sql's Stmt, prepared once
+// on each pooled connection). It is off by default and is only for a
+// direct connection, a pooler in session mode, or PgBouncer 1.21 or later
+// with max_prepared_statements set: through a transaction-mode pooler
+// without that support a statement may reach a server connection it was
+// never prepared on, or one where another client's statement has its
+// name (lib/pq names them "1", "2", … on each connection). A prepared
+// append is still never run twice: database/sql would run a Stmt again on
+// another connection after driver.ErrBadConn, and Append refuses that
+// second run (store.ErrUnavailable).
 //
 // # Citus
 //
