@@ -33,10 +33,13 @@ const importMessagesSQL = `
 SELECT * FROM strata_import_messages($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])`
 
 // importSessionSQL sets an imported session's counters and times: created
-// at its first message's time when older, active at its newest message's.
+// at its first message's time when older, active at its newest message's;
+// and raises its summary_writes, for the summary the import may store (the
+// new incarnation's epoch already tells a held tail apart; this keeps
+// every summary write a stamp change by itself, see cachedTail).
 const importSessionSQL = `
 UPDATE strata_sessions s
-   SET message_count = $2, first_user_message = $3, participants = $4,
+   SET message_count = $2, first_user_message = $3, participants = $4, summary_writes = s.summary_writes + 1,
        created_at = LEAST(s.created_at, COALESCE(m.first, s.created_at)),
        last_activity = COALESCE(m.last, s.last_activity)
   FROM (SELECT min(created_at) AS first, max(created_at) AS last FROM strata_messages WHERE session_id = $1) m
