@@ -113,6 +113,21 @@ type timedConn struct {
 	// sock is the connection's socket when boundedDialer dialed it (nil
 	// otherwise): ResetSession checks that the server has not ended it.
 	sock *boundedConn
+	// named are the named statements given to the server connection (see
+	// namedMemo); used by one goroutine at a time, as the connection is.
+	named map[string]bool
+}
+
+// hasNamed implements namedMemo.
+func (c *timedConn) hasNamed(name string) bool { return c.named[name] }
+
+// markNamed implements namedMemo. A connection remembers at most the few
+// statements Strata names (see namedStmt).
+func (c *timedConn) markNamed(name string) {
+	if c.named == nil {
+		c.named = map[string]bool{}
+	}
+	c.named[name] = true
 }
 
 var _ pqConn = (*timedConn)(nil)

@@ -31,18 +31,22 @@
 // through a pooler that refuses start-up parameters
 // (ErrMigrateThroughPooler).
 //
-// The load's two statements and the append are named statements the
-// server keeps per server connection (SQL PREPARE, under a name that is a
-// hash of the statement's text, run by EXECUTE over the simple query
-// protocol with their arguments as literals): one round trip that neither
-// parses nor plans them again on a server connection that ran them
-// before. Whichever client's call reaches a server connection, one that
-// has a statement of that name has this statement; one that lacks it
-// (a new connection, a pooler's reset, DEALLOCATE) refuses before running
-// anything, and the call is made again with the PREPARE in the same round
-// trip; PostgreSQL analyzes a prepared statement again under another
-// search_path, so it reads the caller's schema. Each server connection
-// keeps these three statements, no more.
+// The load's two statements are named statements the server keeps per
+// server connection (SQL PREPARE, under a name that is a hash of the
+// statement's text, run by EXECUTE over the simple query protocol with
+// their arguments as literals): one round trip that neither parses nor
+// plans them again on a server connection that ran them before. A
+// connection of a pool made by Open remembers what it was given and sends
+// the PREPARE with the first EXECUTE, in the same round trip, so a direct
+// connection never has a call refused. Through a transaction-mode pooler a
+// call may reach a server connection that lacks the statement (or, with
+// the PREPARE, one that has it): the server refuses it before running
+// anything, logging the refusal with the statement's text (the session and
+// user ids, no message text), and the call is made again as that server
+// connection needs; PostgreSQL analyzes a prepared statement again under
+// another search_path, so it reads the caller's schema. Each server
+// connection keeps these two statements, no more. Appends stay unnamed:
+// their literals would be the conversation's text.
 //
 // WithPreparedStatements makes a MessageStore prepare its load and append
 // statements by the protocol instead (database/sql's Stmt, prepared once

@@ -138,14 +138,6 @@ func (s *MessageStore) Create(ctx context.Context, sessionID, userID string) err
 //     cachedTail.extended).
 const appendSQL = `SELECT total, epoch, last_seq, owner, erasures, created_at FROM strata_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
-// appendStmt is appendSQL as a statement each server connection keeps
-// prepared (see namedStmt): without WithPreparedStatements, an append is
-// not parsed or planned again on a server connection that ran one before.
-// Its retries (a server connection without the statement) come before
-// anything runs, so an append still runs at most once.
-var appendStmt = newNamedStmt(appendSQL, "text", "text", "text[]", "text[]", "text[]", "text[]", "text[]", "text[]", "text[]",
-	"text", "bigint", "text[]", "int")
-
 // maxParticipants bounds the participants recorded per session (see
 // store.ParticipantLister): the first 64 authors other than its owner.
 const maxParticipants = 64
@@ -217,9 +209,10 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 	// lib/pq also does when the connection drops after the server committed;
 	// re-running an append would store it twice. On a *sql.Conn it is never
 	// re-run: a broken connection is an error (ErrUnavailable) and the
-	// caller decides. The statement is one round trip and one commit (a
-	// named statement, see appendStmt; the first on a server connection
-	// also prepares it, in the same round trip).
+	// caller decides. The statement is one round trip and one commit,
+	// unnamed (lib/pq's binary_parameters): not a named statement (see
+	// namedStmt), whose literals a server would log with any refusal of
+	// it, and an append's are the conversation's text.
 	var (
 		total, epoch, last, erasures sql.NullInt64
 		owner                        sql.NullString
@@ -247,7 +240,7 @@ func (s *MessageStore) Append(ctx context.Context, sessionID, userID string, msg
 			return fail(err)
 		}
 		defer conn.Close()
-		err = appendStmt.queryRow(ctx, conn, appendArgs(sessionID, userID, b), &total, &epoch, &last, &owner, &erasures, &at)
+		err = conn.QueryRowContext(ctx, appendSQL, appendArgs(sessionID, userID, b)...).Scan(&total, &epoch, &last, &owner, &erasures, &at)
 		if err != nil {
 			return fail(err)
 		}
@@ -485,7 +478,11 @@ func (s *MessageStore) load(ctx context.Context, op string, after, withSummary b
 	if s.stmts.load != nil {
 		rows, err = s.query(ctx, s.stmts.load, loadSQL, args...)
 	} else {
-		rows, err = loadStmt.query(ctx, s.d, args)
+		var release func()
+		rows, release, err = loadStmt.query(ctx, s.d, args)
+		if err == nil {
+			defer release() // after rows.Close
+		}
 	}
 	if err != nil {
 		return fail(classify(ctx, err))

@@ -63,41 +63,66 @@ const errStatementExists = "42P05"
 // (26000) again, while the pooler's connections are being given it.
 const namedAttempts = 4
 
-// rowQueryer is what queryRow runs a statement on: a pool (*sqlx.DB,
-// *sql.DB) or one of its connections (*sql.Conn).
-type rowQueryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// queryRow runs the statement with args on d and scans its one row into
-// dest, as QueryRowContext and Scan do (sql.ErrNoRows when none); see run.
-func (n namedStmt) queryRow(ctx context.Context, d rowQueryer, args []any, dest ...any) error {
-	return n.run(ctx, args, func(q string, args ...any) error {
-		return d.QueryRowContext(ctx, q, args...).Scan(dest...)
+// queryRow runs the statement with args on a connection of d and scans
+// its one row into dest, as QueryRowContext and Scan do (sql.ErrNoRows
+// when none); see run.
+func (n namedStmt) queryRow(ctx context.Context, d *sqlx.DB, args []any, dest ...any) error {
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return n.run(ctx, conn, args, func(q string, args ...any) error {
+		return conn.QueryRowContext(ctx, q, args...).Scan(dest...)
 	})
 }
 
-// query runs the statement with args, as QueryContext does; see run.
-func (n namedStmt) query(ctx context.Context, d *sqlx.DB, args []any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	err := n.run(ctx, args, func(q string, args ...any) error {
+// query runs the statement with args on a connection of d, as
+// QueryContext does; see run. release returns the connection to the pool,
+// after rows are closed (nil on error).
+func (n namedStmt) query(ctx context.Context, d *sqlx.DB, args []any) (rows *sql.Rows, release func(), err error) {
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = n.run(ctx, conn, args, func(q string, args ...any) error {
 		var err error
-		rows, err = d.QueryContext(ctx, q, args...)
+		rows, err = conn.QueryContext(ctx, q, args...)
 		return err
 	})
-	return rows, err
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	return rows, func() { _ = conn.Close() }, nil
 }
 
-// run calls call with EXECUTE of the statement with args as literals. A
-// server connection without the statement gets it in the retried call's
-// round trip (PREPARE, then EXECUTE); a retried call that reaches one that
-// has it already runs EXECUTE alone again; one whose plan of it no longer
-// matches its result type (a migration changed what it reads) gets it
-// anew (DEALLOCATE, PREPARE, EXECUTE). Each of those errors comes before
-// anything ran. After namedAttempts calls the statement runs unnamed, with
-// args as parameters (parsed and planned for this call, as any
-// parameterized query). Other errors are returned as they are.
-func (n namedStmt) run(ctx context.Context, args []any, call func(q string, args ...any) error) error {
+// namedMemo is a driver connection that remembers the named statements
+// its server connection was given (timedConn, the connections of a pool
+// made by Open): the first call of a statement on it sends the PREPARE
+// with the EXECUTE, so that a direct connection never sees a call refused
+// (PostgreSQL logs each refusal, with its statement). Through a
+// transaction-mode pooler the memory may be wrong either way; the
+// refusals then correct it.
+type namedMemo interface {
+	hasNamed(name string) bool
+	markNamed(name string)
+}
+
+// run calls call with EXECUTE of the statement with args as literals, on
+// conn; when conn's driver connection does not remember the statement
+// (namedMemo), with its PREPARE first, in the same round trip. A server
+// connection without the statement refuses before anything runs (26000)
+// and gets it in the retried call's round trip (PREPARE, then EXECUTE); a
+// PREPARE that reaches one that has it (42P05, a pooler's other server
+// connection) is followed by EXECUTE alone; one whose plan of it no
+// longer matches its result type (0A000: a migration changed what it
+// reads) gets it anew (DEALLOCATE, PREPARE, EXECUTE). Each of those
+// refusals comes before anything ran. After namedAttempts calls the
+// statement runs unnamed, with args as parameters (parsed and planned for
+// this call, as any parameterized query). Other errors are returned as
+// they are.
+func (n namedStmt) run(ctx context.Context, conn *sql.Conn, args []any, call func(q string, args ...any) error) error {
 	lits := make([]string, len(args))
 	for i, a := range args {
 		l, err := literal(a)
@@ -108,17 +133,30 @@ func (n namedStmt) run(ctx context.Context, args []any, call func(q string, args
 	}
 	exec := "EXECUTE " + n.name + "(" + strings.Join(lits, ", ") + ")"
 	q := exec
+	memo := false
+	_ = conn.Raw(func(dc any) error {
+		if m, ok := dc.(namedMemo); ok {
+			memo = true
+			if !m.hasNamed(n.name) {
+				q = n.prepare + " " + exec
+			}
+		}
+		return nil
+	})
 	for range namedAttempts {
 		err := call(q)
 		switch {
+		case err == nil || !isCode(err, errNoSuchStatement) && !isCode(err, errStatementExists) && !isCode(err, errPlanChanged):
+			if memo && (err == nil || errors.Is(err, sql.ErrNoRows)) {
+				_ = conn.Raw(func(dc any) error { dc.(namedMemo).markNamed(n.name); return nil })
+			}
+			return err
 		case isCode(err, errNoSuchStatement):
 			q = n.prepare + " " + exec
 		case isCode(err, errStatementExists):
 			q = exec
-		case isCode(err, errPlanChanged):
+		default: // errPlanChanged
 			q = "DEALLOCATE " + n.name + "; " + n.prepare + " " + exec
-		default:
-			return err
 		}
 	}
 	return call(n.text, args...)
