@@ -622,8 +622,7 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 		return t, nil, false, nil
 	}
 	withSummary = withSummary && held.sum.ok
-	if withSummary && (known == nil || known.epoch != held.sum.epoch || known.version != held.sum.version ||
-		!known.updatedAt.Equal(held.sum.updatedAt)) {
+	if withSummary && !known.is(held.sum) {
 		return t, nil, false, nil // the summary is not the one held: loadSQL sends it
 	}
 	s.held.Add(1)
@@ -637,19 +636,11 @@ func (s *MessageStore) loadHeld(ctx context.Context, op string, after, withSumma
 	if !withSummary {
 		return t, nil, true, nil
 	}
-	return t, s.summaryOf(ctx, sessionID, known, &loadSummaryCols{
-		Epoch:     sql.NullInt64{Int64: held.sum.epoch, Valid: true},
-		UpToSeq:   sql.NullInt64{Int64: held.sum.upTo, Valid: true},
-		Version:   sql.NullInt64{Int64: held.sum.version, Valid: true},
-		CreatedAt: sql.NullTime{Time: held.sum.createdAt, Valid: true},
-		UpdatedAt: sql.NullTime{Time: held.sum.updatedAt, Valid: true},
-		Same:      sql.NullBool{Bool: true, Valid: true},
-	}), true, nil
+	return t, known.summary(sessionID, held.sum), true, nil
 }
 
-// loadSummaryCols are the summary columns of a load's answer (loadSQL's,
-// heldSQL's): Narrative and Facts are NULL when Same, the summary the
-// caller holds.
+// loadSummaryCols are the summary columns of a load's answer (loadSQL's):
+// Narrative and Facts are NULL when Same, the summary the caller holds.
 type loadSummaryCols struct {
 	Epoch, UpToSeq, Version sql.NullInt64
 	Narrative               sql.NullString
@@ -676,17 +667,7 @@ func (s *MessageStore) summaryOf(ctx context.Context, sessionID string, known *c
 			narrative: sr.Narrative.String, ledger: l}
 		s.cache.put(sessionID, cs)
 	}
-	sm := &summary.Summary{
-		SessionID: sessionID,
-		Narrative: cs.narrative,
-		UpToSeq:   sr.UpToSeq.Int64,
-		Epoch:     sr.Epoch.Int64,
-		Version:   sr.Version.Int64,
-		CreatedAt: keptTime(sr.CreatedAt.Time),
-		UpdatedAt: keptTime(sr.UpdatedAt.Time),
-	}
-	cs.ledger.fill(sm)
-	return sm
+	return cs.summary(sessionID, identOf(sr))
 }
 
 // keepTail completes out, whose messages are the rows of a load that

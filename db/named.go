@@ -133,21 +133,23 @@ func (n namedStmt) run(ctx context.Context, conn *sql.Conn, args []any, call fun
 	}
 	exec := "EXECUTE " + n.name + "(" + strings.Join(lits, ", ") + ")"
 	q := exec
-	memo := false
+	memo, known := false, false
 	_ = conn.Raw(func(dc any) error {
 		if m, ok := dc.(namedMemo); ok {
-			memo = true
-			if !m.hasNamed(n.name) {
+			memo, known = true, m.hasNamed(n.name)
+			if !known {
 				q = n.prepare + " " + exec
 			}
 		}
 		return nil
 	})
-	for range namedAttempts {
+	for attempt := range namedAttempts {
 		err := call(q)
 		switch {
 		case err == nil || !isCode(err, errNoSuchStatement) && !isCode(err, errStatementExists) && !isCode(err, errPlanChanged):
-			if memo && (err == nil || errors.Is(err, sql.ErrNoRows)) {
+			if memo && (!known || attempt > 0) && (err == nil || errors.Is(err, sql.ErrNoRows)) {
+				// The server connection has it now: the next call on
+				// this connection sends EXECUTE alone.
 				_ = conn.Raw(func(dc any) error { dc.(namedMemo).markNamed(n.name); return nil })
 			}
 			return err

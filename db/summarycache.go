@@ -3,6 +3,8 @@ package db
 import (
 	"sync"
 	"time"
+
+	"github.com/strata-go/strata/summary"
 )
 
 // DefaultSummaryCacheSessions is how many sessions' decoded summaries a
@@ -32,6 +34,27 @@ type cachedSummary struct {
 	updatedAt      time.Time
 	narrative      string
 	ledger         ledger
+}
+
+// is reports whether cs (nil: none) is the summary id names.
+func (cs *cachedSummary) is(id summaryIdent) bool {
+	return cs != nil && id.ok && cs.epoch == id.epoch && cs.version == id.version && cs.updatedAt.Equal(id.updatedAt)
+}
+
+// summary is the summary of session cs holds, stored as id says (its
+// cursor, epoch, version and times).
+func (cs *cachedSummary) summary(session string, id summaryIdent) *summary.Summary {
+	sm := &summary.Summary{
+		SessionID: session,
+		Narrative: cs.narrative,
+		UpToSeq:   id.upTo,
+		Epoch:     id.epoch,
+		Version:   id.version,
+		CreatedAt: keptTime(id.createdAt),
+		UpdatedAt: keptTime(id.updatedAt),
+	}
+	cs.ledger.fill(sm)
+	return sm
 }
 
 func newSummaryCache(max int) *summaryCache {

@@ -336,7 +336,8 @@ func randomReplicas(t *testing.T, open func() *sqlx.DB, opts ...db.Option) {
 				got, gs, gerr := call(r)
 				want, ws, werr := call(oracle)
 				if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) ||
-					(gs == nil) != (ws == nil) || (gs != nil && (gs.UpToSeq != ws.UpToSeq || gs.Version != ws.Version)) {
+					(gs == nil) != (ws == nil) || (gs != nil && (gs.UpToSeq != ws.UpToSeq || gs.Version != ws.Version ||
+					gs.Epoch != ws.Epoch || gs.Narrative != ws.Narrative)) {
 					t.Fatalf("seed %d, step %d (%s), replica %d, %s mode %d n %d:\n got %+v, %v\nwant %+v, %v",
 						seed, step, what, ri, id, mode, n, got, gerr, want, werr)
 				}
@@ -386,18 +387,42 @@ func randomReplicas(t *testing.T, open func() *sqlx.DB, opts ...db.Option) {
 			if _, err := replicas[rng.IntN(2)].Import(ctx, id, owner[id], msgs(), nil); err != nil {
 				t.Fatal(err)
 			}
+		case op < 15:
+			what = "summary deleted"
+			if err := sums.Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
 		default:
-			what = "summary"
 			tl, err := oracle.Tail(ctx, id, owner[id], 1+rng.IntN(10))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tl.Messages) > 0 {
-				up := tl.Messages[rng.IntN(len(tl.Messages))].Seq
-				err := sums.Save(ctx, summary.Summary{SessionID: id, Epoch: tl.Epoch, UpToSeq: up, Narrative: fmt.Sprint("n", step)})
-				if err != nil && !errors.Is(err, store.ErrStale) {
-					t.Fatal(err)
+			if len(tl.Messages) == 0 {
+				what = "no summary"
+				break
+			}
+			up := tl.Messages[rng.IntN(len(tl.Messages))].Seq
+			// Narratives as summarizers write them: other scripts, odd
+			// whitespace, a rewrite of the same text.
+			sm := summary.Summary{SessionID: id, Epoch: tl.Epoch, UpToSeq: up,
+				Narrative: []string{fmt.Sprint("n", step), fmt.Sprint("요약  ", step, "\t"), fmt.Sprint("要約\n", step), fmt.Sprint(" n ", step)}[rng.IntN(4)]}
+			if rng.IntN(2) == 0 {
+				what = "summary saved by the summary store"
+				err = sums.Save(ctx, sm)
+			} else {
+				// A fold's save under the replica's lease, journaled as a
+				// fold's is: the replica keeps its tail held with it.
+				what = "summary saved by a replica's fold"
+				release, save, ok, lerr := r.TryLockFold(ctx, id, time.Minute)
+				if lerr != nil || !ok {
+					t.Fatalf("seed %d, step %d: fold lease: %v, %v", seed, step, ok, lerr)
 				}
+				rec := store.JournalRecord{Kind: "fold", Outcome: "saved"}
+				err = save(store.WithJournalRecord(store.WithJournalEdit(ctx, func(j *store.Journal) { j.Add(rec, 10) }), rec, 10), sm)
+				release()
+			}
+			if err != nil && !errors.Is(err, store.ErrStale) && !errors.Is(err, summary.ErrStale) {
+				t.Fatalf("seed %d, step %d (%s): %v", seed, step, what, err)
 			}
 		}
 		check(step, what)
