@@ -439,15 +439,23 @@ func Erase(s Summary, seqs []int64) Summary {
 	return s
 }
 
+// wordJoiners are the characters beside letters and digits that hold an
+// address or an identifier together inside a word; wordEdges those of
+// them a word does not begin or end with.
+const (
+	wordJoiners = "@#._-/:+"
+	wordEdges   = "._-/:+"
+)
+
 // words splits lower-cased text into words: runs of letters, digits and
-// the characters that hold an address or an identifier together.
+// wordJoiners, trimmed of wordEdges.
 func words(text string) []string {
 	fs := strings.FieldsFunc(text, func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("@#._-/:+", r))
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(wordJoiners, r))
 	})
 	out := fs[:0]
 	for _, w := range fs {
-		if w = strings.Trim(w, "._-/:+"); w != "" {
+		if w = strings.Trim(w, wordEdges); w != "" {
 			out = append(out, w)
 		}
 	}
@@ -483,7 +491,7 @@ func wordText(text string) string {
 			if 'A' <= c && c <= 'Z' {
 				c += 'a' - 'A'
 			}
-			in = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("@#._-/:+", byte(c)) >= 0
+			in = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte(wordJoiners, byte(c)) >= 0
 		} else {
 			c = unicode.ToLower(c)
 			in = unicode.IsLetter(c) || unicode.IsDigit(c)
@@ -507,6 +515,5 @@ func wordText(text string) string {
 	return string(out)
 }
 
-// isWordEdge reports whether b is one of the characters words trims from
-// a word's ends.
-func isWordEdge(b byte) bool { return strings.IndexByte("._-/:+", b) >= 0 }
+// isWordEdge reports whether b is one of wordEdges.
+func isWordEdge(b byte) bool { return strings.IndexByte(wordEdges, b) >= 0 }
