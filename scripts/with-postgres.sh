@@ -279,20 +279,83 @@ start_pgbouncer() {
 			chown -R postgres "$tmp" || return 1
 		fi
 		chmod 700 "$tmp" || return 1
-		if as_pg "$bin" -d -q "$tmp/pgbouncer.ini" </dev/null >/dev/null 2>&1; then
+		if run_pgbouncer "$bin" "$tmp" && wait_listening "$port"; then
 			CLEANUP+=("[ -f ${tmp@Q}/pgbouncer.pid ] && kill \$(cat ${tmp@Q}/pgbouncer.pid) 2>/dev/null; sleep 0.2")
-			local i
-			for i in $(seq 1 50); do
-				port_in_use "$port" && break
-				sleep 0.1
-			done
+			watch_pgbouncer "$bin" "$tmp" "$port" &
+			PGB_WATCHER=$!
+			CLEANUP+=("kill $PGB_WATCHER 2>/dev/null; wait $PGB_WATCHER 2>/dev/null; report_pgbouncer_restarts ${tmp@Q}")
 			PGBOUNCER_URL="postgres://$(urlencode "$PG_USER"):$(urlencode "$PG_PASS")@127.0.0.1:$port/$PG_DB?sslmode=disable"
 			log "PgBouncer (transaction mode) on 127.0.0.1:$port"
 			return 0
 		fi
+		[ -f "$tmp/pgbouncer.pid" ] && kill "$(cat "$tmp/pgbouncer.pid")" 2>/dev/null
 		tail -n 5 "$tmp/pgbouncer.log" >&2 2>/dev/null || true
 	done
 	return 1
+}
+
+# run_pgbouncer starts PgBouncer $1 as a daemon with the configuration in
+# directory $2, its file descriptor limit raised to the hard limit (a soft
+# limit of 1024 is below what max_client_conn asks for).
+run_pgbouncer() {
+	# Raised in the shell that becomes PgBouncer: runuser resets limits.
+	as_pg sh -c 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" -d -q "$1"' \
+		"$1" "$2/pgbouncer.ini" </dev/null >/dev/null 2>&1
+}
+
+# wait_listening waits up to 5 s for something to accept connections on
+# 127.0.0.1:$1.
+wait_listening() {
+	local i
+	for i in $(seq 1 50); do
+		port_in_use "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# watch_pgbouncer restarts PgBouncer (binary $1, directory $2, port $3)
+# when it exits during the run, at most 20 times, and records each exit in
+# $2/restarts. Debian 12's PgBouncer 1.18 exits ("server_proto: server in
+# bad state") when a server connection receives a message while a cancel
+# request for it is still in flight, as when a test's database is dropped
+# with FORCE just after a cancelled query; PgBouncer 1.21 fixed it. Without
+# the restart, every pooled test after such an exit fails on "connection
+# refused"; with it, the exit is reported at the end of the run (never
+# silent) and the tests after it run. Killed by the cleanup.
+watch_pgbouncer() {
+	local bin="$1" tmp="$2" port="$3" pid n=0
+	while sleep 0.2; do
+		pid="$(cat "$tmp/pgbouncer.pid" 2>/dev/null)"
+		alive "$pid" && continue
+		n=$((n + 1))
+		{
+			printf 'PgBouncer exit %d at %s; its last log lines:\n' "$n" "$(date -u +%T)"
+			tail -n 4 "$tmp/pgbouncer.log" 2>/dev/null
+		} >>"$tmp/restarts"
+		log "PgBouncer on port $port exited ($(grep -h -o 'FATAL.*' "$tmp/pgbouncer.log" 2>/dev/null | tail -n 1)); restarting it"
+		if [ "$n" -gt 20 ]; then
+			log "PgBouncer exited more than 20 times: not restarting it again"
+			return
+		fi
+		rm -f "$tmp/pgbouncer.pid"
+		run_pgbouncer "$bin" "$tmp" && wait_listening "$port" ||
+			log "PgBouncer did not restart on port $port"
+	done
+}
+
+# alive tells whether process $1 runs: it exists and is not a zombie (a
+# daemon whose parent exited may stay one where nothing reaps orphans).
+alive() {
+	local state
+	[ -n "$1" ] && state="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+
+# report_pgbouncer_restarts prints what watch_pgbouncer recorded in $1.
+report_pgbouncer_restarts() {
+	[ -s "$1/restarts" ] || return 0
+	log "PgBouncer exited during the run and was restarted:"
+	sed 's/^/    /' "$1/restarts" >&2
 }
 
 install_pgbouncer() {

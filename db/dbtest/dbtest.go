@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -248,8 +249,39 @@ func NewPooled(t testing.TB) Pooled {
 	if err != nil {
 		t.Skipf("pooled tests need URL data source names: %v", err)
 	}
+	waitForPooler(t, pooled)
 	p.PooledURL = pooled
 	return p
+}
+
+// poolerWait bounds how long NewPooled waits for a pooler that refuses
+// connections: scripts/with-postgres.sh restarts a PgBouncer that exited
+// within a second.
+const poolerWait = 15 * time.Second
+
+// waitForPooler waits, at most poolerWait, until the pooler of URL u
+// accepts TCP connections, and fails the test naming it when it never does.
+func waitForPooler(t testing.TB, u string) {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatalf("dbtest: pooler URL: %v", err)
+	}
+	deadline := time.Now().Add(poolerWait)
+	for waited := false; ; waited = true {
+		c, err := net.DialTimeout("tcp", parsed.Host, time.Second)
+		if err == nil {
+			c.Close()
+			if waited {
+				t.Logf("dbtest: the pooler at %s accepts connections again", parsed.Host)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dbtest: the pooler at %s refused connections for %v (did it exit? scripts/with-postgres.sh restarts it and reports its log): %v", parsed.Host, poolerWait, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // PoolerURL returns the configured pooler's URL, or "" when none is.
