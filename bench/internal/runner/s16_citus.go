@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -132,7 +133,25 @@ func (r *runner) citusLoads(ctx context.Context, targets []citusTarget, out *sec
 		defer m.Close()
 		mgrs[i] = m
 	}
+	// The floor: one prepared primary-key read of a session row, the
+	// least a load that checks its held tail can send, on each target.
+	floors := make([]*sqlx.Stmt, len(targets))
+	for i, t := range targets {
+		st, err := t.d.PreparexContext(ctx, `SELECT message_count FROM strata_sessions WHERE session_id = $1`)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		defer st.Close()
+		floors[i] = st
+	}
+	floorSamples := make([]samples, len(targets))
 	var loadErr error
+	floorRead := func(st *sqlx.Stmt) {
+		var n int64
+		if err := st.QueryRowContext(ctx, "s16-load-0").Scan(&n); err != nil && loadErr == nil {
+			loadErr = err
+		}
+	}
 	load := func(m *memory.Manager, session string) {
 		h, err := m.Load(ctx, session, benchUser)
 		if err == nil && h.Mode != memory.ModeHierarchical {
@@ -146,6 +165,7 @@ func (r *runner) citusLoads(ctx context.Context, targets []citusTarget, out *sec
 	for range citusRounds {
 		for i, m := range mgrs {
 			results[i].steady = append(results[i].steady, measure(5, 20, 0, steadyTime, func() { load(m, "s16-load-0") })...)
+			floorSamples[i] = append(floorSamples[i], measure(5, 20, 0, steadyTime/3, func() { floorRead(floors[i]) })...)
 			for k := range coldPerRound {
 				s := fmt.Sprintf("s16-load-%d", next+k)
 				t0 := time.Now()
@@ -169,9 +189,18 @@ func (r *runner) citusLoads(ctx context.Context, targets []citusTarget, out *sec
 				fmtRatio(ratio(float64(kind.s.pct(50)), float64(kind.p.pct(50))))})
 		}
 	}
-	out.printf("\n### Load latency\n\n`Manager.LoadHistory` of a session of %d messages whose summary covers all but the verbatim window (hierarchical, chunked policy), one caller: steady is the same session loaded again and again (an agent loop), cold a session this process has not loaded before.\n\n", citusLoadMessages)
+	for i, t := range targets {
+		rows = append(rows, []string{t.name, "the hop's floor: one prepared primary-key read of the session row", fmtInt(len(floorSamples[i])),
+			fmtDur(floorSamples[i].pct(50)), fmtDur(floorSamples[i].pct(95)), fmtRatio(ratio(float64(floorSamples[i].pct(50)), float64(floorSamples[0].pct(50))))})
+	}
+	out.printf("\n### Load latency\n\n`Manager.LoadHistory` of a session of %d messages whose summary covers all but the verbatim window (hierarchical, chunked policy), one caller: steady is the same session loaded again and again (an agent loop), cold a session this process has not loaded before. The floor is the least a steady load sends, alone: one primary-key read of the session row, prepared, on the same connection pool, measured in the same rounds; on Citus it is a single-shard router query through the coordinator, so its ratio is what the coordinator hop costs by itself.\n\n", citusLoadMessages)
 	out.printf("%s\n", mdTable([]string{"database", "load", "loads", "p50", "p95", "p50 ÷ plain"}, rows))
 	c := results[len(results)-1]
+	cf := floorSamples[len(floorSamples)-1]
+	out.printf("On Citus the steady load's p50 is %s the floor's on Citus (plain PostgreSQL: %s its floor's); the floor alone is %s plain PostgreSQL's.\n",
+		fmtRatio(ratio(float64(c.steady.pct(50)), float64(cf.pct(50)))),
+		fmtRatio(ratio(float64(plain.steady.pct(50)), float64(floorSamples[0].pct(50)))),
+		fmtRatio(ratio(float64(cf.pct(50)), float64(floorSamples[0].pct(50)))))
 	out.headline("Strata on Citus (coordinator + workers, one machine%s): load p50 %s plain PostgreSQL steady, %s cold",
 		durableLabel(r), fmtRatio(ratio(float64(c.steady.pct(50)), float64(plain.steady.pct(50)))),
 		fmtRatio(ratio(float64(c.cold.pct(50)), float64(plain.cold.pct(50)))))
@@ -203,10 +232,37 @@ func (r *runner) citusAppends(ctx context.Context, targets []citusTarget, out *s
 		defer m.Close()
 		mgrs[i] = m
 	}
+	// The floor: a bare two-row insert of the turn, committed, into a table
+	// of the same schema keyed by session id (on Citus distributed and
+	// colocated with the sessions): the least a durable append sends.
+	var seq atomic.Int64
+	for i, t := range targets {
+		if _, err := t.d.ExecContext(ctx, `CREATE TABLE s16_floor_turns (session_id TEXT NOT NULL, n BIGINT NOT NULL, content TEXT NOT NULL, PRIMARY KEY (session_id, n))`); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		if i > 0 {
+			var parent string
+			if err := t.d.GetContext(ctx, &parent, `SELECT format('%I.%I', current_schema(), 'strata_sessions')`); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if _, err := t.d.ExecContext(ctx, `SELECT create_distributed_table(format('%I.%I', current_schema(), 's16_floor_turns'), 'session_id', colocate_with => $1)`, parent); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+	}
+	floor := func(t citusTarget) func(s, u, a string) error {
+		return func(s, u, a string) error {
+			n := seq.Add(2)
+			_, err := t.d.ExecContext(ctx, `INSERT INTO s16_floor_turns (session_id, n, content) VALUES ($1, $2, $3), ($1, $4, $5)`, s, n-1, u, n, a)
+			return err
+		}
+	}
 	pairs := [][2]string{{"What is the weather in Lisbon tomorrow?", "Sunny, 24 °C, a light breeze from the north-west."}}
 	runs := make([][]writeRun, len(levels))
+	floorRuns := make([][]writeRun, len(levels))
 	for l := range levels {
 		runs[l] = make([]writeRun, len(targets))
+		floorRuns[l] = make([]writeRun, len(targets))
 	}
 	for round := range citusRounds {
 		for l, lv := range levels {
@@ -223,22 +279,34 @@ func (r *runner) citusAppends(ctx context.Context, targets []citusTarget, out *s
 				runs[l][i].turns += w.turns
 				runs[l][i].wall += w.wall
 				runs[l][i].lat = append(runs[l][i].lat, w.lat...)
+				f, err := writeWorkers(lv.sessions, lv.sessions, lv.turns, "s16-append-", pairs, floor(targets[i]))
+				if err != nil {
+					return fmt.Errorf("%s, %d sessions, the floor: %w", targets[i].name, lv.sessions, err)
+				}
+				floorRuns[l][i].turns += f.turns
+				floorRuns[l][i].wall += f.wall
+				floorRuns[l][i].lat = append(floorRuns[l][i].lat, f.lat...)
 			}
 		}
 	}
 	var rows [][]string
-	var ratios []string
+	var ratios, floorRatios []string
 	for l, lv := range levels {
-		plain := runs[l][0]
+		plain, plainFloor := runs[l][0], floorRuns[l][0]
 		for i, t := range targets {
-			w := runs[l][i]
-			rows = append(rows, []string{fmtInt(lv.sessions), t.name, fmtInt(w.turns), fmtFloat(w.tps()), fmtDur(w.lat.pct(50)), fmtDur(w.lat.pct(95)),
+			w, f := runs[l][i], floorRuns[l][i]
+			rows = append(rows, []string{fmtInt(lv.sessions), t.name, "Strata", fmtInt(w.turns), fmtFloat(w.tps()), fmtDur(w.lat.pct(50)), fmtDur(w.lat.pct(95)),
 				fmtRatio(ratio(w.tps(), plain.tps()))})
+			rows = append(rows, []string{fmtInt(lv.sessions), t.name, "floor: bare two-row insert", fmtInt(f.turns), fmtFloat(f.tps()), fmtDur(f.lat.pct(50)), fmtDur(f.lat.pct(95)),
+				fmtRatio(ratio(f.tps(), plainFloor.tps()))})
 		}
-		ratios = append(ratios, fmt.Sprintf("%s at %d", fmtRatio(ratio(runs[l][len(targets)-1].tps(), plain.tps())), lv.sessions))
+		last := len(targets) - 1
+		ratios = append(ratios, fmt.Sprintf("%s at %d", fmtRatio(ratio(runs[l][last].tps(), plain.tps())), lv.sessions))
+		floorRatios = append(floorRatios, fmt.Sprintf("%s at %d", fmtRatio(ratio(floorRuns[l][last].tps(), plainFloor.tps())), lv.sessions))
 	}
-	out.printf("\n### Durable appends\n\n`Manager.SaveTurn` (memory off: one `strata_append` call per turn, a user/assistant pair, committed), one writer per session; on Citus the call is delegated to the worker holding the session.\n\n")
-	out.printf("%s\n", mdTable([]string{"sessions", "database", "turns", "turns/s", "p50", "p95", "turns/s ÷ plain"}, rows))
+	out.printf("\n### Durable appends\n\n`Manager.SaveTurn` (memory off: one `strata_append` call per turn, a user/assistant pair, committed), one writer per session; on Citus the call is delegated to the worker holding the session. The floor, measured in the same rounds, is the least a durable append sends: one two-row `INSERT` of the turn, committed, into a table keyed by session id (on Citus distributed and colocated with the sessions, so a single-shard router insert through the coordinator).\n\n")
+	out.printf("%s\n", mdTable([]string{"sessions", "database", "writer", "turns", "turns/s", "p50", "p95", "turns/s ÷ plain"}, rows))
+	out.printf("The floor on Citus ÷ the floor on plain PostgreSQL: %s sessions; Strata's appends: %s sessions.\n", strings.Join(floorRatios, ", "), strings.Join(ratios, ", "))
 	out.headline("Strata on Citus%s: durable appends %s sessions of plain PostgreSQL's turns/s", durableLabel(r), strings.Join(ratios, ", "))
 	return nil
 }
