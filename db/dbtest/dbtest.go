@@ -256,7 +256,7 @@ func NewPooled(t testing.TB) Pooled {
 
 // poolerWait bounds how long NewPooled waits for a pooler that refuses
 // connections: scripts/with-postgres.sh restarts a PgBouncer that exited
-// within a second.
+// within about two seconds.
 const poolerWait = 15 * time.Second
 
 // waitForPooler waits, at most poolerWait, until the pooler of URL u
