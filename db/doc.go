@@ -75,6 +75,14 @@
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
 //
+// # Schema (version 20)
+//
+// Migration 000020 rewrites the helpers strata_journal_sum and
+// strata_merge_participants in PL/pgSQL around the same query, so that
+// their plan is kept for the connection's life rather than made again at
+// every statement that calls them (a fold's journal append calls the sum
+// twice). What they return is unchanged.
+//
 // # Schema (version 19)
 //
 // Migration 000019 adds strata_sessions.summary_writes, raised by every
