@@ -12,11 +12,12 @@ import (
 )
 
 // TestWithPostgresRestartsPgBouncer runs scripts/with-postgres.sh on a
-// cluster of its own, kills its PgBouncer in the middle of the command, as
-// Debian 12's PgBouncer 1.18 exits on its own under a cancel race, and
-// checks that the pooler accepts queries again within seconds, and that the
-// exit is reported at the end of the run rather than passed over. It needs
-// PostgreSQL's server binaries and pgbouncer; the short suite skips it.
+// cluster of its own and kills its PgBouncer twice in the middle of the
+// command, as Debian 12's PgBouncer 1.18 exits on its own under a cancel
+// race. Each time the pooler must accept queries again within seconds, and
+// both exits must be reported at the end of the run rather than passed
+// over. It needs PostgreSQL's server binaries and pgbouncer; the short
+// suite skips it.
 func TestWithPostgresRestartsPgBouncer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL cluster of its own; not in the short suite")
@@ -34,29 +35,34 @@ func TestWithPostgresRestartsPgBouncer(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql is not installed")
 	}
-	// Inside the script: find the PgBouncer listening on the pooler URL's
-	// port by its configuration, kill it, then query through the pooler
-	// until it answers (at most 10 s).
+	// Inside the script, twice (the watch must go on after a restart):
+	// find the live PgBouncer listening on the pooler URL's port by its
+	// configuration, kill it, then query through the pooler until it
+	// answers (at most 10 s).
 	const inner = `
 set -u
 port="${STRATA_PGBOUNCER_URL##*@}"; port="${port%%/*}"; port="${port##*:}"
-victim=""
-for pid in $(pgrep -x pgbouncer); do
-	ini="$(tr '\0' '\n' <"/proc/$pid/cmdline" | tail -n 1)"
-	grep -q "listen_port = $port\$" "$ini" 2>/dev/null && victim="$pid"
-done
-[ -n "$victim" ] || { echo "no PgBouncer on port $port"; exit 3; }
 psql "$STRATA_PGBOUNCER_URL" -Atqc 'SELECT 1' >/dev/null || { echo "pooler not answering before the kill"; exit 4; }
-kill -KILL "$victim"
-for i in $(seq 1 100); do
-	if [ "$(psql "$STRATA_PGBOUNCER_URL" -Atqc 'SELECT 41 + 1' 2>/dev/null)" = 42 ]; then
-		echo "answered again after $i tries"
-		exit 0
-	fi
-	sleep 0.1
+for round in 1 2; do
+	victim=""
+	for pid in $(pgrep -x pgbouncer); do
+		ini="$(tr '\0' '\n' <"/proc/$pid/cmdline" | tail -n 1)"
+		state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)"
+		[ "$state" != Z ] && grep -q "listen_port = $port\$" "$ini" 2>/dev/null && victim="$pid"
+	done
+	[ -n "$victim" ] || { echo "no PgBouncer on port $port in round $round"; exit 3; }
+	kill -KILL "$victim"
+	back=""
+	for i in $(seq 1 100); do
+		if [ "$(psql "$STRATA_PGBOUNCER_URL" -Atqc 'SELECT 41 + 1' 2>/dev/null)" = 42 ]; then
+			back=1
+			echo "round $round: answered again after $i tries"
+			break
+		fi
+		sleep 0.1
+	done
+	[ -n "$back" ] || { echo "round $round: the pooler never answered again"; exit 5; }
 done
-echo "the pooler never answered again"
-exit 5
 `
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -78,10 +84,10 @@ exit 5
 	if strings.Contains(errOut, "could not start a temporary PostgreSQL") || strings.Contains(errOut, "pooled tests will be skipped") {
 		t.Skipf("with-postgres.sh could not start its own cluster and PgBouncer here: %s", errOut)
 	}
-	if err != nil || !strings.Contains(out, "answered again") {
+	if err != nil || !strings.Contains(out, "round 2: answered again") {
 		t.Fatalf("with-postgres.sh: %v\nstdout: %s\nstderr: %s", err, out, errOut)
 	}
-	for _, want := range []string{"exited", "restarting it", "PgBouncer exited during the run and was restarted:", "PgBouncer exit 1 at"} {
+	for _, want := range []string{"exited", "restarting it", "PgBouncer exited during the run and was restarted:", "PgBouncer exit 1 at", "PgBouncer exit 2 at"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

@@ -336,11 +336,11 @@ watch_pgbouncer() {
 			printf 'PgBouncer exit %d at %s; its last log lines:\n' "$n" "$(date -u +%T)"
 			tail -n 4 "$tmp/pgbouncer.log" 2>/dev/null
 		} >>"$tmp/restarts"
-		log "PgBouncer on port $port exited ($(grep -h -o 'FATAL.*' "$tmp/pgbouncer.log" 2>/dev/null | tail -n 1)); restarting it"
 		if [ "$n" -gt 20 ]; then
-			log "PgBouncer exited more than 20 times: not restarting it again"
+			log "PgBouncer on port $port exited a 21st time: not restarting it again"
 			return
 		fi
+		log "PgBouncer on port $port exited ($(grep -h -o 'FATAL.*' "$tmp/pgbouncer.log" 2>/dev/null | tail -n 1)); restarting it"
 		rm -f "$tmp/pgbouncer.pid"
 		run_pgbouncer "$bin" "$tmp" && wait_listening "$port" ||
 			log "PgBouncer did not restart on port $port"
