@@ -130,6 +130,9 @@ func BenchmarkFoldAppends(b *testing.B) {
 			if pgOK {
 				b.ReportMetric(float64(pgCPU.Microseconds())/n, "pg-cpu-µs/turn")
 			}
+			if folds := m.Stats().Folds; folds > 0 {
+				b.ReportMetric(n/float64(folds), "turns/fold")
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +158,18 @@ type Config struct {
 	// view. Every message after the summary's cursor is always shown.
 	PromptMemoryBudget int
 	MinTailMessages    int
+
+	// MaxConcurrentFolds bounds the background folds of a Manager that
+	// run at once, across all its sessions (0, the default: half the CPUs
+	// the Go runtime may use, GOMAXPROCS/2, at least 1). A fold due while
+	// all run waits its turn, first come first served, and its session's
+	// saves go on meanwhile; when it runs it folds every message due by
+	// then, so under load folds become fewer and larger rather than more
+	// concurrent, and the verbatim tail may grow past its usual size until
+	// then — never past the prompt's budget: a load that needs its fold
+	// never queues (it folds at once). Raise it for a summarizer whose
+	// calls mostly wait on a remote model.
+	MaxConcurrentFolds int
 
 	// LoadGrace is how long a load waits for the regeneration of a stale
 	// summary (default 300ms). A fast summarizer, such as the offline one,
@@ -360,6 +373,8 @@ func (c Config) Validate() error {
 		return bad("FoldMode", c.FoldMode, `"incremental" or "full"`)
 	case c.MaxFoldInputTokens < 0:
 		return bad("MaxFoldInputTokens", c.MaxFoldInputTokens, ">= 0 (0 = no cap)")
+	case c.MaxConcurrentFolds < 0:
+		return bad("MaxConcurrentFolds", c.MaxConcurrentFolds, ">= 0 (0 = GOMAXPROCS/2, at least 1)")
 	case c.SessionDailyTokenBudget < 0:
 		return bad("SessionDailyTokenBudget", c.SessionDailyTokenBudget, ">= 0 (0 = no budget)")
 	case c.PromptMemoryBudget < 0:
@@ -417,4 +432,21 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// foldSlots is MaxConcurrentFolds with its default filled in.
+func (c Config) foldSlots() int {
+	if c.MaxConcurrentFolds > 0 {
+		return c.MaxConcurrentFolds
+	}
+	return max(1, runtime.GOMAXPROCS(0)/2)
+}
+
+// queueBound is how many messages may be saved to a session while its
+// fold waits for a slot (MaxConcurrentFolds) before that fold starts
+// without one: the verbatim window plus chunked's buffer, or parity's
+// trigger when larger, so that the tail shown stays within about twice
+// its usual size under load.
+func (c Config) queueBound() int {
+	return max(c.RecentMessageCount+c.BufferMessageCount, c.TriggerMessageCount)
 }

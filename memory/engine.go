@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type engine struct {
 	// until one finished; loads use it to skip waiting for a fold that
 	// cannot finish within the grace.
 	meanFold atomic.Int64
+	// slots bounds the background fold attempts running at once
+	// (Config.MaxConcurrentFolds); see foldSlot.
+	slots *semaphore.Weighted
 
 	mu sync.Mutex
 	// sessions are the sessions' records (see slot), bounded by
@@ -116,8 +120,14 @@ type foldRun struct {
 	stopped atomic.Bool  // cancelled by a delete or CancelSummarization
 	again   bool         // a save arrived while running; guarded by engine.mu
 	next    *foldRun     // the run started after this one stopped; guarded by engine.mu
-	began   atomic.Int64 // when the current fold attempt began (unix ns), 0 while settling
-	cut     atomic.Int64 // the cursor the current attempt folds to, 0 until known
+	began   atomic.Int64 // when the current fold attempt began (unix ns), 0 while settling or queued
+	// hurry, while the current attempt waits for a fold slot, lets it
+	// start without one: a load that needs it joined, or queued counts
+	// more messages saved meanwhile than the session's usual backlog
+	// (Config.queueBound). Both guarded by engine.mu.
+	hurry  context.CancelFunc
+	queued int
+	cut    atomic.Int64 // the cursor the current attempt folds to, 0 until known
 	// attempt is closed when the current fold attempt ends, with its
 	// result in sum and err: a run folds again while saves keep asking, and
 	// a waiting load wants the first result, not the run's end. All three
@@ -162,7 +172,7 @@ type engineDeps struct {
 
 func newEngine(d engineDeps) *engine {
 	e := &engine{engineDeps: d, runner: bg.New(d.log), sessions: map[string]*slot{},
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), slots: semaphore.NewWeighted(int64(d.cfg.foldSlots()))}
 	e.bp, _ = d.pol.(backlogPolicy)
 	return e
 }
@@ -284,26 +294,32 @@ func (st *slot) knowsLocked(epoch int64) bool {
 }
 
 // request starts a background fold of the session, or joins the one
-// running, and returns it. fromSave says a save asks: a save that arrives
+// running, and returns it. saved > 0 says a save of that many messages asks: a save that arrives
 // while a fold runs asks it to run once more when it finishes (after
 // Config.SupersedeDelay, so that a burst of saves settles into one more
 // fold) rather than cancelling it, so the summary keeps advancing however
 // slow the summarizer is. A load joins whatever runs.
-func (e *engine) request(sessionID, userID string, why trigger, fromSave bool) *foldRun {
+func (e *engine) request(sessionID, userID string, why trigger, saved int) *foldRun {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := e.acquireLocked(sessionID)
 	defer e.releaseLocked(sessionID, st)
-	return e.requestLocked(sessionID, userID, st, why, fromSave)
+	return e.requestLocked(sessionID, userID, st, why, saved)
 }
 
 // requestLocked is request on the session's record st, which the caller
 // holds (acquireLocked) with e.mu.
-func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, fromSave bool) *foldRun {
+func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, saved int) *foldRun {
 	prev := st.cur
 	if prev != nil && !prev.stopped.Load() {
-		if fromSave {
+		if saved > 0 {
 			prev.again = true
+		}
+		if prev.hurry != nil { // queued for a fold slot
+			prev.queued += saved
+			if why == triggerLoad || prev.queued > e.cfg.queueBound() {
+				prev.hurry() // a load needs it, or its backlog grew too far
+			}
 		}
 		return prev
 	}
@@ -366,10 +382,10 @@ func (e *engine) loaded(ctx context.Context, sessionID, userID string, v view, s
 	case cut == 0:
 	case why != triggerLoad: // due, but the view is complete without it
 		if !e.coolingLocked(st) {
-			e.requestLocked(sessionID, userID, st, why, false)
+			e.requestLocked(sessionID, userID, st, why, 0)
 		}
 	default:
-		run = e.requestLocked(sessionID, userID, st, triggerLoad, false)
+		run = e.requestLocked(sessionID, userID, st, triggerLoad, 0)
 	}
 	e.releaseLocked(sessionID, st)
 	e.mu.Unlock()
@@ -411,8 +427,13 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 	}
 	for {
 		r.cut.Store(0)
+		release, ok := e.foldSlot(ctx, r, why)
+		if !ok {
+			return
+		}
 		r.began.Store(time.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, why, st, r)
+		release()
 		if err != nil && ctx.Err() == nil {
 			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
@@ -453,6 +474,44 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 				return
 			}
 		}
+	}
+}
+
+// foldSlot waits for one of the Config.MaxConcurrentFolds slots of
+// background fold attempts, and returns its release. While an attempt
+// queues, the session's saves go on and its fold, when it runs, covers
+// them too: under load folds become fewer and larger instead of more
+// concurrent. Some attempts take no slot, so their number is bounded
+// otherwise: one a load started (triggerLoad), and a queued one as soon
+// as a load joins it (foldRun.hurry) — a reply never queues behind other
+// sessions' folds; bounded by the loads in progress — or as soon as more
+// messages were saved to its session meanwhile than Config.queueBound,
+// so that the verbatim tail a prompt carries stays near its usual size;
+// bounded by the sessions being written to. ok is false when ctx ended
+// first.
+func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release func(), ok bool) {
+	if why == triggerLoad {
+		return func() {}, true
+	}
+	if e.slots.TryAcquire(1) {
+		return func() { e.slots.Release(1) }, true
+	}
+	qctx, hurry := context.WithCancel(ctx)
+	e.mu.Lock()
+	r.hurry, r.queued = hurry, 0
+	e.mu.Unlock()
+	err := e.slots.Acquire(qctx, 1)
+	e.mu.Lock()
+	r.hurry = nil
+	e.mu.Unlock()
+	hurry()
+	switch {
+	case err == nil:
+		return func() { e.slots.Release(1) }, true
+	case ctx.Err() != nil:
+		return nil, false
+	default: // hurried by a load
+		return func() {}, true
 	}
 }
 

@@ -184,7 +184,7 @@ func (m *Manager) append(ctx context.Context, sessionID, userID string, create b
 // msgs, fires the policy's trigger and the session is not cooling down.
 func (m *Manager) afterSave(sessionID, user string, res store.AppendResult, msgs []store.Message) {
 	if m.hierarchical() && len(msgs) > 0 && m.pol.triggers(res.Total) && m.eng.saveDue(sessionID, res, msgs) {
-		m.eng.request(sessionID, user, triggerSave, true)
+		m.eng.request(sessionID, user, triggerSave, len(msgs))
 	}
 }
 

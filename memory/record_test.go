@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,5 +287,22 @@ func TestTrackConcurrent(t *testing.T) {
 		if st.tracking && st.bl.total > 400 {
 			t.Fatalf("%s: %d messages tracked, at most 400 saved", id, st.bl.total)
 		}
+	}
+}
+
+// MaxConcurrentFolds 0 means half of GOMAXPROCS, at least 1; a set value
+// is kept.
+func TestFoldSlotsDefault(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for procs, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 16: 8} {
+		runtime.GOMAXPROCS(procs)
+		if got := DefaultConfig().foldSlots(); got != want {
+			t.Errorf("GOMAXPROCS %d: %d fold slots, want %d", procs, got, want)
+		}
+	}
+	c := DefaultConfig()
+	c.MaxConcurrentFolds = 5
+	if got := c.foldSlots(); got != 5 {
+		t.Errorf("MaxConcurrentFolds 5: %d slots", got)
 	}
 }

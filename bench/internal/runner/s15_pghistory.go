@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -364,6 +365,8 @@ type pghAppender struct {
 	open func(ctx context.Context, cellID string, i int) (func(ctx context.Context, u, a string) error, error)
 	// drain waits for the system's background work (nil: none).
 	drain func(ctx context.Context) error
+	// folds counts the summaries the system's folds stored (nil: none).
+	folds func() int64
 	close func()
 }
 
@@ -400,6 +403,7 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 				return func(ctx context.Context, u, a string) error { return m.SaveTurn(ctx, s, benchUser, u, a) }, nil
 			},
 			drain: m.Flush,
+			folds: func() int64 { return m.Stats().Folds },
 			close: func() { _ = m.Close() },
 		}, nil
 	}
@@ -435,7 +439,7 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 	})
 
 	type result struct {
-		turns         int64
+		turns, folds  int64
 		window, drain time.Duration
 	}
 	res := make([][]result, len(systems))
@@ -468,6 +472,10 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 				var firstErr error
 				var mu sync.Mutex
 				var wg sync.WaitGroup
+				var foldsAtStart int64 // the earlier slices' folds are drained
+				if sys.folds != nil {
+					foldsAtStart = sys.folds()
+				}
 				deadline := time.Now().Add(window / time.Duration(appendRounds))
 				t0 := time.Now()
 				for s := range k {
@@ -502,6 +510,9 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 					drain = time.Since(d0)
 				}
 				x := &res[i][j]
+				if sys.folds != nil {
+					x.folds += sys.folds() - foldsAtStart
+				}
 				x.turns += turns.Load()
 				x.window += elapsed
 				x.drain += drain
@@ -526,6 +537,14 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 	}
 	out.printf("%s\n", mdTable(headers, rows))
 	j := len(sessions) - 1
+	perFold := func(x result) string {
+		if x.folds == 0 {
+			return "no fold"
+		}
+		return fmtFloat(float64(x.turns) / float64(x.folds))
+	}
+	out.printf("Turns per stored summary at %d sessions: chunked %s, parity %s. At most `MaxConcurrentFolds` background folds run at once (default half of GOMAXPROCS, at least 1: %d here); a fold that waited covers every message saved meanwhile, and starts at once when more than K+B messages (parity: the trigger) were saved meanwhile.\n\n",
+		sessions[j], perFold(res[1][j]), perFold(res[2][j]), max(1, runtime.GOMAXPROCS(0)/2))
 	chunkedOff := ratio(sustained(res[1][j]), sustained(res[0][j]))
 	parityOff := ratio(sustained(res[2][j]), sustained(res[0][j]))
 	chunkedPeer := ratio(sustained(res[1][j]), sustained(res[3][j]))

@@ -1,0 +1,241 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/summary"
+)
+
+// slotsFixture is a manager with MaxConcurrentFolds = n whose summarizer
+// holds the calls of sessions named "held-…" until the returned gate
+// opens, and answers every other call at once.
+func slotsFixture(t *testing.T, cfg memory.Config, n int) (*fixture, *gate) {
+	t.Helper()
+	cfg.MaxConcurrentFolds = n
+	f := newFixture(t, cfg)
+	g := newGate()
+	held := g.summarizer(true)
+	f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
+		if strings.HasPrefix(req.SessionID, "held-") {
+			return held(ctx, call, req)
+		}
+		return countingResult(req), nil
+	})
+	t.Cleanup(g.release)
+	return f, g
+}
+
+// saveNoFlush saves the turns "u<i>"/"a<i>" for i in [from, to] through
+// the manager, without waiting for the folds they start.
+func saveNoFlush(t *testing.T, m *memory.Manager, session string, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if err := m.SaveTurn(context.Background(), session, "alice", fmt.Sprintf("u%d", i), fmt.Sprintf("a%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// callsFor counts the summarizer calls made for session.
+func callsFor(f *fixture, session string) int {
+	n := 0
+	for _, r := range f.svc.requests() {
+		if r.SessionID == session {
+			n++
+		}
+	}
+	return n
+}
+
+// At most MaxConcurrentFolds background folds run at once, whatever the
+// number of sessions due (random bound and sessions, both policies); the
+// ones queued run when slots free, and every session ends up folded.
+func TestMaxConcurrentFoldsBound(t *testing.T) {
+	for round := range 6 {
+		rng := rand.New(rand.NewPCG(uint64(round), 7))
+		n := 1 + rng.IntN(3)
+		sessions := n + 1 + rng.IntN(6)
+		cfg := hierConfig()
+		if round%2 == 1 {
+			cfg.Policy = memory.PolicyChunked
+			cfg.SafetyTurns = 0
+		}
+		t.Run(fmt.Sprintf("%s/slots=%d/sessions=%d", cfg.Policy, n, sessions), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, g := slotsFixture(t, cfg, n)
+				for s := range sessions {
+					saveNoFlush(t, f.mgr, fmt.Sprintf("held-%d", s), 1, 16) // past both policies' triggers
+				}
+				synctest.Wait()
+				if got := f.svc.running.Load(); got != int64(n) {
+					t.Fatalf("%d folds running with %d sessions due, want MaxConcurrentFolds = %d", got, sessions, n)
+				}
+				g.release()
+				if err := f.mgr.Flush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if p := f.svc.peak.Load(); p != int64(n) {
+					t.Fatalf("peak of %d folds at once, want %d", p, n)
+				}
+				for s := range sessions {
+					sum, err := f.sums.Get(context.Background(), fmt.Sprintf("held-%d", s))
+					if err != nil || sum == nil || sum.UpToSeq == 0 {
+						t.Fatalf("session %d not folded after Flush: %v, %v", s, sum, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// A fold that waited for a slot covers the messages its session saved
+// while it waited, in one summarizer call (chunked: down to the verbatim
+// window), instead of folding once per trigger.
+func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := hierConfig()
+		cfg.Policy = memory.PolicyChunked
+		f, g := slotsFixture(t, cfg, 1)
+		saveNoFlush(t, f.mgr, "held-a", 1, 16) // takes the one slot and holds it
+		synctest.Wait()
+		saveNoFlush(t, f.mgr, "b", 1, 16) // due at turn 15 (safety): queued
+		synctest.Wait()
+		if n := callsFor(f, "b"); n != 0 {
+			t.Fatalf("b folded %d times while the only slot was held", n)
+		}
+		// 24 more messages: more than the trigger fired for, fewer than
+		// the queue's bound (window plus buffer, 30).
+		saveNoFlush(t, f.mgr, "b", 17, 28)
+		synctest.Wait()
+		if n := callsFor(f, "b"); n != 0 {
+			t.Fatalf("b folded %d times before a slot was free", n)
+		}
+		g.release()
+		if err := f.mgr.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := callsFor(f, "b"); n != 1 {
+			t.Fatalf("b folded in %d summarizer calls, want 1 covering everything saved", n)
+		}
+		sum, err := f.sums.Get(context.Background(), "b")
+		if err != nil || sum == nil {
+			t.Fatal(sum, err)
+		}
+		if want := int64(56 - cfg.RecentMessageCount); sum.UpToSeq != want {
+			t.Fatalf("b's summary reaches %d, want %d (all but the verbatim window)", sum.UpToSeq, want)
+		}
+	})
+}
+
+// A fold queued for a slot starts at once when its session's backlog grows
+// past the queue's bound (verbatim window plus buffer), so the tail a
+// prompt carries stays near its usual size however long the queue.
+func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := hierConfig()
+		cfg.Policy = memory.PolicyChunked
+		f, g := slotsFixture(t, cfg, 1)
+		saveNoFlush(t, f.mgr, "held-a", 1, 16)
+		synctest.Wait()
+		saveNoFlush(t, f.mgr, "b", 1, 15) // due: queued
+		synctest.Wait()
+		bound := cfg.RecentMessageCount + cfg.BufferMessageCount
+		turns := bound / 2 // up to the bound: still queued
+		saveNoFlush(t, f.mgr, "b", 16, 15+turns)
+		synctest.Wait()
+		if n := callsFor(f, "b"); n != 0 {
+			t.Fatalf("b folded with %d messages saved while queued (bound %d)", 2*turns, bound)
+		}
+		saveNoFlush(t, f.mgr, "b", 16+turns, 16+turns) // past it
+		synctest.Wait()
+		if n := callsFor(f, "b"); n != 1 {
+			t.Fatalf("b folded %d times after its backlog passed the bound, want 1 while held-a still holds the slot", n)
+		}
+		if f.svc.running.Load() != 1 {
+			t.Fatal("held-a's fold should still be running")
+		}
+		g.release()
+	})
+}
+
+// A load that needs a fold never queues behind other sessions' folds: it
+// starts its own at once, and a load joining a fold that queued for a slot
+// lets that fold start (parity: the first summary of a session past the
+// trigger).
+func TestLoadDoesNotQueueForAFoldSlot(t *testing.T) {
+	for _, joined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("joins-queued=%v", joined), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, g := slotsFixture(t, waits(hierConfig(), 0, time.Hour), 1)
+				saveNoFlush(t, f.mgr, "held-a", 1, 11)
+				synctest.Wait()
+				if joined {
+					saveNoFlush(t, f.mgr, "b", 1, 11) // due: queued behind held-a
+				} else {
+					seed(t, f.store, "b", "alice", 11) // past the trigger, no fold asked
+				}
+				synctest.Wait()
+				if n := callsFor(f, "b"); n != 0 {
+					t.Fatalf("b folded %d times before its load", n)
+				}
+				began := time.Now()
+				h, err := f.mgr.Load(context.Background(), "b", "alice")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Mode != memory.ModeHierarchical || time.Since(began) > time.Second {
+					t.Fatalf("load of b: mode %s after %s, want its summary at once while held-a holds the slot", h.Mode, time.Since(began))
+				}
+				if f.svc.running.Load() != 1 {
+					t.Fatal("held-a's fold should still be running")
+				}
+				g.release()
+			})
+		})
+	}
+}
+
+// Close with folds queued for a slot returns within its deadline and
+// leaves no goroutine behind (TestMain checks for leaks); the queued folds
+// never start after Close.
+func TestCloseWithQueuedFolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := hierConfig()
+		cfg.CloseTimeout = time.Second
+		f, _ := slotsFixture(t, cfg, 1)
+		for s := range 5 {
+			saveNoFlush(t, f.mgr, fmt.Sprintf("held-%d", s), 1, 11)
+		}
+		synctest.Wait()
+		began := time.Now()
+		if err := f.mgr.Close(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Logf("close: %v", err)
+		}
+		if d := time.Since(began); d > 2*cfg.CloseTimeout {
+			t.Fatalf("Close took %s with folds queued (CloseTimeout %s)", d, cfg.CloseTimeout)
+		}
+		calls := f.svc.calls.Load()
+		synctest.Wait()
+		if f.svc.calls.Load() != calls || calls > 1 {
+			t.Fatalf("%d summarizer calls after Close with one slot, want the one running", f.svc.calls.Load())
+		}
+	})
+}
+
+// MaxConcurrentFolds below 0 is refused with a FieldError naming it.
+func TestMaxConcurrentFoldsValidate(t *testing.T) {
+	cfg := hierConfig()
+	cfg.MaxConcurrentFolds = -1
+	var fe *memory.FieldError
+	if err := cfg.Validate(); !errors.As(err, &fe) || fe.Field != "MaxConcurrentFolds" {
+		t.Fatalf("Validate: %v, want a FieldError for MaxConcurrentFolds", err)
+	}
+}
