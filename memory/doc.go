@@ -19,7 +19,9 @@
 //	Prompt     the system prompt and the view, fitted into ContextWindowTokens
 //	           − OutputReserveTokens without splitting a tool group.
 //	Save       append the turn atomically; past the trigger a background fold
-//	           starts (single-flight per session, a lease across processes).
+//	           starts (single-flight per session, a lease across processes,
+//	           at most Config.MaxConcurrentFolds at once per Manager: a fold
+//	           that waits for its turn covers what was saved meanwhile).
 //	           A chunked session tracks its backlog between folds, so only a
 //	           save that fires one of its triggers starts one.
 //	Fold       summarize, merge into the ledger (summary.Apply), save only if
