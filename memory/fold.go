@@ -28,7 +28,13 @@ type foldPlan struct {
 // store reads the summaries too) and asks the policy how far to fold. It
 // returns the usable summary beside the plan.
 func (e *engine) plan(ctx context.Context, sessionID, userID string, why trigger) (*summary.Summary, foldPlan, error) {
-	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID)
+	extra := 0
+	if e.bp != nil {
+		// Read the messages a fold that waited for its slot has to cover
+		// in the same statement (Config.queueBound).
+		extra = e.cfg.queueBound()
+	}
+	v, existing, sumErr, err := e.loadView(ctx, sessionID, userID, extra)
 	if err != nil {
 		return nil, foldPlan{}, fmt.Errorf("read session: %w", err)
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/strata-go/strata/memory"
+	"github.com/strata-go/strata/memory/store"
 	"github.com/strata-go/strata/summary"
 )
 
@@ -20,7 +22,13 @@ import (
 func slotsFixture(t *testing.T, cfg memory.Config, n int) (*fixture, *gate) {
 	t.Helper()
 	cfg.MaxConcurrentFolds = n
-	f := newFixture(t, cfg)
+	f := &fixture{store: &rangeCounter{MessageStore: memory.NewInMemoryStore()}, sums: summary.NewInMemoryStore(0), svc: &fakeSummarizer{}}
+	mgr, err := memory.NewManager(f.store, cfg, memory.WithSummaries(f.sums, f.svc), memory.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mgr = mgr
+	t.Cleanup(func() { _ = mgr.Close() })
 	g := newGate()
 	held := g.summarizer(true)
 	f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
@@ -31,6 +39,29 @@ func slotsFixture(t *testing.T, cfg memory.Config, n int) (*fixture, *gate) {
 	})
 	t.Cleanup(g.release)
 	return f, g
+}
+
+// rangeCounter counts the store's Range reads per session.
+type rangeCounter struct {
+	memory.MessageStore
+	mu     sync.Mutex
+	ranges map[string]int
+}
+
+func (c *rangeCounter) Range(ctx context.Context, sessionID, userID string, after, through int64, limit int) ([]store.Message, error) {
+	c.mu.Lock()
+	if c.ranges == nil {
+		c.ranges = map[string]int{}
+	}
+	c.ranges[sessionID]++
+	c.mu.Unlock()
+	return c.MessageStore.Range(ctx, sessionID, userID, after, through, limit)
+}
+
+func (c *rangeCounter) rangesOf(sessionID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ranges[sessionID]
 }
 
 // saveNoFlush saves the turns "u<i>"/"a<i>" for i in [from, to] through
@@ -98,7 +129,8 @@ func TestMaxConcurrentFoldsBound(t *testing.T) {
 
 // A fold that waited for a slot covers the messages its session saved
 // while it waited, in one summarizer call (chunked: down to the verbatim
-// window), instead of folding once per trigger.
+// window), instead of folding once per trigger — and its plan reads them
+// with the session's tail, in one store call.
 func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := hierConfig()
@@ -124,6 +156,9 @@ func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 		}
 		if n := callsFor(f, "b"); n != 1 {
 			t.Fatalf("b folded in %d summarizer calls, want 1 covering everything saved", n)
+		}
+		if n := f.store.(*rangeCounter).rangesOf("b"); n != 0 {
+			t.Fatalf("b's fold read its messages again in %d Range calls", n)
 		}
 		sum, err := f.sums.Get(context.Background(), "b")
 		if err != nil || sum == nil {

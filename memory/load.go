@@ -19,7 +19,7 @@ import (
 // ErrNotFound and ErrNotOwner come from the store unwrapped; a failing
 // summary store degrades instead of failing.
 func (e *engine) assemble(ctx context.Context, sessionID, user string) (History, error) {
-	v, s, sumErr, err := e.loadView(ctx, sessionID, user)
+	v, s, sumErr, err := e.loadView(ctx, sessionID, user, 0)
 	switch {
 	case err != nil:
 		return History{}, err
@@ -82,17 +82,18 @@ func (e *engine) assemble(ctx context.Context, sessionID, user string) (History,
 // read stops at the summary's cursor: chunked shows every message after
 // it and none before; parity's verbatim window is, once folded, exactly
 // those messages, everything before them covered by the summary
-// (view.recent). When more than the limit are unfolded, after() reads
-// them all. sumErr: the store read the tail but not the summary
-// (store.ErrSummaryUnavailable), the tail is good.
-func (e *engine) loadView(ctx context.Context, sessionID, userID string) (v view, s *summary.Summary, sumErr, err error) {
+// (view.recent). The read's limit is the policy's load size plus extra
+// (a fold's plan reads further); when more than the limit are unfolded,
+// after() reads them all. sumErr: the store read the tail but not the
+// summary (store.ErrSummaryUnavailable), the tail is good.
+func (e *engine) loadView(ctx context.Context, sessionID, userID string, extra int) (v view, s *summary.Summary, sumErr, err error) {
 	defer func() { v.prices = new(tailPrices) }()
 	want := e.pol.loadSize()
 	if !e.hierarchical() {
 		v, err = e.readTail(ctx, sessionID, userID, want)
 		return v, nil, nil, err
 	}
-	n := want + alignSlack
+	n := want + extra + alignSlack
 	t, s, err := e.store.SnapshotAfterSummary(ctx, sessionID, userID, n)
 	if errors.Is(err, store.ErrSummaryUnavailable) {
 		sumErr, s = err, nil
