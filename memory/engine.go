@@ -53,6 +53,9 @@ type engine struct {
 	// sessions are the sessions' records (see slot), bounded by
 	// maxIdleRecords.
 	sessions map[string]*slot
+	// waiters counts the calls waiting for every fold (Flush, Close's
+	// drain): while one waits, no fold queues for a slot.
+	waiters int
 	// bp is the policy when it tracks sessions' backlogs between folds
 	// (chunked), nil otherwise.
 	bp backlogPolicy
@@ -487,8 +490,8 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 // sessions' folds; bounded by the loads in progress — or as soon as more
 // messages were saved to its session meanwhile than Config.queueBound,
 // so that the verbatim tail a prompt carries stays near its usual size;
-// bounded by the sessions being written to. ok is false when ctx ended
-// first.
+// bounded by the sessions being written to — and every attempt while a
+// caller waits for all of them (flush). ok is false when ctx ended first.
 func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release func(), ok bool) {
 	if why == triggerLoad {
 		return func() {}, true
@@ -498,6 +501,11 @@ func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release
 	}
 	qctx, hurry := context.WithCancel(ctx)
 	e.mu.Lock()
+	if e.waiters > 0 {
+		e.mu.Unlock()
+		hurry()
+		return func() {}, true
+	}
 	r.hurry, r.queued = hurry, 0
 	e.mu.Unlock()
 	err := e.slots.Acquire(qctx, 1)
@@ -513,6 +521,26 @@ func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release
 	default: // hurried by a load
 		return func() {}, true
 	}
+}
+
+// flush returns when no fold (nor fold observer) is queued or running, or
+// when ctx ends first. While it waits, folds queued for a slot start at
+// once and none queues: its caller is waiting for exactly that work.
+func (e *engine) flush(ctx context.Context) error {
+	e.mu.Lock()
+	e.waiters++
+	for _, st := range e.sessions {
+		if r := st.cur; r != nil && r.hurry != nil {
+			r.hurry()
+		}
+	}
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.waiters--
+		e.mu.Unlock()
+	}()
+	return e.runner.Flush(ctx)
 }
 
 // expectedWait is how long a load that needs the summary to reach need may

@@ -75,6 +75,14 @@ func saveNoFlush(t *testing.T, m *memory.Manager, session string, from, to int) 
 	}
 }
 
+// settle lets a synctest bubble's folds go as far as they can: past
+// Config.SupersedeDelay (a run that saves asked for another pass waits it
+// first) on the bubble's clock, until every goroutine is blocked.
+func settle() {
+	time.Sleep(time.Second)
+	synctest.Wait()
+}
+
 // callsFor counts the summarizer calls made for session.
 func callsFor(f *fixture, session string) int {
 	n := 0
@@ -88,7 +96,8 @@ func callsFor(f *fixture, session string) int {
 
 // At most MaxConcurrentFolds background folds run at once, whatever the
 // number of sessions due (random bound and sessions, both policies); the
-// ones queued run when slots free, and every session ends up folded.
+// ones queued run when slots free, and every session ends up folded
+// without a Flush.
 func TestMaxConcurrentFoldsBound(t *testing.T) {
 	for round := range 6 {
 		rng := rand.New(rand.NewPCG(uint64(round), 7))
@@ -105,21 +114,19 @@ func TestMaxConcurrentFoldsBound(t *testing.T) {
 				for s := range sessions {
 					saveNoFlush(t, f.mgr, fmt.Sprintf("held-%d", s), 1, 16) // past both policies' triggers
 				}
-				synctest.Wait()
+				settle()
 				if got := f.svc.running.Load(); got != int64(n) {
 					t.Fatalf("%d folds running with %d sessions due, want MaxConcurrentFolds = %d", got, sessions, n)
 				}
 				g.release()
-				if err := f.mgr.Flush(context.Background()); err != nil {
-					t.Fatal(err)
-				}
+				settle() // every fold done, through the slots
 				if p := f.svc.peak.Load(); p != int64(n) {
 					t.Fatalf("peak of %d folds at once, want %d", p, n)
 				}
 				for s := range sessions {
 					sum, err := f.sums.Get(context.Background(), fmt.Sprintf("held-%d", s))
 					if err != nil || sum == nil || sum.UpToSeq == 0 {
-						t.Fatalf("session %d not folded after Flush: %v, %v", s, sum, err)
+						t.Fatalf("session %d not folded: %v, %v; stats %+v", s, sum, err, f.mgr.Stats())
 					}
 				}
 			})
@@ -136,17 +143,21 @@ func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 		cfg := hierConfig()
 		cfg.Policy = memory.PolicyChunked
 		f, g := slotsFixture(t, cfg, 1)
+		// b's first saves past the window make its backlog known (a
+		// plan that finds nothing due) while the slot is free.
+		saveNoFlush(t, f.mgr, "b", 1, 7)
+		settle()
 		saveNoFlush(t, f.mgr, "held-a", 1, 16) // takes the one slot and holds it
-		synctest.Wait()
-		saveNoFlush(t, f.mgr, "b", 1, 16) // due at turn 15 (safety): queued
-		synctest.Wait()
+		settle()
+		saveNoFlush(t, f.mgr, "b", 8, 16) // due at turn 15 (safety): queued
+		settle()
 		if n := callsFor(f, "b"); n != 0 {
 			t.Fatalf("b folded %d times while the only slot was held", n)
 		}
 		// 24 more messages: more than the trigger fired for, fewer than
 		// the queue's bound (window plus buffer, 30).
 		saveNoFlush(t, f.mgr, "b", 17, 28)
-		synctest.Wait()
+		settle()
 		if n := callsFor(f, "b"); n != 0 {
 			t.Fatalf("b folded %d times before a slot was free", n)
 		}
@@ -178,19 +189,21 @@ func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
 		cfg := hierConfig()
 		cfg.Policy = memory.PolicyChunked
 		f, g := slotsFixture(t, cfg, 1)
+		saveNoFlush(t, f.mgr, "b", 1, 7) // b's backlog known while the slot is free
+		settle()
 		saveNoFlush(t, f.mgr, "held-a", 1, 16)
-		synctest.Wait()
-		saveNoFlush(t, f.mgr, "b", 1, 15) // due: queued
-		synctest.Wait()
+		settle()
+		saveNoFlush(t, f.mgr, "b", 8, 15) // due: queued
+		settle()
 		bound := cfg.RecentMessageCount + cfg.BufferMessageCount
 		turns := bound / 2 // up to the bound: still queued
 		saveNoFlush(t, f.mgr, "b", 16, 15+turns)
-		synctest.Wait()
+		settle()
 		if n := callsFor(f, "b"); n != 0 {
 			t.Fatalf("b folded with %d messages saved while queued (bound %d)", 2*turns, bound)
 		}
 		saveNoFlush(t, f.mgr, "b", 16+turns, 16+turns) // past it
-		synctest.Wait()
+		settle()
 		if n := callsFor(f, "b"); n != 1 {
 			t.Fatalf("b folded %d times after its backlog passed the bound, want 1 while held-a still holds the slot", n)
 		}
@@ -211,13 +224,13 @@ func TestLoadDoesNotQueueForAFoldSlot(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f, g := slotsFixture(t, waits(hierConfig(), 0, time.Hour), 1)
 				saveNoFlush(t, f.mgr, "held-a", 1, 11)
-				synctest.Wait()
+				settle()
 				if joined {
 					saveNoFlush(t, f.mgr, "b", 1, 11) // due: queued behind held-a
 				} else {
 					seed(t, f.store, "b", "alice", 11) // past the trigger, no fold asked
 				}
-				synctest.Wait()
+				settle()
 				if n := callsFor(f, "b"); n != 0 {
 					t.Fatalf("b folded %d times before its load", n)
 				}
@@ -238,9 +251,51 @@ func TestLoadDoesNotQueueForAFoldSlot(t *testing.T) {
 	}
 }
 
-// Close with folds queued for a slot returns within its deadline and
-// leaves no goroutine behind (TestMain checks for leaks); the queued folds
-// never start after Close.
+// Flush does not wait for folds queued behind a slot: they start at once,
+// and so does a fold that becomes due while Flush waits.
+func TestFlushStartsQueuedFolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, g := slotsFixture(t, hierConfig(), 1)
+		saveNoFlush(t, f.mgr, "held-a", 1, 11) // holds the one slot
+		settle()
+		saveNoFlush(t, f.mgr, "b", 1, 11) // queued
+		settle()
+		if n := callsFor(f, "b"); n != 0 {
+			t.Fatalf("b folded %d times while the only slot was held", n)
+		}
+		flushed := make(chan error, 1)
+		go func() { flushed <- f.mgr.Flush(context.Background()) }()
+		settle()
+		if n := callsFor(f, "b"); n != 1 {
+			t.Fatalf("b folded %d times once Flush waited, want 1 while held-a holds the slot", n)
+		}
+		saveNoFlush(t, f.mgr, "c", 1, 11) // due while Flush waits
+		settle()
+		if n := callsFor(f, "c"); n != 1 {
+			t.Fatalf("c folded %d times while Flush waited, want 1", n)
+		}
+		g.release()
+		if err := <-flushed; err != nil {
+			t.Fatal(err)
+		}
+		// Flush returned: the bound holds again.
+		g2 := newGate()
+		defer g2.release()
+		f.svc.set(g2.summarizer(true))
+		saveNoFlush(t, f.mgr, "d", 1, 11)
+		settle()
+		saveNoFlush(t, f.mgr, "e", 1, 11)
+		settle()
+		if d, e := callsFor(f, "d"), callsFor(f, "e"); d != 1 || e != 0 {
+			t.Fatalf("after Flush returned: d folded %d times, e %d, want 1 and 0 (queued)", d, e)
+		}
+	})
+}
+
+// Close with folds queued for a slot lets them start in its drain (a short
+// program's last folds are saved), returns within its deadline and leaves
+// no goroutine behind (TestMain checks for leaks); no summarizer call
+// starts after it returns.
 func TestCloseWithQueuedFolds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := hierConfig()
@@ -249,7 +304,7 @@ func TestCloseWithQueuedFolds(t *testing.T) {
 		for s := range 5 {
 			saveNoFlush(t, f.mgr, fmt.Sprintf("held-%d", s), 1, 11)
 		}
-		synctest.Wait()
+		settle()
 		began := time.Now()
 		if err := f.mgr.Close(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Logf("close: %v", err)
@@ -258,9 +313,9 @@ func TestCloseWithQueuedFolds(t *testing.T) {
 			t.Fatalf("Close took %s with folds queued (CloseTimeout %s)", d, cfg.CloseTimeout)
 		}
 		calls := f.svc.calls.Load()
-		synctest.Wait()
-		if f.svc.calls.Load() != calls || calls > 1 {
-			t.Fatalf("%d summarizer calls after Close with one slot, want the one running", f.svc.calls.Load())
+		settle()
+		if got := f.svc.calls.Load(); got != calls || calls != 5 {
+			t.Fatalf("%d summarizer calls by Close's return, %d after, want the 5 due, started in its drain", calls, got)
 		}
 	})
 }

@@ -334,8 +334,9 @@ func (m *Manager) replace(ctx context.Context, sessionID, userID string, msgs []
 }
 
 // Flush returns when no background fold (nor fold observer) is queued or
-// running, or when ctx is done.
-func (m *Manager) Flush(ctx context.Context) error { return m.eng.runner.Flush(ctx) }
+// running, or when ctx is done. While it waits, folds do not queue for
+// one of the Config.MaxConcurrentFolds slots: they all run at once.
+func (m *Manager) Flush(ctx context.Context) error { return m.eng.flush(ctx) }
 
 // Close first drains, then cancels: it lets the fold attempts (and fold
 // observers) in flight finish and save their summaries — without starting
@@ -354,7 +355,7 @@ func (m *Manager) Close() error {
 	if !m.eng.closed.Load() {
 		m.eng.draining.Store(true)
 		drain, stop := context.WithTimeout(context.Background(), m.cfg.CloseTimeout*closeDrainShare/5)
-		_ = m.eng.runner.Flush(drain) // what is left is cancelled below
+		_ = m.eng.flush(drain) // what is left is cancelled below
 		stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout-m.cfg.CloseTimeout*closeDrainShare/5)
