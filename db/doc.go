@@ -75,6 +75,13 @@
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
 //
+// # Schema (version 21)
+//
+// Migration 000021 compresses strata_summaries.facts_json with LZ4 rather
+// than pglz where the server supports it (a fold writes the whole facts
+// ledger, and pglz compression was the largest cost it added to the
+// server); elsewhere the column keeps its default, with a notice.
+//
 // # Schema (version 20)
 //
 // Migration 000020 rewrites the helpers strata_journal_sum and
