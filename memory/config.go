@@ -164,10 +164,13 @@ type Config struct {
 	// the Go runtime may use, GOMAXPROCS/2, at least 1). A fold due while
 	// all run waits its turn, first come first served, and its session's
 	// saves go on meanwhile; when it runs it folds every message due by
-	// then, so under load folds become fewer and larger rather than more
-	// concurrent, and the verbatim tail may grow past its usual size until
-	// then — never past the prompt's budget: a load that needs its fold
-	// never queues (it folds at once). Raise it for a summarizer whose
+	// then, so under a burst of writes folds become fewer and larger
+	// rather than more concurrent. A fold never queues when a load found
+	// it due (the session is being talked to: its prompts keep their
+	// usual size and a reply never waits behind other sessions' folds),
+	// nor while Flush or Close waits, and a queued one starts once more
+	// messages than the verbatim window plus buffer (parity: the trigger)
+	// were saved to its session meanwhile. Raise it for a summarizer whose
 	// calls mostly wait on a remote model.
 	MaxConcurrentFolds int
 

@@ -125,11 +125,14 @@ type foldRun struct {
 	next    *foldRun     // the run started after this one stopped; guarded by engine.mu
 	began   atomic.Int64 // when the current fold attempt began (unix ns), 0 while settling or queued
 	// hurry, while the current attempt waits for a fold slot, lets it
-	// start without one: a load that needs it joined, or queued counts
+	// start without one: a load found it due, or queued counts
 	// more messages saved meanwhile than the session's usual backlog
 	// (Config.queueBound). Both guarded by engine.mu.
 	hurry  context.CancelFunc
 	queued int
+	// urgent: a load started the run, so its first attempt takes no fold
+	// slot. Guarded by engine.mu.
+	urgent bool
 	cut    atomic.Int64 // the cursor the current attempt folds to, 0 until known
 	// attempt is closed when the current fold attempt ends, with its
 	// result in sum and err: a run folds again while saves keep asking, and
@@ -307,12 +310,12 @@ func (e *engine) request(sessionID, userID string, why trigger, saved int) *fold
 	defer e.mu.Unlock()
 	st := e.acquireLocked(sessionID)
 	defer e.releaseLocked(sessionID, st)
-	return e.requestLocked(sessionID, userID, st, why, saved)
+	return e.requestLocked(sessionID, userID, st, why, saved, false)
 }
 
 // requestLocked is request on the session's record st, which the caller
-// holds (acquireLocked) with e.mu.
-func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, saved int) *foldRun {
+// holds (acquireLocked) with e.mu; byLoad says a load found the fold due.
+func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, saved int, byLoad bool) *foldRun {
 	prev := st.cur
 	if prev != nil && !prev.stopped.Load() {
 		if saved > 0 {
@@ -320,8 +323,8 @@ func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, 
 		}
 		if prev.hurry != nil { // queued for a fold slot
 			prev.queued += saved
-			if why == triggerLoad || prev.queued > e.cfg.queueBound() {
-				prev.hurry() // a load needs it, or its backlog grew too far
+			if byLoad || prev.queued > e.cfg.queueBound() {
+				prev.hurry() // a load found it due, or its backlog grew too far
 			}
 		}
 		return prev
@@ -330,7 +333,7 @@ func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, 
 	// new one, which waits for the stopped one to end so that folds of a
 	// session never overlap.
 	ctx, cancel := context.WithCancel(e.runner.Context())
-	r := &foldRun{done: make(chan struct{}), cancel: cancel, attempt: make(chan struct{})}
+	r := &foldRun{done: make(chan struct{}), cancel: cancel, attempt: make(chan struct{}), urgent: byLoad}
 	if prev != nil {
 		prev.next = r
 	}
@@ -385,10 +388,10 @@ func (e *engine) loaded(ctx context.Context, sessionID, userID string, v view, s
 	case cut == 0:
 	case why != triggerLoad: // due, but the view is complete without it
 		if !e.coolingLocked(st) {
-			e.requestLocked(sessionID, userID, st, why, 0)
+			e.requestLocked(sessionID, userID, st, why, 0, true)
 		}
 	default:
-		run = e.requestLocked(sessionID, userID, st, triggerLoad, 0)
+		run = e.requestLocked(sessionID, userID, st, triggerLoad, 0, true)
 	}
 	e.releaseLocked(sessionID, st)
 	e.mu.Unlock()
@@ -485,15 +488,21 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 // queues, the session's saves go on and its fold, when it runs, covers
 // them too: under load folds become fewer and larger instead of more
 // concurrent. Some attempts take no slot, so their number is bounded
-// otherwise: one a load started (triggerLoad), and a queued one as soon
-// as a load joins it (foldRun.hurry) — a reply never queues behind other
-// sessions' folds; bounded by the loads in progress — or as soon as more
-// messages were saved to its session meanwhile than Config.queueBound,
-// so that the verbatim tail a prompt carries stays near its usual size;
-// bounded by the sessions being written to — and every attempt while a
-// caller waits for all of them (flush). ok is false when ctx ended first.
+// otherwise: one that a load found due — started by it, or queued and
+// joined by it (foldRun.hurry) — so that neither a reply nor the prompts
+// of a session being talked to wait behind other sessions' folds (bounded
+// by the loads in progress); a queued one as soon as more messages were
+// saved to its session meanwhile than Config.queueBound, so that the
+// verbatim tail stays near its usual size (bounded by the sessions being
+// written to); and every attempt while a caller waits for all of them
+// (flush). So the queue holds the folds of sessions only written to. ok
+// is false when ctx ended first.
 func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release func(), ok bool) {
-	if why == triggerLoad {
+	e.mu.Lock()
+	urgent := r.urgent || why == triggerLoad
+	r.urgent = false // the run's later attempts are for saves
+	e.mu.Unlock()
+	if urgent {
 		return func() {}, true
 	}
 	if e.slots.TryAcquire(1) {

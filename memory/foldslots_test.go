@@ -251,6 +251,51 @@ func TestLoadDoesNotQueueForAFoldSlot(t *testing.T) {
 	}
 }
 
+// A chunked load that finds its session's fold due (the tail past K+B)
+// shows the whole tail at once and lets that fold start although the slot
+// is held: only folds of sessions nobody loads queue.
+func TestChunkedLoadStartsItsDueFold(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		t.Run(fmt.Sprintf("queued=%v", queued), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := hierConfig()
+				cfg.Policy = memory.PolicyChunked
+				f, g := slotsFixture(t, cfg, 1)
+				if queued {
+					saveNoFlush(t, f.mgr, "b", 1, 7) // b's backlog known while the slot is free
+					settle()
+				}
+				saveNoFlush(t, f.mgr, "held-a", 1, 16) // holds the one slot
+				settle()
+				if queued {
+					saveNoFlush(t, f.mgr, "b", 8, 16) // due: queued
+				} else {
+					seed(t, f.store, "b", "alice", 16) // due, no fold asked
+				}
+				settle()
+				if n := callsFor(f, "b"); n != 0 {
+					t.Fatalf("b folded %d times before its load", n)
+				}
+				h, err := f.mgr.Load(context.Background(), "b", "alice")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(h.Messages) < 32 {
+					t.Fatalf("the load showed %d messages, want the whole unfolded tail of 32", len(h.Messages))
+				}
+				settle()
+				if n := callsFor(f, "b"); n != 1 {
+					t.Fatalf("b folded %d times after a load found its fold due, want 1 while held-a holds the slot", n)
+				}
+				if f.svc.running.Load() != 1 {
+					t.Fatal("held-a's fold should still be running")
+				}
+				g.release()
+			})
+		})
+	}
+}
+
 // Flush does not wait for folds queued behind a slot: they start at once,
 // and so does a fold that becomes due while Flush waits.
 func TestFlushStartsQueuedFolds(t *testing.T) {
