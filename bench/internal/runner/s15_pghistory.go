@@ -278,6 +278,16 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 				if round == 0 {
 					r.progress("  langchaingo history: %s, %s messages", sys.name, fmtInt(n))
 				}
+				// Every cell starts alike: no fold left running by a true
+				// agent loop's turns, and no garbage left by the cell
+				// before (the peer's loads of long sessions allocate
+				// megabytes each), so that a cell's timings are its own.
+				for _, m := range mgrs {
+					if err := m.Flush(ctx); err != nil {
+						return err
+					}
+				}
+				runtime.GC()
 				var loadErr error
 				timedLoad := func() {
 					k, err := sys.load(ctx, n)
@@ -303,7 +313,7 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 		}
 	}
 
-	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Strata runs six ways: in an agent loop's steady state (its store read the session before and holds the tail and summary, so the load is one plain primary-key statement that confirms them), in a true agent loop (before each timed load, an untimed turn — a user and an assistant message — is saved through the manager, which extends the held tail and folds as in production; the session grows from N by a turn per load) and cold (`db.WithTailCache(0, 0)`: every load reads the whole tail, as a first load by this process or the first after another replica erased or replaced messages does), each with the default settings and with `db.WithPreparedStatements` (a direct connection). Ratios in the peer's rows are the peer's p50 over Strata's agent-loop p50; in Strata's other rows, that row's p50 over the indexed window buffer's.\n\n",
+	out.printf("### Load latency against session length\n\nOne session of N messages (alternating user/assistant, %d characters each) in each system's own tables, all sizes in one table per system as in production; each system's load as its users call it, timed call by call after %d warm-up calls, in %d interleaved rounds (at least %d calls and %s per cell; each cell starts after Strata's background folds are flushed and a garbage collection, untimed). Strata's sessions longer than its trigger (%d messages) hold the summary their folds would have made, so no fold runs while timing. The peer's window buffer reads the whole session and keeps the last %d messages; its token buffer returns everything it reads. Strata runs six ways: in an agent loop's steady state (its store read the session before and holds the tail and summary, so the load is one plain primary-key statement that confirms them), in a true agent loop (before each timed load, an untimed turn — a user and an assistant message — is saved through the manager, which extends the held tail and folds as in production; the session grows from N by a turn per load) and cold (`db.WithTailCache(0, 0)`: every load reads the whole tail, as a first load by this process or the first after another replica erased or replaced messages does), each with the default settings and with `db.WithPreparedStatements` (a direct connection). Ratios in the peer's rows are the peer's p50 over Strata's agent-loop p50; in Strata's other rows, that row's p50 over the indexed window buffer's.\n\n",
 		len(seedText(1)), warm, pghLoadRounds, minOps, minTime, cfg.TriggerMessageCount, 2*pghWindowTurns)
 	headers := []string{"system"}
 	for _, n := range sizes {
