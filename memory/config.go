@@ -169,9 +169,9 @@ type Config struct {
 	// it due (the session is being talked to: its prompts keep their
 	// usual size and a reply never waits behind other sessions' folds),
 	// nor while Flush or Close waits, and a queued one starts once more
-	// messages than the verbatim window plus buffer (parity: the trigger)
-	// were saved to its session meanwhile. Raise it for a summarizer whose
-	// calls mostly wait on a remote model.
+	// messages than the verbatim window plus buffer (or the trigger's
+	// count, when larger) were saved to its session meanwhile. Raise it
+	// for a summarizer whose calls mostly wait on a remote model.
 	MaxConcurrentFolds int
 
 	// LoadGrace is how long a load waits for the regeneration of a stale

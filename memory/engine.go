@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/sync/semaphore"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/strata-go/strata/internal/backoff"
 	"github.com/strata-go/strata/internal/bg"
@@ -300,11 +301,12 @@ func (st *slot) knowsLocked(epoch int64) bool {
 }
 
 // request starts a background fold of the session, or joins the one
-// running, and returns it. saved > 0 says a save of that many messages asks: a save that arrives
-// while a fold runs asks it to run once more when it finishes (after
-// Config.SupersedeDelay, so that a burst of saves settles into one more
-// fold) rather than cancelling it, so the summary keeps advancing however
-// slow the summarizer is. A load joins whatever runs.
+// running, and returns it. saved > 0 says a save of that many messages
+// asks: a save that arrives while a fold runs asks it to run once more
+// when it finishes (after Config.SupersedeDelay, so that a burst of saves
+// settles into one more fold) rather than cancelling it, so the summary
+// keeps advancing however slow the summarizer is. A load joins whatever
+// runs.
 func (e *engine) request(sessionID, userID string, why trigger, saved int) *foldRun {
 	e.mu.Lock()
 	defer e.mu.Unlock()
