@@ -503,20 +503,18 @@ func (e *engine) foldSlot(ctx context.Context, r *foldRun, why trigger) (release
 	e.mu.Lock()
 	urgent := r.urgent || why == triggerLoad
 	r.urgent = false // the run's later attempts are for saves
-	e.mu.Unlock()
-	if urgent {
+	switch {
+	case urgent:
+		e.mu.Unlock()
 		return func() {}, true
-	}
-	if e.slots.TryAcquire(1) {
+	case e.slots.TryAcquire(1):
+		e.mu.Unlock()
 		return func() { e.slots.Release(1) }, true
+	case e.waiters > 0:
+		e.mu.Unlock()
+		return func() {}, true
 	}
 	qctx, hurry := context.WithCancel(ctx)
-	e.mu.Lock()
-	if e.waiters > 0 {
-		e.mu.Unlock()
-		hurry()
-		return func() {}, true
-	}
 	r.hurry, r.queued = hurry, 0
 	e.mu.Unlock()
 	err := e.slots.Acquire(qctx, 1)

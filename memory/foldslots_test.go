@@ -83,6 +83,19 @@ func settle() {
 	synctest.Wait()
 }
 
+// foldedWhileHeld fails the test unless session's fold has run exactly
+// once while the held session's fold still holds the only slot (when is
+// what made it run).
+func foldedWhileHeld(t *testing.T, f *fixture, session, when string) {
+	t.Helper()
+	if n := callsFor(f, session); n != 1 {
+		t.Fatalf("%s folded %d times %s, want 1 while the held fold holds the slot", session, n, when)
+	}
+	if r := f.svc.running.Load(); r != 1 {
+		t.Fatalf("%d summarizer calls running %s, want the held one", r, when)
+	}
+}
+
 // callsFor counts the summarizer calls made for session.
 func callsFor(f *fixture, session string) int {
 	n := 0
@@ -204,12 +217,7 @@ func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
 		}
 		saveNoFlush(t, f.mgr, "b", 16+turns, 16+turns) // past it
 		settle()
-		if n := callsFor(f, "b"); n != 1 {
-			t.Fatalf("b folded %d times after its backlog passed the bound, want 1 while held-a still holds the slot", n)
-		}
-		if f.svc.running.Load() != 1 {
-			t.Fatal("held-a's fold should still be running")
-		}
+		foldedWhileHeld(t, f, "b", "after its backlog passed the bound")
 		g.release()
 	})
 }
@@ -242,9 +250,7 @@ func TestLoadDoesNotQueueForAFoldSlot(t *testing.T) {
 				if h.Mode != memory.ModeHierarchical || time.Since(began) > time.Second {
 					t.Fatalf("load of b: mode %s after %s, want its summary at once while held-a holds the slot", h.Mode, time.Since(began))
 				}
-				if f.svc.running.Load() != 1 {
-					t.Fatal("held-a's fold should still be running")
-				}
+				foldedWhileHeld(t, f, "b", "after its load")
 				g.release()
 			})
 		})
@@ -284,12 +290,7 @@ func TestChunkedLoadStartsItsDueFold(t *testing.T) {
 					t.Fatalf("the load showed %d messages, want the whole unfolded tail of 32", len(h.Messages))
 				}
 				settle()
-				if n := callsFor(f, "b"); n != 1 {
-					t.Fatalf("b folded %d times after a load found its fold due, want 1 while held-a holds the slot", n)
-				}
-				if f.svc.running.Load() != 1 {
-					t.Fatal("held-a's fold should still be running")
-				}
+				foldedWhileHeld(t, f, "b", "after a load found its fold due")
 				g.release()
 			})
 		})
@@ -311,9 +312,7 @@ func TestFlushStartsQueuedFolds(t *testing.T) {
 		flushed := make(chan error, 1)
 		go func() { flushed <- f.mgr.Flush(context.Background()) }()
 		settle()
-		if n := callsFor(f, "b"); n != 1 {
-			t.Fatalf("b folded %d times once Flush waited, want 1 while held-a holds the slot", n)
-		}
+		foldedWhileHeld(t, f, "b", "once Flush waited")
 		saveNoFlush(t, f.mgr, "c", 1, 11) // due while Flush waits
 		settle()
 		if n := callsFor(f, "c"); n != 1 {
