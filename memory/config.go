@@ -141,7 +141,9 @@ type Config struct {
 	// policy; a larger range is folded in successive chunks, each after the
 	// first continuing the summary incrementally (default 8000; 0 = no
 	// cap). A parity fold thus still starts from the original messages but
-	// never sends more than this at once.
+	// never sends more than this at once; it saves the chunks that move
+	// the stored summary's cursor on, the earlier ones only in memory (a
+	// load meanwhile shows the stored summary whole).
 	MaxFoldInputTokens int
 	// SessionDailyTokenBudget caps the summarizer tokens (input and
 	// output, as reported or estimated) one session may spend per day

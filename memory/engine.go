@@ -126,15 +126,18 @@ type foldRun struct {
 	next    *foldRun     // the run started after this one stopped; guarded by engine.mu
 	began   atomic.Int64 // when the current fold attempt began (unix ns), 0 while settling or queued
 	// hurry, while the current attempt waits for a fold slot, lets it
-	// start without one: a load found it due, or queued counts
-	// more messages saved meanwhile than the session's usual backlog
+	// start without one, and while the run settles, ends the settling: a
+	// load found it due, a flush waits, or queued counts more messages
+	// saved meanwhile than the session's usual backlog
 	// (Config.queueBound). Both guarded by engine.mu.
 	hurry  context.CancelFunc
 	queued int
-	// urgent: a load started the run, so its first attempt takes no fold
-	// slot. Guarded by engine.mu.
-	urgent bool
-	cut    atomic.Int64 // the cursor the current attempt folds to, 0 until known
+	// urgent: a load started the run, or joined it while it settled
+	// (Config.SupersedeDelay), so its next attempt takes no fold slot.
+	// settling: the run waits out Config.SupersedeDelay before its next
+	// attempt. Both guarded by engine.mu.
+	urgent, settling bool
+	cut              atomic.Int64 // the cursor the current attempt folds to, 0 until known
 	// attempt is closed when the current fold attempt ends, with its
 	// result in sum and err: a run folds again while saves keep asking, and
 	// a waiting load wants the first result, not the run's end. All three
@@ -323,8 +326,11 @@ func (e *engine) requestLocked(sessionID, userID string, st *slot, why trigger, 
 		if saved > 0 {
 			prev.again = true
 		}
-		if prev.hurry != nil { // queued for a fold slot
+		if prev.hurry != nil { // queued for a fold slot, or settling
 			prev.queued += saved
+			if byLoad && prev.settling {
+				prev.urgent = true // the attempt the load waits for takes no slot
+			}
 			if byLoad || prev.queued > e.cfg.queueBound() {
 				prev.hurry() // a load found it due, or its backlog grew too far
 			}
@@ -470,18 +476,28 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 		}
 		r.attempt, open = make(chan struct{}), true
 		r.began.Store(0)
-		e.mu.Unlock()
+		r.cut.Store(0) // the next attempt's, unknown until it plans
 		why = triggerSave
-		// Saves arrived during the fold: let a burst settle first.
-		if d := e.cfg.SupersedeDelay; d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+		// Saves arrived during the fold: let a burst settle first, unless
+		// a caller waits for every fold (flush), which would only wait
+		// longer. The settling ends early, as a queued attempt does, when
+		// a flush starts, a load finds the fold due (the attempt then
+		// takes no slot) or its backlog grows past Config.queueBound.
+		if d := e.cfg.SupersedeDelay; d > 0 && e.waiters == 0 {
+			sctx, hurry := context.WithTimeout(ctx, d)
+			r.hurry, r.queued, r.settling = hurry, 0, true
+			e.mu.Unlock()
+			<-sctx.Done()
+			e.mu.Lock()
+			r.hurry, r.settling = nil, false
+			e.mu.Unlock()
+			hurry()
+			if ctx.Err() != nil {
 				return
 			}
+			continue
 		}
+		e.mu.Unlock()
 	}
 }
 

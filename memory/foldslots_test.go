@@ -373,3 +373,60 @@ func TestMaxConcurrentFoldsValidate(t *testing.T) {
 		t.Fatalf("Validate: %v, want a FieldError for MaxConcurrentFolds", err)
 	}
 }
+
+// A run that saves asked for another pass waits Config.SupersedeDelay
+// before it (a burst of saves settles into one fold), but not while a
+// caller waits: Flush ends the settling, and so does a load that finds the
+// fold due, whose attempt then takes no slot. Both policies; the delay is
+// an hour on the bubble's clock, so that only ending it early passes.
+func TestSettlingEndsForFlushAndLoads(t *testing.T) {
+	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
+		for _, by := range []string{"flush", "load"} {
+			t.Run(fmt.Sprintf("%s/%s", policy, by), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					cfg := waits(hierConfig(), time.Minute, 0)
+					cfg.Policy = policy
+					cfg.SupersedeDelay = time.Hour
+					f, g := slotsFixture(t, cfg, 1)
+					turns := 11
+					if policy == memory.PolicyChunked {
+						turns = 16
+					}
+					saveNoFlush(t, f.mgr, "held-a", 1, turns) // its fold waits for the gate
+					synctest.Wait()
+					saveNoFlush(t, f.mgr, "held-a", turns+1, 2*turns) // make one more pass due
+					g.release()
+					synctest.Wait() // the first pass saved; the run settles
+					if n := callsFor(f, "held-a"); n != 1 {
+						t.Fatalf("held-a folded %d times before the settling ended, want 1", n)
+					}
+					began := time.Now()
+					var h memory.History
+					switch by {
+					case "flush":
+						if err := f.mgr.Flush(context.Background()); err != nil {
+							t.Fatal(err)
+						}
+					case "load":
+						var err error
+						if h, err = f.mgr.Load(context.Background(), "held-a", "alice"); err != nil {
+							t.Fatal(err)
+						}
+					}
+					synctest.Wait()
+					if waited := time.Since(began); waited >= cfg.LoadGrace {
+						t.Fatalf("the %s waited %s: it waited out the settling", by, waited)
+					}
+					if n := callsFor(f, "held-a"); n != 2 {
+						t.Fatalf("held-a folded %d times after the %s, want 2", n, by)
+					}
+					// A parity load waits for the fold it found due (within
+					// LoadGrace); a chunked one shows the whole tail at once.
+					if by == "load" && policy == memory.PolicyParity && h.Mode != memory.ModeHierarchical {
+						t.Fatalf("the load showed mode %s, want the summary its fold made", h.Mode)
+					}
+				})
+			})
+		}
+	}
+}
