@@ -181,12 +181,24 @@ func (e *engine) foldInput(ctx context.Context, j *foldJob, existing *summary.Su
 
 // foldChunks summarizes msgs into existing in chunks of bounded input
 // (Config.MaxFoldInputTokens; parity's folds too), each after the first
-// continuing the summary incrementally, and saves each chunk's result so
-// that progress survives a later failure; every saved summary is announced
-// to the fold observers. It returns the last summary saved. stale reports
-// that a save found a newer summary stored by another replica.
+// continuing the summary incrementally, and saves each chunk's result that
+// moves the stored cursor on, so that progress survives a later failure;
+// every saved summary is announced to the fold observers. A chunk that
+// ends at or before the stored cursor (a re-summarization from the
+// originals, as parity's) is carried to the next chunk unsaved: saving it
+// would record no progress and show loads, until the fold ends, a
+// narrative of that chunk alone in place of the stored one. It returns the
+// last summary saved. stale reports that a save found a newer summary
+// stored by another replica.
 func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.Summary, msgs []store.Message) (cur *summary.Summary, stale bool, err error) {
 	cur = existing
+	saved := existing // the summary stored last: what a save's record compares with
+	var stored int64  // the stored cursor of this incarnation
+	if existing != nil && existing.Epoch == j.epoch {
+		stored = existing.UpToSeq
+	}
+	var pending []summary.Fact // the findings of the chunks carried unsaved
+	from, end := 0, 0          // msgs[from:end]: the messages of the chunks not saved yet
 	parts := chunks(msgs, e.cfg.MaxFoldInputTokens, e.cost)
 	for i, chunk := range parts {
 		req := summary.Request{SessionID: j.sessionID, Messages: chatMessages(chunk), Seqs: seqsOf(chunk), SentAt: sentAt(chunk), Existing: cur,
@@ -205,10 +217,16 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 				e.stats.foldFailures.Add(1)
 				e.coolFail(j.sessionID)
 			}
-			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
+			j.rec.finish(e, ctx, j.sessionID, j.began, saved, err)
 			return nil, false, fmt.Errorf("summarize: %w", err)
 		}
 		next := suppressForgotten(summary.Apply(cur, j.sessionID, j.epoch, res, chunk[len(chunk)-1].Seq, e.mergeOptions()), chunk)
+		cur = &next
+		end += len(chunk)
+		if i < len(parts)-1 && chunk[len(chunk)-1].Seq <= stored {
+			pending = append(pending, res.Facts...)
+			continue
+		}
 		var saveFn func(context.Context, summary.Summary) error // nil: the store's SaveSummary
 		if i == len(parts)-1 {
 			saveFn = j.saveLast // the last save ends the fold: it may release the lease too
@@ -216,17 +234,17 @@ func (e *engine) foldChunks(ctx context.Context, j *foldJob, existing *summary.S
 		// The journal record of this save, with the facts it changes, is
 		// written in the save's own step where the stores allow it
 		// (journal.go), so that no erasure comes between them.
-		sctx, journaled := e.journaledSave(ctx, j.sessionID, j.epoch, j.rec.saveRecord(e, cur, &next, res.Facts, chunk))
+		sctx, journaled := e.journaledSave(ctx, j.sessionID, j.epoch, j.rec.saveRecord(e, saved, &next, append(pending, res.Facts...), msgs[from:end]))
 		if err := e.save(sctx, j.st, j.gen, next, saveFn); err != nil {
 			if errors.Is(err, summary.ErrStale) {
 				return nil, true, err
 			}
-			j.rec.finish(e, ctx, j.sessionID, j.began, cur, err)
+			j.rec.finish(e, ctx, j.sessionID, j.began, saved, err)
 			return nil, false, err
 		}
 		journaled()
 		j.rec.flushed(e)
-		cur = &next
+		saved, pending, from = &next, pending[:0], end
 		e.notify(FoldEvent{SessionID: j.sessionID, UserID: j.userID, Summary: next})
 	}
 	return cur, false, nil

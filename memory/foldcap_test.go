@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-go/strata/memory"
 	"github.com/strata-go/strata/summary"
@@ -110,5 +114,105 @@ func TestLedgerConfigReachesTheMerge(t *testing.T) {
 	var fe *memory.FieldError
 	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "PinnedFactKeys[1]" {
 		t.Fatalf("malformed pin pattern: %v", err)
+	}
+}
+
+// A re-summarization from the originals in chunks (parity's folds) saves
+// only the chunks that move the stored cursor on: the chunks before it are
+// carried to the next one unsaved, so while such a fold runs a load shows
+// the stored summary whole, never a narrative of the first chunk alone,
+// and the fold's one save is journaled with every call and every message
+// it read. A first fold, which has no stored cursor, still saves chunk by
+// chunk. Random session lengths and input caps vary the chunking.
+func TestParityRefoldSavesWhereTheCursorMoves(t *testing.T) {
+	for trial := range 6 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 7))
+		cfg := hierConfig()
+		cfg.MaxFoldInputTokens = 40 + rng.IntN(80)
+		cfg.LoadGrace = time.Millisecond // the load does not wait for the fold it finds running
+		turns := 15 + rng.IntN(20)
+		var log eventLog
+		f := newFixture(t, cfg, memory.WithFoldObserver(log.observe))
+		seed(t, f.store, "s", "alice", turns)
+		ctx := context.Background()
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", "u-next", "a-next"); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		first := f.svc.requests()
+		if len(first) < 3 || len(log.all()) != len(first) {
+			t.Fatalf("trial %d: first fold made %d calls and %d saves: want one save per chunk, at least 3", trial, len(first), len(log.all()))
+		}
+		stored, _ := f.sums.Get(ctx, "s")
+
+		// The second fold: its last call waits until the test has loaded.
+		calls := int64(len(first))
+		last := make(chan struct{})
+		entered := make(chan struct{})
+		var second atomic.Int64
+		var once sync.Once
+		f.svc.set(func(ctx context.Context, call int64, req summary.Request) (summary.Result, error) {
+			n := second.Add(1)
+			if seqs := req.Seqs; call > calls && seqs[len(seqs)-1] > stored.UpToSeq {
+				if n == 1 {
+					t.Errorf("trial %d: the first chunk of the re-summarization ends past the stored cursor", trial)
+				}
+				once.Do(func() { close(entered); <-last })
+			}
+			return countingResult(req), nil
+		})
+		if err := f.mgr.SaveTurn(ctx, "s", "alice", "u-last", "a-last"); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		h, err := f.mgr.Load(ctx, "s", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Summary == nil || h.Summary.Narrative != stored.Narrative || h.Summary.Version != stored.Version {
+			t.Fatalf("trial %d: while the fold ran, the load showed %+v, want the stored summary %+v", trial, h.Summary, stored)
+		}
+		close(last)
+		if err := f.mgr.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		reqs := f.svc.requests()[len(first):]
+		if len(reqs) < 2 || reqs[0].Incremental || reqs[0].Seqs[0] != 1 {
+			t.Fatalf("trial %d: the second fold did not re-read the originals in chunks (%d calls)", trial, len(reqs))
+		}
+		passing, from := 0, int64(1) // the chunks that move the cursor on; where the last save's span starts
+		for i, r := range reqs {
+			if r.Seqs[len(r.Seqs)-1] > stored.UpToSeq {
+				passing++
+				if i > 0 && reqs[i-1].Seqs[len(reqs[i-1].Seqs)-1] > stored.UpToSeq {
+					from = r.Seqs[0]
+				}
+			}
+		}
+		events := log.all()[len(first):]
+		if len(events) != passing || passing > 2 {
+			t.Fatalf("trial %d: the re-summarization saved %d times, want %d (the chunks that pass the cursor)", trial, len(events), passing)
+		}
+		msgs := mustMessages(t, f.mgr, "s", "alice", 0)
+		cut := msgs[len(msgs)-cfg.RecentMessageCount-1].Seq
+		if got := max(events[0].Summary.UpToSeq, events[len(events)-1].Summary.UpToSeq); got != cut { // observers run concurrently
+			t.Fatalf("trial %d: saved cursor %d, want %d", trial, got, cut)
+		}
+		j, err := f.mgr.Journal(ctx, "s", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, wantCalls := j.Records[len(j.Records)-1], len(reqs)-passing+1
+		if passing == 2 {
+			wantCalls = 1
+		}
+		if rec.Outcome != "saved" || rec.Calls != wantCalls || rec.FromSeq != from || rec.ToSeq != cut {
+			t.Fatalf("trial %d: the last save's record %+v, want %d calls over messages %d to %d", trial, rec, wantCalls, from, cut)
+		}
+		if j.Totals.Folds != int64(len(first)+passing) {
+			t.Fatalf("trial %d: journal counts %d saves, want %d", trial, j.Totals.Folds, len(first)+passing)
+		}
 	}
 }
