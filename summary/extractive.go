@@ -179,7 +179,7 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 				who == "Assistant" && m.GetType() == llms.ChatMessageTypeAI,
 				// A piece of a sentence the split left without its speaker.
 				who == "" && !isCall && (m.GetType() == llms.ChatMessageTypeHuman || m.GetType() == llms.ChatMessageTypeAI):
-				if strings.Contains(texts[i], needle) {
+				if containsWords(texts[i], needle) {
 					src = append(src, req.Seqs[i])
 				}
 			}
@@ -191,6 +191,25 @@ func (e *extractiveService) trace(res *Result, req Request, in extractive.Input)
 			res.SentenceSources = append(res.SentenceSources, SentenceSource{Digest: d, Seqs: src})
 		}
 	}
+}
+
+// containsWords reports whether text, a wordText, holds needle, a run of
+// words in the same form (" w1 … wn "): strings.Contains(text, needle),
+// searched from the first word's first byte, rarer than the space before
+// it, so that the search skips ahead faster.
+func containsWords(text, needle string) bool {
+	body := needle[1:]
+	for off := 1; off <= len(text); {
+		i := strings.Index(text[off:], body)
+		if i < 0 {
+			return false
+		}
+		if text[off+i-1] == ' ' {
+			return true
+		}
+		off += i + 1
+	}
+	return false
 }
 
 // keyStem is a fact key without its number (order_id_2 → order_id),

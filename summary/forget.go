@@ -245,13 +245,13 @@ func legacyIn(f Forgotten, text string) bool {
 func sentences(narrative string) []string {
 	var out []string
 	for narrative != "" {
-		loc := sentenceBoundary.FindStringIndex(narrative)
-		if loc == nil {
+		_, hi, ok := sentenceBoundary(narrative)
+		if !ok {
 			out = append(out, narrative)
 			break
 		}
-		out = append(out, narrative[:loc[1]])
-		narrative = narrative[loc[1]:]
+		out = append(out, narrative[:hi])
+		narrative = narrative[hi:]
 	}
 	return out
 }

@@ -1,9 +1,9 @@
 package summary
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -132,9 +132,76 @@ func Apply(existing *Summary, sessionID string, epoch int64, res Result, upTo in
 	return next
 }
 
-// sentenceBoundary matches the end of a sentence: terminal punctuation,
-// optional closing quotes or brackets, then white space or the end.
-var sentenceBoundary = regexp.MustCompile(`[.!?…。！？]+["'”’)\]]*(\s+|$)`)
+// sentenceBoundary returns the span of the first end of a sentence in s —
+// terminal punctuation (".", "!", "?", "…", "。", "！", "？"), optional
+// closing quotes or brackets, then ASCII white space (tab, newline, form
+// feed, carriage return, space) or the end of s — and ok false when there
+// is none: what the expression [.!?…。！？]+["'”’)\]]*(\s+|$) finds, by
+// one scan. (That expression cannot match by backtracking into a run of
+// terminals or closers: the byte after a shorter run is a terminal or a
+// closer, never white space; so a run either ends a sentence as a whole
+// or not at all.)
+func sentenceBoundary(s string) (lo, hi int, ok bool) {
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		if !isTerminal(r) {
+			i += w
+			continue
+		}
+		j := i + w
+		for j < len(s) {
+			r, w := utf8.DecodeRuneInString(s[j:])
+			if !isTerminal(r) {
+				break
+			}
+			j += w
+		}
+		for j < len(s) {
+			r, w := utf8.DecodeRuneInString(s[j:])
+			if !isCloser(r) {
+				break
+			}
+			j += w
+		}
+		if j == len(s) {
+			return i, j, true
+		}
+		if isSpaceByte(s[j]) {
+			for j < len(s) && isSpaceByte(s[j]) {
+				j++
+			}
+			return i, j, true
+		}
+		i = j
+	}
+	return 0, 0, false
+}
+
+// isTerminal reports whether r ends a sentence.
+func isTerminal(r rune) bool {
+	switch r {
+	case '.', '!', '?', '…', '。', '！', '？':
+		return true
+	}
+	return false
+}
+
+// isCloser reports whether r is a closing quote or bracket that may follow
+// the end of a sentence.
+func isCloser(r rune) bool {
+	switch r {
+	case '"', '\'', '”', '’', ')', ']':
+		return true
+	}
+	return false
+}
+
+// isSpaceByte reports whether b is ASCII white space as regular
+// expressions' \s means it: tab, newline, form feed, carriage return or
+// space.
+func isSpaceByte(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
+}
 
 // CapNarrative returns narrative cut to at most maxTokens tokens as counted
 // by tokens (nil: trimmer.EstimateScript): the longest run of whole
@@ -149,8 +216,13 @@ func CapNarrative(narrative string, maxTokens int, tokens func(string) int) stri
 		return narrative
 	}
 	best := ""
-	for _, loc := range sentenceBoundary.FindAllStringIndex(narrative, -1) {
-		cand := strings.TrimSpace(narrative[:loc[1]])
+	for at := 0; ; {
+		_, hi, ok := sentenceBoundary(narrative[at:])
+		if !ok {
+			break
+		}
+		at += hi
+		cand := strings.TrimSpace(narrative[:at])
 		if tokens(cand) > maxTokens {
 			break
 		}

@@ -50,3 +50,31 @@ func FuzzWordText(f *testing.F) {
 		}
 	})
 }
+
+// containsWords answers as strings.Contains does, on word texts and word
+// runs drawn from a small vocabulary (so that words recur as prefixes,
+// suffixes and parts of other words, and runs recur at several places).
+func TestContainsWordsMatchesContains(t *testing.T) {
+	vocab := []string{"a", "an", "ana", "banana", "nan", "1", "11", "x.y", "안녕", "녕", "の", "です"}
+	rng := rand.New(rand.NewPCG(5, 8))
+	for range 100_000 {
+		var ws []string
+		for range rng.IntN(10) {
+			ws = append(ws, vocab[rng.IntN(len(vocab))])
+		}
+		text := wordText(strings.Join(ws, " "))
+		var run []string
+		if n := len(ws); n > 0 && rng.IntN(2) == 0 {
+			i := rng.IntN(n)
+			run = ws[i : i+1+rng.IntN(n-i)]
+		} else {
+			for range 1 + rng.IntN(3) {
+				run = append(run, vocab[rng.IntN(len(vocab))])
+			}
+		}
+		needle := " " + strings.Join(run, " ") + " "
+		if got, want := containsWords(text, needle), strings.Contains(text, needle); got != want {
+			t.Fatalf("containsWords(%q, %q) = %v, want %v", text, needle, got, want)
+		}
+	}
+}

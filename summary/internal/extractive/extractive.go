@@ -121,19 +121,31 @@ func extractFacts(msgs []llms.ChatMessage, sentAt []time.Time, known []Fact, sca
 // are built once for all messages, and each message's scan is memoised.
 func (s *Summarizer) FactsEach(in Input) [][]Fact {
 	out := make([][]Fact, len(in.Messages))
-	var base *keyer
+	var k *keyer // one run per message, each started afresh (restart)
 	for i, m := range in.Messages {
 		if m == nil {
 			continue
 		}
-		if base == nil {
-			base = newKeyer(in.Known, s.protected)
+		if k == nil {
+			k = newKeyer(in.Known, s.protected).fresh()
+		} else {
+			k.restart()
 		}
-		k := base.fresh()
 		k.addMessage(m, timeAt(in.SentAt, i), s.memo.scan)
 		out[i] = k.facts
 	}
 	return out
+}
+
+// restart makes k the keyer fresh would return: a new run against the
+// same ledger, its maps emptied for reuse; the facts of the run before
+// are left to whoever holds them.
+func (k *keyer) restart() {
+	k.facts = nil
+	clear(k.pos)
+	clear(k.seen)
+	clear(k.runVals)
+	clear(k.next)
 }
 
 // timeAt is sentAt[i], zero when missing.
