@@ -171,9 +171,10 @@ type Config struct {
 	// it due (the session is being talked to: its prompts keep their
 	// usual size and a reply never waits behind other sessions' folds),
 	// nor while Flush or Close waits, and a queued one starts once more
-	// messages than the verbatim window plus buffer (or the trigger's
-	// count, when larger) were saved to its session meanwhile. Raise it
-	// for a summarizer whose calls mostly wait on a remote model.
+	// messages than three times the verbatim window plus buffer (or three
+	// times the trigger's count, when larger) were saved to its session
+	// meanwhile. Raise it for a summarizer whose calls mostly wait on a
+	// remote model.
 	MaxConcurrentFolds int
 
 	// LoadGrace is how long a load waits for the regeneration of a stale
@@ -450,9 +451,20 @@ func (c Config) foldSlots() int {
 
 // queueBound is how many messages may be saved to a session while its
 // fold waits for a slot (MaxConcurrentFolds) before that fold starts
-// without one: the verbatim window plus chunked's buffer, or parity's
-// trigger when larger, so that the tail shown stays within about twice
-// its usual size under load.
+// without one: queueTails times the session's usual tail (the verbatim
+// window plus chunked's buffer, or parity's trigger when larger).
 func (c Config) queueBound() int {
-	return max(c.RecentMessageCount+c.BufferMessageCount, c.TriggerMessageCount)
+	return queueTails * max(c.RecentMessageCount+c.BufferMessageCount, c.TriggerMessageCount)
 }
+
+// queueTails is queueBound in usual tails. Under a load the folds cannot
+// keep up with, each fold that starts without a slot adds a fold to the
+// ones the slots run, and each fold costs a summarizer call and a save
+// besides its messages: a bound of three tails lets a queued fold cover
+// about twice as many messages as a bound of one: fewer, larger folds,
+// and so fewer summarizer calls and saves for the same messages (parity,
+// which re-summarizes the whole session at every fold, gains the most).
+// The tail of a session written to and not loaded
+// meanwhile stays within about four times its usual size; a load that
+// finds its fold due never queues (MaxConcurrentFolds).
+const queueTails = 3

@@ -168,7 +168,7 @@ func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 			t.Fatalf("b folded %d times while the only slot was held", n)
 		}
 		// 24 more messages: more than the trigger fired for, fewer than
-		// the queue's bound (window plus buffer, 30).
+		// the queue's bound (three times window plus buffer, 90).
 		saveNoFlush(t, f.mgr, "b", 17, 28)
 		settle()
 		if n := callsFor(f, "b"); n != 0 {
@@ -195,8 +195,9 @@ func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 }
 
 // A fold queued for a slot starts at once when its session's backlog grows
-// past the queue's bound (verbatim window plus buffer), so the tail a
-// prompt carries stays near its usual size however long the queue.
+// past the queue's bound (three times the verbatim window plus buffer),
+// so the tail of a session nobody loads stays within a few times its
+// usual size however long the queue.
 func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := hierConfig()
@@ -208,7 +209,7 @@ func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
 		settle()
 		saveNoFlush(t, f.mgr, "b", 8, 15) // due: queued
 		settle()
-		bound := cfg.RecentMessageCount + cfg.BufferMessageCount
+		bound := 3 * (cfg.RecentMessageCount + cfg.BufferMessageCount)
 		turns := bound / 2 // up to the bound: still queued
 		saveNoFlush(t, f.mgr, "b", 16, 15+turns)
 		settle()

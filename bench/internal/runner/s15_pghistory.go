@@ -553,7 +553,7 @@ func (r *runner) pghAppends(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, 
 		}
 		return fmtFloat(float64(x.turns) / float64(x.folds))
 	}
-	out.printf("Turns per stored summary at %d sessions: chunked %s, parity %s. At most `MaxConcurrentFolds` background folds run at once (default half of GOMAXPROCS, at least 1: %d here); a fold that waited covers every message saved meanwhile, and starts at once when more than K+B messages (or the trigger's count, when larger) were saved meanwhile.\n\n",
+	out.printf("Turns per stored summary at %d sessions: chunked %s, parity %s. At most `MaxConcurrentFolds` background folds run at once (default half of GOMAXPROCS, at least 1: %d here); a fold that waited covers every message saved meanwhile, and starts at once when more than 3×(K+B) messages (or three times the trigger's count, when larger) were saved meanwhile.\n\n",
 		sessions[j], perFold(res[1][j]), perFold(res[2][j]), max(1, runtime.GOMAXPROCS(0)/2))
 	chunkedOff := ratio(sustained(res[1][j]), sustained(res[0][j]))
 	parityOff := ratio(sustained(res[2][j]), sustained(res[0][j]))
