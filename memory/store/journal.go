@@ -24,8 +24,9 @@ type JournalRecord struct {
 	// for the other kinds.
 	Outcome    string `json:"outcome"`
 	ErrorClass string `json:"error_class,omitempty"`
-	// FromSeq and ToSeq bound the messages a fold read (FromSeq < seq <=
-	// ToSeq) or an import wrote; Seqs are the messages an erasure erased.
+	// FromSeq and ToSeq are the first and the last message a fold read or
+	// an import wrote (FromSeq <= seq <= ToSeq); Seqs are the messages an
+	// erasure erased.
 	FromSeq int64   `json:"from_seq,omitempty"`
 	ToSeq   int64   `json:"to_seq,omitempty"`
 	Seqs    []int64 `json:"seqs,omitempty"`
