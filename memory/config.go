@@ -196,8 +196,9 @@ type Config struct {
 	// SupersedeDelay: saves that arrive while a session's fold runs ask it
 	// to run once more when it finishes; it first waits this long (default
 	// 100ms) so that a burst of saves settles into one more fold — unless
-	// Manager.Flush waits, or a load finds that fold due, which end the
-	// wait. A running fold is never cancelled by a save: with a slow
+	// Manager.Flush waits, a load finds that fold due, or more messages
+	// were saved meanwhile than a fold queued for a slot waits for
+	// (MaxConcurrentFolds), which end the wait. A running fold is never cancelled by a save: with a slow
 	// summarizer, cancelling would keep the summary from ever advancing.
 	SupersedeDelay time.Duration
 	// SummarizeTimeout is the deadline of each summarizer call (default
