@@ -319,7 +319,7 @@ var keyTable = []keySpec{
 		"Longest hold of a cross-replica fold lock before another replica may take it over. Must be > summarizer.timeout; when not set it is raised to 2 x summarizer.timeout + 30s if that is longer.",
 		func(c *Config) *time.Duration { return &c.Memory.FoldLockTTL }),
 	key(keySupersedeDelay,
-		"How long a background fold waits before it runs again for the saves made while it ran, so that a burst of saves folds once; a waiting Flush, or a load that finds that fold due, ends the wait. Must be >= 0.",
+		"How long a background fold waits before it runs again for the saves made while it ran, so that a burst of saves folds once; a waiting Flush, a load that finds that fold due, or more messages saved meanwhile than a fold queued for a slot waits for (see max-concurrent) ends the wait. Must be >= 0.",
 		func(c *Config) *time.Duration { return &c.Memory.SupersedeDelay }),
 	key(keyMaxConcurrentFolds,
 		"Most background folds of one process running at once, across its sessions; a fold due meanwhile waits its turn and then covers every message saved while it waited. A fold a load found due never queues, nor one while Flush or Close waits, and a queued one starts once more than three times the verbatim window plus buffer (or three times the trigger's count, when larger) were saved meanwhile. Must be >= 0 (0 = half of GOMAXPROCS, at least 1); raise it for a summarizer that mostly waits on a remote model.",

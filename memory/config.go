@@ -198,8 +198,9 @@ type Config struct {
 	// 100ms) so that a burst of saves settles into one more fold — unless
 	// Manager.Flush waits, a load finds that fold due, or more messages
 	// were saved meanwhile than a fold queued for a slot waits for
-	// (MaxConcurrentFolds), which end the wait. A running fold is never cancelled by a save: with a slow
-	// summarizer, cancelling would keep the summary from ever advancing.
+	// (MaxConcurrentFolds), which end the wait. A running fold is never
+	// cancelled by a save: with a slow summarizer, cancelling would keep
+	// the summary from ever advancing.
 	SupersedeDelay time.Duration
 	// SummarizeTimeout is the deadline of each summarizer call (default
 	// 60s): past it the call's context is cancelled and the fold fails (a
@@ -465,7 +466,7 @@ func (c Config) queueBound() int {
 // about twice as many messages as a bound of one: fewer, larger folds,
 // and so fewer summarizer calls and saves for the same messages (parity,
 // which re-summarizes the whole session at every fold, gains the most).
-// The tail of a session written to and not loaded
-// meanwhile stays within about four times its usual size; a load that
-// finds its fold due never queues (MaxConcurrentFolds).
+// The tail of a session written to and not loaded meanwhile stays within
+// about four times its usual size; a load that finds its fold due never
+// queues (MaxConcurrentFolds).
 const queueTails = 3

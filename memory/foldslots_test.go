@@ -378,11 +378,12 @@ func TestMaxConcurrentFoldsValidate(t *testing.T) {
 // A run that saves asked for another pass waits Config.SupersedeDelay
 // before it (a burst of saves settles into one fold), but not while a
 // caller waits: Flush ends the settling, and so does a load that finds the
-// fold due, whose attempt then takes no slot. Both policies; the delay is
-// an hour on the bubble's clock, so that only ending it early passes.
+// fold due, whose attempt then takes no slot, or more saves meanwhile than
+// a queued fold waits for. Both policies; the delay is an hour on the
+// bubble's clock, so that only ending it early passes.
 func TestSettlingEndsForFlushAndLoads(t *testing.T) {
 	for _, policy := range []memory.Policy{memory.PolicyParity, memory.PolicyChunked} {
-		for _, by := range []string{"flush", "load"} {
+		for _, by := range []string{"flush", "load", "backlog"} {
 			t.Run(fmt.Sprintf("%s/%s", policy, by), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					cfg := waits(hierConfig(), time.Minute, 0)
@@ -413,6 +414,18 @@ func TestSettlingEndsForFlushAndLoads(t *testing.T) {
 						if h, err = f.mgr.Load(context.Background(), "held-a", "alice"); err != nil {
 							t.Fatal(err)
 						}
+					case "backlog":
+						// Up to the queue's bound (three times window plus
+						// buffer) the run goes on settling; one turn past
+						// it ends the settling.
+						bound := 3 * (cfg.RecentMessageCount + cfg.BufferMessageCount)
+						next := 2*turns + 1
+						saveNoFlush(t, f.mgr, "held-a", next, next+bound/2-1)
+						synctest.Wait()
+						if n := callsFor(f, "held-a"); n != 1 {
+							t.Fatalf("held-a folded %d times with %d messages saved while settling (bound %d), want 1", n, bound, bound)
+						}
+						saveNoFlush(t, f.mgr, "held-a", next+bound/2, next+bound/2)
 					}
 					synctest.Wait()
 					if waited := time.Since(began); waited >= cfg.LoadGrace {
