@@ -25,12 +25,7 @@ func TestParityFoldInputIsCapped(t *testing.T) {
 	f := newFixture(t, cfg)
 	seed(t, f.store, "s", "alice", 15)
 	ctx := context.Background()
-	if err := f.mgr.SaveTurn(ctx, "s", "alice", "u16", "a16"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.mgr.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	saveTurns(t, f.mgr, "s", 16, 16)
 	reqs := f.svc.requests()
 	if len(reqs) < 2 {
 		t.Fatalf("%d calls: the range was not chunked", len(reqs))
@@ -135,12 +130,7 @@ func TestParityRefoldSavesWhereTheCursorMoves(t *testing.T) {
 		f := newFixture(t, cfg, memory.WithFoldObserver(log.observe))
 		seed(t, f.store, "s", "alice", turns)
 		ctx := context.Background()
-		if err := f.mgr.SaveTurn(ctx, "s", "alice", "u-next", "a-next"); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.mgr.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		saveTurns(t, f.mgr, "s", turns+1, turns+1)
 		first := f.svc.requests()
 		if len(first) < 3 || len(log.all()) != len(first) {
 			t.Fatalf("trial %d: first fold made %d calls and %d saves: want one save per chunk, at least 3", trial, len(first), len(log.all()))
