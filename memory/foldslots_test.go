@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -442,5 +443,72 @@ func TestSettlingEndsForFlushAndLoads(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// staleTail holds the first read of the session's tail until the gate
+// opens, then returns what the store held at that read: the read of a
+// fold planned just before the saves that made a fold due.
+type staleTail struct {
+	memory.MessageStore
+	session string
+	held    atomic.Bool // the first read is held
+	open    chan struct{}
+}
+
+func (s *staleTail) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
+	t, err := s.MessageStore.Tail(ctx, sessionID, userID, n)
+	if sessionID == s.session && s.held.CompareAndSwap(false, true) {
+		<-s.open
+	}
+	return t, err
+}
+
+// A run whose attempt found nothing to fold (its plan read the session
+// before the saves that made a fold due) starts the fold those saves ask
+// for at once: no fold has just run, so there is no burst to let settle,
+// and the fold starts as it would have with no run in progress. Before,
+// it waited out Config.SupersedeDelay (an hour here). Chunked, whose
+// first save past the window plans a fold that is not yet due; a random
+// number of saves past its triggers while that plan reads.
+func TestNoOpAttemptDoesNotSettle(t *testing.T) {
+	for round := range 4 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(round), 11))
+				cfg := hierConfig()
+				cfg.Policy = memory.PolicyChunked
+				cfg.SupersedeDelay = time.Hour
+				st := &staleTail{MessageStore: memory.NewInMemoryStore(), session: "s", open: make(chan struct{})}
+				svc := &fakeSummarizer{}
+				mgr, err := memory.NewManager(st, cfg, memory.WithSummaries(summary.NewInMemoryStore(0), svc), memory.WithLogger(quiet))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = mgr.Close() }()
+				defer close(st.open)
+				turn := 0
+				for !st.held.Load() { // the first save that plans a fold
+					turn++
+					saveNoFlush(t, mgr, "s", turn, turn)
+					synctest.Wait()
+				}
+				last := 16 + rng.IntN(8) // past the safety and overflow triggers
+				saveNoFlush(t, mgr, "s", turn+1, last)
+				synctest.Wait()
+				if n := svc.calls.Load(); n != 0 {
+					t.Fatalf("%d summarizer calls while the plan of turn %d reads, want 0", n, turn)
+				}
+				began := time.Now()
+				st.open <- struct{}{} // the plan finds nothing to fold in its read
+				synctest.Wait()
+				if n := svc.calls.Load(); n != 1 {
+					t.Fatalf("%d summarizer calls once the attempt planned at turn %d ended, want 1 (the due fold, at once)", n, turn)
+				}
+				if waited := time.Since(began); waited != 0 {
+					t.Fatalf("the due fold started after %s, want at once", waited)
+				}
+			})
+		})
 	}
 }
