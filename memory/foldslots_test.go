@@ -196,32 +196,48 @@ func TestQueuedFoldCoversSavesMadeMeanwhile(t *testing.T) {
 }
 
 // A fold queued for a slot starts at once when its session's backlog grows
-// past the queue's bound (three times the verbatim window plus buffer),
-// so the tail of a session nobody loads stays within a few times its
-// usual size however long the queue.
+// past the queue's bound (three times the session's usual tail: the
+// verbatim window plus buffer, or parity's trigger when larger), so the
+// tail of a session nobody loads stays within a few times its usual size
+// however long the queue. Both sides of the bound: chunked at the
+// defaults (window plus buffer), parity with a trigger above it.
 func TestQueuedFoldStartsWhenItsBacklogGrows(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := hierConfig()
-		cfg.Policy = memory.PolicyChunked
-		f, g := slotsFixture(t, cfg, 1)
-		saveNoFlush(t, f.mgr, "b", 1, 7) // b's backlog known while the slot is free
-		settle()
-		saveNoFlush(t, f.mgr, "held-a", 1, 16)
-		settle()
-		saveNoFlush(t, f.mgr, "b", 8, 15) // due: queued
-		settle()
-		bound := 3 * (cfg.RecentMessageCount + cfg.BufferMessageCount)
-		turns := bound / 2 // up to the bound: still queued
-		saveNoFlush(t, f.mgr, "b", 16, 15+turns)
-		settle()
-		if n := callsFor(f, "b"); n != 0 {
-			t.Fatalf("b folded with %d messages saved while queued (bound %d)", 2*turns, bound)
-		}
-		saveNoFlush(t, f.mgr, "b", 16+turns, 16+turns) // past it
-		settle()
-		foldedWhileHeld(t, f, "b", "after its backlog passed the bound")
-		g.release()
-	})
+	for _, policy := range []memory.Policy{memory.PolicyChunked, memory.PolicyParity} {
+		t.Run(string(policy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := hierConfig()
+				cfg.Policy = policy
+				usual := cfg.RecentMessageCount + cfg.BufferMessageCount
+				due := 15 // chunked: SafetyTurns
+				if policy == memory.PolicyParity {
+					cfg.TriggerMessageCount = 2*usual + 4
+					usual = cfg.TriggerMessageCount
+					due = usual/2 + 1
+				}
+				f, g := slotsFixture(t, cfg, 1)
+				saveNoFlush(t, f.mgr, "b", 1, 7) // b's backlog known while the slot is free
+				settle()
+				saveNoFlush(t, f.mgr, "held-a", 1, due+1)
+				settle()
+				saveNoFlush(t, f.mgr, "b", 8, due) // due: queued
+				settle()
+				if n := callsFor(f, "b"); n != 0 {
+					t.Fatalf("b folded %d times while the held fold holds the slot, want it queued", n)
+				}
+				bound := 3 * usual
+				turns := bound / 2 // up to the bound: still queued
+				saveNoFlush(t, f.mgr, "b", due+1, due+turns)
+				settle()
+				if n := callsFor(f, "b"); n != 0 {
+					t.Fatalf("b folded with %d messages saved while queued (bound %d)", 2*turns, bound)
+				}
+				saveNoFlush(t, f.mgr, "b", due+turns+1, due+turns+1) // past it
+				settle()
+				foldedWhileHeld(t, f, "b", "after its backlog passed the bound")
+				g.release()
+			})
+		})
+	}
 }
 
 // A load that needs a fold never queues behind other sessions' folds: it
