@@ -448,7 +448,7 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 		r.began.Store(time.Now().UnixNano())
 		sum, err := e.fold(ctx, sessionID, userID, why, st, r)
 		release()
-		planned := r.cut.Load() != 0 // the attempt found a fold due under its lease
+		noop := err == nil && r.cut.Load() == 0 // planned, and found nothing to fold
 		if err != nil && ctx.Err() == nil {
 			e.log.DebugContext(ctx, "strata: fold skipped or failed", "session_id", sessionID, "error", err)
 		}
@@ -481,14 +481,15 @@ func (e *engine) run(ctx context.Context, sessionID, userID string, why trigger,
 		why = triggerSave
 		// Saves arrived during the fold: let a burst settle first, unless
 		// a caller waits for every fold (flush), which would only wait
-		// longer, or the attempt found nothing to fold (its plan read the
-		// session before the saves that made a fold due): then no fold
-		// has just run, and the one due starts at once, as it would have
-		// with no run in progress. The settling ends early, as a queued
-		// attempt does, when a flush starts, a load finds the fold due
-		// (the attempt then takes no slot) or its backlog grows past
-		// Config.queueBound.
-		if d := e.cfg.SupersedeDelay; d > 0 && e.waiters == 0 && planned {
+		// longer, or the attempt planned and found nothing to fold (its
+		// plan read the session before the saves that made a fold due):
+		// then no fold has just run, and the one due starts at once, as it
+		// would have with no run in progress. A failed attempt settles, so
+		// that failures are not retried at the rate of saves. The settling
+		// ends early, as a queued attempt does, when a flush starts, a load
+		// finds the fold due (the attempt then takes no slot) or its
+		// backlog grows past Config.queueBound.
+		if d := e.cfg.SupersedeDelay; d > 0 && e.waiters == 0 && !noop {
 			sctx, hurry := context.WithTimeout(ctx, d)
 			r.hurry, r.queued, r.settling = hurry, 0, true
 			e.mu.Unlock()

@@ -470,12 +470,16 @@ type staleTail struct {
 	session string
 	held    atomic.Bool // the first read is held
 	open    chan struct{}
+	fail    bool // the held read fails
 }
 
 func (s *staleTail) Tail(ctx context.Context, sessionID, userID string, n int) (store.Tail, error) {
 	t, err := s.MessageStore.Tail(ctx, sessionID, userID, n)
 	if sessionID == s.session && s.held.CompareAndSwap(false, true) {
 		<-s.open
+		if s.fail {
+			return store.Tail{}, errors.New("read failed")
+		}
 	}
 	return t, err
 }
@@ -484,18 +488,21 @@ func (s *staleTail) Tail(ctx context.Context, sessionID, userID string, n int) (
 // before the saves that made a fold due) starts the fold those saves ask
 // for at once: no fold has just run, so there is no burst to let settle,
 // and the fold starts as it would have with no run in progress. Before,
-// it waited out Config.SupersedeDelay (an hour here). Chunked, whose
-// first save past the window plans a fold that is not yet due; a random
-// number of saves past its triggers while that plan reads.
+// it waited out Config.SupersedeDelay (an hour here). An attempt whose
+// read failed still settles, so that failures are not retried at the
+// rate of saves. Chunked, whose first save past the window plans a fold
+// that is not yet due; a random number of saves past its triggers while
+// that plan reads.
 func TestNoOpAttemptDoesNotSettle(t *testing.T) {
-	for round := range 4 {
-		t.Run(fmt.Sprint(round), func(t *testing.T) {
+	for round := range 6 {
+		fail := round%2 == 1
+		t.Run(fmt.Sprintf("%d/read-fails=%v", round, fail), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(round), 11))
 				cfg := hierConfig()
 				cfg.Policy = memory.PolicyChunked
 				cfg.SupersedeDelay = time.Hour
-				st := &staleTail{MessageStore: memory.NewInMemoryStore(), session: "s", open: make(chan struct{})}
+				st := &staleTail{MessageStore: memory.NewInMemoryStore(), session: "s", open: make(chan struct{}), fail: fail}
 				svc := &fakeSummarizer{}
 				mgr, err := memory.NewManager(st, cfg, memory.WithSummaries(summary.NewInMemoryStore(0), svc), memory.WithLogger(quiet))
 				if err != nil {
@@ -516,8 +523,19 @@ func TestNoOpAttemptDoesNotSettle(t *testing.T) {
 					t.Fatalf("%d summarizer calls while the plan of turn %d reads, want 0", n, turn)
 				}
 				began := time.Now()
-				st.open <- struct{}{} // the plan finds nothing to fold in its read
+				st.open <- struct{}{} // the plan finds nothing to fold in its read, or the read fails
 				synctest.Wait()
+				if fail {
+					if n := svc.calls.Load(); n != 0 {
+						t.Fatalf("%d summarizer calls at once after a failed attempt, want 0 (it settles)", n)
+					}
+					time.Sleep(cfg.SupersedeDelay)
+					synctest.Wait()
+					if n := svc.calls.Load(); n != 1 {
+						t.Fatalf("%d summarizer calls once the failed attempt settled, want 1", n)
+					}
+					return
+				}
 				if n := svc.calls.Load(); n != 1 {
 					t.Fatalf("%d summarizer calls once the attempt planned at turn %d ended, want 1 (the due fold, at once)", n, turn)
 				}
