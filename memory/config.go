@@ -194,10 +194,10 @@ type Config struct {
 	// above the summarizer's timeout).
 	FoldLockTTL time.Duration
 	// SupersedeDelay: saves that arrive while a session's fold runs ask it
-	// to run once more when it finishes; a fold that had something to fold
-	// first waits this long (default 100ms) so that a burst of saves
-	// settles into one more fold (one that found nothing runs again at
-	// once) — unless Manager.Flush waits, a load finds that fold due, or
+	// to run once more when it finishes; it first waits this long (default
+	// 100ms) so that a burst of saves settles into one more fold (a fold
+	// that found nothing to fold runs again at once; a failed one waits
+	// too) — unless Manager.Flush waits, a load finds that fold due, or
 	// more messages were saved meanwhile than a fold queued for a slot
 	// waits for (MaxConcurrentFolds), which end the wait. A running fold
 	// is never cancelled by a save: with a slow summarizer, cancelling
