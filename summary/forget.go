@@ -485,24 +485,30 @@ func wordText(text string) string {
 		}
 		start = -1
 	}
-	for _, c := range text {
+	for k := 0; k < len(text); {
 		var in bool
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+		if b := text[k]; b < utf8.RuneSelf {
+			k++
+			if c := asciiWord[b]; c != 0 {
+				if start < 0 {
+					start = len(out)
+				}
+				out = append(out, c)
+				continue
 			}
-			in = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte(wordJoiners, byte(c)) >= 0
 		} else {
+			c, n := utf8.DecodeRuneInString(text[k:])
+			k += n
 			c = unicode.ToLower(c)
-			in = unicode.IsLetter(c) || unicode.IsDigit(c)
-		}
-		switch {
-		case in:
-			if start < 0 {
-				start = len(out)
+			if in = unicode.IsLetter(c) || unicode.IsDigit(c); in {
+				if start < 0 {
+					start = len(out)
+				}
+				out = utf8.AppendRune(out, c)
+				continue
 			}
-			out = utf8.AppendRune(out, c)
-		case start >= 0:
+		}
+		if start >= 0 {
 			end()
 		}
 	}
@@ -515,5 +521,27 @@ func wordText(text string) string {
 	return string(out)
 }
 
+// asciiWord maps an ASCII byte that belongs in a word (a letter, a digit
+// or one of wordJoiners) to itself lower-cased, every other byte to 0.
+var asciiWord = func() (t [utf8.RuneSelf]byte) {
+	for b := range byte(utf8.RuneSelf) {
+		switch {
+		case 'A' <= b && b <= 'Z':
+			t[b] = b + 'a' - 'A'
+		case 'a' <= b && b <= 'z', '0' <= b && b <= '9', strings.IndexByte(wordJoiners, b) >= 0:
+			t[b] = b
+		}
+	}
+	return t
+}()
+
 // isWordEdge reports whether b is one of wordEdges.
-func isWordEdge(b byte) bool { return strings.IndexByte(wordEdges, b) >= 0 }
+func isWordEdge(b byte) bool { return wordEdgeByte[b] }
+
+// wordEdgeByte holds isWordEdge for every byte.
+var wordEdgeByte = func() (t [256]bool) {
+	for i := range len(wordEdges) {
+		t[wordEdges[i]] = true
+	}
+	return t
+}()

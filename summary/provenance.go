@@ -5,13 +5,31 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // SentenceDigest names a narrative sentence in SentenceSources: a short
 // hex SHA-256 of the sentence with its white space folded.
 func SentenceDigest(sentence string) string {
-	h := sha256.Sum256([]byte(strings.Join(strings.Fields(sentence), " ")))
+	if !spaceFolded(sentence) {
+		sentence = strings.Join(strings.Fields(sentence), " ")
+	}
+	h := sha256.Sum256([]byte(sentence))
 	return hex.EncodeToString(h[:12])
+}
+
+// spaceFolded reports whether s is its own white space folded,
+// strings.Join(strings.Fields(s), " "): no white space but single
+// spaces between non-space characters.
+func spaceFolded(s string) bool {
+	prev := ' ' // a space at the start is not folded
+	for _, r := range s {
+		if r == ' ' && prev == ' ' || r != ' ' && unicode.IsSpace(r) {
+			return false
+		}
+		prev = r
+	}
+	return prev != ' ' || s == ""
 }
 
 // unionSources is the provenance of a value two origins state: the union

@@ -1,8 +1,9 @@
 package extractive
 
 import (
+	"cmp"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -363,18 +364,17 @@ func pickNarrative(cands []candidate, max, maxTokens int) string {
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ca, cb := cands[order[a]], cands[order[b]]
-		if ca.goal != cb.goal {
-			return ca.goal
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := &cands[a], &cands[b]
+		switch {
+		case ca.goal != cb.goal:
+			return boolFirst(ca.goal)
+		case ca.topic != cb.topic:
+			return boolFirst(ca.topic)
+		case ca.score != cb.score:
+			return cmp.Compare(cb.score, ca.score)
 		}
-		if ca.topic != cb.topic {
-			return ca.topic
-		}
-		if ca.score != cb.score {
-			return ca.score > cb.score
-		}
-		return ca.order > cb.order
+		return cmp.Compare(cb.order, ca.order)
 	})
 	chosen := map[int]bool{}
 	seen := map[string]bool{}
@@ -420,6 +420,15 @@ func pickNarrative(cands []candidate, max, maxTokens int) string {
 		}
 	}
 	return joined()
+}
+
+// boolFirst orders the candidate for which a test holds before the one
+// for which it does not: -1 when it holds for the first.
+func boolFirst(first bool) int {
+	if first {
+		return -1
+	}
+	return 1
 }
 
 // codeToken matches a token with a digit, or an all-capitals code.

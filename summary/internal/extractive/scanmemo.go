@@ -1,7 +1,7 @@
 package extractive
 
 import (
-	"crypto/sha256"
+	"hash/maphash"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -14,8 +14,11 @@ const scanMemoSize = 20_000
 // scanMemo is a bounded, goroutine-safe memo of scan results keyed by role
 // and a hash of the text.
 type scanMemo struct {
-	mu  sync.Mutex
-	lru *simplelru.LRU[scanKey, []finding]
+	// seeds key the memo's hashes of a text (textSum): two maphash seeds,
+	// random per memo, so that no input can be crafted to collide.
+	seeds [2]maphash.Seed
+	mu    sync.Mutex
+	lru   *simplelru.LRU[scanKey, []finding]
 	// sents memoises a message's narrative sentences with their scores:
 	// a parity fold re-reads the whole transcript, and scoring its
 	// sentences again on every fold was most of the summarizer's work.
@@ -28,7 +31,18 @@ type scanMemo struct {
 
 type sentKey struct {
 	who string
-	sum [sha256.Size]byte
+	sum textSum
+}
+
+// textSum is a 128-bit hash of a text: two 64-bit maphash sums under the
+// memo's seeds. Two texts share one by chance with a probability of
+// about 2⁻¹²⁸ per pair, and the seeds are random, so a memo entry is the
+// text's own.
+type textSum [2]uint64
+
+// sum is text's textSum under the memo's seeds.
+func (c *scanMemo) sum(text string) textSum {
+	return textSum{maphash.String(c.seeds[0], text), maphash.String(c.seeds[1], text)}
 }
 
 // scoredSentence is one narrative sentence of a message, its score and
@@ -47,14 +61,14 @@ func scored(text, who string, found []finding) scoredSentence {
 
 type scanKey struct {
 	role llms.ChatMessageType
-	sum  [sha256.Size]byte
+	sum  textSum
 }
 
 func newScanMemo(size int) *scanMemo {
 	lru, _ := simplelru.NewLRU[scanKey, []finding](size, nil) // fails only for size <= 0
 	sents, _ := simplelru.NewLRU[sentKey, []scoredSentence](size, nil)
 	scores, _ := simplelru.NewLRU[sentKey, scoredSentence](size, nil)
-	return &scanMemo{lru: lru, sents: sents, scores: scores}
+	return &scanMemo{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lru: lru, sents: sents, scores: scores}
 }
 
 // whoRole is the role of a narrative speaker's messages.
@@ -71,7 +85,7 @@ func whoRole(who string) llms.ChatMessageType {
 // is scored with the findings in its span. Callers never mutate the
 // result, so cached slices are shared.
 func (c *scanMemo) sentences(content, who string) []scoredSentence {
-	key := sentKey{who: who, sum: sha256.Sum256([]byte(content))}
+	key := sentKey{who: who, sum: c.sum(content)}
 	c.mu.Lock()
 	out, ok := c.sents.Get(key)
 	c.mu.Unlock()
@@ -85,7 +99,7 @@ func (c *scanMemo) sentences(content, who string) []scoredSentence {
 	c.mu.Lock()
 	c.sents.Add(key, out)
 	for _, s := range out {
-		c.scores.Add(sentKey{who: who, sum: sha256.Sum256([]byte(s.text))}, s)
+		c.scores.Add(sentKey{who: who, sum: c.sum(s.text)}, s)
 	}
 	c.mu.Unlock()
 	return out
@@ -96,7 +110,7 @@ func (c *scanMemo) sentences(content, who string) []scoredSentence {
 // in its message when that is remembered, else from a scan of the
 // sentence alone.
 func (c *scanMemo) sentence(text, who string) scoredSentence {
-	key := sentKey{who: who, sum: sha256.Sum256([]byte(text))}
+	key := sentKey{who: who, sum: c.sum(text)}
 	c.mu.Lock()
 	sc, ok := c.scores.Get(key)
 	c.mu.Unlock()
@@ -113,7 +127,7 @@ func (c *scanMemo) sentence(text, who string) scoredSentence {
 // scan returns scan(text, role), memoised. Findings are never mutated by
 // callers, so cached slices are shared.
 func (c *scanMemo) scan(text string, role llms.ChatMessageType) []finding {
-	key := scanKey{role: role, sum: sha256.Sum256([]byte(text))}
+	key := scanKey{role: role, sum: c.sum(text)}
 	c.mu.Lock()
 	f, ok := c.lru.Get(key)
 	c.mu.Unlock()
