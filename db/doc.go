@@ -75,6 +75,14 @@
 // of its own. Migrations run on the coordinator; strata_schema_migrations
 // stays a local table there.
 //
+// # Schema (version 22)
+//
+// Migration 000022 makes a journal append (strata_journal_append) write
+// its header row once: the row is read FOR UPDATE and inserted only when
+// the session has none yet, where the append before locked it with an
+// upsert that wrote it and then wrote it again. What the journal holds
+// and what the function returns are unchanged.
+//
 // # Schema (version 21)
 //
 // Migration 000021 compresses strata_summaries.facts_json with LZ4 rather

@@ -230,3 +230,91 @@ func TestJournalScrubRewritesOnlyAffectedRows(t *testing.T) {
 		t.Fatalf("after the scrub: %+v", j)
 	}
 }
+
+// TestJournalAppendWritesHeaderOnce: a journal append (migration 22)
+// writes the header row of a session that has one once — one UPDATE, no
+// insert, counted by PostgreSQL for the append's own transaction — and
+// inserts it for a session that has none. Writers racing to append a
+// session's first records all land: every record is numbered once, in
+// one header, whose totals count them all.
+func TestJournalAppendWritesHeaderOnce(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSchema(t)
+	ctx := testCtx(t)
+	d := dbtest.Open(t, s.URL)
+	ms := db.NewMessageStore(d)
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 22))
+	appendSQL := `SELECT strata_journal_append($1, $2, '{"kind":"fold"}'::jsonb, '{"records":1}'::jsonb, '2026-11-28', 0, 200, true)`
+	writes := func(session string, epoch int64) (ins, upd int64) {
+		t.Helper()
+		tx, err := d.BeginTxx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		// The view also counts earlier transactions of the connection
+		// whose counts the server has not yet published: the append's
+		// are the difference.
+		counts := func() (ins, upd int64) {
+			if err := tx.QueryRowxContext(ctx, `SELECT COALESCE(sum(n_tup_ins), 0), COALESCE(sum(n_tup_upd), 0)
+				FROM pg_stat_xact_user_tables WHERE relname = 'strata_journals' AND schemaname = current_schema()`).Scan(&ins, &upd); err != nil {
+				t.Fatal(err)
+			}
+			return ins, upd
+		}
+		ins0, upd0 := counts()
+		var n int64
+		if err := tx.QueryRowxContext(ctx, appendSQL, session, epoch).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		ins, upd = counts()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return ins - ins0, upd - upd0
+	}
+	res := mustAppend(t, ctx, ms, "once", "alice", user("q"), assistant("a"))
+	if ins, upd := writes("once", res.Epoch); ins != 1 || upd != 1 {
+		t.Fatalf("first append: %d inserts and %d updates of the header, want 1 and 1", ins, upd)
+	}
+	for range 1 + rng.IntN(5) {
+		if ins, upd := writes("once", res.Epoch); ins != 0 || upd != 1 {
+			t.Fatalf("later append: %d inserts and %d updates of the header, want 0 and 1", ins, upd)
+		}
+	}
+
+	writers, each := 2+rng.IntN(6), 1+rng.IntN(8)
+	res = mustAppend(t, ctx, ms, "race", "alice", user("q"), assistant("a"))
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				r := store.JournalRecord{Kind: "fold", Outcome: "saved", At: time.Now(), FromSeq: int64(w*100 + i)}
+				if err := ms.EditJournal(store.WithJournalRecord(ctx, r, 200), "race", res.Epoch, nil); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	j, err := ms.ReadJournal(ctx, "race", res.Epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := writers * each
+	if len(j.Records) != want || j.Totals.Records != int64(want) || j.Totals.Folds != int64(want) {
+		t.Fatalf("%d writers × %d appends: %d records, totals %+v", writers, each, len(j.Records), j.Totals)
+	}
+	seen := map[int64]bool{}
+	for _, r := range j.Records {
+		if r.N < 1 || r.N > int64(want) || seen[r.N] {
+			t.Fatalf("record number %d repeated or out of 1..%d", r.N, want)
+		}
+		seen[r.N] = true
+	}
+}
