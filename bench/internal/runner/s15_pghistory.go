@@ -33,8 +33,14 @@ import (
 // Strata's verbatim window of the default configuration.
 const pghWindowTurns = 10
 
-// pghLoadRounds is how many interleaved rounds the load part measures.
-const pghLoadRounds = 3
+// pghLoadRounds is how many interleaved rounds the load part measures:
+// each cell's time is cut into this many slices spread over the whole
+// part, so that a moment of noise on the shared machine (a checkpoint,
+// another process) falls on every cell alike rather than on whichever
+// cell it coincides with: the load p50s are some tens of microseconds,
+// and with three rounds a cell's p50 moved by a third between runs of
+// the same code.
+const pghLoadRounds = 12
 
 // pghSystem is one system of the load part: a name and one load of a
 // session of n messages.
@@ -272,6 +278,7 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 	if r.opts.Quick {
 		warm, minOps, minTime = 1, 3, 20*time.Millisecond
 	}
+	perRound := (minOps + pghLoadRounds - 1) / pghLoadRounds // at least minOps calls in all
 	for round := range pghLoadRounds {
 		for j, n := range sizes {
 			for i, sys := range systems {
@@ -299,11 +306,11 @@ func (r *runner) pghLoads(ctx context.Context, pg *pgEnv, peer PGHistoryPeer, pl
 				var s samples
 				if sys.before != nil {
 					var err error
-					if s, err = measureAfter(warm, minOps/pghLoadRounds, minTime/pghLoadRounds, func() error { return sys.before(ctx, n) }, timedLoad); err != nil {
+					if s, err = measureAfter(warm, perRound, minTime/pghLoadRounds, func() error { return sys.before(ctx, n) }, timedLoad); err != nil {
 						return fmt.Errorf("%s, %d messages: turn: %w", sys.name, n, err)
 					}
 				} else {
-					s = measure(warm, minOps/pghLoadRounds, 0, minTime/pghLoadRounds, timedLoad)
+					s = measure(warm, perRound, 0, minTime/pghLoadRounds, timedLoad)
 				}
 				if loadErr != nil {
 					return fmt.Errorf("%s, %d messages: %w", sys.name, n, loadErr)
