@@ -32,14 +32,7 @@ func foldBenchPairs(b *testing.B) [][2]string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, s := range samples[:min(3, len(samples))] {
-			sessions, _ := s.Sessions()
-			for _, se := range sessions {
-				for _, t := range se.Turns {
-					texts = append(texts, t.Text)
-				}
-			}
-		}
+		texts = datasets.TurnTexts(samples[:min(3, len(samples))])
 	}
 	if len(texts) < 2 {
 		for i := range 200 {

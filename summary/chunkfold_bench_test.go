@@ -23,14 +23,7 @@ func chunkFoldMessages(b *testing.B) []llms.ChatMessage {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, s := range samples[:min(3, len(samples))] {
-			sessions, _ := s.Sessions()
-			for _, se := range sessions {
-				for _, t := range se.Turns {
-					texts = append(texts, t.Text)
-				}
-			}
-		}
+		texts = datasets.TurnTexts(samples[:min(3, len(samples))])
 	}
 	if len(texts) < 2 {
 		for i := range 400 {

@@ -486,7 +486,6 @@ func wordText(text string) string {
 		start = -1
 	}
 	for k := 0; k < len(text); {
-		var in bool
 		if b := text[k]; b < utf8.RuneSelf {
 			k++
 			if c := asciiWord[b]; c != 0 {
@@ -500,7 +499,7 @@ func wordText(text string) string {
 			c, n := utf8.DecodeRuneInString(text[k:])
 			k += n
 			c = unicode.ToLower(c)
-			if in = unicode.IsLetter(c) || unicode.IsDigit(c); in {
+			if unicode.IsLetter(c) || unicode.IsDigit(c) {
 				if start < 0 {
 					start = len(out)
 				}

@@ -113,6 +113,22 @@ func (s LoCoMoSample) Sessions() ([]LoCoMoSession, error) {
 	}
 }
 
+// TurnTexts returns the text of every turn of samples, sample by sample
+// and session by session, in order; a sample whose sessions do not decode
+// adds none.
+func TurnTexts(samples []LoCoMoSample) []string {
+	var out []string
+	for _, s := range samples {
+		sessions, _ := s.Sessions()
+		for _, se := range sessions {
+			for _, t := range se.Turns {
+				out = append(out, t.Text)
+			}
+		}
+	}
+	return out
+}
+
 // QA returns the sample's questions (none when it has no "qa"). A list
 // that does not decode is a *FieldError.
 func (s LoCoMoSample) QA() ([]LoCoMoQA, error) {

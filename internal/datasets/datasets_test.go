@@ -40,6 +40,9 @@ func TestLoCoMo(t *testing.T) {
 	if err != nil || len(qa) != 1 || qa[0].Question != "when?" || string(qa[0].Answer) != "2023" || qa[0].Evidence[0] != "D1:1; D2:1" || qa[0].Category != 2 {
 		t.Fatalf("QA = %+v, %v", qa, err)
 	}
+	if got := TurnTexts(samples); !reflect.DeepEqual(got, []string{"hi", "later"}) {
+		t.Fatalf("TurnTexts = %q, want the first sample's two turns (the second's do not decode)", got)
+	}
 	// The second sample's flaws show only when its parts are read.
 	bad := samples[1]
 	if bad.Speaker("a") != "" {
