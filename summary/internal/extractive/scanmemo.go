@@ -15,7 +15,9 @@ const scanMemoSize = 20_000
 // and a hash of the text.
 type scanMemo struct {
 	// seeds key the memo's hashes of a text (textSum): two maphash seeds,
-	// random per memo, so that no input can be crafted to collide.
+	// random per memo, so that which texts collide is not fixed in
+	// advance (maphash is not a cryptographic hash; SHA-256, which
+	// keyed the memo before, costs several times as much per text).
 	seeds [2]maphash.Seed
 	mu    sync.Mutex
 	lru   *simplelru.LRU[scanKey, []finding]
@@ -35,9 +37,9 @@ type sentKey struct {
 }
 
 // textSum is a 128-bit hash of a text: two 64-bit maphash sums under the
-// memo's seeds. Two texts share one by chance with a probability of
-// about 2⁻¹²⁸ per pair, and the seeds are random, so a memo entry is the
-// text's own.
+// memo's independent seeds, so two given texts share one with a
+// probability of about 2⁻¹²⁸. A memo entry found under a text's sum is
+// taken as that text's.
 type textSum [2]uint64
 
 // sum is text's textSum under the memo's seeds.
