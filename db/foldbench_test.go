@@ -26,18 +26,9 @@ const (
 // when ../shared/data holds them, else generated sentences.
 func foldBenchPairs(b *testing.B) [][2]string {
 	b.Helper()
-	var texts []string
-	if raw, err := os.ReadFile("../../shared/data/" + datasets.LoCoMoFile); err == nil {
-		samples, err := datasets.ParseLoCoMo(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		texts = datasets.TurnTexts(samples[:min(3, len(samples))])
-	}
-	if len(texts) < 2 {
-		for i := range 200 {
-			texts = append(texts, fmt.Sprintf("Message %d: my sister Anna moved to Lisbon on %d March and works as a nurse at the hospital there.", i, i%28+1))
-		}
+	texts, err := datasets.ReplayTexts("../../shared/data", 3, 200)
+	if err != nil {
+		b.Fatal(err)
 	}
 	var pairs [][2]string
 	for i := 0; i+1 < len(texts); i += 2 {

@@ -2,8 +2,6 @@ package summary_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -17,18 +15,9 @@ import (
 // sentences.
 func chunkFoldMessages(b *testing.B) []llms.ChatMessage {
 	b.Helper()
-	var texts []string
-	if raw, err := os.ReadFile("../../shared/data/" + datasets.LoCoMoFile); err == nil {
-		samples, err := datasets.ParseLoCoMo(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		texts = datasets.TurnTexts(samples[:min(3, len(samples))])
-	}
-	if len(texts) < 2 {
-		for i := range 400 {
-			texts = append(texts, fmt.Sprintf("Message %d: my sister Anna moved to Lisbon on %d March and works as a nurse at the hospital there.", i, i%28+1))
-		}
+	texts, err := datasets.ReplayTexts("../../shared/data", 3, 400)
+	if err != nil {
+		b.Fatal(err)
 	}
 	msgs := make([]llms.ChatMessage, len(texts))
 	for i, t := range texts {

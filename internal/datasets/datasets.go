@@ -12,7 +12,11 @@ package datasets
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -127,6 +131,29 @@ func TurnTexts(samples []LoCoMoSample) []string {
 		}
 	}
 	return out
+}
+
+// ReplayTexts are texts to replay as a conversation: the turn texts
+// (TurnTexts) of the first samples samples of the LoCoMo file in dataDir,
+// or, when dataDir has no such file, fallback generated sentences that
+// each state a fact. A file that is there but does not parse is an error.
+func ReplayTexts(dataDir string, samples, fallback int) ([]string, error) {
+	raw, err := os.ReadFile(filepath.Join(dataDir, LoCoMoFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		texts := make([]string, fallback)
+		for i := range texts {
+			texts[i] = fmt.Sprintf("Message %d: my sister Anna moved to Lisbon on %d March and works as a nurse at the hospital there.", i, i%28+1)
+		}
+		return texts, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	all, err := ParseLoCoMo(raw)
+	if err != nil {
+		return nil, err
+	}
+	return TurnTexts(all[:min(max(samples, 0), len(all))]), nil
 }
 
 // QA returns the sample's questions (none when it has no "qa"). A list

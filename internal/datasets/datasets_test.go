@@ -3,6 +3,8 @@ package datasets
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -87,5 +89,37 @@ func TestTauBench(t *testing.T) {
 	}
 	if acts, err := trajs[2].Actions(); err != nil || acts != nil {
 		t.Errorf("Actions without info = %v, %v", acts, err)
+	}
+}
+
+// ReplayTexts reads the turn texts of a LoCoMo file's first samples,
+// generates its fallback when the directory has no file, and refuses a
+// file that does not parse.
+func TestReplayTexts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fallback, err := ReplayTexts(dir, 3, 5)
+	if err != nil || len(fallback) != 5 || fallback[0] == fallback[1] {
+		t.Fatalf("no file: %q, %v", fallback, err)
+	}
+	path := filepath.Join(dir, LoCoMoFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := `[{"sample_id": "a", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "one"}, {"speaker": "B", "dia_id": "D1:2", "text": "two"}]}},
+	          {"sample_id": "b", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "three"}]}}]`
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int][]string{0: nil, 1: {"one", "two"}, 2: {"one", "two", "three"}, 9: {"one", "two", "three"}} {
+		if got, err := ReplayTexts(dir, n, 5); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d samples: %q, %v; want %q", n, got, err, want)
+		}
+	}
+	if err := os.WriteFile(path, []byte(`{"not": "a list"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReplayTexts(dir, 3, 5); err == nil {
+		t.Fatal("a file that does not parse read without an error")
 	}
 }
